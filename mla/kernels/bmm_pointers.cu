@@ -1,0 +1,34 @@
+// Writes the per-head operand addresses of the pointer-array batched GEMM. As a kernel node of a
+// captured graph its parameters are the tail's pointers, so a pointer update is a kernel-node
+// parameter update and the GEMM node itself never changes.
+
+#include <cuda_runtime.h>
+
+#include "mla/kernels/device.cuh"
+#include "mla/kernels/launch.cuh"
+#include "mla/kernels/params.h"
+
+namespace mla {
+namespace {
+
+__global__ void BmmPointersKernel(const BmmPointerParams p) {
+  // The tables may still be read by an earlier GEMM of this stream until upstream completes.
+  device::GridDependencyWait();
+  const int h = threadIdx.x;
+  if (h < p.heads) {
+    p.a_table[h] = p.w_uv + h * p.w_head_stride;
+    p.b_table[h] = p.latent + h * kLatentDim;
+    p.d_table[h] = p.values + static_cast<int64_t>(h) * p.rows * kValueDim;
+  }
+  device::LaunchDependents();
+}
+
+}  // namespace
+
+const void* BmmPointersKernelAddress() { return reinterpret_cast<const void*>(&BmmPointersKernel); }
+
+cudaError_t LaunchBmmPointers(const BmmPointerParams& p, cudaStream_t stream, bool pdl) {
+  return LaunchWithPdl(BmmPointersKernel, dim3(1), dim3(kMaxHeads), 0, stream, pdl, p);
+}
+
+}  // namespace mla

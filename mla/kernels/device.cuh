@@ -1,0 +1,81 @@
+#ifndef MLA_KERNELS_DEVICE_CUH_
+#define MLA_KERNELS_DEVICE_CUH_
+
+// Small device helpers shared by the kernels: PDL, cp.async, tensor-core MMA, the gate math.
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace mla {
+namespace device {
+
+// Blocks until every upstream grid has completed and its writes are visible. The "memory"
+// clobber keeps the compiler from hoisting loads of upstream-written data above it.
+__device__ __forceinline__ void GridDependencyWait() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+
+// Lets the next kernel in the stream start (its prologue overlaps our tail).
+__device__ __forceinline__ void LaunchDependents() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
+// 16-byte read-only load of data no kernel writes during this grid (weights).
+__device__ __forceinline__ uint4 LoadWeight16(const void* pointer) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(pointer));
+  return v;
+}
+
+// 16-byte global -> shared copy; with `valid` false the 16 bytes are zero-filled and `src` is
+// not read.
+__device__ __forceinline__ void CopyAsync16(void* smem, const void* src, bool valid) {
+  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const int src_bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+               "r"(src_bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void CopyAsyncCommitAndWaitAll() {
+  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;" ::: "memory");
+}
+
+// D += A(16x16, row) * B(16x8, col), bf16 in, fp32 accumulate.
+__device__ __forceinline__ void MmaBf16(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                        uint32_t a3, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// FP32 sigmoid with the accurate expf (the build does not use fast math); not rounded to bf16.
+__device__ __forceinline__ float Sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+__device__ __forceinline__ float2 Bf16x2ToFloat2(uint32_t word) {
+  __nv_bfloat162 pair;
+  memcpy(&pair, &word, sizeof(word));
+  return __bfloat1622float2(pair);
+}
+
+// out = active ? bf16(v * sigmoid(g)) : +0 for two adjacent columns; v already bf16-exact.
+__device__ __forceinline__ uint32_t GatePair(float v0, float v1, uint32_t gate_word,
+                                             bool active) {
+  if (!active) return 0u;  // +0.0 twice, whatever the gate holds
+  const float2 g = Bf16x2ToFloat2(gate_word);
+  const __nv_bfloat162 out = __floats2bfloat162_rn(v0 * Sigmoid(g.x), v1 * Sigmoid(g.y));
+  uint32_t word;
+  memcpy(&word, &out, sizeof(word));
+  return word;
+}
+
+}  // namespace device
+}  // namespace mla
+
+#endif  // MLA_KERNELS_DEVICE_CUH_

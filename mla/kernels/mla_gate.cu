@@ -1,0 +1,57 @@
+// MlaGate: output = active ? bf16(values * sigmoid(gate)) : +0, for the batched GEMM's values.
+// One 256-thread block per (16 rows, head); each thread 8 columns of one row, 16-byte accesses.
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "mla/kernels/device.cuh"
+#include "mla/kernels/launch.cuh"
+#include "mla/kernels/params.h"
+
+namespace mla {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kRowsPerBlock = 16;
+constexpr int kThreadsPerRow = kValueDim / 8;
+
+__global__ void __launch_bounds__(kThreads) MlaGateKernel(const MlaGateParams p) {
+  const int head = blockIdx.y;
+  const int t = blockIdx.x * kRowsPerBlock + threadIdx.x / kThreadsPerRow;
+  const int d = (threadIdx.x % kThreadsPerRow) * 8;
+
+  // Everything this kernel reads may be written upstream (values by the GEMM).
+  device::GridDependencyWait();
+  device::LaunchDependents();
+  if (t >= p.rows) return;
+
+  const int column = head * kValueDim + d;
+  const uint4 values = *reinterpret_cast<const uint4*>(
+      p.values + (static_cast<int64_t>(head) * p.rows + t) * kValueDim + d);
+  const uint4 gate = *reinterpret_cast<const uint4*>(p.gate + t * p.gate_row_stride + column);
+  const bool active = p.lengths[t / p.q] > 0;
+
+  uint4 out;
+  const uint32_t* v = &values.x;
+  const uint32_t* g = &gate.x;
+  uint32_t* o = &out.x;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 pair = device::Bf16x2ToFloat2(v[i]);
+    o[i] = device::GatePair(pair.x, pair.y, g[i], active);
+  }
+  *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + column) = out;
+}
+
+}  // namespace
+
+const void* MlaGateKernelAddress() { return reinterpret_cast<const void*>(&MlaGateKernel); }
+
+cudaError_t LaunchMlaGate(const MlaGateParams& p, cudaStream_t stream, bool pdl) {
+  const dim3 grid((p.rows + kRowsPerBlock - 1) / kRowsPerBlock, p.heads);
+  return LaunchWithPdl(MlaGateKernel, grid, dim3(kThreads), 0, stream, pdl, p);
+}
+
+}  // namespace mla

@@ -1,0 +1,171 @@
+// MlaValue: the fused W_UV projection and sigmoid gate.
+//
+// One 128-thread block per (32 output columns, head, 16 * kRowTiles rows). Warp w owns columns
+// 8w..8w+7 of the block's 32 over the whole latent: its W_UV B-fragments (16 x 16 bytes a
+// thread) are loaded into registers before the dependency wait, since no upstream kernel writes
+// weights; then the block stages its latent rows in padded shared memory and runs m16n8k16
+// BF16 MMAs with FP32 accumulation, two chains per tile.
+//
+// k permutation: thread (group g, quarter p) loads latent indices 32c + 8p .. 32c + 8p + 7 of
+// W_UV column g as one 16-byte word per 32-wide chunk c. MMA s (0, 1) of the chunk takes words
+// 2s, 2s+1 as its B registers, which the MMA reads as k = 2p, 2p+1 and 2p+8, 2p+9. The A
+// fragment is loaded with the same permutation (16 bytes per row at the same offset), so the
+// products pair the same latent index on both sides: a dot product is order-free.
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "mla/kernels/device.cuh"
+#include "mla/kernels/launch.cuh"
+#include "mla/kernels/params.h"
+
+namespace mla {
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kColumnsPerBlock = 32;
+constexpr int kChunks = kLatentDim / 32;     // 16 chunks of 32 latent values
+constexpr int kSmemRow = kLatentDim + 32;    // padded row (elements): rows g and g+1 hit other banks
+constexpr int kWordsPerRow = kLatentDim / 8;  // 16-byte words per latent row
+
+template <int kRowTiles>
+constexpr size_t SmemBytes() {
+  return size_t{16} * kRowTiles * kSmemRow * sizeof(bf16);
+}
+
+template <int kRowTiles>
+__global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams p) {
+  constexpr int kRows = 16 * kRowTiles;
+  extern __shared__ uint4 smem_words[];
+  bf16* rows_smem = reinterpret_cast<bf16*>(smem_words);  // [kRows][kSmemRow]
+
+  const int chunk = blockIdx.x;
+  const int head = blockIdx.y;
+  const int t0 = blockIdx.z * kRows;
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  const int group = lane / 4;
+  const int quarter = lane % 4;
+  const int column = chunk * kColumnsPerBlock + warp * 8;  // first of the warp's 8 columns
+
+  // W_UV before the wait: weights are written by no upstream kernel.
+  const bf16* w_column = p.w_uv + head * p.w_head_stride +
+                         static_cast<int64_t>(column + group) * p.w_row_stride + 8 * quarter;
+  uint4 w_fragment[kChunks];
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) w_fragment[c] = device::LoadWeight16(w_column + 32 * c);
+
+  device::GridDependencyWait();
+
+  const bf16* latent_head = p.latent + head * kLatentDim;
+  for (int i = threadIdx.x; i < kRows * kWordsPerRow; i += kThreads) {
+    const int r = i / kWordsPerRow;
+    const int word = i % kWordsPerRow;
+    const bool valid = t0 + r < p.rows;
+    const bf16* src = valid ? latent_head + (t0 + r) * p.latent_row_stride + word * 8 : p.latent;
+    device::CopyAsync16(rows_smem + r * kSmemRow + word * 8, src, valid);
+  }
+
+  // This thread's outputs: rows group and group + 8 of each tile, columns 2q, 2q+1 of the warp's.
+  const int out_column = head * kValueDim + column + 2 * quarter;
+  uint32_t gate_word[kRowTiles][2];
+  bool active[kRowTiles][2];
+#pragma unroll
+  for (int tile = 0; tile < kRowTiles; ++tile) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int t = t0 + tile * 16 + group + 8 * half;
+      gate_word[tile][half] = 0;
+      active[tile][half] = false;
+      if (t < p.rows) {
+        gate_word[tile][half] =
+            *reinterpret_cast<const uint32_t*>(p.gate + t * p.gate_row_stride + out_column);
+        active[tile][half] = p.lengths[t / p.q] > 0;
+      }
+    }
+  }
+
+  // All of this grid's upstream-written inputs are in flight or loaded: the next kernel may start.
+  device::LaunchDependents();
+  device::CopyAsyncCommitAndWaitAll();
+  __syncthreads();
+
+  float acc[kRowTiles][2][4] = {};
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+#pragma unroll
+    for (int tile = 0; tile < kRowTiles; ++tile) {
+      const bf16* row_lo = rows_smem + (tile * 16 + group) * kSmemRow + 32 * c + 8 * quarter;
+      const uint4 x = *reinterpret_cast<const uint4*>(row_lo);
+      const uint4 y = *reinterpret_cast<const uint4*>(row_lo + 8 * kSmemRow);
+      device::MmaBf16(acc[tile][0], x.x, y.x, x.y, y.y, w_fragment[c].x, w_fragment[c].y);
+      device::MmaBf16(acc[tile][1], x.z, y.z, x.w, y.w, w_fragment[c].z, w_fragment[c].w);
+    }
+  }
+
+#pragma unroll
+  for (int tile = 0; tile < kRowTiles; ++tile) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int t = t0 + tile * 16 + group + 8 * half;
+      if (t >= p.rows) continue;
+      // Accumulator e of the m16n8 tile: row group (+8 for e >= 2), column 2q + (e & 1).
+      const float v0 = __bfloat162float(
+          __float2bfloat16_rn(acc[tile][0][2 * half] + acc[tile][1][2 * half]));
+      const float v1 = __bfloat162float(
+          __float2bfloat16_rn(acc[tile][0][2 * half + 1] + acc[tile][1][2 * half + 1]));
+      *reinterpret_cast<uint32_t*>(p.output + t * p.output_row_stride + out_column) =
+          device::GatePair(v0, v1, gate_word[tile][half], active[tile][half]);
+    }
+  }
+}
+
+template <int kRowTiles>
+cudaError_t Launch(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
+  constexpr size_t kSmem = SmemBytes<kRowTiles>();
+  if constexpr (kSmem > 48 * 1024) {
+    // Idempotent and cheap; needed once per device before the first launch.
+    const cudaError_t error = cudaFuncSetAttribute(
+        MlaValueKernel<kRowTiles>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+    if (error != cudaSuccess) return error;
+  }
+  const dim3 grid(kValueDim / kColumnsPerBlock, p.heads, (p.rows + 16 * kRowTiles - 1) / (16 * kRowTiles));
+  return LaunchWithPdl(MlaValueKernel<kRowTiles>, grid, dim3(kThreads), kSmem, stream, pdl, p);
+}
+
+}  // namespace
+
+int MlaValueRowTiles(int heads, int rows) {
+  // Larger tiles while the grid still has about two blocks per multiprocessor (132 on an H200).
+  const int blocks_per_tile_row = (kValueDim / kColumnsPerBlock) * heads;
+  for (int tiles : {4, 2}) {
+    if (rows >= 16 * tiles && blocks_per_tile_row * (rows / (16 * tiles)) >= 264) return tiles;
+  }
+  return 1;
+}
+
+const void* MlaValueKernelAddress(int heads, int rows) {
+  switch (MlaValueRowTiles(heads, rows)) {
+    case 4:
+      return reinterpret_cast<const void*>(MlaValueKernel<4>);
+    case 2:
+      return reinterpret_cast<const void*>(MlaValueKernel<2>);
+    default:
+      return reinterpret_cast<const void*>(MlaValueKernel<1>);
+  }
+}
+
+cudaError_t LaunchMlaValue(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
+  switch (MlaValueRowTiles(p.heads, p.rows)) {
+    case 4:
+      return Launch<4>(p, stream, pdl);
+    case 2:
+      return Launch<2>(p, stream, pdl);
+    default:
+      return Launch<1>(p, stream, pdl);
+  }
+}
+
+}  // namespace mla

@@ -1,0 +1,76 @@
+#ifndef MLA_KERNELS_PARAMS_H_
+#define MLA_KERNELS_PARAMS_H_
+
+// Kernel parameter blocks and their host launchers. Launchers validate nothing: callers
+// (mla/tail.h) have checked every shape, stride and pointer. Each launch carries the
+// programmatic-stream-serialization attribute when `pdl` is set, so that an upstream kernel's
+// launch_dependents lets it start early (and, captured in a graph, the edge is programmatic).
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "mla/tail_args.h"
+
+namespace mla {
+
+// Fused W_UV projection and gate.
+struct MlaValueParams {
+  const bf16* latent;         // [B, H, 512]
+  int64_t latent_row_stride;  // elements
+  const bf16* w_uv;           // per head [128, 512], latent axis contiguous
+  int64_t w_head_stride;
+  int64_t w_row_stride;
+  const bf16* gate;           // [B, H * 128]
+  int64_t gate_row_stride;
+  const int32_t* lengths;     // [B / q]
+  bf16* output;               // [B, H * 128]
+  int64_t output_row_stride;
+  int heads;                  // H
+  int rows;                   // B
+  int q;
+};
+
+// The gate applied to the batched GEMM's values.
+struct MlaGateParams {
+  const bf16* values;         // [H, B, 128]: head h, row t at values + (h * B + t) * 128
+  const bf16* gate;           // [B, H * 128]
+  int64_t gate_row_stride;
+  const int32_t* lengths;     // [B / q]
+  bf16* output;               // [B, H * 128]
+  int64_t output_row_stride;
+  int heads;
+  int rows;
+  int q;
+};
+
+// The per-head operand addresses of the pointer-array batched GEMM.
+struct BmmPointerParams {
+  const bf16* latent;         // [B, H, 512]
+  const bf16* w_uv;
+  int64_t w_head_stride;
+  bf16* values;               // [H, B, 128]
+  int heads;
+  int rows;
+  const void** a_table;       // [H]: W_UV of head h
+  const void** b_table;       // [H]: latent of head h, row 0
+  void** d_table;             // [H]: values of head h
+};
+
+// Rows of latent staged per MlaValue block: 16 * row_tiles. Each block keeps its 32 W_UV
+// columns in registers across all its tiles, so larger tiles re-read W_UV less often.
+int MlaValueRowTiles(int heads, int rows);
+
+cudaError_t LaunchMlaValue(const MlaValueParams& params, cudaStream_t stream, bool pdl);
+cudaError_t LaunchMlaGate(const MlaGateParams& params, cudaStream_t stream, bool pdl);
+cudaError_t LaunchBmmPointers(const BmmPointerParams& params, cudaStream_t stream, bool pdl);
+
+// The kernels, for callers that edit kernel nodes of a captured graph in place: a node whose
+// function is one of these takes the matching params struct as its only argument.
+const void* MlaValueKernelAddress(int heads, int rows);
+const void* MlaGateKernelAddress();
+const void* BmmPointersKernelAddress();
+
+}  // namespace mla
+
+#endif  // MLA_KERNELS_PARAMS_H_

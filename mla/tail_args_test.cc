@@ -1,0 +1,166 @@
+#include "mla/tail_args.h"
+
+#include <cstdint>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace mla {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Host buffers stand in for device memory: validation only looks at addresses.
+struct Fixture {
+  explicit Fixture(TailShape s) : shape(s) {
+    latent.resize(size_t(s.rows) * s.heads * kLatentDim + 8);
+    w_uv.resize(size_t(s.heads) * kValueDim * kLatentDim + 8);
+    gate.resize(size_t(s.rows) * s.heads * kValueDim + 8);
+    output.resize(size_t(s.rows) * s.heads * kValueDim + 8);
+    lengths.resize(s.rows / s.q + 1);
+    buffers = CompactBuffers(s, Aligned(latent), Aligned(w_uv), Aligned(gate), lengths.data(),
+                             Aligned(output));
+  }
+  static bf16* Aligned(std::vector<bf16>& v) {
+    auto address = reinterpret_cast<uintptr_t>(v.data());
+    return reinterpret_cast<bf16*>((address + 15) & ~uintptr_t{15});
+  }
+  TailShape shape;
+  std::vector<bf16> latent, w_uv, gate, output;
+  std::vector<int32_t> lengths;
+  TailBuffers buffers;
+};
+
+TEST(ValidateShapeTest, AcceptsTheContractsRange) {
+  for (int heads : {1, 3, 12, 63, 128}) {
+    for (int q : {1, 2, 4, 8}) {
+      EXPECT_TRUE(ValidateShape({heads, 16 * q, q}).ok()) << heads << " " << q;
+    }
+  }
+  EXPECT_TRUE(ValidateShape({128, kMaxRows, 1}).ok());
+}
+
+TEST(ValidateShapeTest, NamesTheArgumentAndValue) {
+  struct Case {
+    TailShape shape;
+    const char* message;
+  } cases[] = {
+      {{0, 16, 1}, "heads = 0"},        {{129, 16, 1}, "heads = 129"},
+      {{-1, 16, 1}, "heads = -1"},      {{8, 0, 1}, "rows = 0"},
+      {{8, -4, 1}, "rows = -4"},        {{8, kMaxRows + 1, 1}, "rows = 65537"},
+      {{8, 16, 0}, "q = 0"},            {{8, 16, -2}, "q = -2"},
+      {{8, 15, 2}, "rows = 15 is not a multiple of q = 2"},
+      {{8, 128, kMaxQ + 1}, "q = 65"},
+  };
+  for (const Case& c : cases) {
+    const absl::Status status = ValidateShape(c.shape);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.message;
+    EXPECT_THAT(std::string(status.message()), HasSubstr(c.message));
+  }
+}
+
+TEST(ValidateTailTest, AcceptsCompactAndStridedBuffers) {
+  Fixture f({12, 32, 2});
+  EXPECT_TRUE(ValidateTail(f.shape, f.buffers).ok());
+  // W_UV as the V half of a [H, 256, 512] kv_b_proj: the head stride is 256 * 512.
+  std::vector<bf16> kv_b_proj(size_t(12) * 256 * 512 + 8);
+  f.buffers.w_uv = Fixture::Aligned(kv_b_proj) + 128 * 512;
+  f.buffers.w_head_stride = 256 * 512;
+  EXPECT_TRUE(ValidateTail(f.shape, f.buffers).ok());
+}
+
+TEST(ValidateTailTest, RefusesNullPointers) {
+  Fixture f({4, 16, 1});
+  const std::pair<const char*, void (*)(TailBuffers&)> cases[] = {
+      {"latent is null", [](TailBuffers& b) { b.latent = nullptr; }},
+      {"w_uv is null", [](TailBuffers& b) { b.w_uv = nullptr; }},
+      {"gate is null", [](TailBuffers& b) { b.gate = nullptr; }},
+      {"lengths is null", [](TailBuffers& b) { b.lengths = nullptr; }},
+      {"output is null", [](TailBuffers& b) { b.output = nullptr; }},
+  };
+  for (const auto& [message, mutate] : cases) {
+    TailBuffers b = f.buffers;
+    mutate(b);
+    const absl::Status status = ValidateTail(f.shape, b);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << message;
+    EXPECT_THAT(std::string(status.message()), HasSubstr(message));
+  }
+}
+
+TEST(ValidateTailTest, RefusesMisalignedPointers) {
+  Fixture f({4, 16, 1});
+  const std::pair<const char*, void (*)(TailBuffers&)> cases[] = {
+      {"latent = ", [](TailBuffers& b) { b.latent += 1; }},
+      {"w_uv = ", [](TailBuffers& b) { b.w_uv += 4; }},
+      {"gate = ", [](TailBuffers& b) { b.gate += 2; }},
+      {"output = ", [](TailBuffers& b) { b.output += 7; }},
+      {"lengths = ", [](TailBuffers& b) {
+         b.lengths = reinterpret_cast<const int32_t*>(
+             reinterpret_cast<const char*>(b.lengths) + 2);
+       }},
+  };
+  for (const auto& [message, mutate] : cases) {
+    TailBuffers b = f.buffers;
+    mutate(b);
+    const absl::Status status = ValidateTail(f.shape, b);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << message;
+    EXPECT_THAT(std::string(status.message()), HasSubstr(message));
+    EXPECT_THAT(std::string(status.message()), HasSubstr("aligned"));
+  }
+}
+
+TEST(ValidateTailTest, RefusesSmallOrMisalignedStrides) {
+  Fixture f({4, 16, 1});
+  const std::pair<const char*, void (*)(TailBuffers&)> cases[] = {
+      {"latent_row_stride = 2040 is below heads * 512 = 2048",
+       [](TailBuffers& b) { b.latent_row_stride = 2040; }},
+      {"latent_row_stride = 2052 is not a multiple of 8",
+       [](TailBuffers& b) { b.latent_row_stride = 2052; }},
+      {"w_row_stride = 256 is below 512", [](TailBuffers& b) { b.w_row_stride = 256; }},
+      {"w_row_stride = 516 is not a multiple of 8", [](TailBuffers& b) { b.w_row_stride = 516; }},
+      {"w_head_stride = 512 is below 128 * w_row_stride = 65536",
+       [](TailBuffers& b) { b.w_head_stride = 512; }},
+      {"gate_row_stride = 256 is below heads * 128 = 512",
+       [](TailBuffers& b) { b.gate_row_stride = 256; }},
+      {"gate_row_stride = 513", [](TailBuffers& b) { b.gate_row_stride = 513; }},
+      {"output_row_stride = 0 is below", [](TailBuffers& b) { b.output_row_stride = 0; }},
+      {"output_row_stride = 516 is not a multiple of 8",
+       [](TailBuffers& b) { b.output_row_stride = 516; }},
+  };
+  for (const auto& [message, mutate] : cases) {
+    TailBuffers b = f.buffers;
+    mutate(b);
+    const absl::Status status = ValidateTail(f.shape, b);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << message;
+    EXPECT_THAT(std::string(status.message()), HasSubstr(message));
+  }
+}
+
+TEST(ValidateTailTest, OneHeadMayUseAnyHeadStride) {
+  Fixture f({1, 16, 1});
+  f.buffers.w_head_stride = 0;
+  EXPECT_TRUE(ValidateTail(f.shape, f.buffers).ok());
+}
+
+TEST(ValidateTailTest, RefusesAnOutputThatOverlapsAnInput) {
+  Fixture f({4, 16, 1});
+  TailBuffers b = f.buffers;
+  b.output = const_cast<bf16*>(b.gate);
+  EXPECT_THAT(std::string(ValidateTail(f.shape, b).message()), HasSubstr("output overlaps gate"));
+  b = f.buffers;
+  b.output = const_cast<bf16*>(b.latent) + 64;
+  EXPECT_THAT(std::string(ValidateTail(f.shape, b).message()),
+              HasSubstr("output overlaps latent"));
+  // A gate that is a slice of a wider row, interleaved with the output, overlaps too.
+  std::vector<bf16> wide(size_t(16) * 2 * 512 + 16);
+  b = f.buffers;
+  b.gate = Fixture::Aligned(wide);
+  b.gate_row_stride = 1024;
+  b.output = Fixture::Aligned(wide) + 512;
+  b.output_row_stride = 1024;
+  EXPECT_THAT(std::string(ValidateTail(f.shape, b).message()), HasSubstr("output overlaps gate"));
+}
+
+}  // namespace
+}  // namespace mla

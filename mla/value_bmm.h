@@ -1,0 +1,77 @@
+#ifndef MLA_VALUE_BMM_H_
+#define MLA_VALUE_BMM_H_
+
+// The W_UV projection as one cuBLASLt batched GEMM, a batch entry per head:
+//   values[h, t, :] = latent[t, h, :] (1 x 512) . W_UV[h] (512 x 128), BF16 in/out, FP32 compute.
+// In cuBLASLt's column-major terms, per head: D (128 x B, ld 128) = op_T(A) . B where
+// A = W_UV[h] seen as 512 x 128 with ld = w_row_stride, and B = latent[:, h, :] seen as
+// 512 x B with ld = latent_row_stride.
+//
+// A plan (descriptors and the heuristic's algorithm) is made once per shape, outside any stream
+// capture, and kept; running it enqueues only the GEMM, so it can be captured into a graph.
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "mla/tail_args.h"
+
+namespace mla {
+
+struct ValueBmmShape {
+  int heads = 0;                  // batch count
+  int rows = 0;                   // B
+  int64_t latent_row_stride = 0;  // ld of B
+  int64_t w_head_stride = 0;      // strided mode only
+  int64_t w_row_stride = 0;       // ld of A
+};
+
+enum class BmmBatchMode {
+  kStrided,       // operands at base + h * stride
+  kPointerArray,  // operands at addresses read from device arrays at run time
+};
+
+class ValueBmm {
+ public:
+  // Plans the GEMM for `shape`; NotFound when cuBLASLt has no algorithm for it within
+  // `workspace_bytes` and 16-byte operand alignment.
+  static absl::StatusOr<ValueBmm> Create(cublasLtHandle_t handle, const ValueBmmShape& shape,
+                                         BmmBatchMode mode, size_t workspace_bytes);
+
+  // Strided mode: values [H, B, 128] from latent and w_uv.
+  absl::Status RunStrided(const bf16* latent, const bf16* w_uv, bf16* values, void* workspace,
+                          cudaStream_t stream) const;
+
+  // Pointer-array mode: device arrays of H addresses each (W_UV, latent, values per head).
+  absl::Status RunPointerArray(const void* const* w_uv_table, const void* const* latent_table,
+                               void* const* values_table, void* workspace,
+                               cudaStream_t stream) const;
+
+  const ValueBmmShape& shape() const { return shape_; }
+  BmmBatchMode mode() const { return mode_; }
+
+ private:
+  struct Descriptors;
+  ValueBmm(ValueBmmShape shape, BmmBatchMode mode, cublasLtHandle_t handle,
+           std::shared_ptr<Descriptors> descriptors, size_t workspace_bytes);
+  absl::Status Run(const void* a, const void* b, void* d, void* workspace,
+                   cudaStream_t stream) const;
+
+  ValueBmmShape shape_;
+  BmmBatchMode mode_;
+  cublasLtHandle_t handle_;
+  std::shared_ptr<Descriptors> descriptors_;  // immutable after Create; shared by copies
+  size_t workspace_bytes_;
+};
+
+// cuBLASLt status as absl::Status naming `what`.
+absl::Status CublasStatus(cublasStatus_t status, const char* what);
+
+}  // namespace mla
+
+#endif  // MLA_VALUE_BMM_H_

@@ -1,0 +1,120 @@
+"""cuda_library: compiles .cu files with nvcc and returns CcInfo.
+
+Plain cc_library / cc_test / cc_binary targets depend on a cuda_library as on any C++
+library. Headers and include paths come from `hdrs` and from the deps' CcInfo. Every nvcc
+flag of the project is set here, in one place.
+"""
+
+load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
+
+NVCC = "/usr/local/cuda/bin/nvcc"
+
+# Native Hopper code (mma.sync, griddepcontrol), not PTX left to the driver.
+CUDA_ARCH_FLAGS = ["-gencode=arch=compute_90,code=sm_90"]
+
+NVCC_FLAGS = [
+    "-std=c++17",
+    "-O3",
+    "-lineinfo",  # source lines for compute-sanitizer and ncu; no effect on code
+    "-Xcompiler=-fPIC",
+    "-Xcompiler=-O2",
+    "-Xptxas=-warn-spills",
+    "--expt-relaxed-constexpr",
+    "-Werror=all-warnings",
+]
+
+def _cuda_library_impl(ctx):
+    cc_toolchain = find_cpp_toolchain(ctx)
+    feature_configuration = cc_common.configure_features(
+        ctx = ctx,
+        cc_toolchain = cc_toolchain,
+        requested_features = ctx.features,
+        unsupported_features = ctx.disabled_features,
+    )
+    host_compiler = cc_common.get_tool_for_action(
+        feature_configuration = feature_configuration,
+        action_name = "c++-compile",
+    )
+
+    dep_infos = [d[CcInfo] for d in ctx.attr.deps]
+    deps_cc = cc_common.merge_cc_infos(cc_infos = dep_infos)
+    deps_compilation = deps_cc.compilation_context
+    own_compilation = cc_common.create_compilation_context(
+        headers = depset(ctx.files.hdrs),
+    )
+
+    # nvcc's device pass knows no -iquote: quote include paths become -I.
+    include_dirs = [".", ctx.bin_dir.path, ctx.genfiles_dir.path]
+    include_dirs += deps_compilation.includes.to_list()
+    include_dirs += deps_compilation.quote_includes.to_list()
+    system_dirs = deps_compilation.system_includes.to_list()
+    inputs = depset(
+        ctx.files.srcs + ctx.files.hdrs,
+        transitive = [deps_compilation.headers],
+    )
+
+    objects = []
+    for src in ctx.files.srcs:
+        if src.extension != "cu":
+            continue
+        obj = ctx.actions.declare_file(
+            "_objs/{}/{}.o".format(ctx.label.name, src.basename[:-len(".cu")]),
+        )
+        args = ctx.actions.args()
+        args.add_all(NVCC_FLAGS + CUDA_ARCH_FLAGS + ctx.attr.copts)
+        args.add("-ccbin", host_compiler)
+        args.add_all(include_dirs, before_each = "-I", uniquify = True)
+        args.add_all(system_dirs, before_each = "-isystem", uniquify = True)
+        args.add_all(deps_compilation.defines.to_list(), before_each = "-D")
+        # Temporaries beside the output: parallel sandboxed actions collide in /tmp.
+        args.add("-objtemp")
+        args.add_all(["-x", "cu", "-c", src.path, "-o", obj.path])
+        ctx.actions.run(
+            executable = NVCC,
+            arguments = [args],
+            inputs = inputs,
+            outputs = [obj],
+            # Actions run with an empty environment; nvcc's host gcc needs `as` on PATH.
+            env = {"PATH": "/usr/bin:/bin"},
+            mnemonic = "NvccCompile",
+            progress_message = "nvcc {}".format(src.short_path),
+        )
+        objects.append(obj)
+
+    compilation_outputs = cc_common.create_compilation_outputs(
+        objects = depset(objects),
+        pic_objects = depset(objects),
+    )
+    linking_context, _ = cc_common.create_linking_context_from_compilation_outputs(
+        actions = ctx.actions,
+        feature_configuration = feature_configuration,
+        cc_toolchain = cc_toolchain,
+        compilation_outputs = compilation_outputs,
+        linking_contexts = [deps_cc.linking_context],
+        name = ctx.label.name,
+        disallow_dynamic_library = True,
+    )
+    own = CcInfo(
+        compilation_context = own_compilation,
+        linking_context = linking_context,
+    )
+    return [
+        DefaultInfo(files = depset(objects)),
+        cc_common.merge_cc_infos(direct_cc_infos = [own], cc_infos = dep_infos),
+    ]
+
+cuda_library = rule(
+    implementation = _cuda_library_impl,
+    doc = "Compiles .cu sources with nvcc into a library that C++ targets depend on.",
+    attrs = {
+        "srcs": attr.label_list(allow_files = [".cu", ".cuh", ".h"]),
+        "hdrs": attr.label_list(allow_files = [".cuh", ".h"]),
+        "deps": attr.label_list(providers = [CcInfo]),
+        "copts": attr.string_list(doc = "Extra nvcc flags for this library only."),
+        "_cc_toolchain": attr.label(
+            default = "@bazel_tools//tools/cpp:current_cc_toolchain",
+        ),
+    },
+    fragments = ["cpp"],
+    toolchains = ["@bazel_tools//tools/cpp:toolchain_type"],
+)
