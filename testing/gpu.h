@@ -1,0 +1,38 @@
+#ifndef TESTING_GPU_H_
+#define TESTING_GPU_H_
+
+// GPU gating shared by every GPU test, benchmark and the demo. Without a usable GPU a GPU test
+// skips and says why; with MLA_TAIL_REQUIRE_GPU=1 in the environment it fails instead, so a run
+// that was meant to use the GPU can never pass by skipping.
+
+#include "absl/status/status.h"
+
+namespace mla_testing {
+
+inline constexpr char kRequireGpuVariable[] = "MLA_TAIL_REQUIRE_GPU";
+
+// True when the environment says a GPU is required (MLA_TAIL_REQUIRE_GPU set, not "0").
+bool GpuRequired();
+
+// OK when device 0 is a usable sm_90 GPU; otherwise why not.
+absl::Status GpuUsable();
+
+}  // namespace mla_testing
+
+// First statement of a GPU test (or its fixture's SetUp): skips, or fails when a GPU is required.
+#define MLA_REQUIRE_GPU_OR_SKIP()                                                        \
+  do {                                                                                   \
+    const absl::Status _gpu = ::mla_testing::GpuUsable();                                \
+    if (!_gpu.ok()) {                                                                    \
+      if (::mla_testing::GpuRequired()) {                                                \
+        GTEST_FAIL() << "a GPU is required (" << ::mla_testing::kRequireGpuVariable      \
+                     << " is set) but none is usable: " << _gpu;                         \
+      } else {                                                                           \
+        GTEST_SKIP() << "no usable GPU, GPU test skipped (set "                          \
+                     << ::mla_testing::kRequireGpuVariable << "=1 to fail instead): "    \
+                     << _gpu;                                                            \
+      }                                                                                  \
+    }                                                                                    \
+  } while (false)
+
+#endif  // TESTING_GPU_H_

@@ -1,0 +1,318 @@
+// The GPU suite of mla/: both paths and the eager entry point against the CPU reference.
+
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "mla/dispatch.h"
+#include "mla/tail.h"
+#include "testing/gpu.h"
+#include "testing/problem.h"
+
+namespace mla_testing {
+namespace {
+
+using ::mla::TailPath;
+using ::testing::HasSubstr;
+
+#define ASSERT_OK(expr)                          \
+  do {                                           \
+    const absl::Status _s = (expr);              \
+    ASSERT_TRUE(_s.ok()) << #expr << ": " << _s; \
+  } while (false)
+
+class MlaGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MLA_REQUIRE_GPU_OR_SKIP();
+    mla::TailOptions options;
+    options.max_rows = 1024;
+    absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(0, options);
+    ASSERT_TRUE(tail.ok()) << tail.status();
+    tail_ = *std::move(tail);
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
+  }
+  void TearDown() override {
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+
+  std::unique_ptr<Problem> MakeProblem(const ProblemOptions& options) {
+    absl::StatusOr<std::unique_ptr<Problem>> problem = Problem::Create(options, stream_);
+    EXPECT_TRUE(problem.ok()) << problem.status();
+    return problem.ok() ? *std::move(problem) : nullptr;
+  }
+
+  // Runs `path` into a fresh NaN-poisoned output and checks it; returns the output bits.
+  std::vector<uint16_t> RunAndCheck(const Problem& problem, TailPath path, bool exact,
+                                    const std::vector<int>& rows) {
+    absl::StatusOr<DeviceMemory> output =
+        DeviceMemory::Allocate(problem.output_elements() * sizeof(uint16_t));
+    EXPECT_TRUE(output.ok()) << output.status();
+    if (!output.ok()) return {};
+    EXPECT_TRUE(problem.PoisonOutput(output->as<mla::bf16>(), stream_).ok());
+    const absl::Status run =
+        tail_->Run(problem.shape(), problem.buffers_with_output(output->as<mla::bf16>()),
+                   stream_, path);
+    EXPECT_TRUE(run.ok()) << run;
+    EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    const absl::Status check = problem.Check(output->as<mla::bf16>(), rows, exact);
+    EXPECT_TRUE(check.ok()) << mla::TailPathName(path) << ": " << check;
+    absl::StatusOr<std::vector<uint16_t>> bits =
+        DownloadBits(output->as<mla::bf16>(), problem.output_elements());
+    return bits.ok() ? *std::move(bits) : std::vector<uint16_t>{};
+  }
+
+  // The problem's own output still holds the NaN it was poisoned with.
+  static void ExpectOutputUntouched(const Problem& problem) {
+    absl::StatusOr<std::vector<uint16_t>> bits =
+        DownloadBits(problem.buffers().output, problem.output_elements());
+    ASSERT_TRUE(bits.ok()) << bits.status();
+    for (uint16_t b : *bits) ASSERT_EQ(b, 0xffff) << "the output was written";
+  }
+
+  std::unique_ptr<mla::MlaTail> tail_;
+  cudaStream_t stream_ = nullptr;
+};
+
+// Integer-valued data and gates with exact sigmoids: both paths bit for bit equal to the
+// reference and to each other, over the grid of heads x rows x q.
+class GridTest : public MlaGpuTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(GridTest, BothPathsBitExact) {
+  const int heads = GetParam();
+  for (int q : {1, 2, 4}) {
+    for (int rows : {1, 2, 15, 16, 17, 33, 64, 100, 256, 1000, 1024}) {
+      if (rows % q != 0) continue;
+      // The largest batches on a sample of head counts: the CPU reference is the slow part.
+      if (rows >= 1000 && heads != 3 && heads != 12 && heads != 64 && heads != 128) continue;
+      SCOPED_TRACE(absl::StrCat("heads ", heads, " rows ", rows, " q ", q));
+      ProblemOptions options;
+      options.shape = {heads, rows, q};
+      options.seed = heads * 1000 + rows * 10 + q;
+      std::unique_ptr<Problem> problem = MakeProblem(options);
+      ASSERT_NE(problem, nullptr);
+      const std::vector<int> sample = problem->SampleRows(rows >= 1000 && heads >= 64 ? 2 : 4);
+      const std::vector<uint16_t> fused = RunAndCheck(*problem, TailPath::kFused, true, sample);
+      const std::vector<uint16_t> bmm = RunAndCheck(*problem, TailPath::kBmm, true, sample);
+      ASSERT_TRUE(fused == bmm) << "the two paths differ";
+      const std::vector<uint16_t> automatic = RunAndCheck(*problem, TailPath::kAuto, true, {});
+      ASSERT_TRUE(automatic == fused);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Heads, GridTest, ::testing::Values(1, 3, 8, 12, 16, 63, 64, 96, 128),
+                         [](const auto& info) { return absl::StrCat("H", info.param); });
+
+// Random data: v within 1 bf16 ulp of the exact dot product (accumulation order differs).
+TEST_F(MlaGpuTest, RandomDataWithinOneUlp) {
+  for (int heads : {1, 12, 64, 128}) {
+    for (int rows : {1, 17, 256, 1024}) {
+      for (Values gates : {Values::kUniformGates, Values::kExactGates}) {
+        SCOPED_TRACE(absl::StrCat("heads ", heads, " rows ", rows));
+        ProblemOptions options;
+        options.shape = {heads, rows, 1};
+        options.data = Values::kUniform;
+        options.gates = gates;
+        options.seed = 7 + heads + rows;
+        std::unique_ptr<Problem> problem = MakeProblem(options);
+        ASSERT_NE(problem, nullptr);
+        const std::vector<int> sample = problem->SampleRows(2);
+        RunAndCheck(*problem, TailPath::kFused, false, sample);
+        RunAndCheck(*problem, TailPath::kBmm, false, sample);
+      }
+    }
+  }
+}
+
+// W_UV as the V half of a [H, 256, 512] kv_b_proj, and latent, gate and output rows wider than
+// the tail (slices of larger tensors); padding columns must stay untouched.
+TEST_F(MlaGpuTest, StridedViews) {
+  for (int heads : {1, 12, 63, 128}) {
+    for (int rows : {3, 16, 100, 512}) {
+      for (int64_t padding : {int64_t{0}, int64_t{8}, int64_t{1024}}) {
+        SCOPED_TRACE(absl::StrCat("heads ", heads, " rows ", rows, " padding ", padding));
+        ProblemOptions options;
+        options.shape = {heads, rows, 1};
+        options.kv_b_proj_view = true;
+        options.row_padding = padding;
+        options.seed = 3 + heads * rows + padding;
+        std::unique_ptr<Problem> problem = MakeProblem(options);
+        ASSERT_NE(problem, nullptr);
+        const std::vector<int> sample = problem->SampleRows(2);
+        const std::vector<uint16_t> fused = RunAndCheck(*problem, TailPath::kFused, true, sample);
+        const std::vector<uint16_t> bmm = RunAndCheck(*problem, TailPath::kBmm, true, sample);
+        ASSERT_TRUE(fused == bmm);
+      }
+    }
+  }
+}
+
+// Inactive requests (length 0 or negative) with NaN latent and gate: exactly +0.0, and their
+// neighbours unaffected; all requests inactive too.
+TEST_F(MlaGpuTest, InactiveRowsAreZeroDespiteNan) {
+  for (int q : {1, 2, 4}) {
+    for (int every : {1, 2, 3}) {
+      for (bool negative : {false, true}) {
+        ProblemOptions options;
+        options.shape = {12, 64, q};
+        options.inactive_every = every;
+        options.negative_lengths = negative;
+        options.gates = Values::kUniformGates;
+        std::unique_ptr<Problem> problem = MakeProblem(options);
+        ASSERT_NE(problem, nullptr);
+        for (TailPath path : {TailPath::kFused, TailPath::kBmm}) {
+          RunAndCheck(*problem, path, false, problem->SampleRows());
+        }
+      }
+    }
+  }
+  // Every request inactive.
+  ProblemOptions options;
+  options.shape = {16, 48, 3};
+  std::unique_ptr<Problem> problem = MakeProblem(options);
+  ASSERT_NE(problem, nullptr);
+  ASSERT_OK(problem->SetLengths(std::vector<int32_t>(16, 0), stream_));
+  for (TailPath path : {TailPath::kFused, TailPath::kBmm}) {
+    RunAndCheck(*problem, path, true, problem->SampleRows());
+  }
+}
+
+// Lengths are read at run time: a second run with other lengths follows them.
+TEST_F(MlaGpuTest, LengthsAreReadAtRunTime) {
+  ProblemOptions options;
+  options.shape = {8, 32, 2};
+  options.inactive_every = 0;
+  std::unique_ptr<Problem> problem = MakeProblem(options);
+  ASSERT_NE(problem, nullptr);
+  for (TailPath path : {TailPath::kFused, TailPath::kBmm}) {
+    std::vector<int32_t> lengths(16, 5);
+    ASSERT_OK(problem->SetLengths(lengths, stream_));
+    RunAndCheck(*problem, path, true, problem->SampleRows());
+    lengths[3] = 0;
+    lengths[15] = 0;
+    ASSERT_OK(problem->SetLengths(lengths, stream_));
+    RunAndCheck(*problem, path, true, problem->SampleRows());
+  }
+}
+
+// Every validation failure returns its status and launches nothing: a sentinel output stays.
+TEST_F(MlaGpuTest, ValidationErrorsLaunchNothing) {
+  ProblemOptions options;
+  options.shape = {12, 32, 2};
+  std::unique_ptr<Problem> problem = MakeProblem(options);
+  ASSERT_NE(problem, nullptr);
+  struct Case {
+    const char* message;
+    mla::TailShape shape;
+    void (*mutate)(mla::TailBuffers&);
+    absl::StatusCode code = absl::StatusCode::kInvalidArgument;
+  };
+  const mla::TailShape good = problem->shape();
+  const Case cases[] = {
+      {"heads = 0", {0, 32, 2}, [](mla::TailBuffers&) {}},
+      {"heads = 129", {129, 32, 2}, [](mla::TailBuffers&) {}},
+      {"rows = 0", {12, 0, 2}, [](mla::TailBuffers&) {}},
+      {"q = 0", {12, 32, 0}, [](mla::TailBuffers&) {}},
+      {"not a multiple of q", {12, 31, 2}, [](mla::TailBuffers&) {}},
+      {"latent is null", good, [](mla::TailBuffers& b) { b.latent = nullptr; }},
+      {"w_uv is null", good, [](mla::TailBuffers& b) { b.w_uv = nullptr; }},
+      {"gate is null", good, [](mla::TailBuffers& b) { b.gate = nullptr; }},
+      {"lengths is null", good, [](mla::TailBuffers& b) { b.lengths = nullptr; }},
+      {"latent = ", good, [](mla::TailBuffers& b) { b.latent += 4; }},
+      {"gate = ", good, [](mla::TailBuffers& b) { b.gate += 1; }},
+      {"w_uv = ", good, [](mla::TailBuffers& b) { b.w_uv += 2; }},
+      {"latent_row_stride", good, [](mla::TailBuffers& b) { b.latent_row_stride -= 8; }},
+      {"gate_row_stride", good, [](mla::TailBuffers& b) { b.gate_row_stride += 4; }},
+      {"output_row_stride", good, [](mla::TailBuffers& b) { b.output_row_stride -= 8; }},
+      {"w_head_stride", good, [](mla::TailBuffers& b) { b.w_head_stride = 512; }},
+      {"w_row_stride", good, [](mla::TailBuffers& b) { b.w_row_stride = 500; }},
+      {"output overlaps gate", good,
+       [](mla::TailBuffers& b) { b.gate = b.output + 8; }},
+  };
+  for (TailPath path : {TailPath::kFused, TailPath::kBmm, TailPath::kAuto}) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(c.message);
+      ASSERT_OK(problem->PoisonOutput(problem->buffers().output, stream_));
+      mla::TailBuffers buffers = problem->buffers();
+      c.mutate(buffers);
+      const absl::Status status = tail_->Run(c.shape, buffers, stream_, path);
+      EXPECT_EQ(status.code(), c.code) << status;
+      EXPECT_THAT(std::string(status.message()), HasSubstr(c.message));
+      ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+      ExpectOutputUntouched(*problem);
+    }
+  }
+}
+
+// The BMM path's scratch bounds it; asking for more is OutOfRange, launches nothing, and the
+// fused path still serves the shape.
+TEST_F(MlaGpuTest, BmmBeyondCapacityIsOutOfRange) {
+  mla::TailOptions options;
+  options.max_rows = 64;
+  options.max_heads = 16;
+  absl::StatusOr<std::unique_ptr<mla::MlaTail>> small = mla::MlaTail::Create(0, options);
+  ASSERT_TRUE(small.ok()) << small.status();
+  for (mla::TailShape shape : {mla::TailShape{16, 80, 1}, mla::TailShape{32, 32, 1}}) {
+    ProblemOptions problem_options;
+    problem_options.shape = shape;
+    std::unique_ptr<Problem> problem = MakeProblem(problem_options);
+    ASSERT_NE(problem, nullptr);
+    const absl::Status status =
+        (*small)->Run(problem->shape(), problem->buffers(), stream_, TailPath::kBmm);
+    EXPECT_EQ(status.code(), absl::StatusCode::kOutOfRange) << status;
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    ExpectOutputUntouched(*problem);
+    ASSERT_OK((*small)->Run(problem->shape(), problem->buffers(), stream_, TailPath::kFused));
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(), true));
+  }
+}
+
+TEST_F(MlaGpuTest, CreateRefusesBadOptionsAndDevices) {
+  mla::TailOptions options;
+  options.max_heads = 0;
+  EXPECT_EQ(mla::MlaTail::Create(0, options).status().code(), absl::StatusCode::kInvalidArgument);
+  options = {};
+  options.max_rows = 0;
+  EXPECT_EQ(mla::MlaTail::Create(0, options).status().code(), absl::StatusCode::kInvalidArgument);
+  int count = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
+  const absl::Status missing = mla::MlaTail::Create(count, {}).status();
+  EXPECT_EQ(missing.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(missing.message()), HasSubstr(absl::StrCat("device ", count)));
+}
+
+// With two GPUs: a stream of the other device is refused before anything is launched.
+TEST_F(MlaGpuTest, StreamOfAnotherDeviceIsRefused) {
+  int count = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
+  if (count < 2) GTEST_SKIP() << "needs two GPUs; " << count << " present";
+  ProblemOptions options;
+  options.shape = {4, 16, 1};
+  std::unique_ptr<Problem> problem = MakeProblem(options);
+  ASSERT_NE(problem, nullptr);
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  cudaStream_t other = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&other), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  const absl::Status status = tail_->Run(problem->shape(), problem->buffers(), other);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("stream belongs to device 1"));
+  cudaStreamDestroy(other);
+}
+
+TEST(DispatchTest, ThresholdsSplitThePaths) {
+  EXPECT_FALSE(mla::value_bmm(mla::kValueBmmHeads - 1, 1 << 20));
+  EXPECT_FALSE(mla::value_bmm(128, mla::kValueBmmFrom - 1));
+  EXPECT_TRUE(mla::value_bmm(mla::kValueBmmHeads, mla::kValueBmmFrom));
+}
+
+}  // namespace
+}  // namespace mla_testing

@@ -1,0 +1,258 @@
+#include "testing/problem.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "mla/cuda_status.h"
+#include "testing/bf16_bits.h"
+#include "testing/fill.h"
+
+namespace mla_testing {
+
+using mla::bf16;
+using mla::kLatentDim;
+using mla::kValueDim;
+
+absl::StatusOr<DeviceMemory> DeviceMemory::Allocate(size_t bytes) {
+  DeviceMemory memory;
+  MLA_RETURN_IF_CUDA_ERROR(cudaMalloc(&memory.pointer_, bytes),
+                           absl::StrCat("cudaMalloc(", bytes, ")"));
+  memory.bytes_ = bytes;
+  return memory;
+}
+
+DeviceMemory& DeviceMemory::operator=(DeviceMemory&& other) noexcept {
+  if (this != &other) {
+    if (pointer_ != nullptr) cudaFree(pointer_);
+    pointer_ = other.pointer_;
+    bytes_ = other.bytes_;
+    other.pointer_ = nullptr;
+    other.bytes_ = 0;
+  }
+  return *this;
+}
+
+DeviceMemory::~DeviceMemory() {
+  if (pointer_ != nullptr) cudaFree(pointer_);
+}
+
+absl::StatusOr<std::vector<uint16_t>> DownloadBits(const bf16* device, size_t elements) {
+  std::vector<uint16_t> host(elements);
+  MLA_RETURN_IF_CUDA_ERROR(
+      cudaMemcpy(host.data(), device, elements * sizeof(uint16_t), cudaMemcpyDeviceToHost),
+      "cudaMemcpy(download)");
+  return host;
+}
+
+namespace {
+
+absl::StatusOr<std::vector<uint16_t>> DownloadAll(const DeviceMemory& memory) {
+  return DownloadBits(memory.as<bf16>(), memory.bytes() / sizeof(uint16_t));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Problem>> Problem::Create(const ProblemOptions& options,
+                                                         cudaStream_t stream) {
+  MLA_RETURN_IF_ERROR(mla::ValidateShape(options.shape));
+  std::unique_ptr<Problem> p(new Problem(options));
+  const int64_t heads = options.shape.heads, rows = options.shape.rows, q = options.shape.q;
+  const int64_t width = heads * kValueDim;
+
+  mla::TailBuffers& b = p->buffers_;
+  b.latent_row_stride = heads * kLatentDim + options.row_padding;
+  b.gate_row_stride = width + options.row_padding;
+  b.output_row_stride = width + options.row_padding;
+  b.w_row_stride = kLatentDim;
+  b.w_head_stride = int64_t{options.kv_b_proj_view ? 256 : 128} * kLatentDim;
+  // The V half of kv_b_proj starts 128 rows into each head.
+  p->w_allocation_offset_ = options.kv_b_proj_view ? int64_t{kValueDim} * kLatentDim : 0;
+
+  auto allocate = [](DeviceMemory* memory, size_t bytes) -> absl::Status {
+    absl::StatusOr<DeviceMemory> m = DeviceMemory::Allocate(bytes);
+    if (!m.ok()) return m.status();
+    *memory = *std::move(m);
+    return absl::OkStatus();
+  };
+  MLA_RETURN_IF_ERROR(allocate(&p->latent_, rows * b.latent_row_stride * sizeof(bf16)));
+  MLA_RETURN_IF_ERROR(allocate(&p->w_uv_, heads * b.w_head_stride * sizeof(bf16)));
+  MLA_RETURN_IF_ERROR(allocate(&p->gate_, rows * b.gate_row_stride * sizeof(bf16)));
+  MLA_RETURN_IF_ERROR(allocate(&p->lengths_device_, (rows / q) * sizeof(int32_t)));
+  MLA_RETURN_IF_ERROR(allocate(&p->output_, p->output_elements() * sizeof(bf16)));
+
+  // Unused parts of strided inputs hold NaN: a kernel that reads them shows it.
+  for (DeviceMemory* m : {&p->latent_, &p->w_uv_, &p->gate_}) {
+    MLA_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(m->get(), 0xff, m->bytes(), stream), "cudaMemset");
+  }
+  const uint64_t seed = options.seed * 4;
+  MLA_RETURN_IF_CUDA_ERROR(
+      FillTestValues({p->latent_.as<uint16_t>(), rows, heads, kLatentDim, b.latent_row_stride,
+                      kLatentDim},
+                     seed, options.data, stream),
+      "fill latent");
+  MLA_RETURN_IF_CUDA_ERROR(
+      FillTestValues({p->w_uv_.as<uint16_t>() + p->w_allocation_offset_, heads, kValueDim,
+                      kLatentDim, b.w_head_stride, b.w_row_stride},
+                     seed + 1, options.data, stream),
+      "fill w_uv");
+  MLA_RETURN_IF_CUDA_ERROR(
+      FillTestValues({p->gate_.as<uint16_t>(), rows, 1, width, b.gate_row_stride, 0}, seed + 2,
+                     options.gates, stream),
+      "fill gate");
+
+  p->lengths_.assign(rows / q, 0);
+  for (int64_t r = 0; r < rows / q; ++r) {
+    const bool inactive = options.inactive_every > 0 && r % options.inactive_every == 1;
+    p->lengths_[r] = inactive ? (options.negative_lengths ? -7 : 0) : static_cast<int32_t>(1 + r);
+    if (inactive) {
+      // Padded and finished requests may hold garbage: NaN in latent and gate.
+      MLA_RETURN_IF_CUDA_ERROR(
+          cudaMemset2DAsync(p->latent_.as<bf16>() + r * q * b.latent_row_stride,
+                            b.latent_row_stride * sizeof(bf16), 0xff,
+                            heads * kLatentDim * sizeof(bf16), q, stream),
+          "poison latent");
+      MLA_RETURN_IF_CUDA_ERROR(
+          cudaMemset2DAsync(p->gate_.as<bf16>() + r * q * b.gate_row_stride,
+                            b.gate_row_stride * sizeof(bf16), 0xff, width * sizeof(bf16), q,
+                            stream),
+          "poison gate");
+    }
+  }
+  MLA_RETURN_IF_ERROR(p->SetLengths(p->lengths_, stream));
+  MLA_RETURN_IF_ERROR(p->PoisonOutput(p->output_.as<bf16>(), stream));
+  MLA_RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(stream), "problem set-up");
+
+  b.latent = p->latent_.as<bf16>();
+  b.w_uv = p->w_uv_.as<bf16>() + p->w_allocation_offset_;
+  b.gate = p->gate_.as<bf16>();
+  b.lengths = p->lengths_device_.as<int32_t>();
+  b.output = p->output_.as<bf16>();
+
+  absl::StatusOr<std::vector<uint16_t>> latent = DownloadAll(p->latent_);
+  if (!latent.ok()) return latent.status();
+  p->latent_host_ = *std::move(latent);
+  absl::StatusOr<std::vector<uint16_t>> w_uv = DownloadAll(p->w_uv_);
+  if (!w_uv.ok()) return w_uv.status();
+  p->w_uv_host_ = *std::move(w_uv);
+  absl::StatusOr<std::vector<uint16_t>> gate = DownloadAll(p->gate_);
+  if (!gate.ok()) return gate.status();
+  p->gate_host_ = *std::move(gate);
+  return p;
+}
+
+size_t Problem::output_elements() const {
+  return static_cast<size_t>(options_.shape.rows + options_.guard_rows) *
+         static_cast<size_t>(options_.shape.heads * kValueDim + options_.row_padding);
+}
+
+mla::TailBuffers Problem::buffers_with_output(bf16* output) const {
+  mla::TailBuffers b = buffers_;
+  b.output = output;
+  return b;
+}
+
+absl::Status Problem::PoisonOutput(bf16* output, cudaStream_t stream) const {
+  return mla::CudaStatus(cudaMemsetAsync(output, 0xff, output_elements() * sizeof(bf16), stream),
+                         "poison output");
+}
+
+absl::Status Problem::SetLengths(const std::vector<int32_t>& lengths, cudaStream_t stream) {
+  if (lengths.size() != lengths_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lengths has ", lengths.size(), " requests, the problem ", lengths_.size()));
+  }
+  lengths_ = lengths;
+  MLA_RETURN_IF_CUDA_ERROR(
+      cudaMemcpyAsync(lengths_device_.get(), lengths_.data(), lengths_.size() * sizeof(int32_t),
+                      cudaMemcpyHostToDevice, stream),
+      "upload lengths");
+  return mla::CudaStatus(cudaStreamSynchronize(stream), "upload lengths");
+}
+
+ReferenceInputs Problem::reference_inputs() const {
+  ReferenceInputs in;
+  in.heads = options_.shape.heads;
+  in.q = options_.shape.q;
+  const mla::TailBuffers b = buffers_;
+  const uint16_t* latent = latent_host_.data();
+  const uint16_t* w_uv = w_uv_host_.data() + w_allocation_offset_;
+  const uint16_t* gate = gate_host_.data();
+  in.latent = [=](int t, int h, int k) {
+    return latent[t * b.latent_row_stride + h * kLatentDim + k];
+  };
+  in.w_uv = [=](int h, int k, int d) {
+    return w_uv[h * b.w_head_stride + d * b.w_row_stride + k];
+  };
+  in.gate = [=](int t, int column) { return gate[t * b.gate_row_stride + column]; };
+  const std::vector<int32_t>* lengths = &lengths_;
+  in.lengths = [lengths](int request) { return (*lengths)[request]; };
+  return in;
+}
+
+std::vector<int> Problem::SampleRows(int random_rows) const {
+  const int rows = options_.shape.rows;
+  std::set<int> sample;
+  if (rows <= 20) {
+    for (int t = 0; t < rows; ++t) sample.insert(t);
+  } else {
+    for (int t : {0, 1, 7, 8, 15, 16, 17, 31, 32, 63, 64, rows - 17, rows - 16, rows - 2,
+                  rows - 1}) {
+      if (t >= 0 && t < rows) sample.insert(t);
+    }
+    for (int i = 0; i < random_rows; ++i) {
+      sample.insert(static_cast<int>(SplitMix64(options_.seed * 131 + i) % rows));
+    }
+  }
+  return {sample.begin(), sample.end()};
+}
+
+absl::Status Problem::Check(const bf16* output, const std::vector<int>& rows, bool exact) const {
+  absl::StatusOr<std::vector<uint16_t>> got = DownloadBits(output, output_elements());
+  if (!got.ok()) return got.status();
+  const int heads = options_.shape.heads;
+  const int64_t width = int64_t{heads} * kValueDim;
+  const int64_t stride = buffers_.output_row_stride;
+  std::string errors;
+  int error_count = 0;
+  auto report = [&](const std::string& what) {
+    if (++error_count <= 8) absl::StrAppend(&errors, "\n  ", what);
+  };
+
+  for (int t = 0; t < options_.shape.rows + options_.guard_rows; ++t) {
+    const bool in_batch = t < options_.shape.rows;
+    const bool active = in_batch && lengths_[t / options_.shape.q] > 0;
+    for (int64_t c = 0; c < stride; ++c) {
+      const uint16_t bits = (*got)[t * stride + c];
+      if (!in_batch || c >= width) {
+        if (bits != 0xffff) report(absl::StrCat("row ", t, " column ", c, " was overwritten"));
+      } else if (!active && bits != 0) {
+        report(absl::StrCat("inactive row ", t, " column ", c, " is not +0.0: ", bits));
+      } else if (active && Bf16IsNan(bits)) {
+        report(absl::StrCat("row ", t, " column ", c, " is NaN (unwritten?)"));
+      }
+    }
+  }
+
+  const ReferenceInputs in = reference_inputs();
+  for (int t : rows) {
+    for (int h = 0; h < heads; ++h) {
+      for (int d = 0; d < kValueDim; ++d) {
+        const ReferenceElement ref = ReferenceOutput(in, t, h, d);
+        std::string why;
+        if (!OutputAgrees(ref, (*got)[t * stride + h * kValueDim + d], exact, &why)) {
+          report(absl::StrCat("row ", t, " head ", h, " column ", d, ": ", why));
+        }
+      }
+    }
+  }
+  if (error_count == 0) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(error_count, " mismatches (heads ", heads, ", rows ",
+                                          options_.shape.rows, ", q ", options_.shape.q, "):",
+                                          errors));
+}
+
+}  // namespace mla_testing

@@ -1,0 +1,99 @@
+#ifndef TESTING_PROBLEM_H_
+#define TESTING_PROBLEM_H_
+
+// A tail problem on the GPU for tests, benchmarks and the demo: device inputs filled with
+// deterministic test values (optionally strided, with inactive requests poisoned by NaN), an
+// output with a NaN-filled guard band, and host copies for the CPU reference.
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "mla/tail_args.h"
+#include "testing/reference.h"
+#include "testing/test_values.h"
+
+namespace mla_testing {
+
+// Device memory owned for a scope.
+class DeviceMemory {
+ public:
+  static absl::StatusOr<DeviceMemory> Allocate(size_t bytes);
+  DeviceMemory() = default;
+  DeviceMemory(DeviceMemory&& other) noexcept { *this = std::move(other); }
+  DeviceMemory& operator=(DeviceMemory&& other) noexcept;
+  ~DeviceMemory();
+  void* get() const { return pointer_; }
+  size_t bytes() const { return bytes_; }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(pointer_);
+  }
+
+ private:
+  void* pointer_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+struct ProblemOptions {
+  mla::TailShape shape;
+  Values data = Values::kSmallIntegers;  // latent and W_UV
+  Values gates = Values::kExactGates;
+  bool kv_b_proj_view = false;  // W_UV as the V half of a [H, 256, 512] kv_b_proj
+  int64_t row_padding = 0;      // elements added to the latent, gate and output row strides
+  int inactive_every = 3;       // every n-th request has length 0 and NaN latent and gate (0: none)
+  bool negative_lengths = false;  // inactive requests get length -7 instead of 0
+  int guard_rows = 16;          // NaN rows after the output that must stay NaN
+  uint64_t seed = 1;
+};
+
+class Problem {
+ public:
+  static absl::StatusOr<std::unique_ptr<Problem>> Create(const ProblemOptions& options,
+                                                         cudaStream_t stream = nullptr);
+
+  const ProblemOptions& options() const { return options_; }
+  const mla::TailShape& shape() const { return options_.shape; }
+  // The buffers with the problem's own output, or another output of the same layout.
+  mla::TailBuffers buffers() const { return buffers_; }
+  mla::TailBuffers buffers_with_output(mla::bf16* output) const;
+  size_t output_elements() const;  // the output allocation, guard band included
+
+  // Fills an output allocation (of output_elements()) with NaN.
+  absl::Status PoisonOutput(mla::bf16* output, cudaStream_t stream) const;
+  // Writes new lengths (one per request) to the device.
+  absl::Status SetLengths(const std::vector<int32_t>& lengths, cudaStream_t stream);
+
+  // Host copies of the inputs (downloaded once) for the reference.
+  ReferenceInputs reference_inputs() const;
+  const std::vector<int32_t>& lengths() const { return lengths_; }
+
+  // Checks an output allocation against the reference on `rows` (all columns), that every
+  // element of every row < B was written (no NaN where the reference has none), and that padding
+  // columns and guard rows still hold NaN. Returns the first few mismatches as an error.
+  absl::Status Check(const mla::bf16* output, const std::vector<int>& rows, bool exact) const;
+
+  // Rows worth checking: all of a small batch; tile edges, the ends and a few random ones else.
+  std::vector<int> SampleRows(int random_rows = 4) const;
+
+ private:
+  explicit Problem(const ProblemOptions& options) : options_(options) {}
+
+  ProblemOptions options_;
+  DeviceMemory latent_, w_uv_, gate_, lengths_device_, output_;
+  mla::TailBuffers buffers_;
+  int64_t w_allocation_offset_ = 0;
+  std::vector<uint16_t> latent_host_, w_uv_host_, gate_host_;
+  std::vector<int32_t> lengths_;
+};
+
+// Downloads an output allocation as bf16 bits.
+absl::StatusOr<std::vector<uint16_t>> DownloadBits(const mla::bf16* device, size_t elements);
+
+}  // namespace mla_testing
+
+#endif  // TESTING_PROBLEM_H_
