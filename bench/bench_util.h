@@ -1,0 +1,52 @@
+#ifndef BENCH_BENCH_UTIL_H_
+#define BENCH_BENCH_UTIL_H_
+
+// Shared pieces of the benchmark programs: per-layer device buffers rotated to keep L2 cold,
+// graph timing with CUDA events, the copy-bandwidth limit, and result records.
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "mla/tail_args.h"
+#include "testing/problem.h"
+
+namespace mla_bench {
+
+// One layer's tail inputs and output, filled with uniform test values; every request active.
+struct Layer {
+  mla_testing::DeviceMemory latent, w_uv, gate, lengths, output;
+  mla::TailBuffers buffers;
+};
+
+// Bytes the tail must move per layer: W_UV, latent, gate and lengths read once, output written.
+int64_t TailBytes(const mla::TailShape& shape);
+
+// Layers enough that their bytes exceed `cold_bytes` (three L2s by default), at least
+// `min_layers`, at most `max_layers`.
+int LayersForColdL2(const mla::TailShape& shape, int min_layers, int max_layers,
+                    int64_t cold_bytes = int64_t{180} << 20);
+
+absl::StatusOr<std::vector<Layer>> MakeLayers(const mla::TailShape& shape, int count,
+                                              cudaStream_t stream);
+
+// Captures `enqueue` (which enqueues work on the stream it is given) into a graph, replays it
+// `warmup` then `replays` times, and returns the median replay time in microseconds.
+absl::StatusOr<double> TimeCapturedGraph(cudaStream_t stream,
+                                         const std::function<absl::Status(cudaStream_t)>& enqueue,
+                                         int replays, int warmup = 3);
+
+// Device-to-device copy bandwidth in bytes/s (read + write), measured on a 1 GiB buffer.
+absl::StatusOr<double> MeasureCopyBandwidth(cudaStream_t stream);
+
+// "NVIDIA H200, driver 580.x" and so on, for result headers.
+std::string DeviceDescription();
+
+}  // namespace mla_bench
+
+#endif  // BENCH_BENCH_UTIL_H_

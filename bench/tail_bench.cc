@@ -1,0 +1,216 @@
+// The tail's speed per layer on the GPU, replayed from graphs with L2 kept cold by rotating
+// through enough layers, beside its limits (bytes at the measured copy bandwidth, the launch
+// floor) and the unfused peer (strided cuBLASLt batched GEMM + a gate kernel, no PDL).
+//
+//   tail_bench --heads=8,12,64 --rows=1,16,256 --q=1 --modes=fused,bmm,auto,peer --csv=out.csv
+
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "bench/bench_util.h"
+#include "bench/floor_kernel.h"
+#include "mla/cuda_status.h"
+#include "mla/kernels/params.h"
+#include "mla/tail.h"
+#include "mla/value_bmm.h"
+#include "testing/gpu.h"
+
+ABSL_FLAG(std::string, heads, "8,12,16,32,64,96,128", "head counts");
+ABSL_FLAG(std::string, rows, "1,2,4,8,16,32,64,128,256,512,1024", "rows (tokens)");
+ABSL_FLAG(std::string, q, "1", "tokens per request");
+ABSL_FLAG(std::string, modes, "fused,bmm,auto,peer", "fused, bmm, auto (dispatched), peer");
+ABSL_FLAG(int, min_layers, 16, "layers rotated at least");
+ABSL_FLAG(int, max_layers, 256, "layers rotated at most");
+ABSL_FLAG(int, replays, 20, "timed replays of each graph");
+ABSL_FLAG(std::string, csv, "", "append results to this CSV file");
+ABSL_FLAG(std::string, commit, "unknown", "the commit measured, for the record");
+
+namespace mla_bench {
+namespace {
+
+std::vector<int> ParseList(const std::string& text) {
+  std::vector<int> values;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    int v = 0;
+    if (absl::SimpleAtoi(part, &v)) values.push_back(v);
+  }
+  return values;
+}
+
+// The unfused design engines use: a strided cuBLASLt batched GEMM, then a gate kernel launched
+// plainly (no programmatic dependency).
+class Peer {
+ public:
+  static absl::StatusOr<std::unique_ptr<Peer>> Create(const mla::TailShape& shape) {
+    auto peer = std::make_unique<Peer>();
+    peer->shape_ = shape;
+    MLA_RETURN_IF_ERROR(mla::CublasStatus(cublasLtCreate(&peer->handle_), "cublasLtCreate"));
+    absl::StatusOr<mla_testing::DeviceMemory> values = mla_testing::DeviceMemory::Allocate(
+        size_t{2} * shape.heads * shape.rows * mla::kValueDim);
+    if (!values.ok()) return values.status();
+    peer->values_ = *std::move(values);
+    absl::StatusOr<mla_testing::DeviceMemory> workspace =
+        mla_testing::DeviceMemory::Allocate(kWorkspace);
+    if (!workspace.ok()) return workspace.status();
+    peer->workspace_ = *std::move(workspace);
+    mla::ValueBmmShape s{shape.heads, shape.rows, shape.heads * mla::kLatentDim,
+                         mla::kValueDim * mla::kLatentDim, mla::kLatentDim};
+    absl::StatusOr<mla::ValueBmm> bmm =
+        mla::ValueBmm::Create(peer->handle_, s, mla::BmmBatchMode::kStrided, kWorkspace);
+    if (!bmm.ok()) return bmm.status();
+    peer->bmm_ = std::make_unique<mla::ValueBmm>(*std::move(bmm));
+    return peer;
+  }
+  ~Peer() {
+    bmm_.reset();
+    if (handle_ != nullptr) cublasLtDestroy(handle_);
+  }
+
+  absl::Status Run(const mla::TailBuffers& b, cudaStream_t stream) {
+    MLA_RETURN_IF_ERROR(
+        bmm_->RunStrided(b.latent, b.w_uv, values_.as<mla::bf16>(), workspace_.get(), stream));
+    mla::MlaGateParams gate{values_.as<mla::bf16>(), b.gate,   b.gate_row_stride,
+                            b.lengths,              b.output, b.output_row_stride,
+                            shape_.heads,           shape_.rows, shape_.q};
+    return mla::CudaStatus(mla::LaunchMlaGate(gate, stream, /*pdl=*/false), "gate");
+  }
+
+ private:
+  static constexpr size_t kWorkspace = size_t{32} << 20;
+  mla::TailShape shape_;
+  cublasLtHandle_t handle_ = nullptr;
+  mla_testing::DeviceMemory values_, workspace_;
+  std::unique_ptr<mla::ValueBmm> bmm_;
+};
+
+int Main() {
+  if (absl::Status gpu = mla_testing::GpuUsable(); !gpu.ok()) {
+    std::fprintf(stderr, "tail_bench: no usable GPU: %s\n", gpu.ToString().c_str());
+    return mla_testing::GpuRequired() ? 1 : 0;
+  }
+  cudaStream_t stream;
+  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  absl::StatusOr<double> bandwidth = MeasureCopyBandwidth(stream);
+  if (!bandwidth.ok()) {
+    std::fprintf(stderr, "copy bandwidth: %s\n", bandwidth.status().ToString().c_str());
+    return 1;
+  }
+  // The launch floor: per node of a graph of 64 one-block PDL kernels.
+  absl::StatusOr<double> floor = TimeCapturedGraph(
+      stream,
+      [](cudaStream_t s) {
+        for (int i = 0; i < 64; ++i) {
+          MLA_RETURN_IF_CUDA_ERROR(LaunchFloorKernel(1, s, true), "floor kernel");
+        }
+        return absl::OkStatus();
+      },
+      50);
+  const double floor_us = floor.ok() ? *floor / 64 : -1;
+  const std::string device = DeviceDescription();
+  const std::string date = absl::FormatTime("%Y-%m-%d", absl::Now(), absl::UTCTimeZone());
+  std::printf("# tail_bench  commit %s  %s  %s\n# copy bandwidth %.2f TB/s, launch floor %.2f "
+              "us/node (PDL, 1 block)\n",
+              absl::GetFlag(FLAGS_commit).c_str(), device.c_str(), date.c_str(),
+              *bandwidth / 1e12, floor_us);
+  std::printf("%5s %5s %2s %6s %6s %10s %9s %6s\n", "heads", "rows", "q", "mode", "layers",
+              "us/layer", "limit us", "eff");
+
+  std::ofstream csv;
+  if (!absl::GetFlag(FLAGS_csv).empty()) {
+    csv.open(absl::GetFlag(FLAGS_csv), std::ios::app);
+    csv << "# commit " << absl::GetFlag(FLAGS_commit) << ", " << device << ", " << date
+        << ", copy " << *bandwidth / 1e12 << " TB/s, floor " << floor_us << " us/node\n";
+    csv << "heads,rows,q,mode,layers,us_per_layer,limit_us,bytes_per_layer\n";
+  }
+
+  mla::TailOptions options;
+  options.max_rows = 4096;
+  absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(0, options);
+  if (!tail.ok()) {
+    std::fprintf(stderr, "MlaTail: %s\n", tail.status().ToString().c_str());
+    return 1;
+  }
+  const std::vector<std::string> modes = absl::StrSplit(absl::GetFlag(FLAGS_modes), ',');
+  int failures = 0;
+  for (int q : ParseList(absl::GetFlag(FLAGS_q))) {
+    for (int heads : ParseList(absl::GetFlag(FLAGS_heads))) {
+      for (int rows : ParseList(absl::GetFlag(FLAGS_rows))) {
+        if (rows % q != 0) continue;
+        const mla::TailShape shape{heads, rows, q};
+        const int layer_count = LayersForColdL2(shape, absl::GetFlag(FLAGS_min_layers),
+                                                absl::GetFlag(FLAGS_max_layers));
+        absl::StatusOr<std::vector<Layer>> layers = MakeLayers(shape, layer_count, stream);
+        if (!layers.ok()) {
+          std::fprintf(stderr, "layers: %s\n", layers.status().ToString().c_str());
+          return 1;
+        }
+        const double limit_us = TailBytes(shape) / *bandwidth * 1e6;
+        std::unique_ptr<Peer> peer;
+        for (const std::string& mode : modes) {
+          if (mode == "peer" && peer == nullptr) {
+            absl::StatusOr<std::unique_ptr<Peer>> p = Peer::Create(shape);
+            if (!p.ok()) {
+              std::fprintf(stderr, "peer: %s\n", p.status().ToString().c_str());
+              ++failures;
+              continue;
+            }
+            peer = *std::move(p);
+          }
+          const mla::TailPath path = mode == "fused" ? mla::TailPath::kFused
+                                     : mode == "bmm" ? mla::TailPath::kBmm
+                                                     : mla::TailPath::kAuto;
+          if (path != mla::TailPath::kFused) {
+            // Plan outside the capture.
+            absl::Status planned = (*tail)->PrepareBmm(shape, (*layers)[0].buffers);
+            if (!planned.ok()) std::fprintf(stderr, "plan: %s\n", planned.ToString().c_str());
+          }
+          absl::StatusOr<double> us = TimeCapturedGraph(
+              stream,
+              [&](cudaStream_t s) {
+                for (const Layer& layer : *layers) {
+                  MLA_RETURN_IF_ERROR(mode == "peer" ? peer->Run(layer.buffers, s)
+                                                     : (*tail)->Run(shape, layer.buffers, s, path));
+                }
+                return absl::OkStatus();
+              },
+              absl::GetFlag(FLAGS_replays));
+          if (!us.ok()) {
+            std::fprintf(stderr, "%s heads %d rows %d: %s\n", mode.c_str(), heads, rows,
+                         us.status().ToString().c_str());
+            ++failures;
+            continue;
+          }
+          const double per_layer = *us / layer_count;
+          std::printf("%5d %5d %2d %6s %6d %10.2f %9.2f %5.0f%%\n", heads, rows, q, mode.c_str(),
+                      layer_count, per_layer, limit_us, 100.0 * limit_us / per_layer);
+          if (csv.is_open()) {
+            csv << heads << "," << rows << "," << q << "," << mode << "," << layer_count << ","
+                << per_layer << "," << limit_us << "," << TailBytes(shape) << "\n";
+          }
+        }
+      }
+    }
+  }
+  cudaStreamDestroy(stream);
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace mla_bench
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return mla_bench::Main();
+}

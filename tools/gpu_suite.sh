@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The staged GPU suite's runner (tools/stage_gpu.sh copies it to STAGE_DIR/run.sh). Runs every
+# staged GPU test with the GPU required (MLA_TAIL_REQUIRE_GPU=1: a missing GPU fails, never
+# skips), optionally under compute-sanitizer, and the benchmarks; leaves logs and summary.txt.
+#
+#   run.sh [--out=DIR] [--filter=GTEST_FILTER] [--sanitize[=TOOLS]] [--sanitize-filter=FILTER]
+#          [--no-tests] [--bench=ARGS] [--demo=ARGS]
+#     --out             where logs and summary.txt go (default $OUT, else ./gpu-results)
+#     --filter          gtest filter for the plain run (default all)
+#     --sanitize        also run the tests under compute-sanitizer; TOOLS defaults to
+#                       memcheck,racecheck,initcheck,synccheck
+#     --sanitize-filter gtest filter for the sanitizer runs (default: same as --filter)
+#     --bench=ARGS      run bin/tail_bench ARGS (CSV into the output folder)
+#     --demo=ARGS       run bin/decode_demo ARGS, if staged
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${OUT:-$PWD/gpu-results}
+filter='*'
+sanitize_tools=''
+sanitize_filter=''
+run_tests=1
+bench_args=''
+demo_args=''
+for arg in "$@"; do
+  case $arg in
+    --out=*) out=${arg#*=} ;;
+    --filter=*) filter=${arg#*=} ;;
+    --sanitize) sanitize_tools=memcheck,racecheck,initcheck,synccheck ;;
+    --sanitize=*) sanitize_tools=${arg#*=} ;;
+    --sanitize-filter=*) sanitize_filter=${arg#*=} ;;
+    --no-tests) run_tests=0 ;;
+    --bench=*) bench_args=${arg#*=}; bench_args=${bench_args:- } ;;
+    --demo=*) demo_args=${arg#*=}; demo_args=${demo_args:- } ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    *) echo "run.sh: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
+sanitize_filter=${sanitize_filter:-$filter}
+mkdir -p "$out"
+summary=$out/summary.txt
+: >"$summary"
+export MLA_TAIL_REQUIRE_GPU=1
+passed=0
+failed=0
+
+record() {  # name status seconds
+  printf '%-4s %-60s %6ss\n' "$2" "$1" "$3" | tee -a "$summary"
+  if [ "$2" = PASS ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+}
+
+run_one() {  # name log command...
+  local name=$1 log=$2
+  shift 2
+  local start=$SECONDS
+  if "$@" >"$log" 2>&1; then record "$name" PASS $((SECONDS - start))
+  else
+    record "$name" FAIL $((SECONDS - start))
+    tail -n 40 "$log" | sed 's/^/    /'
+  fi
+}
+
+cat "$here/MANIFEST" 2>/dev/null | tee -a "$summary"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee -a "$summary"
+
+if [ "$run_tests" = 1 ]; then
+  for t in "$here"/tests/*; do
+    name=$(basename "$t")
+    run_one "$name" "$out/$name.log" "$t" --gtest_filter="$filter"
+    grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/$name.log" | sed 's/^/    /' | tee -a "$summary"
+  done
+fi
+
+if [ -n "$sanitize_tools" ]; then
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  for tool in ${sanitize_tools//,/ }; do
+    for t in "$here"/tests/*; do
+      name=$(basename "$t")
+      run_one "$tool:$name" "$out/$tool.$name.log" "$sanitizer" --tool "$tool" \
+        --error-exitcode 1 --print-limit 20 "$t" --gtest_filter="$sanitize_filter"
+      grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/$tool.$name.log" | sed 's/^/    /' | tee -a "$summary"
+    done
+  done
+fi
+
+if [ -n "$bench_args" ] && [ -x "$here/bin/tail_bench" ]; then
+  # shellcheck disable=SC2086
+  run_one tail_bench "$out/tail_bench.log" "$here/bin/tail_bench" --csv="$out/tail_bench.csv" $bench_args
+  cat "$out/tail_bench.log"
+fi
+
+if [ -n "$demo_args" ] && [ -x "$here/bin/decode_demo" ]; then
+  # shellcheck disable=SC2086
+  run_one decode_demo "$out/decode_demo.log" "$here/bin/decode_demo" $demo_args
+  tail -n 15 "$out/decode_demo.log"
+fi
+
+echo "gpu suite: $passed passed, $failed failed" | tee -a "$summary"
+[ "$failed" = 0 ]
