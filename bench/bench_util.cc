@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "bench/limit_kernels.h"
 #include "mla/cuda_status.h"
 #include "testing/fill.h"
 
@@ -123,8 +124,7 @@ absl::StatusOr<double> MeasureCopyBandwidth(cudaStream_t stream) {
   absl::StatusOr<double> us = TimeCapturedGraph(
       stream,
       [&](cudaStream_t s) {
-        return mla::CudaStatus(
-            cudaMemcpyAsync(b->get(), a->get(), kBytes, cudaMemcpyDeviceToDevice, s), "copy");
+        return mla::CudaStatus(LaunchCopyKernel(a->get(), b->get(), kBytes, s), "copy");
       },
       10);
   if (!us.ok()) return us.status();

@@ -20,7 +20,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "bench/bench_util.h"
-#include "bench/floor_kernel.h"
+#include "bench/limit_kernels.h"
 #include "mla/cuda_status.h"
 #include "mla/kernels/params.h"
 #include "mla/tail.h"

@@ -33,10 +33,6 @@ absl::Status CudaStatus(cudaError_t error, absl::string_view what) {
   }
 }
 
-absl::Status LastLaunchStatus(absl::string_view what) {
-  return CudaStatus(cudaGetLastError(), what);
-}
-
 absl::Status CheckDevice(int device) {
   int count = 0;
   const cudaError_t error = cudaGetDeviceCount(&count);

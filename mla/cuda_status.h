@@ -11,9 +11,6 @@ namespace mla {
 // OK for cudaSuccess; otherwise a status naming `what` and the CUDA error.
 absl::Status CudaStatus(cudaError_t error, absl::string_view what);
 
-// The device's current error state, cleared: for use right after a kernel launch.
-absl::Status LastLaunchStatus(absl::string_view what);
-
 // Fails with FailedPrecondition unless `device` exists and is a Hopper-class (sm_90) GPU that
 // runs this module's native code.
 absl::Status CheckDevice(int device);

@@ -74,6 +74,11 @@ absl::Status MlaTail::CheckStream(cudaStream_t stream) const {
   if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) {
     return absl::OkStatus();  // the current device's default stream: the guard made it ours
   }
+  // CUDA refuses to name a capturing stream's device (and the refusal would break the capture):
+  // under capture, a stream of another device fails at the first launch instead.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  MLA_RETURN_IF_CUDA_ERROR(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing");
+  if (capture != cudaStreamCaptureStatusNone) return absl::OkStatus();
   int stream_device = -1;
   MLA_RETURN_IF_CUDA_ERROR(cudaStreamGetDevice(stream, &stream_device), "cudaStreamGetDevice");
   if (stream_device != device_) {

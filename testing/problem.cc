@@ -3,6 +3,9 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
 #include <set>
 #include <string>
 
@@ -237,18 +240,28 @@ absl::Status Problem::Check(const bf16* output, const std::vector<int>& rows, bo
     }
   }
 
+  // The reference is the slow part: (row, head) pairs spread over the host's cores.
   const ReferenceInputs in = reference_inputs();
-  for (int t : rows) {
-    for (int h = 0; h < heads; ++h) {
+  const int pairs = static_cast<int>(rows.size()) * heads;
+  std::atomic<int> next{0};
+  std::mutex mutex;
+  auto work = [&] {
+    for (int i = next++; i < pairs; i = next++) {
+      const int t = rows[i / heads], h = i % heads;
       for (int d = 0; d < kValueDim; ++d) {
         const ReferenceElement ref = ReferenceOutput(in, t, h, d);
         std::string why;
         if (!OutputAgrees(ref, (*got)[t * stride + h * kValueDim + d], exact, &why)) {
+          std::lock_guard<std::mutex> lock(mutex);
           report(absl::StrCat("row ", t, " head ", h, " column ", d, ": ", why));
         }
       }
     }
-  }
+  };
+  std::vector<std::thread> threads;
+  const int count = std::clamp<int>(std::thread::hardware_concurrency(), 1, 32);
+  for (int i = 0; i < std::min(count, pairs); ++i) threads.emplace_back(work);
+  for (std::thread& thread : threads) thread.join();
   if (error_count == 0) return absl::OkStatus();
   return absl::InternalError(absl::StrCat(error_count, " mismatches (heads ", heads, ", rows ",
                                           options_.shape.rows, ", q ", options_.shape.q, "):",

@@ -1,0 +1,45 @@
+#include <cuda_runtime.h>
+
+#include "bench/limit_kernels.h"
+#include "mla/kernels/device.cuh"
+#include "mla/kernels/launch.cuh"
+
+namespace mla_bench {
+namespace {
+
+struct FloorParams {
+  int unused;
+};
+
+__global__ void FloorKernel(const FloorParams) {
+  mla::device::GridDependencyWait();
+  mla::device::LaunchDependents();
+}
+
+struct CopyParams {
+  const uint4* src;
+  uint4* dst;
+  size_t words;
+};
+
+__global__ void CopyKernel(const CopyParams p) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < p.words;
+       i += size_t{gridDim.x} * blockDim.x) {
+    p.dst[i] = p.src[i];
+  }
+}
+
+}  // namespace
+
+cudaError_t LaunchFloorKernel(int blocks, cudaStream_t stream, bool pdl) {
+  return mla::LaunchWithPdl(FloorKernel, dim3(blocks), dim3(128), 0, stream, pdl, FloorParams{0});
+}
+
+cudaError_t LaunchCopyKernel(const void* src, void* dst, size_t bytes, cudaStream_t stream) {
+  int sms = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  const CopyParams p{static_cast<const uint4*>(src), static_cast<uint4*>(dst), bytes / 16};
+  return mla::LaunchWithPdl(CopyKernel, dim3(sms * 8), dim3(256), 0, stream, false, p);
+}
+
+}  // namespace mla_bench

@@ -1,0 +1,20 @@
+#ifndef BENCH_LIMIT_KERNELS_H_
+#define BENCH_LIMIT_KERNELS_H_
+
+// Kernels that measure the limits the tail is held against.
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+namespace mla_bench {
+
+// An empty kernel of `blocks` blocks (with PDL wait and trigger): the launch floor of a graph node.
+cudaError_t LaunchFloorKernel(int blocks, cudaStream_t stream, bool pdl);
+
+// dst = src, 16 bytes a thread, over all multiprocessors: the copy bandwidth the SMs reach.
+cudaError_t LaunchCopyKernel(const void* src, void* dst, size_t bytes, cudaStream_t stream);
+
+}  // namespace mla_bench
+
+#endif  // BENCH_LIMIT_KERNELS_H_
