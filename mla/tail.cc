@@ -47,6 +47,9 @@ absl::StatusOr<std::unique_ptr<MlaTail>> MlaTail::Create(int device, const TailO
   const size_t values_bytes =
       size_t{static_cast<size_t>(options.max_heads)} * options.max_rows * kValueDim * sizeof(bf16);
   MLA_RETURN_IF_CUDA_ERROR(cudaMalloc(&tail->values_, values_bytes), "cudaMalloc(values)");
+  // NaN until the GEMM writes it: a value the GEMM failed to write shows in the output, and
+  // initcheck, which cannot follow cuBLASLt's bulk-copy stores, sees defined memory.
+  MLA_RETURN_IF_CUDA_ERROR(cudaMemset(tail->values_, 0xff, values_bytes), "cudaMemset(values)");
   MLA_RETURN_IF_CUDA_ERROR(
       cudaMalloc(&tail->operand_tables_, 3 * size_t{kMaxHeads} * sizeof(void*)),
       "cudaMalloc(operand tables)");
@@ -130,21 +133,8 @@ absl::Status MlaTail::Run(const TailShape& shape, const TailBuffers& buffers, cu
 
 absl::Status MlaTail::RunFused(const TailShape& shape, const TailBuffers& b,
                                cudaStream_t stream) {
-  MlaValueParams p;
-  p.latent = b.latent;
-  p.latent_row_stride = b.latent_row_stride;
-  p.w_uv = b.w_uv;
-  p.w_head_stride = b.w_head_stride;
-  p.w_row_stride = b.w_row_stride;
-  p.gate = b.gate;
-  p.gate_row_stride = b.gate_row_stride;
-  p.lengths = b.lengths;
-  p.output = b.output;
-  p.output_row_stride = b.output_row_stride;
-  p.heads = shape.heads;
-  p.rows = shape.rows;
-  p.q = shape.q;
-  return CudaStatus(LaunchMlaValue(p, stream, options_.pdl), "MlaValue launch");
+  return CudaStatus(LaunchMlaValue(MakeMlaValueParams(shape, b), stream, options_.pdl),
+                    "MlaValue launch");
 }
 
 absl::Status MlaTail::RunBmm(const TailShape& shape, const TailBuffers& b, cudaStream_t stream) {
@@ -152,32 +142,13 @@ absl::Status MlaTail::RunBmm(const TailShape& shape, const TailBuffers& b, cudaS
   absl::StatusOr<const ValueBmm*> plan = Plan(shape, b);
   if (!plan.ok()) return plan.status();
 
-  BmmPointerParams tables;
-  tables.latent = b.latent;
-  tables.w_uv = b.w_uv;
-  tables.w_head_stride = b.w_head_stride;
-  tables.values = values_;
-  tables.heads = shape.heads;
-  tables.rows = shape.rows;
-  tables.a_table = const_cast<const void**>(operand_tables_);
-  tables.b_table = const_cast<const void**>(operand_tables_ + kMaxHeads);
-  tables.d_table = operand_tables_ + 2 * kMaxHeads;
+  const BmmPointerParams tables = MakeBmmPointerParams(shape, b, values_, operand_tables_);
   MLA_RETURN_IF_CUDA_ERROR(LaunchBmmPointers(tables, stream, options_.pdl),
                            "BmmPointers launch");
   MLA_RETURN_IF_ERROR((*plan)->RunPointerArray(tables.a_table, tables.b_table, tables.d_table,
                                                workspace_, stream));
-
-  MlaGateParams gate;
-  gate.values = values_;
-  gate.gate = b.gate;
-  gate.gate_row_stride = b.gate_row_stride;
-  gate.lengths = b.lengths;
-  gate.output = b.output;
-  gate.output_row_stride = b.output_row_stride;
-  gate.heads = shape.heads;
-  gate.rows = shape.rows;
-  gate.q = shape.q;
-  return CudaStatus(LaunchMlaGate(gate, stream, options_.pdl), "MlaGate launch");
+  return CudaStatus(LaunchMlaGate(MakeMlaGateParams(shape, b, values_), stream, options_.pdl),
+                    "MlaGate launch");
 }
 
 }  // namespace mla

@@ -60,13 +60,17 @@ class MlaTail {
   // The path Run() takes for `shape` under `path`.
   static TailPath Resolve(TailPath path, const TailShape& shape);
 
+  // OK when `stream` may carry this instance's work: the legacy or per-thread default stream,
+  // or a stream of this instance's device (not checked while the stream is capturing, where CUDA
+  // refuses the query).
+  absl::Status CheckStream(cudaStream_t stream) const;
+
   int device() const { return device_; }
   const TailOptions& options() const { return options_; }
 
  private:
   MlaTail(int device, const TailOptions& options) : device_(device), options_(options) {}
   absl::StatusOr<const ValueBmm*> Plan(const TailShape& shape, const TailBuffers& buffers);
-  absl::Status CheckStream(cudaStream_t stream) const;
   absl::Status RunFused(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream);
   absl::Status RunBmm(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream);
 
@@ -75,7 +79,7 @@ class MlaTail {
   cublasLtHandle_t cublaslt_ = nullptr;
   void* workspace_ = nullptr;
   bf16* values_ = nullptr;        // [max_heads, max_rows, 128]
-  void** operand_tables_ = nullptr;  // 3 tables of max_heads addresses: W_UV, latent, values
+  void** operand_tables_ = nullptr;  // 3 tables of kMaxHeads addresses: W_UV, latent, values
 
   struct PlanKey {
     int heads, rows;

@@ -75,7 +75,11 @@ if [ -n "$sanitize_tools" ]; then
   for tool in ${sanitize_tools//,/ }; do
     for t in "$here"/tests/*; do
       name=$(basename "$t")
-      run_one "$tool:$name" "$out/$tool.$name.log" "$sanitizer" --tool "$tool" \
+      # racecheck cannot follow the mbarrier-synchronised pipelines of cuBLASLt's own kernels
+      # (nvjet*): it reports shared-memory hazards inside them. Ours are all checked.
+      extra=()
+      [ "$tool" = racecheck ] && extra=(--kernel-name-exclude kns=nvjet)
+      run_one "$tool:$name" "$out/$tool.$name.log" "$sanitizer" --tool "$tool" "${extra[@]}" \
         --error-exitcode 1 --print-limit 20 "$t" --gtest_filter="$sanitize_filter"
       grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/$tool.$name.log" | sed 's/^/    /' | tee -a "$summary"
     done

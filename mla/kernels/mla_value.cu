@@ -125,11 +125,25 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
 template <int kRowTiles>
 cudaError_t Launch(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
   constexpr size_t kSmem = SmemBytes<kRowTiles>();
-  if constexpr (kSmem > 48 * 1024) {
-    // Idempotent and cheap; needed once per device before the first launch.
-    const cudaError_t error = cudaFuncSetAttribute(
-        MlaValueKernel<kRowTiles>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
-    if (error != cudaSuccess) return error;
+  // Once per device and variant: the shared-memory limit above 48 KB, and the largest carveout,
+  // so that as many blocks fit on a multiprocessor as shared memory allows (the default carveout
+  // can leave room for one).
+  static thread_local int configured_device = -1;
+  int device = 0;
+  if (cudaError_t error = cudaGetDevice(&device); error != cudaSuccess) return error;
+  if (configured_device != device) {
+    if (cudaError_t error = cudaFuncSetAttribute(
+            MlaValueKernel<kRowTiles>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+        error != cudaSuccess) {
+      return error;
+    }
+    if (cudaError_t error = cudaFuncSetAttribute(MlaValueKernel<kRowTiles>,
+                                                 cudaFuncAttributePreferredSharedMemoryCarveout,
+                                                 cudaSharedmemCarveoutMaxShared);
+        error != cudaSuccess) {
+      return error;
+    }
+    configured_device = device;
   }
   const dim3 grid(kValueDim / kColumnsPerBlock, p.heads, (p.rows + 16 * kRowTiles - 1) / (16 * kRowTiles));
   return LaunchWithPdl(MlaValueKernel<kRowTiles>, grid, dim3(kThreads), kSmem, stream, pdl, p);

@@ -55,7 +55,30 @@ struct BmmPointerParams {
   const void** a_table;       // [H]: W_UV of head h
   const void** b_table;       // [H]: latent of head h, row 0
   void** d_table;             // [H]: values of head h
+  // MakeBmmPointerParams lays the three tables out in one allocation of 3 * kMaxHeads addresses,
+  // starting at a_table.
 };
+
+// Kernel parameters for `shape` and the caller's `buffers` (with the BMM path's scratch):
+// one mapping, used by the eager launches and by graph/ when it rewrites captured nodes.
+inline MlaValueParams MakeMlaValueParams(const TailShape& shape, const TailBuffers& b) {
+  return {b.latent, b.latent_row_stride, b.w_uv, b.w_head_stride, b.w_row_stride, b.gate,
+          b.gate_row_stride, b.lengths, b.output, b.output_row_stride, shape.heads, shape.rows,
+          shape.q};
+}
+
+inline MlaGateParams MakeMlaGateParams(const TailShape& shape, const TailBuffers& b,
+                                       const bf16* values) {
+  return {values, b.gate, b.gate_row_stride, b.lengths, b.output, b.output_row_stride,
+          shape.heads, shape.rows, shape.q};
+}
+
+inline BmmPointerParams MakeBmmPointerParams(const TailShape& shape, const TailBuffers& b,
+                                             bf16* values, void** tables) {
+  return {b.latent, b.w_uv, b.w_head_stride, values, shape.heads, shape.rows,
+          const_cast<const void**>(tables), const_cast<const void**>(tables + kMaxHeads),
+          tables + 2 * kMaxHeads};
+}
 
 // Rows of latent staged per MlaValue block: 16 * row_tiles. Each block keeps its 32 W_UV
 // columns in registers across all its tiles, so larger tiles re-read W_UV less often.

@@ -1,0 +1,389 @@
+#include "graph/tail_graph_set.h"
+
+#include <cuda_runtime.h>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "graph/buckets.h"
+#include "mla/cuda_status.h"
+#include "mla/device_guard.h"
+#include "mla/kernels/params.h"
+
+namespace mla_graph {
+
+using mla::TailBuffers;
+using mla::TailPath;
+using mla::TailShape;
+
+// One (layer, bucket) graph: the captured template (kept in step with the executable graph, for
+// exports), its executable graph, and the kernel nodes a pointer update rewrites, with the
+// arguments they were captured with (their scratch pointers stay; the caller's change).
+struct TailGraphSet::Entry {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  TailPath path = TailPath::kFused;
+  TailBuffers applied;  // the caller's buffers the graph holds now
+  cudaGraphNode_t value_node = nullptr, tables_node = nullptr, gate_node = nullptr;
+  cudaKernelNodeParams value_launch{}, tables_launch{}, gate_launch{};
+  mla::MlaValueParams value_args{};
+  mla::BmmPointerParams tables_args{};
+  mla::MlaGateParams gate_args{};
+
+  bool captured() const { return exec != nullptr; }
+  void Destroy() {
+    if (exec != nullptr) cudaGraphExecDestroy(exec);
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    *this = Entry();
+  }
+};
+
+namespace {
+
+bool SameBuffers(const TailBuffers& a, const TailBuffers& b) {
+  return a.latent == b.latent && a.latent_row_stride == b.latent_row_stride &&
+         a.w_uv == b.w_uv && a.w_head_stride == b.w_head_stride &&
+         a.w_row_stride == b.w_row_stride && a.gate == b.gate &&
+         a.gate_row_stride == b.gate_row_stride && a.lengths == b.lengths &&
+         a.output == b.output && a.output_row_stride == b.output_row_stride;
+}
+
+// Rewrites one kernel node's argument in the executable graph and in its template.
+template <typename Args>
+absl::Status SetKernelArgs(cudaGraphExec_t exec, cudaGraphNode_t node,
+                           const cudaKernelNodeParams& launch, Args args) {
+  cudaKernelNodeParams params = launch;
+  void* arguments[] = {&args};
+  params.kernelParams = arguments;
+  params.extra = nullptr;
+  MLA_RETURN_IF_CUDA_ERROR(cudaGraphExecKernelNodeSetParams(exec, node, &params),
+                           "cudaGraphExecKernelNodeSetParams");
+  return mla::CudaStatus(cudaGraphKernelNodeSetParams(node, &params),
+                         "cudaGraphKernelNodeSetParams");
+}
+
+}  // namespace
+
+absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int q,
+                                cudaStream_t stream) {
+  if (lengths == nullptr) return absl::InvalidArgumentError("lengths is null");
+  if (q < 1 || rows < 0 || rows % q != 0 || bucket_rows % q != 0 || rows > bucket_rows) {
+    return absl::InvalidArgumentError(absl::StrCat("ZeroPaddingLengths: rows = ", rows,
+                                                   ", bucket_rows = ", bucket_rows, ", q = ", q,
+                                                   " (multiples of q, rows <= bucket_rows)"));
+  }
+  if (rows == bucket_rows) return absl::OkStatus();
+  return mla::CudaStatus(
+      cudaMemsetAsync(lengths + rows / q, 0, size_t(bucket_rows - rows) / q * sizeof(int32_t),
+                      stream),
+      "cudaMemsetAsync(padding lengths)");
+}
+
+absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
+    int device, const GraphSetOptions& options_in) {
+  GraphSetOptions options = options_in;
+  if (options.buckets.empty()) options.buckets = DefaultBuckets(options.q);
+  MLA_RETURN_IF_ERROR(ValidateBuckets(options.buckets, options.q));
+  MLA_RETURN_IF_ERROR(mla::ValidateShape({options.heads, options.buckets.back(), options.q}));
+  if (options.layers < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("layers = ", options.layers, " is below 1"));
+  }
+  if (options.max_eager_rows < 0 || options.max_eager_rows > mla::kMaxRows ||
+      options.max_eager_rows % options.q != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_eager_rows = ", options.max_eager_rows, " must be in [0, ", mla::kMaxRows,
+        "] and a multiple of q = ", options.q));
+  }
+  mla::TailOptions tail_options;
+  tail_options.max_heads = options.heads;
+  tail_options.max_rows = std::max(options.buckets.back(), options.max_eager_rows);
+  tail_options.workspace_bytes = options.workspace_bytes;
+  tail_options.pdl = options.pdl;
+  absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(device, tail_options);
+  if (!tail.ok()) return tail.status();
+
+  std::unique_ptr<TailGraphSet> set(new TailGraphSet(device, std::move(options), *std::move(tail)));
+  mla::DeviceGuard guard;
+  MLA_RETURN_IF_ERROR(guard.Enter(device));
+  MLA_RETURN_IF_CUDA_ERROR(
+      cudaStreamCreateWithFlags(&set->capture_stream_, cudaStreamNonBlocking),
+      "cudaStreamCreate(capture stream)");
+  return set;
+}
+
+TailGraphSet::TailGraphSet(int device, GraphSetOptions options,
+                           std::unique_ptr<mla::MlaTail> tail)
+    : device_(device),
+      options_(std::move(options)),
+      tail_(std::move(tail)),
+      layers_(options_.layers),
+      layer_set_(options_.layers, false),
+      entries_(size_t(options_.layers) * options_.buckets.size()) {}
+
+TailGraphSet::~TailGraphSet() {
+  mla::DeviceGuard guard;
+  if (!guard.Enter(device_).ok()) return;
+  // Launched graphs may still run; their resources go only once they are done.
+  cudaDeviceSynchronize();
+  for (Entry& entry : entries_) entry.Destroy();
+  if (capture_stream_ != nullptr) cudaStreamDestroy(capture_stream_);
+}
+
+TailGraphSet::Entry& TailGraphSet::EntryFor(int layer, int bucket_index) {
+  return entries_[size_t(layer) * options_.buckets.size() + bucket_index];
+}
+
+absl::Status TailGraphSet::CheckLayer(int layer) const {
+  if (layer < 0 || layer >= options_.layers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("layer = ", layer, " is outside [0, ", options_.layers, ")"));
+  }
+  if (!layer_set_[layer]) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("layer ", layer, " has no buffers: call SetLayer first"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TailGraphSet::SetLayer(int layer, const TailBuffers& buffers) {
+  if (layer < 0 || layer >= options_.layers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("layer = ", layer, " is outside [0, ", options_.layers, ")"));
+  }
+  MLA_RETURN_IF_ERROR(
+      mla::ValidateTail({options_.heads, options_.buckets.back(), options_.q}, buffers));
+  layers_[layer] = buffers;
+  layer_set_[layer] = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> TailGraphSet::BucketRows(int rows) const {
+  absl::StatusOr<int> index = FindBucket(options_.buckets, rows);
+  if (!index.ok()) return index.status();
+  return options_.buckets[*index];
+}
+
+absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bucket_index) {
+  const TailShape shape{options_.heads, options_.buckets[bucket_index], options_.q};
+  const TailBuffers& buffers = layers_[layer];
+  Entry entry;
+  entry.path = mla::MlaTail::Resolve(options_.path, shape);
+  entry.applied = buffers;
+  // cuBLASLt's heuristic runs here, outside the capture.
+  if (entry.path == TailPath::kBmm) MLA_RETURN_IF_ERROR(tail_->PrepareBmm(shape, buffers));
+
+  MLA_RETURN_IF_CUDA_ERROR(
+      cudaStreamBeginCapture(capture_stream_, cudaStreamCaptureModeThreadLocal),
+      "cudaStreamBeginCapture");
+  const absl::Status run = tail_->Run(shape, buffers, capture_stream_, entry.path);
+  const cudaError_t ended = cudaStreamEndCapture(capture_stream_, &entry.graph);
+  if (!run.ok() || ended != cudaSuccess) {
+    entry.Destroy();
+    cudaGetLastError();
+    if (!run.ok()) return run;
+    return mla::CudaStatus(ended, absl::StrCat("capture of layer ", layer, ", bucket ",
+                                               shape.rows));
+  }
+
+  // Find the kernel nodes that hold the caller's pointers.
+  size_t count = 0;
+  absl::Status found = mla::CudaStatus(cudaGraphGetNodes(entry.graph, nullptr, &count),
+                                       "cudaGraphGetNodes");
+  std::vector<cudaGraphNode_t> nodes(count);
+  if (found.ok()) {
+    found = mla::CudaStatus(cudaGraphGetNodes(entry.graph, nodes.data(), &count),
+                            "cudaGraphGetNodes");
+  }
+  const void* value_kernel = mla::MlaValueKernelAddress(shape.heads, shape.rows);
+  for (size_t i = 0; found.ok() && i < count; ++i) {
+    cudaGraphNodeType type;
+    cudaKernelNodeParams params;
+    if (cudaGraphNodeGetType(nodes[i], &type) != cudaSuccess || type != cudaGraphNodeTypeKernel ||
+        cudaGraphKernelNodeGetParams(nodes[i], &params) != cudaSuccess) {
+      cudaGetLastError();  // cuBLASLt's nodes may not describe themselves: not ours
+      continue;
+    }
+    if (params.func == value_kernel) {
+      entry.value_node = nodes[i];
+      entry.value_launch = params;
+      entry.value_args = *static_cast<const mla::MlaValueParams*>(params.kernelParams[0]);
+    } else if (params.func == mla::BmmPointersKernelAddress()) {
+      entry.tables_node = nodes[i];
+      entry.tables_launch = params;
+      entry.tables_args = *static_cast<const mla::BmmPointerParams*>(params.kernelParams[0]);
+    } else if (params.func == mla::MlaGateKernelAddress()) {
+      entry.gate_node = nodes[i];
+      entry.gate_launch = params;
+      entry.gate_args = *static_cast<const mla::MlaGateParams*>(params.kernelParams[0]);
+    }
+  }
+  const bool complete = entry.path == TailPath::kFused
+                            ? entry.value_node != nullptr
+                            : entry.tables_node != nullptr && entry.gate_node != nullptr;
+  if (found.ok() && !complete) {
+    found = absl::InternalError(absl::StrCat("the captured graph of layer ", layer, ", bucket ",
+                                             shape.rows, " lacks the tail's kernel nodes"));
+  }
+  if (!found.ok()) {
+    entry.Destroy();
+    return found;
+  }
+  return entry;
+}
+
+absl::Status TailGraphSet::Capture(int layer, int bucket_index) {
+  size_t free_before = 0, free_after = 0, total = 0;
+  cudaMemGetInfo(&free_before, &total);
+  const absl::Time start = absl::Now();
+
+  absl::StatusOr<Entry> entry = CaptureEntry(layer, bucket_index);
+  if (!entry.ok()) return entry.status();
+  const cudaError_t instantiated = cudaGraphInstantiate(&entry->exec, entry->graph, 0);
+  if (instantiated != cudaSuccess) {
+    entry->exec = nullptr;
+    entry->Destroy();
+    return mla::CudaStatus(instantiated, absl::StrCat("cudaGraphInstantiate (layer ", layer,
+                                                      ", bucket ",
+                                                      options_.buckets[bucket_index], ")"));
+  }
+  // Upload now, so that the first replay costs what every replay costs.
+  const absl::Status uploaded = mla::CudaStatus(
+      cudaGraphUpload(entry->exec, capture_stream_), "cudaGraphUpload");
+  const absl::Status synced =
+      mla::CudaStatus(cudaStreamSynchronize(capture_stream_), "graph upload");
+  if (!uploaded.ok() || !synced.ok()) {
+    entry->Destroy();
+    return uploaded.ok() ? synced : uploaded;
+  }
+
+  cudaMemGetInfo(&free_after, &total);
+  ++stats_.graphs_captured;
+  ++stats_.instantiations;
+  stats_.capture_seconds += absl::ToDoubleSeconds(absl::Now() - start);
+  if (free_after < free_before) stats_.graph_memory_bytes += int64_t(free_before - free_after);
+  Entry& slot = EntryFor(layer, bucket_index);
+  slot.Destroy();
+  slot = *std::move(entry);
+  return absl::OkStatus();
+}
+
+absl::Status TailGraphSet::CaptureAll() {
+  mla::DeviceGuard guard;
+  MLA_RETURN_IF_ERROR(guard.Enter(device_));
+  for (int layer = 0; layer < options_.layers; ++layer) {
+    MLA_RETURN_IF_ERROR(CheckLayer(layer));
+    for (size_t b = 0; b < options_.buckets.size(); ++b) {
+      if (!EntryFor(layer, b).captured()) MLA_RETURN_IF_ERROR(Capture(layer, b));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TailGraphSet::Apply(int layer, int bucket_index) {
+  Entry& entry = EntryFor(layer, bucket_index);
+  const TailBuffers& want = layers_[layer];
+  if (SameBuffers(entry.applied, want)) return absl::OkStatus();
+
+  // The GEMM's descriptors hold the latent and W_UV row strides: a change re-captures.
+  const bool gemm_changed = entry.path == TailPath::kBmm &&
+                            (want.latent_row_stride != entry.applied.latent_row_stride ||
+                             want.w_row_stride != entry.applied.w_row_stride);
+  if (gemm_changed) return Capture(layer, bucket_index);
+
+  if (options_.update == UpdateMechanism::kWholeGraph) {
+    const absl::Time start = absl::Now();
+    absl::StatusOr<Entry> fresh = CaptureEntry(layer, bucket_index);
+    if (!fresh.ok()) return fresh.status();
+    cudaGraphExecUpdateResultInfo info;
+    if (cudaGraphExecUpdate(entry.exec, fresh->graph, &info) != cudaSuccess) {
+      cudaGetLastError();
+      fresh->Destroy();
+      return Capture(layer, bucket_index);  // CUDA refused the update: instantiate anew
+    }
+    fresh->exec = entry.exec;
+    entry.exec = nullptr;
+    entry.Destroy();
+    entry = *std::move(fresh);
+    ++stats_.graphs_captured;
+    ++stats_.whole_graph_updates;
+    stats_.capture_seconds += absl::ToDoubleSeconds(absl::Now() - start);
+    return absl::OkStatus();
+  }
+
+  const TailShape shape{options_.heads, options_.buckets[bucket_index], options_.q};
+  absl::Status status;
+  int updated = 0;
+  if (entry.path == TailPath::kFused) {
+    status = SetKernelArgs(entry.exec, entry.value_node, entry.value_launch,
+                           mla::MakeMlaValueParams(shape, want));
+    updated = 1;
+  } else {
+    status = SetKernelArgs(entry.exec, entry.tables_node, entry.tables_launch,
+                           mla::MakeBmmPointerParams(
+                               shape, want, entry.tables_args.values,
+                               const_cast<void**>(entry.tables_args.a_table)));
+    if (status.ok()) {
+      status = SetKernelArgs(entry.exec, entry.gate_node, entry.gate_launch,
+                             mla::MakeMlaGateParams(shape, want, entry.gate_args.values));
+    }
+    updated = 2;
+  }
+  if (!status.ok()) {
+    // Part of the update may have landed: drop the graph rather than ever launch it half
+    // updated. The next Replay captures it anew.
+    entry.Destroy();
+    return status;
+  }
+  stats_.node_updates += updated;
+  entry.applied = want;
+  return absl::OkStatus();
+}
+
+absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
+  MLA_RETURN_IF_ERROR(CheckLayer(layer));
+  if (rows < 1 || rows % options_.q != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rows = ", rows, " must be a positive multiple of q = ", options_.q));
+  }
+  mla::DeviceGuard guard;
+  MLA_RETURN_IF_ERROR(guard.Enter(device_));
+  MLA_RETURN_IF_ERROR(tail_->CheckStream(stream));
+
+  absl::StatusOr<int> bucket = FindBucket(options_.buckets, rows);
+  if (!bucket.ok()) {
+    if (rows > options_.max_eager_rows) {
+      return absl::OutOfRangeError(absl::StrCat(
+          bucket.status().message(),
+          options_.max_eager_rows > 0
+              ? absl::StrCat(" and the eager fallback's max_eager_rows = ", options_.max_eager_rows)
+              : std::string("; set GraphSetOptions.max_eager_rows for an eager fallback")));
+    }
+    ++stats_.eager_runs;
+    return tail_->Run({options_.heads, rows, options_.q}, layers_[layer], stream, options_.path);
+  }
+  Entry& entry = EntryFor(layer, *bucket);
+  if (!entry.captured()) MLA_RETURN_IF_ERROR(Capture(layer, *bucket));
+  MLA_RETURN_IF_ERROR(Apply(layer, *bucket));
+  MLA_RETURN_IF_CUDA_ERROR(cudaGraphLaunch(EntryFor(layer, *bucket).exec, stream),
+                           "cudaGraphLaunch");
+  ++stats_.replays;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<cudaGraph_t> TailGraphSet::ExportGraph(int layer, int rows) {
+  MLA_RETURN_IF_ERROR(CheckLayer(layer));
+  absl::StatusOr<int> bucket = FindBucket(options_.buckets, rows);
+  if (!bucket.ok()) return bucket.status();
+  mla::DeviceGuard guard;
+  MLA_RETURN_IF_ERROR(guard.Enter(device_));
+  if (!EntryFor(layer, *bucket).captured()) MLA_RETURN_IF_ERROR(Capture(layer, *bucket));
+  MLA_RETURN_IF_ERROR(Apply(layer, *bucket));
+  cudaGraph_t clone = nullptr;
+  MLA_RETURN_IF_CUDA_ERROR(cudaGraphClone(&clone, EntryFor(layer, *bucket).graph),
+                           "cudaGraphClone");
+  return clone;
+}
+
+}  // namespace mla_graph

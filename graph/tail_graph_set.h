@@ -1,0 +1,142 @@
+#ifndef GRAPH_TAIL_GRAPH_SET_H_
+#define GRAPH_TAIL_GRAPH_SET_H_
+
+// TailGraphSet: a model's MLA attention tails captured into CUDA graphs, one per (layer, batch
+// bucket), replayed with pointers updated in place.
+//
+//   auto set = TailGraphSet::Create(device, {.heads = 12, .q = 1, .layers = 61});
+//   set->SetLayer(l, buffers);             // each layer's pointers and strides (any time)
+//   set->CaptureAll();                     // ahead of time, or let Replay capture lazily
+//   ZeroPaddingLengths(lengths, rows, *set->BucketRows(rows), q, stream);
+//   set->Replay(l, rows, stream);          // the smallest bucket >= rows
+//
+// Updates: SetLayer may change any pointer between replays. The next Replay of a (layer,
+// bucket) graph that still holds other pointers rewrites its kernel nodes' parameters
+// (cudaGraphExecKernelNodeSetParams: one node on the fused path; the operand-table and gate
+// nodes on the BMM path, whose cuBLASLt GEMM reads its operands through a device pointer table
+// and never changes) before launching it: no capture, no instantiation, and launches already
+// enqueued keep the parameters they had. Measured on an H200 (bench/graph_bench), a node update
+// costs about a microsecond of host time, a re-capture plus cudaGraphExecUpdate tens of them,
+// so node updates are the mechanism. A change of the latent or W_UV row stride on the BMM path,
+// which the GEMM's descriptors hold, re-captures and re-instantiates that graph (counted in
+// stats(); runtimes set strides once). Replaying unchanged pointers costs one comparison.
+//
+// Padding: rows between `rows` and the bucket belong to requests that must have length 0 (the
+// kernels write their output rows as +0.0 whatever their inputs hold). ZeroPaddingLengths
+// writes those zeros in stream order.
+//
+// Embedding: ExportGraph returns a clone of a (layer, bucket) graph, owned by the caller, to add
+// as a child node of a runtime's own graph. It holds the pointers set at the time of the export
+// and uses this set's scratch (the BMM path's values, operand tables and workspace): the set
+// must outlive every graph exported from it, and after a pointer change the runtime exports
+// again and applies it (cudaGraphExecChildGraphNodeSetParams).
+//
+// Threads and streams: a set is used by one thread at a time. All graphs of a set share its
+// scratch, so their replays must be ordered on the GPU (one stream, or streams joined by
+// events); separate sets are independent. A set captures and replays on its own device whatever
+// device the calling thread has current. Failures (a capture invalidated, memory exhausted,
+// cuBLASLt without an algorithm) return a status and publish nothing: no half-built graph is
+// ever replayed, and a later call retries.
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "mla/tail.h"
+#include "mla/tail_args.h"
+
+namespace mla_graph {
+
+enum class UpdateMechanism {
+  kKernelNodeParams,  // rewrite the changed kernel nodes of the executable graph (default)
+  kWholeGraph,        // re-capture and cudaGraphExecUpdate (kept for measurement)
+};
+
+struct GraphSetOptions {
+  int heads = 0;              // H, 1..128
+  int q = 1;                  // tokens per request
+  int layers = 0;             // layers of the model, >= 1
+  std::vector<int> buckets;   // rows per bucket, sorted; empty: DefaultBuckets(q)
+  int max_eager_rows = 0;     // Replay of more rows than the largest bucket runs the eager tail
+                              // up to this many rows (0: OutOfRange instead)
+  mla::TailPath path = mla::TailPath::kAuto;  // the path of every graph (kAuto: value_bmm)
+  UpdateMechanism update = UpdateMechanism::kKernelNodeParams;
+  bool pdl = true;
+  size_t workspace_bytes = size_t{32} << 20;  // cuBLASLt workspace, shared by all graphs
+};
+
+struct GraphSetStats {
+  int64_t graphs_captured = 0;      // captures that became executable graphs (re-captures too)
+  int64_t instantiations = 0;       // successful cudaGraphInstantiate calls
+  int64_t node_updates = 0;         // kernel nodes rewritten in executable graphs
+  int64_t whole_graph_updates = 0;  // cudaGraphExecUpdate calls that succeeded
+  int64_t replays = 0;              // graph launches
+  int64_t eager_runs = 0;           // Replay calls served by the eager tail
+  double capture_seconds = 0;       // host time spent capturing and instantiating
+  int64_t graph_memory_bytes = 0;   // device memory taken by captures and instantiations
+};
+
+class TailGraphSet {
+ public:
+  // Validates the options and allocates the shared scratch; captures nothing yet.
+  static absl::StatusOr<std::unique_ptr<TailGraphSet>> Create(int device,
+                                                              const GraphSetOptions& options);
+  ~TailGraphSet();
+  TailGraphSet(const TailGraphSet&) = delete;
+  TailGraphSet& operator=(const TailGraphSet&) = delete;
+
+  // Sets a layer's pointers and strides, checked for the largest bucket's rows (latent, gate
+  // and output hold that many rows; lengths that many requests). Takes effect at the layer's
+  // next Replay; on error the layer keeps what it had.
+  absl::Status SetLayer(int layer, const mla::TailBuffers& buffers);
+
+  // Captures every (layer, bucket) graph not captured yet. Every layer must be set.
+  absl::Status CaptureAll();
+
+  // Runs layer `layer`'s tail for `rows` rows on `stream`: the smallest bucket >= rows,
+  // captured first if it is not yet. rows must be a multiple of q.
+  absl::Status Replay(int layer, int rows, cudaStream_t stream);
+
+  // The bucket that serves `rows`; OutOfRange past the largest.
+  absl::StatusOr<int> BucketRows(int rows) const;
+
+  // A clone of the layer's graph for `rows` (captured first if need be), owned by the caller.
+  absl::StatusOr<cudaGraph_t> ExportGraph(int layer, int rows);
+
+  const std::vector<int>& buckets() const { return options_.buckets; }
+  const GraphSetOptions& options() const { return options_; }
+  const GraphSetStats& stats() const { return stats_; }
+  int device() const { return device_; }
+
+ private:
+  struct Entry;
+  TailGraphSet(int device, GraphSetOptions options, std::unique_ptr<mla::MlaTail> tail);
+  Entry& EntryFor(int layer, int bucket_index);
+  absl::Status CheckLayer(int layer) const;
+  absl::Status Capture(int layer, int bucket_index);
+  absl::StatusOr<Entry> CaptureEntry(int layer, int bucket_index);
+  absl::Status Apply(int layer, int bucket_index);
+  absl::Status CheckStream(cudaStream_t stream) const;
+
+  int device_;
+  GraphSetOptions options_;
+  std::unique_ptr<mla::MlaTail> tail_;  // the eager tail, whose launches are captured
+  cudaStream_t capture_stream_ = nullptr;
+  std::vector<mla::TailBuffers> layers_;
+  std::vector<bool> layer_set_;
+  std::vector<Entry> entries_;  // [layer][bucket]
+  GraphSetStats stats_;
+};
+
+// Writes length 0 for the padding requests [rows / q, bucket_rows / q) of `lengths`, in stream
+// order, so that a replay of the bucket writes +0.0 to the padding rows.
+absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int q,
+                                cudaStream_t stream);
+
+}  // namespace mla_graph
+
+#endif  // GRAPH_TAIL_GRAPH_SET_H_
