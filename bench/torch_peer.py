@@ -11,7 +11,10 @@ the median of 20 timed replays, divided by L, is the time per layer.
 
 Run (PyTorch with CUDA and Triton, a GPU):
     python3 bench/torch_peer.py --csv results.csv
-Options: --heads, --rows (comma lists), --commit TEXT, --no-compile-dynamic (compile per shape).
+Options: --heads, --rows (comma lists), --commit TEXT; --no-compile-dynamic compiles per shape,
+--static-heads recompiles per head count with only rows dynamic (as vLLM, whose heads are fixed).
+On an H200 both run the gate up to 1.5x faster than dynamic=True at large rows (H=64, B=256:
+14.7 against 22.4 us/layer), whose index math divides by a symbolic head count.
 Prints one line per shape and appends heads,rows,q,mode,layers,us_per_layer to the CSV; mode is
 "torch", or "torch_eager_gate" where compiling the gate failed. Exits 1 if any shape failed.
 """
@@ -49,7 +52,7 @@ def layers_for(heads, rows):
     return max(MIN_LAYERS, min(MAX_LAYERS, math.ceil(COLD_BYTES / per_layer)))
 
 
-def bench_shape(heads, rows, state, dynamic):
+def bench_shape(heads, rows, state):
     """Returns (mode, layers, us_per_layer) for one shape."""
     dev = "cuda"
     bf16 = torch.bfloat16
@@ -64,7 +67,7 @@ def bench_shape(heads, rows, state, dynamic):
     # Compile (lazily, on the first call) outside any capture; fall back to eager on failure.
     mode, gate_fn = "torch", None
     if not state["compile_broken"]:
-        gate_fn = state["compiled"] if dynamic else compile_gate(False)
+        gate_fn = state["compiled"] or compile_gate(False)
         v0 = torch.bmm(latents[0].transpose(0, 1), w_uvs[0])
         try:
             gate_fn(v0, gates[0], outs[0])
@@ -73,7 +76,8 @@ def bench_shape(heads, rows, state, dynamic):
             print(f"heads {heads} rows {rows}: torch.compile failed, eager gate: "
                   f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
                   file=sys.stderr, flush=True)
-            state["compile_broken"] = dynamic  # one shared compiled function: don't retry it
+            # A shared compiled function that failed once is not retried.
+            state["compile_broken"] = state["compiled"] is not None
             gate_fn = None
     if gate_fn is None:
         mode, gate_fn = "torch_eager_gate", gate_tail
@@ -132,6 +136,8 @@ def main():
     parser.add_argument("--commit", default="", help="recorded in the comment line")
     parser.add_argument("--compile-dynamic", action=argparse.BooleanOptionalAction, default=True,
                         help="compile the gate once with dynamic=True (default) instead of per shape")
+    parser.add_argument("--static-heads", action="store_true",
+                        help="with --compile-dynamic: recompile per head count, only rows dynamic")
     args = parser.parse_args()
 
     if not torch.cuda.is_available():
@@ -145,10 +151,12 @@ def main():
         if hasattr(cfg, name):
             setattr(cfg, name, 4096)
 
+    compile_mode = ("per shape" if not args.compile_dynamic else
+                    "dynamic rows, per head count" if args.static_heads else "dynamic")
     print(f"# torch_peer  commit {args.commit or '?'}  torch {torch.__version__} "
           f"(CUDA {torch.version.cuda})  {torch.cuda.get_device_name()}  "
           f"{datetime.datetime.now().isoformat(timespec='seconds')}  "
-          f"compile {'dynamic' if args.compile_dynamic else 'per shape'}", flush=True)
+          f"compile {compile_mode}", flush=True)
     print(f"{'heads':>5} {'rows':>5} {'q':>2} {'mode':>16} {'layers':>6} {'us/layer':>10}",
           flush=True)
 
@@ -160,9 +168,14 @@ def main():
              "compiled": compile_gate(True) if args.compile_dynamic else None}
     failed = 0
     for heads in args.heads:
+        if args.compile_dynamic and args.static_heads:
+            # dynamic=None: the first call compiles static, the next makes only what changed
+            # (rows) dynamic; the reset keeps a new head count from turning heads dynamic too.
+            torch._dynamo.reset()
+            state = {"compile_broken": False, "compiled": compile_gate(None)}
         for rows in args.rows:
             try:
-                mode, layers, us = bench_shape(heads, rows, state, args.compile_dynamic)
+                mode, layers, us = bench_shape(heads, rows, state)
             except Exception as e:  # noqa: BLE001 - report and go on to the next shape
                 failed += 1
                 print(f"heads {heads} rows {rows}: {type(e).__name__}: {e}",

@@ -234,10 +234,7 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
 }
 
 absl::Status TailGraphSet::Capture(int layer, int bucket_index) {
-  size_t free_before = 0, free_after = 0, total = 0;
-  cudaMemGetInfo(&free_before, &total);
   const absl::Time start = absl::Now();
-
   absl::StatusOr<Entry> entry = CaptureEntry(layer, bucket_index);
   if (!entry.ok()) return entry.status();
   const cudaError_t instantiated = cudaGraphInstantiate(&entry->exec, entry->graph, 0);
@@ -248,37 +245,42 @@ absl::Status TailGraphSet::Capture(int layer, int bucket_index) {
                                                       ", bucket ",
                                                       options_.buckets[bucket_index], ")"));
   }
-  // Upload now, so that the first replay costs what every replay costs.
-  const absl::Status uploaded = mla::CudaStatus(
-      cudaGraphUpload(entry->exec, capture_stream_), "cudaGraphUpload");
-  const absl::Status synced =
-      mla::CudaStatus(cudaStreamSynchronize(capture_stream_), "graph upload");
-  if (!uploaded.ok() || !synced.ok()) {
-    entry->Destroy();
-    return uploaded.ok() ? synced : uploaded;
-  }
-
-  cudaMemGetInfo(&free_after, &total);
   ++stats_.graphs_captured;
   ++stats_.instantiations;
   stats_.capture_seconds += absl::ToDoubleSeconds(absl::Now() - start);
-  if (free_after < free_before) stats_.graph_memory_bytes += int64_t(free_before - free_after);
   Entry& slot = EntryFor(layer, bucket_index);
   slot.Destroy();
   slot = *std::move(entry);
   return absl::OkStatus();
 }
 
+absl::Status TailGraphSet::CaptureMeasured(int layer, int bucket_index, bool upload) {
+  size_t free_before = 0, free_after = 0, total = 0;
+  cudaMemGetInfo(&free_before, &total);
+  MLA_RETURN_IF_ERROR(Capture(layer, bucket_index));
+  if (upload) {
+    // Ahead of time, so that a first replay costs what every replay costs.
+    MLA_RETURN_IF_CUDA_ERROR(cudaGraphUpload(EntryFor(layer, bucket_index).exec, capture_stream_),
+                             "cudaGraphUpload");
+  }
+  cudaMemGetInfo(&free_after, &total);
+  if (free_after < free_before) stats_.graph_memory_bytes += int64_t(free_before - free_after);
+  return absl::OkStatus();
+}
+
 absl::Status TailGraphSet::CaptureAll() {
   mla::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device_));
-  for (int layer = 0; layer < options_.layers; ++layer) {
-    MLA_RETURN_IF_ERROR(CheckLayer(layer));
-    for (size_t b = 0; b < options_.buckets.size(); ++b) {
-      if (!EntryFor(layer, b).captured()) MLA_RETURN_IF_ERROR(Capture(layer, b));
+  for (int layer = 0; layer < options_.layers; ++layer) MLA_RETURN_IF_ERROR(CheckLayer(layer));
+  absl::Status status;
+  for (int layer = 0; layer < options_.layers && status.ok(); ++layer) {
+    for (size_t b = 0; b < options_.buckets.size() && status.ok(); ++b) {
+      if (!EntryFor(layer, b).captured()) status = CaptureMeasured(layer, b, /*upload=*/true);
     }
   }
-  return absl::OkStatus();
+  const absl::Status uploaded =
+      mla::CudaStatus(cudaStreamSynchronize(capture_stream_), "graph uploads");
+  return status.ok() ? uploaded : status;
 }
 
 absl::Status TailGraphSet::Apply(int layer, int bucket_index) {
@@ -290,7 +292,7 @@ absl::Status TailGraphSet::Apply(int layer, int bucket_index) {
   const bool gemm_changed = entry.path == TailPath::kBmm &&
                             (want.latent_row_stride != entry.applied.latent_row_stride ||
                              want.w_row_stride != entry.applied.w_row_stride);
-  if (gemm_changed) return Capture(layer, bucket_index);
+  if (gemm_changed) return CaptureMeasured(layer, bucket_index, /*upload=*/false);
 
   if (options_.update == UpdateMechanism::kWholeGraph) {
     const absl::Time start = absl::Now();
@@ -300,7 +302,7 @@ absl::Status TailGraphSet::Apply(int layer, int bucket_index) {
     if (cudaGraphExecUpdate(entry.exec, fresh->graph, &info) != cudaSuccess) {
       cudaGetLastError();
       fresh->Destroy();
-      return Capture(layer, bucket_index);  // CUDA refused the update: instantiate anew
+      return CaptureMeasured(layer, bucket_index, false);  // CUDA refused: instantiate anew
     }
     fresh->exec = entry.exec;
     entry.exec = nullptr;
@@ -364,7 +366,7 @@ absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
     return tail_->Run({options_.heads, rows, options_.q}, layers_[layer], stream, options_.path);
   }
   Entry& entry = EntryFor(layer, *bucket);
-  if (!entry.captured()) MLA_RETURN_IF_ERROR(Capture(layer, *bucket));
+  if (!entry.captured()) MLA_RETURN_IF_ERROR(CaptureMeasured(layer, *bucket, false));
   MLA_RETURN_IF_ERROR(Apply(layer, *bucket));
   MLA_RETURN_IF_CUDA_ERROR(cudaGraphLaunch(EntryFor(layer, *bucket).exec, stream),
                            "cudaGraphLaunch");
@@ -378,7 +380,9 @@ absl::StatusOr<cudaGraph_t> TailGraphSet::ExportGraph(int layer, int rows) {
   if (!bucket.ok()) return bucket.status();
   mla::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device_));
-  if (!EntryFor(layer, *bucket).captured()) MLA_RETURN_IF_ERROR(Capture(layer, *bucket));
+  if (!EntryFor(layer, *bucket).captured()) {
+    MLA_RETURN_IF_ERROR(CaptureMeasured(layer, *bucket, false));
+  }
   MLA_RETURN_IF_ERROR(Apply(layer, *bucket));
   cudaGraph_t clone = nullptr;
   MLA_RETURN_IF_CUDA_ERROR(cudaGraphClone(&clone, EntryFor(layer, *bucket).graph),

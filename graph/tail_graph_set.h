@@ -118,6 +118,8 @@ class TailGraphSet {
   Entry& EntryFor(int layer, int bucket_index);
   absl::Status CheckLayer(int layer) const;
   absl::Status Capture(int layer, int bucket_index);
+  // Capture, counting the device memory it takes into stats(); optionally uploads the graph.
+  absl::Status CaptureMeasured(int layer, int bucket_index, bool upload);
   absl::StatusOr<Entry> CaptureEntry(int layer, int bucket_index);
   absl::Status Apply(int layer, int bucket_index);
   absl::Status CheckStream(cudaStream_t stream) const;

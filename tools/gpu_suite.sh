@@ -4,14 +4,15 @@
 # skips), optionally under compute-sanitizer, and the benchmarks; leaves logs and summary.txt.
 #
 #   run.sh [--out=DIR] [--filter=GTEST_FILTER] [--sanitize[=TOOLS]] [--sanitize-filter=FILTER]
-#          [--no-tests] [--bench=ARGS] [--demo=ARGS]
+#          [--no-tests] [--bin="NAME ARGS"]...
 #     --out             where logs and summary.txt go (default $OUT, else ./gpu-results)
 #     --filter          gtest filter for the plain run (default all)
 #     --sanitize        also run the tests under compute-sanitizer; TOOLS defaults to
 #                       memcheck,racecheck,initcheck,synccheck
 #     --sanitize-filter gtest filter for the sanitizer runs (default: same as --filter)
-#     --bench=ARGS      run bin/tail_bench ARGS (CSV into the output folder)
-#     --demo=ARGS       run bin/decode_demo ARGS, if staged
+#     --bin="NAME ARGS" run the staged bin/NAME with ARGS after the tests (repeatable); {out} in
+#                       ARGS becomes the output folder (for CSV files). Staged: tail_bench,
+#                       graph_bench, decode_demo; bench/*.py are in scripts/.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$PWD/gpu-results}
@@ -19,8 +20,7 @@ filter='*'
 sanitize_tools=''
 sanitize_filter=''
 run_tests=1
-bench_args=''
-demo_args=''
+bins=()
 for arg in "$@"; do
   case $arg in
     --out=*) out=${arg#*=} ;;
@@ -29,9 +29,8 @@ for arg in "$@"; do
     --sanitize=*) sanitize_tools=${arg#*=} ;;
     --sanitize-filter=*) sanitize_filter=${arg#*=} ;;
     --no-tests) run_tests=0 ;;
-    --bench=*) bench_args=${arg#*=}; bench_args=${bench_args:- } ;;
-    --demo=*) demo_args=${arg#*=}; demo_args=${demo_args:- } ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --bin=*) bins+=("${arg#*=}") ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -86,17 +85,16 @@ if [ -n "$sanitize_tools" ]; then
   done
 fi
 
-if [ -n "$bench_args" ] && [ -x "$here/bin/tail_bench" ]; then
+for spec in "${bins[@]}"; do
+  name=${spec%% *}
+  args=""
+  [ "$name" = "$spec" ] || args=${spec#* }
+  args=${args//\{out\}/$out}
+  if [ ! -x "$here/bin/$name" ]; then record "$name" FAIL 0; echo "    not staged: bin/$name"; continue; fi
   # shellcheck disable=SC2086
-  run_one tail_bench "$out/tail_bench.log" "$here/bin/tail_bench" --csv="$out/tail_bench.csv" $bench_args
-  cat "$out/tail_bench.log"
-fi
-
-if [ -n "$demo_args" ] && [ -x "$here/bin/decode_demo" ]; then
-  # shellcheck disable=SC2086
-  run_one decode_demo "$out/decode_demo.log" "$here/bin/decode_demo" $demo_args
-  tail -n 15 "$out/decode_demo.log"
-fi
+  run_one "$name" "$out/$name.log" "$here/bin/$name" $args
+  tail -n 60 "$out/$name.log"
+done
 
 echo "gpu suite: $passed passed, $failed failed" | tee -a "$summary"
 [ "$failed" = 0 ]

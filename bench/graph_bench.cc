@@ -1,0 +1,203 @@
+// Host-side costs of the graph set, for the README and the choice of update mechanism:
+// ahead-of-time and lazy capture (time, graph memory), Replay() against a bare cudaGraphLaunch
+// of the same executable graph, and a pointer update + replay by kernel-node parameter updates
+// against whole-graph updates (re-capture + cudaGraphExecUpdate).
+//
+//   graph_bench --heads=12 --layers=61 --csv=graph_bench.csv
+
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "bench/bench_util.h"
+#include "graph/tail_graph_set.h"
+#include "mla/cuda_status.h"
+#include "testing/gpu.h"
+
+ABSL_FLAG(int, heads, 12, "local heads");
+ABSL_FLAG(int, layers, 61, "layers");
+ABSL_FLAG(int, iterations, 100, "timed passes over all layers");
+ABSL_FLAG(std::string, csv, "", "append results to this CSV file");
+ABSL_FLAG(std::string, commit, "unknown", "the commit measured, for the record");
+
+namespace mla_bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using mla_graph::GraphSetOptions;
+using mla_graph::TailGraphSet;
+
+struct Row {
+  std::string what;
+  double value;
+  std::string unit;
+};
+
+// Mean host microseconds per call of `call(layer)` over iterations x layers calls; the stream is
+// drained between passes (untimed) so that the launch queue never blocks the host.
+absl::StatusOr<double> HostMicros(int layers, int iterations, cudaStream_t stream,
+                                  const std::function<absl::Status(int, int)>& call) {
+  double total = 0;
+  for (int i = -3; i < iterations; ++i) {
+    const auto start = Clock::now();
+    for (int layer = 0; layer < layers; ++layer) MLA_RETURN_IF_ERROR(call(i, layer));
+    const auto stop = Clock::now();
+    MLA_RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(stream), "pass");
+    if (i >= 0) total += std::chrono::duration<double, std::micro>(stop - start).count();
+  }
+  return total / (double(iterations) * layers);
+}
+
+int Main() {
+  if (absl::Status gpu = mla_testing::GpuUsable(); !gpu.ok()) {
+    std::fprintf(stderr, "graph_bench: no usable GPU: %s\n", gpu.ToString().c_str());
+    return mla_testing::GpuRequired() ? 1 : 0;
+  }
+  const int heads = absl::GetFlag(FLAGS_heads), layer_count = absl::GetFlag(FLAGS_layers);
+  const int iterations = absl::GetFlag(FLAGS_iterations);
+  cudaStream_t stream;
+  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  std::vector<Row> rows;
+  auto fail = [](const absl::Status& s) {
+    std::fprintf(stderr, "graph_bench: %s\n", s.ToString().c_str());
+    return 1;
+  };
+
+  // Two buffer sets per layer at the largest default bucket (512 rows): double-buffered
+  // activations, so that updates have somewhere to point.
+  const mla::TailShape largest{heads, 512, 1};
+  absl::StatusOr<std::vector<Layer>> ping = MakeLayers(largest, layer_count, stream);
+  if (!ping.ok()) return fail(ping.status());
+  absl::StatusOr<std::vector<Layer>> pong = MakeLayers(largest, layer_count, stream);
+  if (!pong.ok()) return fail(pong.status());
+  const std::vector<Layer>* sets[2] = {&*ping, &*pong};
+
+  auto make_set = [&](mla::TailPath path, mla_graph::UpdateMechanism update)
+      -> absl::StatusOr<std::unique_ptr<TailGraphSet>> {
+    GraphSetOptions options;
+    options.heads = heads;
+    options.layers = layer_count;
+    options.path = path;
+    options.update = update;
+    absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
+    if (!set.ok()) return set.status();
+    for (int l = 0; l < layer_count; ++l) {
+      MLA_RETURN_IF_ERROR((*set)->SetLayer(l, (*ping)[l].buffers));
+    }
+    return set;
+  };
+
+  // Ahead-of-time capture of every default bucket for every layer.
+  absl::StatusOr<std::unique_ptr<TailGraphSet>> ahead =
+      make_set(mla::TailPath::kAuto, mla_graph::UpdateMechanism::kKernelNodeParams);
+  if (!ahead.ok()) return fail(ahead.status());
+  const absl::Time start = absl::Now();
+  if (absl::Status s = (*ahead)->CaptureAll(); !s.ok()) return fail(s);
+  const double aot_seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  const auto& stats = (*ahead)->stats();
+  rows.push_back({absl::StrCat("ahead-of-time capture, ", stats.graphs_captured, " graphs (",
+                               layer_count, " layers x ", (*ahead)->buckets().size(),
+                               " buckets)"),
+                  aot_seconds, "s"});
+  rows.push_back({"  per graph (capture + instantiate + upload)",
+                  aot_seconds / stats.graphs_captured * 1e6, "us"});
+  rows.push_back({"  graph memory", stats.graph_memory_bytes / 1048576.0, "MiB"});
+
+  // Lazy capture: the first replay of each bucket of one layer.
+  absl::StatusOr<std::unique_ptr<TailGraphSet>> lazy =
+      make_set(mla::TailPath::kAuto, mla_graph::UpdateMechanism::kKernelNodeParams);
+  if (!lazy.ok()) return fail(lazy.status());
+  const absl::Time lazy_start = absl::Now();
+  for (int b : (*lazy)->buckets()) {
+    if (absl::Status s = (*lazy)->Replay(0, b, stream); !s.ok()) return fail(s);
+  }
+  cudaStreamSynchronize(stream);
+  rows.push_back({"lazy capture, first replay of a bucket (incl. its replay)",
+                  absl::ToDoubleSeconds(absl::Now() - lazy_start) / (*lazy)->buckets().size() * 1e6,
+                  "us"});
+  lazy->reset();
+
+  // Replay() against a bare cudaGraphLaunch of the same executable graph (rows = 1).
+  std::vector<cudaGraphExec_t> bare(layer_count);
+  for (int l = 0; l < layer_count; ++l) {
+    absl::StatusOr<cudaGraph_t> graph = (*ahead)->ExportGraph(l, 1);
+    if (!graph.ok()) return fail(graph.status());
+    if (cudaGraphInstantiate(&bare[l], *graph, 0) != cudaSuccess) return 1;
+    cudaGraphDestroy(*graph);
+  }
+  absl::StatusOr<double> launch = HostMicros(layer_count, iterations, stream, [&](int, int l) {
+    return mla::CudaStatus(cudaGraphLaunch(bare[l], stream), "launch");
+  });
+  absl::StatusOr<double> replay = HostMicros(layer_count, iterations, stream, [&](int, int l) {
+    return (*ahead)->Replay(l, 1, stream);
+  });
+  if (!launch.ok() || !replay.ok()) return fail(launch.ok() ? replay.status() : launch.status());
+  rows.push_back({"bare cudaGraphLaunch (rows 1)", *launch, "us/call"});
+  rows.push_back({"Replay(), pointers unchanged", *replay, "us/call"});
+  rows.push_back({"  Replay() - bare launch", *replay - *launch, "us/call"});
+
+  // Pointer update + replay, each mechanism, each path: every call switches buffer sets.
+  for (mla::TailPath path : {mla::TailPath::kFused, mla::TailPath::kBmm}) {
+    for (auto update : {mla_graph::UpdateMechanism::kKernelNodeParams,
+                        mla_graph::UpdateMechanism::kWholeGraph}) {
+      absl::StatusOr<std::unique_ptr<TailGraphSet>> set = make_set(path, update);
+      if (!set.ok()) return fail(set.status());
+      for (int l = 0; l < layer_count; ++l) (*set)->Replay(l, 1, stream);  // capture bucket 1
+      const bool whole = update == mla_graph::UpdateMechanism::kWholeGraph;
+      absl::StatusOr<double> updated =
+          HostMicros(layer_count, whole ? iterations / 10 + 1 : iterations, stream,
+                     [&](int i, int l) {
+                       MLA_RETURN_IF_ERROR((*set)->SetLayer(l, (*sets[(i + 3) % 2])[l].buffers));
+                       return (*set)->Replay(l, 1, stream);
+                     });
+      if (!updated.ok()) return fail(updated.status());
+      absl::StatusOr<double> plain = HostMicros(layer_count, iterations, stream, [&](int, int l) {
+        return (*set)->Replay(l, 1, stream);
+      });
+      if (!plain.ok()) return fail(plain.status());
+      const std::string name = absl::StrCat(mla::TailPathName(path), " path, ",
+                                            whole ? "whole-graph update" : "kernel-node update");
+      rows.push_back({absl::StrCat(name, ": update + replay"), *updated, "us/call"});
+      rows.push_back({absl::StrCat(name, ": plain replay"), *plain, "us/call"});
+      rows.push_back({absl::StrCat(name, ": update cost"), *updated - *plain, "us/call"});
+    }
+  }
+  for (cudaGraphExec_t e : bare) cudaGraphExecDestroy(e);
+
+  const std::string device = DeviceDescription();
+  const std::string date = absl::FormatTime("%Y-%m-%d", absl::Now(), absl::UTCTimeZone());
+  std::printf("# graph_bench  commit %s  %s  %s  heads %d  layers %d\n",
+              absl::GetFlag(FLAGS_commit).c_str(), device.c_str(), date.c_str(), heads,
+              layer_count);
+  std::ofstream csv;
+  if (!absl::GetFlag(FLAGS_csv).empty()) {
+    csv.open(absl::GetFlag(FLAGS_csv), std::ios::app);
+    csv << "# graph_bench commit " << absl::GetFlag(FLAGS_commit) << ", " << device << ", "
+        << date << ", heads " << heads << ", layers " << layer_count << "\nmeasure,value,unit\n";
+  }
+  for (const Row& r : rows) {
+    std::printf("%-70s %10.3f %s\n", r.what.c_str(), r.value, r.unit.c_str());
+    if (csv.is_open()) csv << '"' << r.what << "\"," << r.value << "," << r.unit << "\n";
+  }
+  cudaStreamDestroy(stream);
+  return 0;
+}
+
+}  // namespace
+}  // namespace mla_bench
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return mla_bench::Main();
+}

@@ -1,0 +1,436 @@
+// The GPU suite of graph/: replays equal the eager tail bit for bit, in-place pointer updates,
+// padding, lazy and ahead-of-time capture, child-graph embedding, two instances on one device.
+
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "graph/tail_graph_set.h"
+#include "gtest/gtest.h"
+#include "mla/tail.h"
+#include "testing/gpu.h"
+#include "testing/problem.h"
+
+namespace mla_testing {
+namespace {
+
+using ::mla::TailPath;
+using ::mla_graph::GraphSetOptions;
+using ::mla_graph::TailGraphSet;
+using ::testing::HasSubstr;
+
+#define ASSERT_OK(expr)                          \
+  do {                                           \
+    const absl::Status _s = (expr);              \
+    ASSERT_TRUE(_s.ok()) << #expr << ": " << _s; \
+  } while (false)
+
+const std::vector<int> kBuckets = {1, 2, 8, 16, 24, 40, 64};
+
+class GraphGpuTest : public ::testing::TestWithParam<TailPath> {
+ protected:
+  void SetUp() override {
+    MLA_REQUIRE_GPU_OR_SKIP();
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
+    mla::TailOptions options;
+    options.max_rows = 256;
+    absl::StatusOr<std::unique_ptr<mla::MlaTail>> eager = mla::MlaTail::Create(0, options);
+    ASSERT_TRUE(eager.ok()) << eager.status();
+    eager_ = *std::move(eager);
+  }
+  void TearDown() override {
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+
+  GraphSetOptions Options(int heads, int q, int layers, std::vector<int> buckets = kBuckets) {
+    GraphSetOptions o;
+    o.heads = heads;
+    o.q = q;
+    o.layers = layers;
+    o.buckets = std::move(buckets);
+    o.path = GetParam();
+    return o;
+  }
+
+  std::unique_ptr<TailGraphSet> MakeSet(const GraphSetOptions& options) {
+    absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
+    EXPECT_TRUE(set.ok()) << set.status();
+    return set.ok() ? *std::move(set) : nullptr;
+  }
+
+  std::unique_ptr<Problem> MakeProblem(int heads, int rows, int q, uint64_t seed,
+                                       int inactive_every = 3) {
+    ProblemOptions options;
+    options.shape = {heads, rows, q};
+    options.seed = seed;
+    options.inactive_every = inactive_every;
+    absl::StatusOr<std::unique_ptr<Problem>> problem = Problem::Create(options, stream_);
+    EXPECT_TRUE(problem.ok()) << problem.status();
+    return problem.ok() ? *std::move(problem) : nullptr;
+  }
+
+  absl::StatusOr<DeviceMemory> NewOutput(const Problem& problem) {
+    absl::StatusOr<DeviceMemory> m =
+        DeviceMemory::Allocate(problem.output_elements() * sizeof(uint16_t));
+    if (!m.ok()) return m.status();
+    if (absl::Status s = problem.PoisonOutput(m->as<mla::bf16>(), stream_); !s.ok()) return s;
+    return m;
+  }
+
+  // The output bits of `run` into a freshly poisoned copy of the buffers' output layout.
+  std::vector<uint16_t> Outputs(const Problem& problem, const mla::TailBuffers& buffers) {
+    absl::StatusOr<std::vector<uint16_t>> bits =
+        DownloadBits(buffers.output, problem.output_elements());
+    EXPECT_TRUE(bits.ok()) << bits.status();
+    return bits.ok() ? *std::move(bits) : std::vector<uint16_t>{};
+  }
+
+  // Replays `layer` for `rows` into `buffers` (poisoned first) and the eager tail for the
+  // bucket's rows into a second output; both must agree bit for bit.
+  void ExpectReplayEqualsEager(TailGraphSet& set, const Problem& problem, int layer, int rows,
+                               mla::TailBuffers buffers) {
+    SCOPED_TRACE(absl::StrCat("layer ", layer, " rows ", rows));
+    ASSERT_OK(problem.PoisonOutput(buffers.output, stream_));
+    ASSERT_OK(set.SetLayer(layer, buffers));
+    ASSERT_OK(set.Replay(layer, rows, stream_));
+    absl::StatusOr<DeviceMemory> eager_out = NewOutput(problem);
+    ASSERT_TRUE(eager_out.ok());
+    mla::TailBuffers eager_buffers = buffers;
+    eager_buffers.output = eager_out->as<mla::bf16>();
+    const int bucket = *set.BucketRows(rows);
+    ASSERT_OK(eager_->Run({problem.shape().heads, bucket, problem.shape().q}, eager_buffers,
+                          stream_, mla::MlaTail::Resolve(GetParam(), {problem.shape().heads,
+                                                                       bucket,
+                                                                       problem.shape().q})));
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    ASSERT_TRUE(Outputs(problem, buffers) == Outputs(problem, eager_buffers))
+        << "replay differs from the eager tail";
+  }
+
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<mla::MlaTail> eager_;
+};
+
+// Every bucket, rows at and between buckets, q 1 and 2: replay == eager, and the full bucket
+// == the CPU reference.
+TEST_P(GraphGpuTest, ReplayEqualsEagerForEveryBucket) {
+  for (int q : {1, 2}) {
+    std::vector<int> buckets;
+    for (int b : kBuckets) {
+      if (b % q == 0) buckets.push_back(b);
+    }
+    std::unique_ptr<Problem> problem = MakeProblem(12, 64, q, 11 + q);
+    ASSERT_NE(problem, nullptr);
+    std::unique_ptr<TailGraphSet> set = MakeSet(Options(12, q, 2, buckets));
+    ASSERT_NE(set, nullptr);
+    for (int layer : {0, 1}) {
+      for (int rows = q; rows <= 64; rows += q) {
+        std::vector<int32_t> lengths = problem->lengths();
+        const int bucket = *set->BucketRows(rows);
+        for (int r = rows / q; r < bucket / q; ++r) lengths[r] = 0;  // padding requests
+        ASSERT_OK(problem->SetLengths(lengths, stream_));
+        ExpectReplayEqualsEager(*set, *problem, layer, rows, problem->buffers());
+      }
+    }
+    ASSERT_OK(problem->SetLengths(problem->lengths(), stream_));
+    ASSERT_OK(set->Replay(0, 64, stream_));
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(), true));
+    EXPECT_EQ(set->stats().instantiations, 2 * static_cast<int64_t>(buckets.size()));
+  }
+}
+
+// Each pointer alone, then all together, changes without a new capture or instantiation.
+TEST_P(GraphGpuTest, PointerUpdatesReplayWithoutInstantiation) {
+  std::unique_ptr<Problem> a = MakeProblem(16, 40, 2, 21);
+  std::unique_ptr<Problem> b = MakeProblem(16, 40, 2, 22, /*inactive_every=*/2);
+  ASSERT_TRUE(a != nullptr && b != nullptr);
+  std::unique_ptr<TailGraphSet> set = MakeSet(Options(16, 2, 1, {8, 24, 40}));
+  ASSERT_NE(set, nullptr);
+  ASSERT_OK(set->SetLayer(0, a->buffers()));
+  ASSERT_OK(set->CaptureAll());
+  const int64_t instantiations = set->stats().instantiations;
+  ExpectReplayEqualsEager(*set, *a, 0, 40, a->buffers());
+
+  using Mutation = void (*)(mla::TailBuffers&, const mla::TailBuffers&);
+  const std::pair<const char*, Mutation> mutations[] = {
+      {"latent", [](mla::TailBuffers& x, const mla::TailBuffers& y) { x.latent = y.latent; }},
+      {"w_uv", [](mla::TailBuffers& x, const mla::TailBuffers& y) { x.w_uv = y.w_uv; }},
+      {"gate", [](mla::TailBuffers& x, const mla::TailBuffers& y) { x.gate = y.gate; }},
+      {"lengths", [](mla::TailBuffers& x, const mla::TailBuffers& y) { x.lengths = y.lengths; }},
+      {"output", [](mla::TailBuffers& x, const mla::TailBuffers& y) { x.output = y.output; }},
+      {"all", [](mla::TailBuffers& x, const mla::TailBuffers& y) { x = y; }},
+  };
+  for (const auto& [name, mutate] : mutations) {
+    SCOPED_TRACE(name);
+    mla::TailBuffers buffers = a->buffers();
+    mutate(buffers, b->buffers());
+    const int64_t updates = set->stats().node_updates;
+    ExpectReplayEqualsEager(*set, *a, 0, 40, buffers);
+    EXPECT_GT(set->stats().node_updates, updates);
+    // Back to A: the graph follows again.
+    ExpectReplayEqualsEager(*set, *a, 0, 40, a->buffers());
+  }
+  // Unchanged pointers update nothing.
+  const int64_t updates = set->stats().node_updates;
+  ASSERT_OK(set->Replay(0, 40, stream_));
+  ASSERT_OK(set->Replay(0, 40, stream_));
+  EXPECT_EQ(set->stats().node_updates, updates);
+  EXPECT_EQ(set->stats().instantiations, instantiations);
+  EXPECT_EQ(set->stats().whole_graph_updates, 0);
+  ASSERT_OK(a->Check(a->buffers().output, a->SampleRows(), true));
+}
+
+// Whole-graph updates (kept for measurement) give the same results without instantiations.
+TEST_P(GraphGpuTest, WholeGraphUpdatesAgree) {
+  std::unique_ptr<Problem> a = MakeProblem(8, 24, 1, 31);
+  std::unique_ptr<Problem> b = MakeProblem(8, 24, 1, 32);
+  ASSERT_TRUE(a != nullptr && b != nullptr);
+  GraphSetOptions options = Options(8, 1, 1, {8, 24});
+  options.update = mla_graph::UpdateMechanism::kWholeGraph;
+  std::unique_ptr<TailGraphSet> set = MakeSet(options);
+  ASSERT_NE(set, nullptr);
+  ExpectReplayEqualsEager(*set, *a, 0, 24, a->buffers());
+  const int64_t instantiations = set->stats().instantiations;
+  ExpectReplayEqualsEager(*set, *b, 0, 24, b->buffers());
+  ExpectReplayEqualsEager(*set, *a, 0, 17, a->buffers());
+  EXPECT_EQ(set->stats().instantiations, instantiations);
+  EXPECT_EQ(set->stats().whole_graph_updates, 2);
+  EXPECT_EQ(set->stats().node_updates, 0);
+}
+
+// A stride change re-captures where the GEMM holds it, and results stay right.
+TEST_P(GraphGpuTest, StrideChangesAreApplied) {
+  ProblemOptions wide;
+  wide.shape = {4, 16, 1};
+  wide.row_padding = 64;
+  wide.kv_b_proj_view = true;
+  absl::StatusOr<std::unique_ptr<Problem>> padded = Problem::Create(wide, stream_);
+  ASSERT_TRUE(padded.ok()) << padded.status();
+  std::unique_ptr<Problem> compact = MakeProblem(4, 16, 1, 41);
+  ASSERT_NE(compact, nullptr);
+  std::unique_ptr<TailGraphSet> set = MakeSet(Options(4, 1, 1, {16}));
+  ASSERT_NE(set, nullptr);
+  ExpectReplayEqualsEager(*set, *compact, 0, 16, compact->buffers());
+  ExpectReplayEqualsEager(*set, **padded, 0, 16, (*padded)->buffers());
+  ASSERT_OK((*padded)->Check((*padded)->buffers().output, (*padded)->SampleRows(), true));
+  ExpectReplayEqualsEager(*set, *compact, 0, 16, compact->buffers());
+}
+
+// Lengths are read at replay time; padded rows are +0.0 even with NaN in their inputs, and the
+// helper writes the padding lengths.
+TEST_P(GraphGpuTest, LengthsAndPadding) {
+  std::unique_ptr<Problem> problem = MakeProblem(12, 40, 1, 51, /*inactive_every=*/0);
+  ASSERT_NE(problem, nullptr);
+  std::unique_ptr<TailGraphSet> set = MakeSet(Options(12, 1, 1, {8, 40}));
+  ASSERT_NE(set, nullptr);
+  const mla::TailBuffers b = problem->buffers();
+  ASSERT_OK(set->SetLayer(0, b));
+  ASSERT_OK(set->Replay(0, 40, stream_));
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ASSERT_OK(problem->Check(b.output, problem->SampleRows(), true));
+
+  // Finish some requests: the same graph follows the new contents.
+  std::vector<int32_t> lengths = problem->lengths();
+  lengths[0] = lengths[17] = lengths[39] = 0;
+  ASSERT_OK(problem->SetLengths(lengths, stream_));
+  ASSERT_OK(problem->PoisonOutput(b.output, stream_));
+  ASSERT_OK(set->Replay(0, 40, stream_));
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ASSERT_OK(problem->Check(b.output, {0, 17, 38, 39}, true));
+
+  // 29 rows in the 40-row bucket: rows 29..39 are padding with NaN latent and gate.
+  const int rows = 29;
+  ASSERT_EQ(cudaMemset2DAsync(const_cast<mla::bf16*>(b.latent) + rows * b.latent_row_stride,
+                              b.latent_row_stride * 2, 0xff, 12 * 512 * 2, 40 - rows, stream_),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemset2DAsync(const_cast<mla::bf16*>(b.gate) + rows * b.gate_row_stride,
+                              b.gate_row_stride * 2, 0xff, 12 * 128 * 2, 40 - rows, stream_),
+            cudaSuccess);
+  ASSERT_OK(mla_graph::ZeroPaddingLengths(const_cast<int32_t*>(b.lengths), rows, 40, 1, stream_));
+  ASSERT_OK(problem->PoisonOutput(b.output, stream_));
+  ASSERT_OK(set->Replay(0, rows, stream_));
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  absl::StatusOr<std::vector<uint16_t>> out = DownloadBits(b.output, problem->output_elements());
+  ASSERT_TRUE(out.ok());
+  const int width = 12 * 128;
+  for (int t = rows; t < 40; ++t) {
+    for (int c = 0; c < width; ++c) ASSERT_EQ((*out)[t * width + c], 0) << "padding row " << t;
+  }
+  for (int t = 0; t < rows; ++t) {
+    for (int c = 0; c < width; ++c) {
+      ASSERT_FALSE((*out)[t * width + c] == 0xffff && lengths[t] > 0) << "row " << t;
+    }
+  }
+  std::vector<int32_t> device_lengths(40);
+  ASSERT_EQ(cudaMemcpy(device_lengths.data(), b.lengths, 40 * 4, cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  for (int r = 0; r < 40; ++r) EXPECT_EQ(device_lengths[r], r < rows ? lengths[r] : 0) << r;
+}
+
+// Beyond the largest bucket: OutOfRange, or the eager tail when the caller asked for it.
+TEST_P(GraphGpuTest, RowsBeyondTheLargestBucket) {
+  std::unique_ptr<Problem> problem = MakeProblem(8, 48, 1, 61);
+  ASSERT_NE(problem, nullptr);
+  std::unique_ptr<TailGraphSet> set = MakeSet(Options(8, 1, 1, {8, 16, 32}));
+  ASSERT_NE(set, nullptr);
+  // SetLayer checks the largest bucket's rows only; the problem holds 48.
+  ASSERT_OK(set->SetLayer(0, problem->buffers()));
+  const absl::Status beyond = set->Replay(0, 33, stream_);
+  EXPECT_EQ(beyond.code(), absl::StatusCode::kOutOfRange);
+  EXPECT_THAT(std::string(beyond.message()), HasSubstr("rows = 33"));
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+
+  GraphSetOptions options = Options(8, 1, 1, {8, 16, 32});
+  options.max_eager_rows = 48;
+  std::unique_ptr<TailGraphSet> fallback = MakeSet(options);
+  ASSERT_NE(fallback, nullptr);
+  ASSERT_OK(fallback->SetLayer(0, problem->buffers()));
+  ASSERT_OK(fallback->Replay(0, 48, stream_));
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(), true));
+  EXPECT_EQ(fallback->stats().eager_runs, 1);
+  EXPECT_EQ(fallback->Replay(0, 56, stream_).code(), absl::StatusCode::kOutOfRange);
+}
+
+// Lazy capture and ahead-of-time capture give the same bits.
+TEST_P(GraphGpuTest, LazyEqualsAheadOfTime) {
+  std::unique_ptr<Problem> problem = MakeProblem(12, 64, 1, 71);
+  ASSERT_NE(problem, nullptr);
+  std::unique_ptr<TailGraphSet> lazy = MakeSet(Options(12, 1, 3));
+  std::unique_ptr<TailGraphSet> ahead = MakeSet(Options(12, 1, 3));
+  ASSERT_TRUE(lazy != nullptr && ahead != nullptr);
+  for (int layer = 0; layer < 3; ++layer) {
+    ASSERT_OK(lazy->SetLayer(layer, problem->buffers()));
+    ASSERT_OK(ahead->SetLayer(layer, problem->buffers()));
+  }
+  ASSERT_OK(ahead->CaptureAll());
+  EXPECT_EQ(ahead->stats().graphs_captured, 3 * static_cast<int64_t>(kBuckets.size()));
+  EXPECT_EQ(lazy->stats().graphs_captured, 0);
+  for (int rows : {1, 5, 16, 33, 64}) {
+    for (int layer = 0; layer < 3; ++layer) {
+      ASSERT_OK(problem->PoisonOutput(problem->buffers().output, stream_));
+      ASSERT_OK(lazy->Replay(layer, rows, stream_));
+      ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+      const std::vector<uint16_t> from_lazy = Outputs(*problem, problem->buffers());
+      ASSERT_OK(problem->PoisonOutput(problem->buffers().output, stream_));
+      ASSERT_OK(ahead->Replay(layer, rows, stream_));
+      ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+      ASSERT_TRUE(from_lazy == Outputs(*problem, problem->buffers())) << rows << " " << layer;
+    }
+  }
+  EXPECT_EQ(lazy->stats().graphs_captured, 3 * 5);
+  EXPECT_EQ(ahead->stats().graphs_captured, 3 * static_cast<int64_t>(kBuckets.size()));
+}
+
+// An exported tail runs as a child node of a runtime's own graph, and follows a re-export.
+TEST_P(GraphGpuTest, ChildGraphEmbedding) {
+  std::unique_ptr<Problem> a = MakeProblem(12, 16, 1, 81);
+  std::unique_ptr<Problem> b = MakeProblem(12, 16, 1, 82);
+  ASSERT_TRUE(a != nullptr && b != nullptr);
+  std::unique_ptr<TailGraphSet> set = MakeSet(Options(12, 1, 2, {16}));
+  ASSERT_NE(set, nullptr);
+  ASSERT_OK(set->SetLayer(0, a->buffers()));
+  ASSERT_OK(set->SetLayer(1, b->buffers()));
+
+  cudaGraph_t step = nullptr;
+  ASSERT_EQ(cudaGraphCreate(&step, 0), cudaSuccess);
+  std::vector<cudaGraphNode_t> children;
+  for (int layer : {0, 1}) {
+    absl::StatusOr<cudaGraph_t> tail = set->ExportGraph(layer, 16);
+    ASSERT_TRUE(tail.ok()) << tail.status();
+    cudaGraphNode_t node;
+    ASSERT_EQ(cudaGraphAddChildGraphNode(&node, step, children.data(), children.size(), *tail),
+              cudaSuccess);
+    cudaGraphDestroy(*tail);  // the child node holds its own copy
+    children = {node};
+  }
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, step, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ASSERT_OK(a->Check(a->buffers().output, a->SampleRows(), true));
+  ASSERT_OK(b->Check(b->buffers().output, b->SampleRows(), true));
+
+  // Layer 1 moves to A's inputs and a fresh output: re-export, update the child in place.
+  absl::StatusOr<DeviceMemory> out = NewOutput(*a);
+  ASSERT_TRUE(out.ok());
+  ASSERT_OK(set->SetLayer(1, a->buffers_with_output(out->as<mla::bf16>())));
+  absl::StatusOr<cudaGraph_t> moved = set->ExportGraph(1, 16);
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  ASSERT_EQ(cudaGraphExecChildGraphNodeSetParams(exec, children[0], *moved), cudaSuccess);
+  cudaGraphDestroy(*moved);
+  ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ASSERT_TRUE(Outputs(*a, a->buffers()) == Outputs(*a, a->buffers_with_output(out->as<mla::bf16>())));
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(step);
+}
+
+// Two sets on one device, replayed alternately on two streams, do not disturb each other.
+TEST_P(GraphGpuTest, TwoInstancesDoNotInterfere) {
+  std::unique_ptr<Problem> a = MakeProblem(16, 64, 1, 91);
+  std::unique_ptr<Problem> b = MakeProblem(16, 64, 1, 92);
+  ASSERT_TRUE(a != nullptr && b != nullptr);
+  std::unique_ptr<TailGraphSet> first = MakeSet(Options(16, 1, 2));
+  std::unique_ptr<TailGraphSet> second = MakeSet(Options(16, 1, 2));
+  ASSERT_TRUE(first != nullptr && second != nullptr);
+  cudaStream_t other = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), cudaSuccess);
+  for (int layer : {0, 1}) {
+    ASSERT_OK(first->SetLayer(layer, a->buffers()));
+    ASSERT_OK(second->SetLayer(layer, b->buffers()));
+  }
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_OK(first->Replay(i % 2, 64, stream_));
+    ASSERT_OK(second->Replay(i % 2, 64, other));
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_OK(a->Check(a->buffers().output, a->SampleRows(), true));
+  ASSERT_OK(b->Check(b->buffers().output, b->SampleRows(), true));
+  cudaStreamDestroy(other);
+}
+
+// Misuse returns a clear status and leaves the set usable.
+TEST_P(GraphGpuTest, ErrorsLeaveTheSetUsable) {
+  GraphSetOptions bad = Options(12, 2, 1, {2, 3});
+  EXPECT_THAT(std::string(TailGraphSet::Create(0, bad).status().message()),
+              HasSubstr("not a multiple of q"));
+  bad = Options(12, 1, 0);
+  EXPECT_THAT(std::string(TailGraphSet::Create(0, bad).status().message()), HasSubstr("layers"));
+  bad = Options(0, 1, 1);
+  EXPECT_THAT(std::string(TailGraphSet::Create(0, bad).status().message()), HasSubstr("heads"));
+
+  std::unique_ptr<Problem> problem = MakeProblem(12, 16, 2, 101);
+  ASSERT_NE(problem, nullptr);
+  std::unique_ptr<TailGraphSet> set = MakeSet(Options(12, 2, 2, {8, 16}));
+  ASSERT_NE(set, nullptr);
+  EXPECT_EQ(set->Replay(0, 8, stream_).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(set->CaptureAll().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(set->Replay(2, 8, stream_).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(set->Replay(-1, 8, stream_).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_OK(set->SetLayer(0, problem->buffers()));
+  EXPECT_EQ(set->Replay(0, 7, stream_).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(set->Replay(0, 0, stream_).code(), absl::StatusCode::kInvalidArgument);
+  mla::TailBuffers broken = problem->buffers();
+  broken.gate = nullptr;
+  EXPECT_THAT(std::string(set->SetLayer(0, broken).message()), HasSubstr("gate is null"));
+  EXPECT_EQ(set->SetLayer(5, problem->buffers()).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(set->stats().graphs_captured, 0);
+  // Still usable, with the buffers it had.
+  ASSERT_OK(set->Replay(0, 16, stream_));
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(), true));
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, GraphGpuTest,
+                         ::testing::Values(TailPath::kFused, TailPath::kBmm, TailPath::kAuto),
+                         [](const auto& info) { return std::string(mla::TailPathName(info.param)); });
+
+}  // namespace
+}  // namespace mla_testing
