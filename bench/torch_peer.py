@@ -11,10 +11,11 @@ the median of 20 timed replays, divided by L, is the time per layer.
 
 Run (PyTorch with CUDA and Triton, a GPU):
     python3 bench/torch_peer.py --csv results.csv
-Options: --heads, --rows (comma lists), --commit TEXT; --no-compile-dynamic compiles per shape,
---static-heads recompiles per head count with only rows dynamic (as vLLM, whose heads are fixed).
-On an H200 both run the gate up to 1.5x faster than dynamic=True at large rows (H=64, B=256:
-14.7 against 22.4 us/layer), whose index math divides by a symbolic head count.
+Options: --heads, --rows (comma lists), --commit TEXT, --no-compile-dynamic.
+The default compiles the gate once with dynamic=True (about 40 s for all 77 shapes on an H200).
+--no-compile-dynamic compiles it per shape (about 70 s with warm compile caches) and gives a
+faster peer at large rows: H=64 B=1024 44 against 71 us/layer, H=128 B=1024 85 against 137
+(H200, torch 2.11); making only rows dynamic, heads static, gave about the dynamic numbers.
 Prints one line per shape and appends heads,rows,q,mode,layers,us_per_layer to the CSV; mode is
 "torch", or "torch_eager_gate" where compiling the gate failed. Exits 1 if any shape failed.
 """
@@ -136,8 +137,6 @@ def main():
     parser.add_argument("--commit", default="", help="recorded in the comment line")
     parser.add_argument("--compile-dynamic", action=argparse.BooleanOptionalAction, default=True,
                         help="compile the gate once with dynamic=True (default) instead of per shape")
-    parser.add_argument("--static-heads", action="store_true",
-                        help="with --compile-dynamic: recompile per head count, only rows dynamic")
     args = parser.parse_args()
 
     if not torch.cuda.is_available():
@@ -151,8 +150,7 @@ def main():
         if hasattr(cfg, name):
             setattr(cfg, name, 4096)
 
-    compile_mode = ("per shape" if not args.compile_dynamic else
-                    "dynamic rows, per head count" if args.static_heads else "dynamic")
+    compile_mode = "dynamic" if args.compile_dynamic else "per shape"
     print(f"# torch_peer  commit {args.commit or '?'}  torch {torch.__version__} "
           f"(CUDA {torch.version.cuda})  {torch.cuda.get_device_name()}  "
           f"{datetime.datetime.now().isoformat(timespec='seconds')}  "
@@ -168,11 +166,6 @@ def main():
              "compiled": compile_gate(True) if args.compile_dynamic else None}
     failed = 0
     for heads in args.heads:
-        if args.compile_dynamic and args.static_heads:
-            # dynamic=None: the first call compiles static, the next makes only what changed
-            # (rows) dynamic; the reset keeps a new head count from turning heads dynamic too.
-            torch._dynamo.reset()
-            state = {"compile_broken": False, "compiled": compile_gate(None)}
         for rows in args.rows:
             try:
                 mode, layers, us = bench_shape(heads, rows, state)

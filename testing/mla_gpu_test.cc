@@ -308,10 +308,16 @@ TEST_F(MlaGpuTest, StreamOfAnotherDeviceIsRefused) {
   cudaStreamDestroy(other);
 }
 
-TEST(DispatchTest, ThresholdsSplitThePaths) {
-  EXPECT_FALSE(mla::value_bmm(mla::kValueBmmHeads - 1, 1 << 20));
-  EXPECT_FALSE(mla::value_bmm(128, mla::kValueBmmFrom - 1));
-  EXPECT_TRUE(mla::value_bmm(mla::kValueBmmHeads, mla::kValueBmmFrom));
+TEST(DispatchTest, FollowsTheMeasuredWorkThreshold) {
+  // Measured (H, rows): fused faster at H x rows <= 2048, BMM faster from 3072.
+  for (auto [heads, rows] : {std::pair{8, 256}, {12, 128}, {16, 128}, {32, 64}, {64, 32},
+                             {96, 16}, {128, 16}, {128, 1}}) {
+    EXPECT_FALSE(mla::value_bmm(heads, rows)) << heads << " x " << rows;
+  }
+  for (auto [heads, rows] : {std::pair{8, 512}, {12, 256}, {16, 256}, {32, 128}, {64, 64},
+                             {96, 32}, {128, 32}, {128, 1024}}) {
+    EXPECT_TRUE(mla::value_bmm(heads, rows)) << heads << " x " << rows;
+  }
 }
 
 }  // namespace

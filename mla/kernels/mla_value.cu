@@ -124,62 +124,31 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
 
 template <int kRowTiles>
 cudaError_t Launch(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
-  constexpr size_t kSmem = SmemBytes<kRowTiles>();
-  // Once per device and variant: the shared-memory limit above 48 KB, and the largest carveout,
-  // so that as many blocks fit on a multiprocessor as shared memory allows (the default carveout
-  // can leave room for one).
-  static thread_local int configured_device = -1;
-  int device = 0;
-  if (cudaError_t error = cudaGetDevice(&device); error != cudaSuccess) return error;
-  if (configured_device != device) {
-    if (cudaError_t error = cudaFuncSetAttribute(
-            MlaValueKernel<kRowTiles>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
-        error != cudaSuccess) {
-      return error;
-    }
-    if (cudaError_t error = cudaFuncSetAttribute(MlaValueKernel<kRowTiles>,
-                                                 cudaFuncAttributePreferredSharedMemoryCarveout,
-                                                 cudaSharedmemCarveoutMaxShared);
-        error != cudaSuccess) {
-      return error;
-    }
-    configured_device = device;
-  }
-  const dim3 grid(kValueDim / kColumnsPerBlock, p.heads, (p.rows + 16 * kRowTiles - 1) / (16 * kRowTiles));
-  return LaunchWithPdl(MlaValueKernel<kRowTiles>, grid, dim3(kThreads), kSmem, stream, pdl, p);
+  static_assert(SmemBytes<kRowTiles>() <= 48 * 1024, "more shared memory needs an opt-in");
+  const dim3 grid(kValueDim / kColumnsPerBlock, p.heads,
+                  (p.rows + 16 * kRowTiles - 1) / (16 * kRowTiles));
+  return LaunchWithPdl(MlaValueKernel<kRowTiles>, grid, dim3(kThreads), SmemBytes<kRowTiles>(),
+                       stream, pdl, p);
 }
 
 }  // namespace
 
 int MlaValueRowTiles(int heads, int rows) {
-  // Larger tiles while the grid still has about two blocks per multiprocessor (132 on an H200).
+  // Two tiles while the grid still has about two blocks per multiprocessor (132 on an H200).
+  // Four tiles (69 KB of shared memory a block) measured 2-3x slower per row on the H200
+  // (bench/results/), and such batches take the BMM path anyway.
   const int blocks_per_tile_row = (kValueDim / kColumnsPerBlock) * heads;
-  for (int tiles : {4, 2}) {
-    if (rows >= 16 * tiles && blocks_per_tile_row * (rows / (16 * tiles)) >= 264) return tiles;
-  }
-  return 1;
+  return rows >= 32 && blocks_per_tile_row * (rows / 32) >= 264 ? 2 : 1;
 }
 
 const void* MlaValueKernelAddress(int heads, int rows) {
-  switch (MlaValueRowTiles(heads, rows)) {
-    case 4:
-      return reinterpret_cast<const void*>(MlaValueKernel<4>);
-    case 2:
-      return reinterpret_cast<const void*>(MlaValueKernel<2>);
-    default:
-      return reinterpret_cast<const void*>(MlaValueKernel<1>);
-  }
+  return MlaValueRowTiles(heads, rows) == 2 ? reinterpret_cast<const void*>(MlaValueKernel<2>)
+                                            : reinterpret_cast<const void*>(MlaValueKernel<1>);
 }
 
 cudaError_t LaunchMlaValue(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
-  switch (MlaValueRowTiles(p.heads, p.rows)) {
-    case 4:
-      return Launch<4>(p, stream, pdl);
-    case 2:
-      return Launch<2>(p, stream, pdl);
-    default:
-      return Launch<1>(p, stream, pdl);
-  }
+  return MlaValueRowTiles(p.heads, p.rows) == 2 ? Launch<2>(p, stream, pdl)
+                                                : Launch<1>(p, stream, pdl);
 }
 
 }  // namespace mla
