@@ -187,7 +187,9 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
                                                shape.rows));
   }
 
-  // Find the kernel nodes that hold the caller's pointers.
+  // The kernel nodes that hold the caller's pointers are the graph's first and last (the
+  // cuBLASLt nodes lie between): only those are asked for their parameters, since cuBLASLt's
+  // own nodes refuse the question.
   size_t count = 0;
   absl::Status found = mla::CudaStatus(cudaGraphGetNodes(entry.graph, nullptr, &count),
                                        "cudaGraphGetNodes");
@@ -198,13 +200,20 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
   }
   const void* value_kernel = mla::MlaValueKernelAddress(shape.heads, shape.rows);
   for (size_t i = 0; found.ok() && i < count; ++i) {
-    cudaGraphNodeType type;
-    cudaKernelNodeParams params;
-    if (cudaGraphNodeGetType(nodes[i], &type) != cudaSuccess || type != cudaGraphNodeTypeKernel ||
-        cudaGraphKernelNodeGetParams(nodes[i], &params) != cudaSuccess) {
-      cudaGetLastError();  // cuBLASLt's nodes may not describe themselves: not ours
-      continue;
+    size_t dependencies = 0, dependents = 0;
+    found = mla::CudaStatus(
+        cudaGraphNodeGetDependencies(nodes[i], nullptr, nullptr, &dependencies),
+        "cudaGraphNodeGetDependencies");
+    if (found.ok()) {
+      found = mla::CudaStatus(
+          cudaGraphNodeGetDependentNodes(nodes[i], nullptr, nullptr, &dependents),
+          "cudaGraphNodeGetDependentNodes");
     }
+    if (!found.ok() || (dependencies > 0 && dependents > 0)) continue;
+    cudaKernelNodeParams params;
+    found = mla::CudaStatus(cudaGraphKernelNodeGetParams(nodes[i], &params),
+                            "cudaGraphKernelNodeGetParams");
+    if (!found.ok()) break;
     if (params.func == value_kernel) {
       entry.value_node = nodes[i];
       entry.value_launch = params;

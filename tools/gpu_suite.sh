@@ -74,13 +74,26 @@ if [ -n "$sanitize_tools" ]; then
   for tool in ${sanitize_tools//,/ }; do
     for t in "$here"/tests/*; do
       name=$(basename "$t")
+      log=$out/$tool.$name.log
+      start=$SECONDS
+      "$sanitizer" --tool "$tool" --print-limit 100 "$t" --gtest_filter="$sanitize_filter" >"$log" 2>&1
+      rc=$?
       # racecheck cannot follow the mbarrier-synchronised pipelines of cuBLASLt's own kernels
-      # (nvjet*): it reports shared-memory hazards inside them. Ours are all checked.
-      extra=()
-      [ "$tool" = racecheck ] && extra=(--kernel-name-exclude kns=nvjet)
-      run_one "$tool:$name" "$out/$tool.$name.log" "$sanitizer" --tool "$tool" "${extra[@]}" \
-        --error-exitcode 1 --print-limit 20 "$t" --gtest_filter="$sanitize_filter"
-      grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/$tool.$name.log" | sed 's/^/    /' | tee -a "$summary"
+      # (nvjet*) and reports shared-memory hazards inside them (excluding those kernels from
+      # instrumentation crashed the sanitizer). A hazard in any other kernel fails the run.
+      ours=$(grep -E '^========= (Error|Warning): Race' "$log" | grep -vc nvjet)
+      theirs=$(grep -E '^========= (Error|Warning): Race' "$log" | grep -c nvjet)
+      errors=""
+      [ "$tool" = racecheck ] || errors=$(grep -E '^========= ERROR SUMMARY: [1-9]' "$log" | head -1)
+      if grep -q '^\[  PASSED  \]' "$log" && ! grep -q '^\[  FAILED  \]' "$log" \
+         && [ "$ours" = 0 ] && [ -z "$errors" ]; then
+        record "$tool:$name" PASS $((SECONDS - start))
+      else
+        record "$tool:$name" FAIL $((SECONDS - start))
+        grep -E '^=========' "$log" | head -40 | sed 's/^/    /'
+      fi
+      echo "    exit $rc; hazards in our kernels: $ours; in cuBLASLt (nvjet): $theirs" | tee -a "$summary"
+      grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | sed 's/^/    /' | tee -a "$summary"
     done
   done
 fi
