@@ -15,9 +15,12 @@
 // (cudaGraphExecKernelNodeSetParams: one node on the fused path; the operand-table and gate
 // nodes on the BMM path, whose cuBLASLt GEMM reads its operands through a device pointer table
 // and never changes) before launching it: no capture, no instantiation, and launches already
-// enqueued keep the parameters they had. Measured on an H200 (bench/graph_bench), a node update
-// costs about a microsecond of host time, a re-capture plus cudaGraphExecUpdate tens of them,
-// so node updates are the mechanism. A change of the latent or W_UV row stride on the BMM path,
+// enqueued keep the parameters they had. Measured on an H200 (bench/graph_bench, 61 layers,
+// bench/results/): a pointer update costs 1.3 us of host time on the fused path and 2.4-3.2 us
+// on the BMM path by node updates, against 2.2-3.3 and 9.9-10.7 us by re-capture plus
+// cudaGraphExecUpdate, so node updates are the mechanism. The BMM path pays for it on the GPU:
+// the operand-table kernel and the pointer-array GEMM cost about 0.6 us more per layer than a
+// strided GEMM whose pointers would be frozen in the graph. A change of the latent or W_UV row stride on the BMM path,
 // which the GEMM's descriptors hold, re-captures and re-instantiates that graph (counted in
 // stats(); runtimes set strides once). Replaying unchanged pointers costs one comparison.
 //
