@@ -1,5 +1,7 @@
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 #include "bench/limit_kernels.h"
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/launch.cuh"
@@ -29,7 +31,32 @@ __global__ void CopyKernel(const CopyParams p) {
   }
 }
 
+struct UpstreamParams {
+  unsigned busy_ns, epilogue_ns;
+};
+
+__device__ void Spin(unsigned ns) {
+  uint64_t start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+
+__global__ void UpstreamKernel(const UpstreamParams p) {
+  mla::device::GridDependencyWait();
+  Spin(p.busy_ns);
+  mla::device::LaunchDependents();
+  Spin(p.epilogue_ns);
+}
+
 }  // namespace
+
+cudaError_t LaunchUpstreamKernel(int blocks, unsigned busy_ns, unsigned epilogue_ns,
+                                 cudaStream_t stream, bool pdl) {
+  return mla::LaunchWithPdl(UpstreamKernel, dim3(blocks), dim3(128), 0, stream, pdl,
+                            UpstreamParams{busy_ns, epilogue_ns});
+}
 
 cudaError_t LaunchFloorKernel(int blocks, cudaStream_t stream, bool pdl) {
   return mla::LaunchWithPdl(FloorKernel, dim3(blocks), dim3(128), 0, stream, pdl, FloorParams{0});

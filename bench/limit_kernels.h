@@ -15,6 +15,11 @@ cudaError_t LaunchFloorKernel(int blocks, cudaStream_t stream, bool pdl);
 // dst = src, 16 bytes a thread, over all multiprocessors: the copy bandwidth the SMs reach.
 cudaError_t LaunchCopyKernel(const void* src, void* dst, size_t bytes, cudaStream_t stream);
 
+// A stand-in for the kernel before the tail (attention): `blocks` blocks busy for `busy_ns`, then
+// launch_dependents, then an epilogue of `epilogue_ns` during which a PDL dependent may start.
+cudaError_t LaunchUpstreamKernel(int blocks, unsigned busy_ns, unsigned epilogue_ns,
+                                 cudaStream_t stream, bool pdl);
+
 }  // namespace mla_bench
 
 #endif  // BENCH_LIMIT_KERNELS_H_

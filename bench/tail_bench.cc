@@ -36,6 +36,11 @@ ABSL_FLAG(int, max_layers, 256, "layers rotated at most");
 ABSL_FLAG(int, replays, 20, "timed replays of each graph");
 ABSL_FLAG(std::string, csv, "", "append results to this CSV file");
 ABSL_FLAG(std::string, commit, "unknown", "the commit measured, for the record");
+ABSL_FLAG(bool, upstream, false,
+          "instead of the grid: the tail's added time after an upstream kernel (modes up, "
+          "up+pdl, up+nopdl), heads and rows from the flags");
+ABSL_FLAG(int, upstream_busy_ns, 4000, "the upstream kernel's work before launch_dependents");
+ABSL_FLAG(int, upstream_epilogue_ns, 1000, "the upstream kernel's work after launch_dependents");
 
 namespace mla_bench {
 namespace {
@@ -142,7 +147,16 @@ int Main() {
     std::fprintf(stderr, "MlaTail: %s\n", tail.status().ToString().c_str());
     return 1;
   }
-  const std::vector<std::string> modes = absl::StrSplit(absl::GetFlag(FLAGS_modes), ',');
+  options.pdl = false;
+  absl::StatusOr<std::unique_ptr<mla::MlaTail>> no_pdl = mla::MlaTail::Create(0, options);
+  if (!no_pdl.ok()) {
+    std::fprintf(stderr, "MlaTail: %s\n", no_pdl.status().ToString().c_str());
+    return 1;
+  }
+  const std::vector<std::string> modes =
+      absl::GetFlag(FLAGS_upstream)
+          ? std::vector<std::string>{"up", "up+pdl", "up+nopdl"}
+          : std::vector<std::string>(absl::StrSplit(absl::GetFlag(FLAGS_modes), ','));
   int failures = 0;
   for (int q : ParseList(absl::GetFlag(FLAGS_q))) {
     for (int heads : ParseList(absl::GetFlag(FLAGS_heads))) {
@@ -168,6 +182,7 @@ int Main() {
             }
             peer = *std::move(p);
           }
+          const bool upstream = mode.rfind("up", 0) == 0;
           const mla::TailPath path = mode == "fused" ? mla::TailPath::kFused
                                      : mode == "bmm" ? mla::TailPath::kBmm
                                                      : mla::TailPath::kAuto;
@@ -180,8 +195,16 @@ int Main() {
               stream,
               [&](cudaStream_t s) {
                 for (const Layer& layer : *layers) {
-                  MLA_RETURN_IF_ERROR(mode == "peer" ? peer->Run(layer.buffers, s)
-                                                     : (*tail)->Run(shape, layer.buffers, s, path));
+                  if (upstream) {
+                    MLA_RETURN_IF_CUDA_ERROR(
+                        LaunchUpstreamKernel(132, absl::GetFlag(FLAGS_upstream_busy_ns),
+                                             absl::GetFlag(FLAGS_upstream_epilogue_ns), s, true),
+                        "upstream kernel");
+                    if (mode == "up") continue;
+                  }
+                  MLA_RETURN_IF_ERROR(mode == "peer"       ? peer->Run(layer.buffers, s)
+                                      : mode == "up+nopdl" ? (*no_pdl)->Run(shape, layer.buffers, s)
+                                                           : (*tail)->Run(shape, layer.buffers, s, path));
                 }
                 return absl::OkStatus();
               },

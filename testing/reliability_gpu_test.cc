@@ -1,0 +1,167 @@
+// Reliability on the GPU: the programmatic-dependency contract under an upstream kernel that
+// writes the tail's inputs late, and separate instances driven from several threads at once.
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "graph/tail_graph_set.h"
+#include "mla/cuda_status.h"
+#include "gtest/gtest.h"
+#include "mla/tail.h"
+#include "testing/gpu.h"
+#include "testing/late_writer.h"
+#include "testing/problem.h"
+
+namespace mla_testing {
+namespace {
+
+using ::mla::TailPath;
+
+#define ASSERT_OK(expr)                          \
+  do {                                           \
+    const absl::Status _s = (expr);              \
+    ASSERT_TRUE(_s.ok()) << #expr << ": " << _s; \
+  } while (false)
+
+class ReliabilityGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MLA_REQUIRE_GPU_OR_SKIP();
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
+  }
+  void TearDown() override {
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+  cudaStream_t stream_ = nullptr;
+};
+
+// The upstream kernel triggers launch_dependents at once and writes latent, gate and lengths
+// 50 us later; before that they hold NaN and zero lengths. A tail that read any of them before
+// griddepcontrol.wait would produce NaN or zero rows.
+TEST_F(ReliabilityGpuTest, InputsWrittenUpstreamUntilItsEndAreSeen) {
+  for (TailPath path : {TailPath::kFused, TailPath::kBmm}) {
+    for (int heads : {3, 12, 64}) {
+      SCOPED_TRACE(absl::StrCat(mla::TailPathName(path), " heads ", heads));
+      ProblemOptions options;
+      options.shape = {heads, 64, 1};
+      options.inactive_every = 0;
+      absl::StatusOr<std::unique_ptr<Problem>> problem = Problem::Create(options, stream_);
+      ASSERT_TRUE(problem.ok()) << problem.status();
+      const mla::TailBuffers b = (*problem)->buffers();
+      const size_t latent_bytes = size_t(64) * b.latent_row_stride * 2;
+      const size_t gate_bytes = size_t(64) * b.gate_row_stride * 2;
+      const size_t lengths_bytes = 64 * 4;
+      absl::StatusOr<DeviceMemory> saved =
+          DeviceMemory::Allocate(latent_bytes + gate_bytes + lengths_bytes);
+      ASSERT_TRUE(saved.ok());
+      char* s = saved->as<char>();
+      ASSERT_EQ(cudaMemcpy(s, b.latent, latent_bytes, cudaMemcpyDeviceToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(s + latent_bytes, b.gate, gate_bytes, cudaMemcpyDeviceToDevice),
+                cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(s + latent_bytes + gate_bytes, b.lengths, lengths_bytes,
+                           cudaMemcpyDeviceToDevice),
+                cudaSuccess);
+
+      mla::TailOptions tail_options;
+      tail_options.max_rows = 64;
+      absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(0, tail_options);
+      ASSERT_TRUE(tail.ok()) << tail.status();
+      ASSERT_OK((*tail)->PrepareBmm((*problem)->shape(), b));
+      for (int round = 0; round < 3; ++round) {
+        ASSERT_EQ(cudaMemset(const_cast<mla::bf16*>(b.latent), 0xff, latent_bytes), cudaSuccess);
+        ASSERT_EQ(cudaMemset(const_cast<mla::bf16*>(b.gate), 0xff, gate_bytes), cudaSuccess);
+        ASSERT_EQ(cudaMemset(const_cast<int32_t*>(b.lengths), 0, lengths_bytes), cudaSuccess);
+        ASSERT_OK((*problem)->PoisonOutput(b.output, stream_));
+        const LateCopy copies[3] = {
+            {s, const_cast<mla::bf16*>(b.latent), latent_bytes},
+            {s + latent_bytes, const_cast<mla::bf16*>(b.gate), gate_bytes},
+            {s + latent_bytes + gate_bytes, const_cast<int32_t*>(b.lengths), lengths_bytes}};
+        ASSERT_EQ(LaunchLateWriter(copies, 50000, stream_), cudaSuccess);
+        ASSERT_OK((*tail)->Run((*problem)->shape(), b, stream_, path));
+        ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+        ASSERT_OK((*problem)->Check(b.output, (*problem)->SampleRows(), true));
+      }
+    }
+  }
+}
+
+// Separate graph sets, one per thread, each on its own stream, replay for a bounded time with
+// pointers switching between two problems; every result is compared bit for bit with the
+// verified output of its problem.
+TEST_F(ReliabilityGpuTest, SeparateInstancesFromManyThreads) {
+  constexpr int kThreads = 4;
+  constexpr auto kDuration = std::chrono::milliseconds(1500);
+  std::atomic<int> failures{0};
+  std::atomic<int64_t> replays{0};
+  auto worker = [&](int index) {
+    auto fail = [&](const std::string& what) {
+      if (failures++ < 5) ADD_FAILURE() << "thread " << index << ": " << what;
+    };
+    cudaStream_t stream;
+    if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
+      return fail("stream");
+    }
+    const int heads = index % 2 == 0 ? 12 : 64;
+    std::unique_ptr<Problem> problems[2];
+    std::vector<uint16_t> expected[2];
+    for (int p = 0; p < 2; ++p) {
+      ProblemOptions options;
+      options.shape = {heads, 32, 1};
+      options.seed = 1000 + index * 10 + p;
+      absl::StatusOr<std::unique_ptr<Problem>> problem = Problem::Create(options, stream);
+      if (!problem.ok()) return fail(problem.status().ToString());
+      problems[p] = *std::move(problem);
+    }
+    mla_graph::GraphSetOptions options;
+    options.heads = heads;
+    options.layers = 2;
+    options.buckets = {8, 32};
+    options.path = index % 4 < 2 ? TailPath::kFused : TailPath::kBmm;
+    absl::StatusOr<std::unique_ptr<mla_graph::TailGraphSet>> set =
+        mla_graph::TailGraphSet::Create(0, options);
+    if (!set.ok()) return fail(set.status().ToString());
+    for (int p = 0; p < 2; ++p) {
+      const mla::TailBuffers b = problems[p]->buffers();
+      absl::Status s = (*set)->SetLayer(p, b);
+      if (s.ok()) s = (*set)->Replay(p, 32, stream);
+      if (s.ok()) s = mla::CudaStatus(cudaStreamSynchronize(stream), "sync");
+      if (s.ok()) s = problems[p]->Check(b.output, problems[p]->SampleRows(), true);
+      if (!s.ok()) return fail(s.ToString());
+      expected[p] = *DownloadBits(b.output, problems[p]->output_elements());
+    }
+    std::mt19937 random(index);
+    const auto end = std::chrono::steady_clock::now() + kDuration;
+    while (std::chrono::steady_clock::now() < end && failures == 0) {
+      const int layer = random() % 2, p = random() % 2;
+      const mla::TailBuffers b = problems[p]->buffers();
+      absl::Status s = problems[p]->PoisonOutput(b.output, stream);
+      if (s.ok()) s = (*set)->SetLayer(layer, b);
+      if (s.ok()) s = (*set)->Replay(layer, 32, stream);
+      if (s.ok()) s = mla::CudaStatus(cudaStreamSynchronize(stream), "sync");
+      if (!s.ok()) return fail(s.ToString());
+      absl::StatusOr<std::vector<uint16_t>> got =
+          DownloadBits(b.output, problems[p]->output_elements());
+      if (!got.ok() || *got != expected[p]) return fail("a replay's output differs");
+      ++replays;
+    }
+    set->reset();
+    cudaStreamDestroy(stream);
+  };
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) threads.emplace_back(worker, i);
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failures, 0);
+  EXPECT_GT(replays, 100);
+  RecordProperty("replays", static_cast<int>(replays));
+}
+
+}  // namespace
+}  // namespace mla_testing
