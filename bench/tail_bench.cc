@@ -41,6 +41,7 @@ ABSL_FLAG(bool, upstream, false,
           "up+pdl, up+nopdl), heads and rows from the flags");
 ABSL_FLAG(int, upstream_busy_ns, 4000, "the upstream kernel's work before launch_dependents");
 ABSL_FLAG(int, upstream_epilogue_ns, 1000, "the upstream kernel's work after launch_dependents");
+ABSL_FLAG(bool, upstream_pdl, true, "launch the upstream kernel itself with PDL (after a tail)");
 
 namespace mla_bench {
 namespace {
@@ -198,7 +199,8 @@ int Main() {
                   if (upstream) {
                     MLA_RETURN_IF_CUDA_ERROR(
                         LaunchUpstreamKernel(132, absl::GetFlag(FLAGS_upstream_busy_ns),
-                                             absl::GetFlag(FLAGS_upstream_epilogue_ns), s, true),
+                                             absl::GetFlag(FLAGS_upstream_epilogue_ns), s,
+                                             absl::GetFlag(FLAGS_upstream_pdl)),
                         "upstream kernel");
                     if (mode == "up") continue;
                   }
