@@ -41,6 +41,7 @@ ABSL_FLAG(bool, upstream, false,
           "up+pdl, up+nopdl), heads and rows from the flags");
 ABSL_FLAG(int, upstream_busy_ns, 4000, "the upstream kernel's work before launch_dependents");
 ABSL_FLAG(int, upstream_epilogue_ns, 1000, "the upstream kernel's work after launch_dependents");
+ABSL_FLAG(bool, pdl, true, "launch the tail's kernels with PDL (the library's default)");
 ABSL_FLAG(bool, upstream_pdl, true, "launch the upstream kernel itself with PDL (after a tail)");
 
 namespace mla_bench {
@@ -143,6 +144,7 @@ int Main() {
 
   mla::TailOptions options;
   options.max_rows = 4096;
+  options.pdl = absl::GetFlag(FLAGS_pdl);
   absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(0, options);
   if (!tail.ok()) {
     std::fprintf(stderr, "MlaTail: %s\n", tail.status().ToString().c_str());
