@@ -85,6 +85,10 @@ if [ -n "$sanitize_tools" ]; then
       theirs=$(grep -E '^========= (Error|Warning): Race' "$log" | grep -c nvjet)
       errors=""
       [ "$tool" = racecheck ] || errors=$(grep -E '^========= ERROR SUMMARY: [1-9]' "$log" | head -1)
+      if grep -q '^\[  PASSED  \] 0 tests' "$log"; then
+        echo "---- $tool:$name: the filter matches no test here" | tee -a "$summary"
+        continue
+      fi
       if grep -q '^\[  PASSED  \]' "$log" && ! grep -q '^\[  FAILED  \]' "$log" \
          && [ "$ours" = 0 ] && [ -z "$errors" ]; then
         record "$tool:$name" PASS $((SECONDS - start))
