@@ -44,9 +44,7 @@ absl::StatusOr<std::vector<Layer>> MakeLayers(const mla::TailShape& shape, int c
                            Alloc{&layer.gate, b * h * kValueDim * 2},
                            Alloc{&layer.lengths, (b / shape.q) * 4},
                            Alloc{&layer.output, b * h * kValueDim * 2}}) {
-      absl::StatusOr<DeviceMemory> m = DeviceMemory::Allocate(a.bytes);
-      if (!m.ok()) return m.status();
-      *a.memory = *std::move(m);
+      MLA_RETURN_IF_ERROR(a.memory->Reset(a.bytes));
     }
     using mla_testing::Values;
     const uint64_t seed = 1000 + 4 * i;

@@ -42,6 +42,7 @@
 #include "testing/bf16_bits.h"
 #include "testing/fill.h"
 #include "testing/gpu.h"
+#include "testing/problem.h"
 #include "testing/reference.h"
 #include "testing/test_values.h"
 
@@ -200,27 +201,6 @@ std::vector<int> SampleRows(const Batch& batch, int q, int count, uint64_t seed)
   return {rows.begin(), rows.end()};
 }
 
-// Device memory released at scope exit.
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() {
-    if (pointer_ != nullptr) cudaFree(pointer_);
-  }
-  absl::Status Allocate(size_t bytes) {
-    return mla::CudaStatus(cudaMalloc(&pointer_, bytes), absl::StrCat("cudaMalloc(", bytes, ")"));
-  }
-  template <typename T = uint16_t>
-  T* as() const {
-    return static_cast<T*>(pointer_);
-  }
-
- private:
-  void* pointer_ = nullptr;
-};
-
 // W_UV of every layer ([H, 128, 512] each), and two slots of activations: per layer a latent
 // [Bmax, H, 512], a gate and an output [Bmax, H * 128], compact, and per slot one lengths array
 // of Bmax / q requests.
@@ -228,27 +208,28 @@ struct Model {
   Model(const Config& c, int largest_bucket)
       : heads(c.heads), layers(c.layers), bmax(largest_bucket), q(c.q) {}
   const int heads, layers, bmax, q;
-  DeviceBuffer w_uv, latent[2], gate[2], output[2], lengths[2];
+  mla_testing::DeviceMemory w_uv, latent[2], gate[2], output[2], lengths[2];
 
   int64_t width() const { return int64_t{heads} * kD; }
   int64_t latent_elements() const { return int64_t{bmax} * heads * kL; }  // per layer
   int64_t row_elements() const { return bmax * width(); }  // the gate and output of a layer
 
   absl::Status Allocate() {
-    MLA_RETURN_IF_ERROR(w_uv.Allocate(static_cast<size_t>(layers) * heads * kD * kL * 2));
+    MLA_RETURN_IF_ERROR(w_uv.Reset(static_cast<size_t>(layers) * heads * kD * kL * 2));
     for (int slot = 0; slot < 2; ++slot) {
-      MLA_RETURN_IF_ERROR(latent[slot].Allocate(layers * latent_elements() * 2));
-      MLA_RETURN_IF_ERROR(gate[slot].Allocate(layers * row_elements() * 2));
-      MLA_RETURN_IF_ERROR(output[slot].Allocate(layers * row_elements() * 2));
-      MLA_RETURN_IF_ERROR(lengths[slot].Allocate(static_cast<size_t>(bmax / q) * sizeof(int32_t)));
+      MLA_RETURN_IF_ERROR(latent[slot].Reset(layers * latent_elements() * 2));
+      MLA_RETURN_IF_ERROR(gate[slot].Reset(layers * row_elements() * 2));
+      MLA_RETURN_IF_ERROR(output[slot].Reset(layers * row_elements() * 2));
+      MLA_RETURN_IF_ERROR(
+          lengths[slot].Reset(static_cast<size_t>(bmax / q) * sizeof(int32_t)));
     }
     return absl::OkStatus();
   }
   // A layer's tensors as bf16 bits (what the fills write and the check reads).
-  uint16_t* w_uv_of(int l) const { return w_uv.as() + int64_t{l} * heads * kD * kL; }
-  uint16_t* latent_of(int s, int l) const { return latent[s].as() + l * latent_elements(); }
-  uint16_t* gate_of(int s, int l) const { return gate[s].as() + l * row_elements(); }
-  uint16_t* output_of(int s, int l) const { return output[s].as() + l * row_elements(); }
+  uint16_t* w_uv_of(int l) const { return w_uv.as<uint16_t>() + int64_t{l} * heads * kD * kL; }
+  uint16_t* latent_of(int s, int l) const { return latent[s].as<uint16_t>() + l * latent_elements(); }
+  uint16_t* gate_of(int s, int l) const { return gate[s].as<uint16_t>() + l * row_elements(); }
+  uint16_t* output_of(int s, int l) const { return output[s].as<uint16_t>() + l * row_elements(); }
 
   mla::TailBuffers Buffers(int s, int l) const {
     auto bf16 = [](uint16_t* bits) { return reinterpret_cast<mla::bf16*>(bits); };

@@ -15,6 +15,7 @@
 #include "mla/tail.h"
 #include "testing/gpu.h"
 #include "testing/problem.h"
+#include "testing/status_macros.h"
 
 namespace mla_testing {
 namespace {
@@ -23,12 +24,6 @@ using ::mla::TailPath;
 using ::mla_graph::GraphSetOptions;
 using ::mla_graph::TailGraphSet;
 using ::testing::HasSubstr;
-
-#define ASSERT_OK(expr)                          \
-  do {                                           \
-    const absl::Status _s = (expr);              \
-    ASSERT_TRUE(_s.ok()) << #expr << ": " << _s; \
-  } while (false)
 
 const std::vector<int> kBuckets = {1, 2, 8, 16, 24, 40, 64};
 

@@ -14,18 +14,13 @@
 #include "mla/tail.h"
 #include "testing/gpu.h"
 #include "testing/problem.h"
+#include "testing/status_macros.h"
 
 namespace mla_testing {
 namespace {
 
 using ::mla::TailPath;
 using ::testing::HasSubstr;
-
-#define ASSERT_OK(expr)                          \
-  do {                                           \
-    const absl::Status _s = (expr);              \
-    ASSERT_TRUE(_s.ok()) << #expr << ": " << _s; \
-  } while (false)
 
 class MlaGpuTest : public ::testing::Test {
  protected:

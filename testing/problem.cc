@@ -28,6 +28,12 @@ absl::StatusOr<DeviceMemory> DeviceMemory::Allocate(size_t bytes) {
   return memory;
 }
 
+absl::Status DeviceMemory::Reset(size_t bytes) {
+  absl::StatusOr<DeviceMemory> m = Allocate(bytes);
+  *this = m.ok() ? *std::move(m) : DeviceMemory();
+  return m.status();
+}
+
 DeviceMemory& DeviceMemory::operator=(DeviceMemory&& other) noexcept {
   if (this != &other) {
     if (pointer_ != nullptr) cudaFree(pointer_);
@@ -75,17 +81,11 @@ absl::StatusOr<std::unique_ptr<Problem>> Problem::Create(const ProblemOptions& o
   // The V half of kv_b_proj starts 128 rows into each head.
   p->w_allocation_offset_ = options.kv_b_proj_view ? int64_t{kValueDim} * kLatentDim : 0;
 
-  auto allocate = [](DeviceMemory* memory, size_t bytes) -> absl::Status {
-    absl::StatusOr<DeviceMemory> m = DeviceMemory::Allocate(bytes);
-    if (!m.ok()) return m.status();
-    *memory = *std::move(m);
-    return absl::OkStatus();
-  };
-  MLA_RETURN_IF_ERROR(allocate(&p->latent_, rows * b.latent_row_stride * sizeof(bf16)));
-  MLA_RETURN_IF_ERROR(allocate(&p->w_uv_, heads * b.w_head_stride * sizeof(bf16)));
-  MLA_RETURN_IF_ERROR(allocate(&p->gate_, rows * b.gate_row_stride * sizeof(bf16)));
-  MLA_RETURN_IF_ERROR(allocate(&p->lengths_device_, (rows / q) * sizeof(int32_t)));
-  MLA_RETURN_IF_ERROR(allocate(&p->output_, p->output_elements() * sizeof(bf16)));
+  MLA_RETURN_IF_ERROR(p->latent_.Reset(rows * b.latent_row_stride * sizeof(bf16)));
+  MLA_RETURN_IF_ERROR(p->w_uv_.Reset(heads * b.w_head_stride * sizeof(bf16)));
+  MLA_RETURN_IF_ERROR(p->gate_.Reset(rows * b.gate_row_stride * sizeof(bf16)));
+  MLA_RETURN_IF_ERROR(p->lengths_device_.Reset((rows / q) * sizeof(int32_t)));
+  MLA_RETURN_IF_ERROR(p->output_.Reset(p->output_elements() * sizeof(bf16)));
 
   // Unused parts of strided inputs hold NaN: a kernel that reads them shows it.
   for (DeviceMemory* m : {&p->latent_, &p->w_uv_, &p->gate_}) {

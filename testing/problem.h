@@ -23,6 +23,8 @@ namespace mla_testing {
 class DeviceMemory {
  public:
   static absl::StatusOr<DeviceMemory> Allocate(size_t bytes);
+  // Frees what it holds and allocates `bytes`; on failure it holds nothing.
+  absl::Status Reset(size_t bytes);
   DeviceMemory() = default;
   DeviceMemory(DeviceMemory&& other) noexcept { *this = std::move(other); }
   DeviceMemory& operator=(DeviceMemory&& other) noexcept;

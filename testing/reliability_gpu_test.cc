@@ -19,17 +19,12 @@
 #include "testing/gpu.h"
 #include "testing/late_writer.h"
 #include "testing/problem.h"
+#include "testing/status_macros.h"
 
 namespace mla_testing {
 namespace {
 
 using ::mla::TailPath;
-
-#define ASSERT_OK(expr)                          \
-  do {                                           \
-    const absl::Status _s = (expr);              \
-    ASSERT_TRUE(_s.ok()) << #expr << ": " << _s; \
-  } while (false)
 
 class ReliabilityGpuTest : public ::testing::Test {
  protected:

@@ -1,0 +1,14 @@
+#ifndef TESTING_STATUS_MACROS_H_
+#define TESTING_STATUS_MACROS_H_
+
+#include "absl/status/status.h"
+#include "gtest/gtest.h"
+
+// Fails the test (fatally) with the expression and its status unless it is OK.
+#define ASSERT_OK(expr)                          \
+  do {                                           \
+    const absl::Status _s = (expr);              \
+    ASSERT_TRUE(_s.ok()) << #expr << ": " << _s; \
+  } while (false)
+
+#endif  // TESTING_STATUS_MACROS_H_
