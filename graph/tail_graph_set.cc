@@ -101,6 +101,7 @@ absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
   tail_options.max_rows = std::max(options.buckets.back(), options.max_eager_rows);
   tail_options.workspace_bytes = options.workspace_bytes;
   tail_options.pdl = options.pdl;
+  tail_options.faults = options.faults;
   absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(device, tail_options);
   if (!tail.ok()) return tail.status();
 
@@ -178,6 +179,7 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
       cudaStreamBeginCapture(capture_stream_, cudaStreamCaptureModeThreadLocal),
       "cudaStreamBeginCapture");
   const absl::Status run = tail_->Run(shape, buffers, capture_stream_, entry.path);
+  if (run.ok() && options_.faults.during_capture) options_.faults.during_capture(capture_stream_);
   const cudaError_t ended = cudaStreamEndCapture(capture_stream_, &entry.graph);
   if (!run.ok() || ended != cudaSuccess) {
     entry.Destroy();
@@ -360,7 +362,13 @@ absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
   }
   mla::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device_));
-  MLA_RETURN_IF_ERROR(tail_->CheckStream(stream));
+  // A stream's device never changes: asking CUDA once per stream keeps two driver queries off
+  // every replay.
+  if (!stream_accepted_ || stream != accepted_stream_) {
+    MLA_RETURN_IF_ERROR(tail_->CheckStream(stream));
+    accepted_stream_ = stream;
+    stream_accepted_ = true;
+  }
 
   absl::StatusOr<int> bucket = FindBucket(options_.buckets, rows);
   if (!bucket.ok()) {

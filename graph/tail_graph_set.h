@@ -37,9 +37,12 @@
 // Threads and streams: a set is used by one thread at a time. All graphs of a set share its
 // scratch, so their replays must be ordered on the GPU (one stream, or streams joined by
 // events); separate sets are independent. A set captures and replays on its own device whatever
-// device the calling thread has current. Failures (a capture invalidated, memory exhausted,
-// cuBLASLt without an algorithm) return a status and publish nothing: no half-built graph is
-// ever replayed, and a later call retries.
+// device the calling thread has current. Replay asks CUDA for a stream's device once and
+// remembers the last stream it accepted (a stream destroyed and re-created at the same address
+// on another device then fails at the launch, still as a status). Failures (a capture
+// invalidated, memory exhausted, cuBLASLt without an algorithm) return a status and publish
+// nothing: no half-built graph is ever replayed, and a later call retries
+// (testing/fault_gpu_test injects each through mla/fault_hooks.h or by filling the device).
 
 #include <cuda_runtime_api.h>
 
@@ -49,6 +52,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "mla/fault_hooks.h"
 #include "mla/tail.h"
 #include "mla/tail_args.h"
 
@@ -70,6 +74,7 @@ struct GraphSetOptions {
   UpdateMechanism update = UpdateMechanism::kKernelNodeParams;
   bool pdl = true;
   size_t workspace_bytes = size_t{32} << 20;  // cuBLASLt workspace, shared by all graphs
+  mla::FaultHooks faults;  // fault injection for tests (mla/fault_hooks.h); empty in production
 };
 
 struct GraphSetStats {
@@ -129,6 +134,8 @@ class TailGraphSet {
 
   int device_;
   GraphSetOptions options_;
+  cudaStream_t accepted_stream_ = nullptr;  // the last stream CheckStream accepted
+  bool stream_accepted_ = false;
   std::unique_ptr<mla::MlaTail> tail_;  // the eager tail, whose launches are captured
   cudaStream_t capture_stream_ = nullptr;
   std::vector<mla::TailBuffers> layers_;

@@ -109,7 +109,7 @@ absl::StatusOr<const ValueBmm*> MlaTail::Plan(const TailShape& shape,
   bmm_shape.w_row_stride = buffers.w_row_stride;
   absl::StatusOr<ValueBmm> plan = ValueBmm::Create(cublaslt_, bmm_shape,
                                                    BmmBatchMode::kPointerArray,
-                                                   options_.workspace_bytes);
+                                                   options_.workspace_bytes, options_.faults);
   if (!plan.ok()) return plan.status();
   return &plans_.emplace(key, *std::move(plan)).first->second;
 }

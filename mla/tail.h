@@ -19,6 +19,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "mla/fault_hooks.h"
 #include "mla/tail_args.h"
 #include "mla/value_bmm.h"
 
@@ -37,6 +38,7 @@ struct TailOptions {
   int max_rows = 1024;
   size_t workspace_bytes = size_t{32} << 20;  // cuBLASLt workspace (32 MiB suits Hopper)
   bool pdl = true;  // launch with programmatic stream serialization
+  FaultHooks faults;  // fault injection for tests; empty in production
 };
 
 class MlaTail {

@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "mla/fault_hooks.h"
 #include "mla/tail_args.h"
 
 namespace mla {
@@ -39,9 +40,10 @@ enum class BmmBatchMode {
 class ValueBmm {
  public:
   // Plans the GEMM for `shape`; NotFound when cuBLASLt has no algorithm for it within
-  // `workspace_bytes` and 16-byte operand alignment.
+  // `workspace_bytes` and 16-byte operand alignment (or when `faults` says to act so).
   static absl::StatusOr<ValueBmm> Create(cublasLtHandle_t handle, const ValueBmmShape& shape,
-                                         BmmBatchMode mode, size_t workspace_bytes);
+                                         BmmBatchMode mode, size_t workspace_bytes,
+                                         const FaultHooks& faults = {});
 
   // Strided mode: values [H, B, 128] from latent and w_uv.
   absl::Status RunStrided(const bf16* latent, const bf16* w_uv, bf16* values, void* workspace,

@@ -14,4 +14,16 @@ bool GpuRequired() {
 
 absl::Status GpuUsable() { return mla::CheckDevice(0); }
 
+absl::Status GpusUsable(int count) {
+  for (int device = 0; device < count; ++device) {
+    MLA_RETURN_IF_ERROR(mla::CheckDevice(device));
+  }
+  return absl::OkStatus();
+}
+
+int RequiredGpus() {
+  const char* value = std::getenv(kRequireGpusVariable);
+  return value == nullptr ? 0 : std::atoi(value);
+}
+
 }  // namespace mla_testing

@@ -10,12 +10,21 @@
 namespace mla_testing {
 
 inline constexpr char kRequireGpuVariable[] = "MLA_TAIL_REQUIRE_GPU";
+// How many GPUs a run requires: tests that need more GPUs than present fail instead of skipping
+// when this says that many are required (the staged runner sets it to the GPUs it sees).
+inline constexpr char kRequireGpusVariable[] = "MLA_TAIL_REQUIRE_GPUS";
 
 // True when the environment says a GPU is required (MLA_TAIL_REQUIRE_GPU set, not "0").
 bool GpuRequired();
 
 // OK when device 0 is a usable sm_90 GPU; otherwise why not.
 absl::Status GpuUsable();
+
+// OK when devices 0..count-1 are usable sm_90 GPUs; otherwise why not.
+absl::Status GpusUsable(int count);
+
+// The number in MLA_TAIL_REQUIRE_GPUS (0 when unset or not a number).
+int RequiredGpus();
 
 }  // namespace mla_testing
 
@@ -33,6 +42,25 @@ absl::Status GpuUsable();
                      << _gpu;                                                            \
       }                                                                                  \
     }                                                                                    \
+  } while (false)
+
+// First statement of a test that needs `count` GPUs: skips when fewer are usable, or fails when
+// MLA_TAIL_REQUIRE_GPUS says at least `count` are required.
+#define MLA_REQUIRE_GPUS_OR_SKIP(count)                                                   \
+  do {                                                                                    \
+    MLA_REQUIRE_GPU_OR_SKIP();                                                            \
+    const absl::Status _gpus = ::mla_testing::GpusUsable(count);                          \
+    if (!_gpus.ok()) {                                                                    \
+      if (::mla_testing::RequiredGpus() >= (count)) {                                     \
+        GTEST_FAIL() << (count) << " GPUs are required ("                                 \
+                     << ::mla_testing::kRequireGpusVariable << " = "                      \
+                     << ::mla_testing::RequiredGpus() << ") but: " << _gpus;              \
+      } else {                                                                            \
+        GTEST_SKIP() << "needs " << (count) << " GPUs, skipped (set "                     \
+                     << ::mla_testing::kRequireGpusVariable << "=" << (count)             \
+                     << " to fail instead): " << _gpus;                                   \
+      }                                                                                   \
+    }                                                                                     \
   } while (false)
 
 #endif  // TESTING_GPU_H_

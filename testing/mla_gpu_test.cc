@@ -286,9 +286,7 @@ TEST_F(MlaGpuTest, CreateRefusesBadOptionsAndDevices) {
 
 // With two GPUs: a stream of the other device is refused before anything is launched.
 TEST_F(MlaGpuTest, StreamOfAnotherDeviceIsRefused) {
-  int count = 0;
-  ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
-  if (count < 2) GTEST_SKIP() << "needs two GPUs; " << count << " present";
+  MLA_REQUIRE_GPUS_OR_SKIP(2);
   ProblemOptions options;
   options.shape = {4, 16, 1};
   std::unique_ptr<Problem> problem = MakeProblem(options);

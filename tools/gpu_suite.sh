@@ -4,12 +4,14 @@
 # skips), optionally under compute-sanitizer, and the benchmarks; leaves logs and summary.txt.
 #
 #   run.sh [--out=DIR] [--filter=GTEST_FILTER] [--sanitize[=TOOLS]] [--sanitize-filter=FILTER]
-#          [--no-tests] [--bin="NAME ARGS"]...
+#          [--sanitize-shards=N] [--sanitize-jobs=N] [--no-tests] [--bin="NAME ARGS"]...
 #     --out             where logs and summary.txt go (default $OUT, else ./gpu-results)
 #     --filter          gtest filter for the plain run (default all)
 #     --sanitize        also run the tests under compute-sanitizer; TOOLS defaults to
 #                       memcheck,racecheck,initcheck,synccheck
 #     --sanitize-filter gtest filter for the sanitizer runs (default: same as --filter)
+#     --sanitize-shards split each binary's sanitizer run into N gtest shards (default 1)
+#     --sanitize-jobs   sanitizer runs at once (default 1: one after another)
 #     --bin="NAME ARGS" run the staged bin/NAME with ARGS after the tests (repeatable); {out} in
 #                       ARGS becomes the output folder (for CSV files). Staged: tail_bench,
 #                       graph_bench, decode_demo; bench/*.py are in scripts/.
@@ -19,6 +21,8 @@ out=${OUT:-$PWD/gpu-results}
 filter='*'
 sanitize_tools=''
 sanitize_filter=''
+sanitize_shards=1
+sanitize_jobs=1
 run_tests=1
 bins=()
 for arg in "$@"; do
@@ -28,9 +32,11 @@ for arg in "$@"; do
     --sanitize) sanitize_tools=memcheck,racecheck,initcheck,synccheck ;;
     --sanitize=*) sanitize_tools=${arg#*=} ;;
     --sanitize-filter=*) sanitize_filter=${arg#*=} ;;
+    --sanitize-shards=*) sanitize_shards=${arg#*=} ;;
+    --sanitize-jobs=*) sanitize_jobs=${arg#*=} ;;
     --no-tests) run_tests=0 ;;
     --bin=*) bins+=("${arg#*=}") ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -39,6 +45,9 @@ mkdir -p "$out"
 summary=$out/summary.txt
 : >"$summary"
 export MLA_TAIL_REQUIRE_GPU=1
+# Tests needing more GPUs than the machine has skip; as many as it has must run.
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+export MLA_TAIL_REQUIRE_GPUS=${MLA_TAIL_REQUIRE_GPUS:-$gpus}
 passed=0
 failed=0
 
@@ -69,35 +78,60 @@ if [ "$run_tests" = 1 ]; then
   done
 fi
 
+# One sanitizer run of one test binary (one gtest shard of it); its verdict goes to LOG.verdict.
+sanitize_one() {  # tool test shard shards log
+  local tool=$1 t=$2 shard=$3 shards=$4 log=$5 start=$SECONDS
+  GTEST_SHARD_INDEX=$shard GTEST_TOTAL_SHARDS=$shards \
+    "$sanitizer" --tool "$tool" --print-limit 100 "$t" --gtest_filter="$sanitize_filter" >"$log" 2>&1
+  local rc=$?
+  # racecheck cannot follow the mbarrier-synchronised pipelines of cuBLASLt's own kernels
+  # (nvjet*) and reports shared-memory hazards inside them (excluding those kernels from
+  # instrumentation crashed the sanitizer). A hazard in any other kernel fails the run.
+  local ours theirs errors="" verdict
+  ours=$(grep -E '^========= (Error|Warning): Race' "$log" | grep -vc nvjet)
+  theirs=$(grep -E '^========= (Error|Warning): Race' "$log" | grep -c nvjet)
+  [ "$tool" = racecheck ] || errors=$(grep -E '^========= ERROR SUMMARY: [1-9]' "$log" | head -1)
+  if grep -q '^\[  PASSED  \] 0 tests' "$log"; then verdict=NONE
+  elif grep -q '^\[  PASSED  \]' "$log" && ! grep -q '^\[  FAILED  \]' "$log" \
+       && [ "$ours" = 0 ] && [ -z "$errors" ]; then verdict=PASS
+  else verdict=FAIL
+  fi
+  echo "$verdict $((SECONDS - start)) $rc $ours $theirs" >"$log.verdict"
+}
+
 if [ -n "$sanitize_tools" ]; then
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  # Every (tool, binary, shard) runs at once, at most sanitize_jobs together.
+  running=0
+  for tool in ${sanitize_tools//,/ }; do
+    for t in "$here"/tests/*; do
+      for ((shard = 0; shard < sanitize_shards; ++shard)); do
+        sanitize_one "$tool" "$t" "$shard" "$sanitize_shards" \
+          "$out/$tool.$(basename "$t").$shard.log" &
+        running=$((running + 1))
+        if [ "$running" -ge "$sanitize_jobs" ]; then wait -n; running=$((running - 1)); fi
+      done
+    done
+  done
+  wait
   for tool in ${sanitize_tools//,/ }; do
     for t in "$here"/tests/*; do
       name=$(basename "$t")
-      log=$out/$tool.$name.log
-      start=$SECONDS
-      "$sanitizer" --tool "$tool" --print-limit 100 "$t" --gtest_filter="$sanitize_filter" >"$log" 2>&1
-      rc=$?
-      # racecheck cannot follow the mbarrier-synchronised pipelines of cuBLASLt's own kernels
-      # (nvjet*) and reports shared-memory hazards inside them (excluding those kernels from
-      # instrumentation crashed the sanitizer). A hazard in any other kernel fails the run.
-      ours=$(grep -E '^========= (Error|Warning): Race' "$log" | grep -vc nvjet)
-      theirs=$(grep -E '^========= (Error|Warning): Race' "$log" | grep -c nvjet)
-      errors=""
-      [ "$tool" = racecheck ] || errors=$(grep -E '^========= ERROR SUMMARY: [1-9]' "$log" | head -1)
-      if grep -q '^\[  PASSED  \] 0 tests' "$log"; then
-        echo "---- $tool:$name: the filter matches no test here" | tee -a "$summary"
-        continue
-      fi
-      if grep -q '^\[  PASSED  \]' "$log" && ! grep -q '^\[  FAILED  \]' "$log" \
-         && [ "$ours" = 0 ] && [ -z "$errors" ]; then
-        record "$tool:$name" PASS $((SECONDS - start))
-      else
-        record "$tool:$name" FAIL $((SECONDS - start))
-        grep -E '^=========' "$log" | head -40 | sed 's/^/    /'
-      fi
-      echo "    exit $rc; hazards in our kernels: $ours; in cuBLASLt (nvjet): $theirs" | tee -a "$summary"
-      grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | sed 's/^/    /' | tee -a "$summary"
+      for ((shard = 0; shard < sanitize_shards; ++shard)); do
+        log=$out/$tool.$name.$shard.log
+        read -r verdict seconds rc ours theirs <"$log.verdict"
+        label="$tool:$name"
+        [ "$sanitize_shards" = 1 ] || label="$label[$shard/$sanitize_shards]"
+        if [ "$verdict" = NONE ]; then
+          echo "---- $label: the filter matches no test here" | tee -a "$summary"
+          continue
+        fi
+        record "$label" "$verdict" "$seconds"
+        [ "$verdict" = PASS ] || grep -E '^=========' "$log" | head -40 | sed 's/^/    /'
+        grep -cE '^\[       OK \]' "$log" | sed 's/^/    tests passed: /' | tee -a "$summary"
+        echo "    exit $rc; hazards in our kernels: $ours; in cuBLASLt (nvjet): $theirs" | tee -a "$summary"
+        grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | sed 's/^/    /' | tee -a "$summary"
+      done
     done
   done
 fi

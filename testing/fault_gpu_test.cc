@@ -1,0 +1,325 @@
+// Faults on the GPU: a capture invalidated mid-way, cuBLASLt finding no algorithm, device
+// memory exhausted during capture and instantiation. Each must return a status, overwrite
+// nothing of the caller's, publish no half-built graph, and leave a set whose retry succeeds
+// once the cause is gone.
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "graph/tail_graph_set.h"
+#include "graph/buckets.h"
+#include "gtest/gtest.h"
+#include "mla/tail.h"
+#include "testing/gpu.h"
+#include "testing/problem.h"
+#include "testing/reference.h"
+#include "testing/status_macros.h"
+
+namespace mla_testing {
+namespace {
+
+using ::mla::TailPath;
+using ::mla_graph::GraphSetOptions;
+using ::mla_graph::GraphSetStats;
+using ::mla_graph::TailGraphSet;
+using ::testing::HasSubstr;
+
+class FaultGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MLA_REQUIRE_GPU_OR_SKIP();
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
+  }
+  void TearDown() override {
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+
+  std::unique_ptr<Problem> MakeProblem(int heads, int rows, uint64_t seed) {
+    ProblemOptions options;
+    options.shape = {heads, rows, 1};
+    options.seed = seed;
+    absl::StatusOr<std::unique_ptr<Problem>> problem = Problem::Create(options, stream_);
+    EXPECT_TRUE(problem.ok()) << problem.status();
+    return problem.ok() ? *std::move(problem) : nullptr;
+  }
+
+  // The problem's output still holds the NaN it was poisoned with: nothing was written.
+  void ExpectUntouched(const Problem& problem) {
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    absl::StatusOr<std::vector<uint16_t>> bits =
+        DownloadBits(problem.buffers().output, problem.output_elements());
+    ASSERT_TRUE(bits.ok()) << bits.status();
+    int written = 0;
+    for (uint16_t b : *bits) written += b != 0xffff;
+    EXPECT_EQ(written, 0) << "elements of the caller's output were written by a failed call";
+  }
+
+  // Rows [0, computed) agree with the reference bit for bit; every other element (later rows,
+  // the guard band) still holds its NaN.
+  void ExpectRows(const Problem& problem, int computed) {
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    absl::StatusOr<std::vector<uint16_t>> bits =
+        DownloadBits(problem.buffers().output, problem.output_elements());
+    ASSERT_TRUE(bits.ok()) << bits.status();
+    const ReferenceInputs in = problem.reference_inputs();
+    const int64_t stride = problem.buffers().output_row_stride;
+    const int64_t width = int64_t{problem.shape().heads} * mla::kValueDim;
+    const int64_t rows = static_cast<int64_t>(bits->size()) / stride;
+    int mismatches = 0;
+    for (int64_t t = 0; t < rows; ++t) {
+      for (int64_t c = 0; c < stride; ++c) {
+        const uint16_t got = (*bits)[t * stride + c];
+        std::string why;
+        if (t >= computed || c >= width) {
+          if (got == 0xffff) continue;
+          why = "overwritten";
+        } else if (OutputAgrees(ReferenceOutput(in, t, c / mla::kValueDim, c % mla::kValueDim),
+                                got, /*exact=*/true, &why)) {
+          continue;
+        }
+        if (++mismatches <= 5) ADD_FAILURE() << "row " << t << " column " << c << ": " << why;
+      }
+    }
+    EXPECT_EQ(mismatches, 0);
+  }
+
+  void ExpectCorrect(const Problem& problem) {
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    ASSERT_OK(problem.Check(problem.buffers().output, problem.SampleRows(), /*exact=*/true));
+  }
+
+  cudaStream_t stream_ = nullptr;
+};
+
+class CaptureFaultTest : public FaultGpuTest,
+                         public ::testing::WithParamInterface<TailPath> {};
+
+// The hook breaks the capture after the tail's launches with a synchronisation CUDA prohibits
+// on a capturing stream. Replay (lazy capture) and CaptureAll both fail with Aborted, publish
+// nothing, and succeed once the hook stops interfering; graphs captured before stay usable.
+TEST_P(CaptureFaultTest, InvalidatedCaptureIsReportedAndRetried) {
+  std::unique_ptr<Problem> problem = MakeProblem(12, 64, 7);
+  ASSERT_NE(problem, nullptr);
+  std::atomic<bool> inject{false};
+  std::atomic<int> injected{0};
+  GraphSetOptions options;
+  options.heads = 12;
+  options.layers = 2;
+  options.buckets = {16, 64};
+  options.path = GetParam();
+  options.faults.during_capture = [&](cudaStream_t capturing) {
+    if (!inject) return;
+    ++injected;
+    // Prohibited while capturing: the capture is invalidated (the call's error is ignored here,
+    // as the code that made it would not know about our capture).
+    cudaStreamSynchronize(capturing);
+  };
+  absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
+  ASSERT_TRUE(set.ok()) << set.status();
+  const mla::TailBuffers b = problem->buffers();
+  ASSERT_OK((*set)->SetLayer(0, b));
+  ASSERT_OK((*set)->SetLayer(1, b));
+
+  // A graph captured before the fault.
+  ASSERT_OK(problem->PoisonOutput(b.output, stream_));
+  ASSERT_OK((*set)->Replay(0, 64, stream_));
+  ExpectCorrect(*problem);
+  const GraphSetStats before = (*set)->stats();
+
+  inject = true;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    ASSERT_OK(problem->PoisonOutput(b.output, stream_));
+    const absl::Status replay = (*set)->Replay(1, 64, stream_);
+    EXPECT_EQ(replay.code(), absl::StatusCode::kAborted) << replay;
+    EXPECT_THAT(std::string(replay.message()), HasSubstr("capture"));
+    ExpectUntouched(*problem);
+  }
+  const absl::Status all = (*set)->CaptureAll();
+  EXPECT_EQ(all.code(), absl::StatusCode::kAborted) << all;
+  EXPECT_EQ(injected, 4);
+  EXPECT_EQ((*set)->stats().graphs_captured, before.graphs_captured);
+  EXPECT_EQ((*set)->stats().instantiations, before.instantiations);
+  EXPECT_EQ((*set)->stats().replays, before.replays);
+
+  // The graph captured before the fault still replays, on the same stream.
+  ASSERT_OK(problem->PoisonOutput(b.output, stream_));
+  ASSERT_OK((*set)->Replay(0, 64, stream_));
+  ExpectCorrect(*problem);
+
+  inject = false;
+  ASSERT_OK((*set)->CaptureAll());
+  EXPECT_EQ((*set)->stats().graphs_captured, before.graphs_captured + 3);
+  for (int layer : {0, 1}) {
+    for (int rows : {16, 64}) {
+      SCOPED_TRACE(absl::StrCat("layer ", layer, " rows ", rows));
+      ASSERT_OK(problem->PoisonOutput(b.output, stream_));
+      ASSERT_OK((*set)->Replay(layer, rows, stream_));
+      ExpectRows(*problem, rows);
+    }
+  }
+  EXPECT_EQ(injected, 4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, CaptureFaultTest,
+                         ::testing::Values(TailPath::kFused, TailPath::kBmm),
+                         [](const ::testing::TestParamInfo<TailPath>& info) {
+                           return std::string(mla::TailPathName(info.param));
+                         });
+
+// cuBLASLt finding no algorithm for the BMM path's GEMM: the eager tail and the graph set both
+// return NotFound before anything is enqueued, and plan it once the heuristic finds one.
+TEST_F(FaultGpuTest, NoBmmAlgorithmIsReportedAndRetried) {
+  std::unique_ptr<Problem> problem = MakeProblem(64, 64, 11);
+  ASSERT_NE(problem, nullptr);
+  std::atomic<bool> inject{true};
+  std::atomic<int> asked{0};
+  mla::FaultHooks faults;
+  faults.bmm_finds_no_algorithm = [&] {
+    ++asked;
+    return inject.load();
+  };
+  const mla::TailBuffers b = problem->buffers();
+
+  mla::TailOptions tail_options;
+  tail_options.max_rows = 64;
+  tail_options.faults = faults;
+  absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(0, tail_options);
+  ASSERT_TRUE(tail.ok()) << tail.status();
+
+  GraphSetOptions options;
+  options.heads = 64;
+  options.layers = 1;
+  options.buckets = {64};
+  options.path = TailPath::kBmm;
+  options.faults = faults;
+  absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
+  ASSERT_TRUE(set.ok()) << set.status();
+  ASSERT_OK((*set)->SetLayer(0, b));
+
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    ASSERT_OK(problem->PoisonOutput(b.output, stream_));
+    const absl::Status eager = (*tail)->Run(problem->shape(), b, stream_, TailPath::kBmm);
+    EXPECT_EQ(eager.code(), absl::StatusCode::kNotFound) << eager;
+    EXPECT_THAT(std::string(eager.message()), HasSubstr("no algorithm"));
+    const absl::Status prepared = (*tail)->PrepareBmm(problem->shape(), b);
+    EXPECT_EQ(prepared.code(), absl::StatusCode::kNotFound) << prepared;
+    const absl::Status replay = (*set)->Replay(0, 64, stream_);
+    EXPECT_EQ(replay.code(), absl::StatusCode::kNotFound) << replay;
+    const absl::Status all = (*set)->CaptureAll();
+    EXPECT_EQ(all.code(), absl::StatusCode::kNotFound) << all;
+    ExpectUntouched(*problem);
+  }
+  EXPECT_EQ((*set)->stats().graphs_captured, 0);
+  EXPECT_EQ((*set)->stats().replays, 0);
+  // The fused path needs no plan: unaffected.
+  ASSERT_OK((*tail)->Run(problem->shape(), b, stream_, TailPath::kFused));
+  ExpectCorrect(*problem);
+
+  inject = false;
+  const int asked_before_retry = asked;
+  ASSERT_OK(problem->PoisonOutput(b.output, stream_));
+  ASSERT_OK((*tail)->Run(problem->shape(), b, stream_, TailPath::kBmm));
+  ExpectCorrect(*problem);
+  ASSERT_OK(problem->PoisonOutput(b.output, stream_));
+  ASSERT_OK((*set)->Replay(0, 64, stream_));
+  ExpectCorrect(*problem);
+  EXPECT_EQ((*set)->stats().graphs_captured, 1);
+  // Planned once per instance, then kept.
+  ASSERT_OK((*tail)->Run(problem->shape(), b, stream_, TailPath::kBmm));
+  ASSERT_OK((*set)->Replay(0, 64, stream_));
+  EXPECT_EQ(asked, asked_before_retry + 2);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+}
+
+// Allocations that take every byte the device has left (large chunks, then smaller ones down to
+// 256 bytes), freed on destruction.
+class DeviceFiller {
+ public:
+  ~DeviceFiller() { Release(); }
+  size_t Fill() {
+    size_t taken = 0;
+    for (size_t chunk = size_t{1} << 30; chunk >= 256; chunk /= 2) {
+      void* p = nullptr;
+      while (cudaMalloc(&p, chunk) == cudaSuccess) {
+        blocks_.push_back(p);
+        taken += chunk;
+      }
+      cudaGetLastError();  // the failed allocation's error is not sticky; clear it
+    }
+    return taken;
+  }
+  void Release() {
+    for (void* p : blocks_) cudaFree(p);
+    blocks_.clear();
+  }
+
+ private:
+  std::vector<void*> blocks_;
+};
+
+// Device memory exhausted: with every byte taken, capturing and instantiating graphs (ahead of
+// time and lazily) fails with a status; no graph that failed is published; once memory is back,
+// the same set captures the rest and every graph replays correctly. The set's own scratch was
+// allocated at Create, before the device filled up.
+TEST_F(FaultGpuTest, DeviceMemoryExhaustedDuringCaptureIsReportedAndRetried) {
+  constexpr int kLayers = 8;
+  std::unique_ptr<Problem> problem = MakeProblem(12, 256, 13);
+  ASSERT_NE(problem, nullptr);
+  const mla::TailBuffers b = problem->buffers();
+  GraphSetOptions options;
+  options.heads = 12;
+  options.layers = kLayers;
+  options.buckets = mla_graph::DefaultBuckets(1);
+  while (options.buckets.back() > 256) options.buckets.pop_back();
+  absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
+  ASSERT_TRUE(set.ok()) << set.status();
+  for (int layer = 0; layer < kLayers; ++layer) ASSERT_OK((*set)->SetLayer(layer, b));
+  ASSERT_OK(problem->PoisonOutput(b.output, stream_));
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+
+  DeviceFiller filler;
+  const size_t taken = filler.Fill();
+  RecordProperty("bytes_filled", std::to_string(taken));
+  size_t free_bytes = 0, total = 0;
+  cudaMemGetInfo(&free_bytes, &total);
+  RecordProperty("bytes_free_after_fill", std::to_string(free_bytes));
+
+  const absl::Status all = (*set)->CaptureAll();
+  EXPECT_FALSE(all.ok()) << "every graph was captured and instantiated with the device full ("
+                         << free_bytes << " bytes free): the fault was not injected";
+  EXPECT_EQ(all.code(), absl::StatusCode::kResourceExhausted) << all;
+  const GraphSetStats full = (*set)->stats();
+  RecordProperty("graphs_captured_while_full", static_cast<int>(full.graphs_captured));
+  const int graphs = kLayers * static_cast<int>(options.buckets.size());
+  EXPECT_LT(full.graphs_captured, graphs);
+  // The last layer's largest bucket comes last in CaptureAll's order: not captured. Replaying it
+  // tries a lazy capture, which fails the same way, and writes nothing.
+  const absl::Status replay = (*set)->Replay(kLayers - 1, 256, stream_);
+  EXPECT_FALSE(replay.ok());
+  ExpectUntouched(*problem);
+  cudaGetLastError();
+
+  filler.Release();
+  ASSERT_OK((*set)->CaptureAll());
+  EXPECT_EQ((*set)->stats().graphs_captured, graphs);
+  EXPECT_EQ((*set)->stats().instantiations, graphs);
+  for (int layer = 0; layer < kLayers; ++layer) {
+    SCOPED_TRACE(absl::StrCat("layer ", layer));
+    ASSERT_OK(problem->PoisonOutput(b.output, stream_));
+    ASSERT_OK((*set)->Replay(layer, 256, stream_));
+    ExpectCorrect(*problem);
+  }
+  ASSERT_OK(problem->PoisonOutput(b.output, stream_));
+  ASSERT_OK((*set)->Replay(0, 5, stream_));  // a small bucket captured after the fault
+  ExpectRows(*problem, *(*set)->BucketRows(5));
+}
+
+}  // namespace
+}  // namespace mla_testing

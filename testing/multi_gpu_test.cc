@@ -1,0 +1,175 @@
+// Two GPUs as tensor parallelism uses them: a layer's 24 heads split 12 + 12, one graph set per
+// device, each driven by its own thread at the same time; each half equals, bit for bit, its
+// columns of the single-device result. Needs two GPUs (MLA_TAIL_REQUIRE_GPUS=2 makes their
+// absence a failure).
+
+#include <cuda_runtime.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "graph/tail_graph_set.h"
+#include "gtest/gtest.h"
+#include "mla/cuda_status.h"
+#include "mla/tail.h"
+#include "testing/gpu.h"
+#include "testing/problem.h"
+#include "testing/status_macros.h"
+
+namespace mla_testing {
+namespace {
+
+constexpr int kHeads = 24;
+constexpr int kDevices = 2;
+constexpr int kLocalHeads = kHeads / kDevices;
+constexpr int kRows = 1024;
+constexpr int kRounds = 25;
+const std::vector<int> kBuckets = {1, 16, 64, 256, 1024};  // fused and BMM paths at 12 heads
+
+// One device's share: its heads' slices of the full problem's inputs, copied to it, run by a
+// graph set of its own on its own stream; returns the first mismatches as an error.
+absl::Status RunHalf(int device, const mla::TailBuffers& full,
+                     const std::map<int, std::vector<uint16_t>>& expected, int64_t* replays) {
+  MLA_RETURN_IF_CUDA_ERROR(cudaSetDevice(device), "cudaSetDevice");
+  cudaStream_t stream = nullptr;
+  MLA_RETURN_IF_CUDA_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  struct StreamCloser {
+    cudaStream_t s;
+    ~StreamCloser() { cudaStreamDestroy(s); }
+  } closer{stream};
+
+  constexpr int64_t kWidth = int64_t{kLocalHeads} * mla::kValueDim;
+  const int first_head = device * kLocalHeads;
+  DeviceMemory latent, w_uv, gate, lengths, output;
+  MLA_RETURN_IF_ERROR(latent.Reset(size_t{kRows} * kLocalHeads * mla::kLatentDim * 2));
+  MLA_RETURN_IF_ERROR(w_uv.Reset(size_t{kLocalHeads} * full.w_head_stride * 2));
+  MLA_RETURN_IF_ERROR(gate.Reset(size_t{kRows} * kWidth * 2));
+  MLA_RETURN_IF_ERROR(lengths.Reset(size_t{kRows} * sizeof(int32_t)));
+  MLA_RETURN_IF_ERROR(output.Reset(size_t{kRows} * kWidth * 2));
+  // Across devices: cudaMemcpyDefault works out where each pointer lives.
+  MLA_RETURN_IF_CUDA_ERROR(
+      cudaMemcpy2DAsync(latent.get(), size_t{kLocalHeads} * mla::kLatentDim * 2,
+                        full.latent + int64_t{first_head} * mla::kLatentDim,
+                        full.latent_row_stride * 2, size_t{kLocalHeads} * mla::kLatentDim * 2,
+                        kRows, cudaMemcpyDefault, stream),
+      "copy latent");
+  MLA_RETURN_IF_CUDA_ERROR(
+      cudaMemcpyAsync(w_uv.get(), full.w_uv + first_head * full.w_head_stride, w_uv.bytes(),
+                      cudaMemcpyDefault, stream),
+      "copy w_uv");
+  MLA_RETURN_IF_CUDA_ERROR(
+      cudaMemcpy2DAsync(gate.get(), kWidth * 2, full.gate + first_head * mla::kValueDim,
+                        full.gate_row_stride * 2, kWidth * 2, kRows, cudaMemcpyDefault, stream),
+      "copy gate");
+  MLA_RETURN_IF_CUDA_ERROR(cudaMemcpyAsync(lengths.get(), full.lengths, lengths.bytes(),
+                                           cudaMemcpyDefault, stream),
+                           "copy lengths");
+  mla::TailBuffers local = mla::CompactBuffers(
+      {kLocalHeads, kRows, 1}, latent.as<mla::bf16>(), w_uv.as<mla::bf16>(),
+      gate.as<mla::bf16>(), lengths.as<int32_t>(), output.as<mla::bf16>());
+  local.w_head_stride = full.w_head_stride;
+  local.w_row_stride = full.w_row_stride;
+
+  mla_graph::GraphSetOptions options;
+  options.heads = kLocalHeads;
+  options.layers = 1;
+  options.buckets = kBuckets;
+  absl::StatusOr<std::unique_ptr<mla_graph::TailGraphSet>> set =
+      mla_graph::TailGraphSet::Create(device, options);
+  if (!set.ok()) return set.status();
+  MLA_RETURN_IF_ERROR((*set)->SetLayer(0, local));
+  MLA_RETURN_IF_ERROR((*set)->CaptureAll());
+
+  std::vector<uint16_t> got(size_t{kRows} * kWidth);
+  for (int round = 0; round < kRounds; ++round) {
+    for (int rows : kBuckets) {
+      MLA_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(output.get(), 0xff, output.bytes(), stream),
+                               "poison output");
+      MLA_RETURN_IF_ERROR((*set)->Replay(0, rows, stream));
+      MLA_RETURN_IF_CUDA_ERROR(
+          cudaMemcpyAsync(got.data(), output.get(), output.bytes(), cudaMemcpyDeviceToHost,
+                          stream),
+          "download");
+      MLA_RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(stream), "replay");
+      ++*replays;
+      const std::vector<uint16_t>& want = expected.at(rows);
+      const int64_t full_stride = full.output_row_stride;
+      for (int64_t t = 0; t < kRows; ++t) {
+        for (int64_t c = 0; c < kWidth; ++c) {
+          const uint16_t w = want[t * full_stride + int64_t{first_head} * mla::kValueDim + c];
+          const uint16_t g = got[t * kWidth + c];
+          if (w != g) {
+            return absl::InternalError(absl::StrCat(
+                "device ", device, ", round ", round, ", rows ", rows, ": row ", t,
+                " column ", c, " is 0x", absl::Hex(g), ", the single device has 0x",
+                absl::Hex(w)));
+          }
+        }
+      }
+    }
+  }
+  if ((*set)->stats().instantiations != static_cast<int64_t>(kBuckets.size())) {
+    return absl::InternalError(absl::StrCat("device ", device, ": ",
+                                            (*set)->stats().instantiations,
+                                            " instantiations; expected one per bucket"));
+  }
+  return absl::OkStatus();
+}
+
+TEST(MultiGpuTest, HeadsSplitAcrossTwoDevicesEqualOneDevice) {
+  MLA_REQUIRE_GPUS_OR_SKIP(kDevices);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+
+  // The single-device result, per bucket, from the eager tail on device 0 (integer data: every
+  // path and algorithm gives the same bits), checked against the CPU reference.
+  ProblemOptions problem_options;
+  problem_options.shape = {kHeads, kRows, 1};
+  problem_options.seed = 24;
+  problem_options.guard_rows = 0;
+  absl::StatusOr<std::unique_ptr<Problem>> problem = Problem::Create(problem_options, stream);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  const mla::TailBuffers full = (*problem)->buffers();
+  mla::TailOptions tail_options;
+  tail_options.max_rows = kRows;
+  absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(0, tail_options);
+  ASSERT_TRUE(tail.ok()) << tail.status();
+  std::map<int, std::vector<uint16_t>> expected;
+  for (int rows : kBuckets) {
+    ASSERT_OK((*problem)->PoisonOutput(full.output, stream));
+    ASSERT_OK((*tail)->Run({kHeads, rows, 1}, full, stream));
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    absl::StatusOr<std::vector<uint16_t>> bits =
+        DownloadBits(full.output, (*problem)->output_elements());
+    ASSERT_TRUE(bits.ok()) << bits.status();
+    expected[rows] = *std::move(bits);
+  }
+  ASSERT_OK((*problem)->Check(full.output, (*problem)->SampleRows(), /*exact=*/true));
+
+  absl::Status results[kDevices];
+  int64_t replays[kDevices] = {};
+  std::vector<std::thread> threads;
+  for (int device = 0; device < kDevices; ++device) {
+    threads.emplace_back([&, device] {
+      results[device] = RunHalf(device, full, expected, &replays[device]);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int device = 0; device < kDevices; ++device) {
+    EXPECT_TRUE(results[device].ok()) << "device " << device << ": " << results[device];
+    EXPECT_EQ(replays[device], kRounds * static_cast<int64_t>(kBuckets.size()));
+  }
+  RecordProperty("replays_per_device", static_cast<int>(replays[0]));
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace
+}  // namespace mla_testing
