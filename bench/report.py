@@ -3,39 +3,63 @@
 
     python3 bench/report.py bench/results/2026-11-30-h200      # prints the markdown table
                                                                 # and writes efficiency.png there
+    python3 bench/report.py bench/results/2026-11-30-h200 --out /tmp/plot   # the plot elsewhere
 
 Reads tail_bench.csv (our paths, the limit, the cuBLASLt + gate peer) and torch_peer.csv (the
-PyTorch formulation). The plot needs matplotlib (Debian: python3-matplotlib).
+PyTorch formulation). Where tail_bench.csv has auto-replay rows (tail_bench's back-to-back
+per-layer replays of the dispatched path), the table gains a column for them; CSVs from before
+that mode draw the table without it. The plot needs matplotlib (Debian: python3-matplotlib).
 """
+import argparse
 import csv
 import os
 import sys
 
 
 def load(path):
-    rows = {}
+    """{(heads, rows, q, mode): {column: float or None}}, by each section's own header line (the
+    CSVs are appended to, one header per run, and newer runs add columns at the end)."""
+    rows, header = {}, None
     with open(path) as f:
         for r in csv.reader(f):
-            if not r or r[0].startswith("#") or r[0] == "heads":
+            if not r or r[0].startswith("#"):
                 continue
-            rows[(int(r[0]), int(r[1]), int(r[2]), r[3])] = [float(x) for x in r[4:]]
+            if r[0] == "heads":
+                header = r
+                continue
+            values = {k: float(v) if v else None for k, v in zip(header[4:], r[4:])}
+            rows[(int(r[0]), int(r[1]), int(r[2]), r[3])] = values
     return rows
 
 
-def main(folder):
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("folder", nargs="?", default="bench/results/2026-11-30-h200",
+                        help="results folder holding tail_bench.csv and torch_peer.csv")
+    parser.add_argument("--out", help="folder for efficiency.png (default: the results folder)")
+    args = parser.parse_args()
+    folder, out = args.folder, args.out or args.folder
     ours = load(os.path.join(folder, "tail_bench.csv"))
     torch = load(os.path.join(folder, "torch_peer.csv"))
     shapes = sorted({(h, b) for h, b, q, m in ours if m == "auto" and q == 1})
-    print("| heads | rows | ours, dispatched (µs) | fused / bmm (µs) | limit (µs) | efficiency | "
-          "PyTorch (µs) | cuBLASLt+gate (µs) | vs PyTorch | vs cuBLASLt+gate |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    replays = any((h, b, 1, "auto-replay") in ours for h, b in shapes)
+    replay_head = " back-to-back replays, dispatched (µs) |" if replays else ""
+    print(f"| heads | rows | ours, dispatched (µs) | fused / bmm (µs) |{replay_head} limit (µs) | "
+          "efficiency | PyTorch (µs) | cuBLASLt+gate (µs) | vs PyTorch | vs cuBLASLt+gate |")
+    print("|---:|---:|---:|---:|" + ("---:|" if replays else "") + "---:|---:|---:|---:|---:|---:|")
     for h, b in shapes:
-        _, us, limit, _ = ours[(h, b, 1, "auto")]
-        fused, bmm = ours[(h, b, 1, "fused")][1], ours[(h, b, 1, "bmm")][1]
-        peer = ours[(h, b, 1, "peer")][1]
-        pt = torch.get((h, b, 1, "torch"), [0, float("nan")])[1]
-        print(f"| {h} | {b} | {us:.2f} | {fused:.2f} / {bmm:.2f} | {limit:.2f} | {100 * limit / us:.0f}% | "
-              f"{pt:.2f} | {peer:.2f} | {pt / us:.2f}× | {peer / us:.2f}× |")
+        auto = ours[(h, b, 1, "auto")]
+        us, limit = auto["us_per_layer"], auto["limit_us"]
+        fused = ours[(h, b, 1, "fused")]["us_per_layer"]
+        bmm = ours[(h, b, 1, "bmm")]["us_per_layer"]
+        peer = ours[(h, b, 1, "peer")]["us_per_layer"]
+        pt = torch.get((h, b, 1, "torch"), {"us_per_layer": float("nan")})["us_per_layer"]
+        replay_cell = ""
+        if replays:
+            replay = ours.get((h, b, 1, "auto-replay"))
+            replay_cell = f" {replay['us_per_layer']:.2f} |" if replay else " – |"
+        print(f"| {h} | {b} | {us:.2f} | {fused:.2f} / {bmm:.2f} |{replay_cell} {limit:.2f} | "
+              f"{100 * limit / us:.0f}% | {pt:.2f} | {peer:.2f} | {pt / us:.2f}× | {peer / us:.2f}× |")
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -46,7 +70,8 @@ def main(folder):
     fig, ax = plt.subplots(figsize=(8, 5))
     for h in sorted({h for h, _ in shapes}):
         bs = [b for hh, b in shapes if hh == h]
-        eff = [100 * ours[(h, b, 1, "auto")][2] / ours[(h, b, 1, "auto")][1] for b in bs]
+        eff = [100 * ours[(h, b, 1, "auto")]["limit_us"] / ours[(h, b, 1, "auto")]["us_per_layer"]
+               for b in bs]
         ax.plot(bs, eff, marker="o", label=f"H = {h}")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("rows (tokens), q = 1")
@@ -56,8 +81,9 @@ def main(folder):
     ax.grid(True, alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(os.path.join(folder, "efficiency.png"), dpi=110)
+    os.makedirs(out, exist_ok=True)
+    fig.savefig(os.path.join(out, "efficiency.png"), dpi=110)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "bench/results/2026-11-30-h200")
+    main()

@@ -1,26 +1,39 @@
-// The tail's speed per layer on the GPU, replayed from graphs with L2 kept cold by rotating
-// through enough layers, beside its limits (bytes at the measured copy bandwidth, the launch
-// floor) and the unfused peer (strided cuBLASLt batched GEMM + a gate kernel, no PDL).
+// The tail's speed per layer on the GPU, with L2 kept cold by rotating through enough layers,
+// beside its limits (bytes at the measured copy bandwidth, the launch floor) and the unfused peer
+// (strided cuBLASLt batched GEMM + a gate kernel, no PDL). Two measurements:
+//   - embedded (modes fused, bmm, auto, peer): every layer's tail captured into ONE CUDA graph,
+//     as a runtime embeds the tails in its step graph; the median of --replays replays of that
+//     graph, divided by the layers.
+//   - back-to-back replays (modes fused-replay, bmm-replay, auto-replay): a TailGraphSet with one
+//     graph per layer, launched one after another with TailGraphSet::Replay (a cudaGraphLaunch
+//     each); --replays rounds over all layers between two CUDA events, divided by the calls.
+//     The host time per Replay call is printed and recorded too.
 //
-//   tail_bench --heads=8,12,64 --rows=1,16,256 --q=1 --modes=fused,bmm,auto,peer --csv=out.csv
+//   tail_bench --heads=8,12,64 --rows=1,16,256 --modes=fused,auto,auto-replay --csv=out.csv
 
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "bench/bench_util.h"
 #include "bench/limit_kernels.h"
+#include "graph/tail_graph_set.h"
 #include "mla/cuda_status.h"
 #include "mla/kernels/params.h"
 #include "mla/tail.h"
@@ -30,10 +43,14 @@
 ABSL_FLAG(std::string, heads, "8,12,16,32,64,96,128", "head counts");
 ABSL_FLAG(std::string, rows, "1,2,4,8,16,32,64,128,256,512,1024", "rows (tokens)");
 ABSL_FLAG(std::string, q, "1", "tokens per request");
-ABSL_FLAG(std::string, modes, "fused,bmm,auto,peer", "fused, bmm, auto (dispatched), peer");
+ABSL_FLAG(std::string, modes, "fused,bmm,auto,peer,auto-replay",
+          "comma-separated: fused, bmm, auto (dispatched), peer, all layers in one graph; "
+          "fused-replay, bmm-replay, auto-replay: one TailGraphSet graph per layer, replayed back "
+          "to back");
 ABSL_FLAG(int, min_layers, 16, "layers rotated at least");
 ABSL_FLAG(int, max_layers, 256, "layers rotated at most");
-ABSL_FLAG(int, replays, 20, "timed replays of each graph");
+ABSL_FLAG(int, replays, 20,
+          "timed replays of each graph; in the -replay modes, timed rounds over all layers");
 ABSL_FLAG(std::string, csv, "", "append results to this CSV file");
 ABSL_FLAG(std::string, commit, "unknown", "the commit measured, for the record");
 ABSL_FLAG(bool, upstream, false,
@@ -54,6 +71,93 @@ std::vector<int> ParseList(const std::string& text) {
     if (absl::SimpleAtoi(part, &v)) values.push_back(v);
   }
   return values;
+}
+
+constexpr absl::string_view kReplaySuffix = "-replay";
+constexpr absl::string_view kGridModes[] = {"fused",        "bmm",        "auto",       "peer",
+                                            "fused-replay", "bmm-replay", "auto-replay"};
+
+bool IsReplayMode(absl::string_view mode) { return absl::EndsWith(mode, kReplaySuffix); }
+
+// The path a mode runs: fused and bmm (and their -replay variants) force one, the rest dispatch.
+mla::TailPath ModePath(absl::string_view mode) {
+  absl::ConsumeSuffix(&mode, kReplaySuffix);
+  return mode == "fused" ? mla::TailPath::kFused
+         : mode == "bmm" ? mla::TailPath::kBmm
+                         : mla::TailPath::kAuto;
+}
+
+struct ReplayTiming {
+  double gpu_us_per_layer;
+  double host_us_per_replay;
+};
+
+// The tails as a runtime without a step graph runs them: one TailGraphSet graph per layer (one
+// bucket of exactly shape.rows, so no padding), launched back to back with Replay, `rounds`
+// rounds over all layers between two events. Each Replay is a host-enqueued cudaGraphLaunch
+// (about 2 us of host time), so where a layer's tail is shorter than that the GPU waits on the
+// host and the time per layer is the launch rate, not the tail's: that bound is what this
+// measures, beside the graph-embedded time. The host time covers the same calls: where the GPU
+// is the slower side and the launch queue fills, the host waits too, and its time then tends to
+// the GPU's rather than to the enqueue cost alone.
+absl::StatusOr<ReplayTiming> TimeBackToBackReplays(const mla::TailShape& shape,
+                                                   mla::TailPath path,
+                                                   const std::vector<Layer>& layers, int rounds,
+                                                   cudaStream_t stream) {
+  using mla_graph::TailGraphSet;
+  mla_graph::GraphSetOptions options;
+  options.heads = shape.heads;
+  options.q = shape.q;
+  options.layers = static_cast<int>(layers.size());
+  options.buckets = {shape.rows};
+  options.path = path;
+  options.pdl = absl::GetFlag(FLAGS_pdl);
+  absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
+  if (!set.ok()) return set.status();
+  for (int l = 0; l < options.layers; ++l) {
+    MLA_RETURN_IF_ERROR((*set)->SetLayer(l, layers[l].buffers));
+  }
+  MLA_RETURN_IF_ERROR((*set)->CaptureAll());
+  auto round = [&]() -> absl::Status {
+    for (int l = 0; l < options.layers; ++l) {
+      MLA_RETURN_IF_ERROR((*set)->Replay(l, shape.rows, stream));
+    }
+    return absl::OkStatus();
+  };
+  MLA_RETURN_IF_ERROR(round());  // warm-up
+  MLA_RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(stream), "warm-up round");
+
+  cudaEvent_t start, stop;
+  MLA_RETURN_IF_CUDA_ERROR(cudaEventCreate(&start), "cudaEventCreate");
+  if (const cudaError_t e = cudaEventCreate(&stop); e != cudaSuccess) {
+    cudaEventDestroy(start);
+    return mla::CudaStatus(e, "cudaEventCreate");
+  }
+  absl::Status status = mla::CudaStatus(cudaEventRecord(start, stream), "cudaEventRecord");
+  const auto host_start = std::chrono::steady_clock::now();
+  for (int r = 0; r < rounds && status.ok(); ++r) status = round();
+  const auto host_stop = std::chrono::steady_clock::now();
+  if (status.ok()) status = mla::CudaStatus(cudaEventRecord(stop, stream), "cudaEventRecord");
+  // Drain the stream even after a failure, so that no replay outlives the events.
+  const absl::Status drained =
+      mla::CudaStatus(cudaStreamSynchronize(stream), "back-to-back replays");
+  if (status.ok()) status = drained;
+  float ms = 0;
+  if (status.ok()) {
+    status = mla::CudaStatus(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  MLA_RETURN_IF_ERROR(status);
+  // A capture inside the timed rounds would have been timed as a replay.
+  if ((*set)->stats().graphs_captured != options.layers) {
+    return absl::InternalError(absl::StrCat("the set captured ", (*set)->stats().graphs_captured,
+                                            " graphs for ", options.layers, " layers"));
+  }
+  const double calls = double(rounds) * options.layers;
+  return ReplayTiming{1000.0 * ms / calls,
+                      std::chrono::duration<double, std::micro>(host_stop - host_start).count() /
+                          calls};
 }
 
 // The unfused design engines use: a strided cuBLASLt batched GEMM, then a gate kernel launched
@@ -103,6 +207,20 @@ class Peer {
 };
 
 int Main() {
+  const std::vector<std::string> modes =
+      absl::GetFlag(FLAGS_upstream)
+          ? std::vector<std::string>{"up", "up+pdl", "up+nopdl"}
+          : std::vector<std::string>(absl::StrSplit(absl::GetFlag(FLAGS_modes), ','));
+  for (const std::string& mode : modes) {
+    if (!absl::GetFlag(FLAGS_upstream) && !absl::c_linear_search(kGridModes, mode)) {
+      std::fprintf(stderr, "tail_bench: unknown mode '%s' (see --help)\n", mode.c_str());
+      return 1;
+    }
+  }
+  if (absl::GetFlag(FLAGS_replays) < 1) {
+    std::fprintf(stderr, "tail_bench: --replays must be at least 1\n");
+    return 1;
+  }
   if (absl::Status gpu = mla_testing::GpuUsable(); !gpu.ok()) {
     std::fprintf(stderr, "tail_bench: no usable GPU: %s\n", gpu.ToString().c_str());
     return mla_testing::GpuRequired() ? 1 : 0;
@@ -131,15 +249,16 @@ int Main() {
               "us/node (PDL, 1 block)\n",
               absl::GetFlag(FLAGS_commit).c_str(), device.c_str(), date.c_str(),
               *bandwidth / 1e12, floor_us);
-  std::printf("%5s %5s %2s %6s %6s %10s %9s %6s\n", "heads", "rows", "q", "mode", "layers",
-              "us/layer", "limit us", "eff");
+  std::printf("%5s %5s %2s %12s %6s %10s %9s %6s %13s\n", "heads", "rows", "q", "mode", "layers",
+              "us/layer", "limit us", "eff", "host us/call");
 
   std::ofstream csv;
   if (!absl::GetFlag(FLAGS_csv).empty()) {
     csv.open(absl::GetFlag(FLAGS_csv), std::ios::app);
     csv << "# commit " << absl::GetFlag(FLAGS_commit) << ", " << device << ", " << date
         << ", copy " << *bandwidth / 1e12 << " TB/s, floor " << floor_us << " us/node\n";
-    csv << "heads,rows,q,mode,layers,us_per_layer,limit_us,bytes_per_layer\n";
+    // host_us_per_replay: the -replay modes only, empty for the others.
+    csv << "heads,rows,q,mode,layers,us_per_layer,limit_us,bytes_per_layer,host_us_per_replay\n";
   }
 
   mla::TailOptions options;
@@ -156,10 +275,6 @@ int Main() {
     std::fprintf(stderr, "MlaTail: %s\n", no_pdl.status().ToString().c_str());
     return 1;
   }
-  const std::vector<std::string> modes =
-      absl::GetFlag(FLAGS_upstream)
-          ? std::vector<std::string>{"up", "up+pdl", "up+nopdl"}
-          : std::vector<std::string>(absl::StrSplit(absl::GetFlag(FLAGS_modes), ','));
   int failures = 0;
   for (int q : ParseList(absl::GetFlag(FLAGS_q))) {
     for (int heads : ParseList(absl::GetFlag(FLAGS_heads))) {
@@ -174,8 +289,34 @@ int Main() {
           return 1;
         }
         const double limit_us = TailBytes(shape) / *bandwidth * 1e6;
+        auto record = [&](const std::string& mode, double per_layer,
+                          std::optional<double> host_us_per_replay) {
+          const std::string host =
+              host_us_per_replay ? absl::StrFormat("%.2f", *host_us_per_replay) : "-";
+          std::printf("%5d %5d %2d %12s %6d %10.2f %9.2f %5.0f%% %13s\n", heads, rows, q,
+                      mode.c_str(), layer_count, per_layer, limit_us,
+                      100.0 * limit_us / per_layer, host.c_str());
+          if (csv.is_open()) {
+            csv << heads << "," << rows << "," << q << "," << mode << "," << layer_count << ","
+                << per_layer << "," << limit_us << "," << TailBytes(shape) << ",";
+            if (host_us_per_replay) csv << *host_us_per_replay;
+            csv << "\n";
+          }
+        };
         std::unique_ptr<Peer> peer;
         for (const std::string& mode : modes) {
+          if (IsReplayMode(mode)) {
+            absl::StatusOr<ReplayTiming> timing = TimeBackToBackReplays(
+                shape, ModePath(mode), *layers, absl::GetFlag(FLAGS_replays), stream);
+            if (!timing.ok()) {
+              std::fprintf(stderr, "%s heads %d rows %d: %s\n", mode.c_str(), heads, rows,
+                           timing.status().ToString().c_str());
+              ++failures;
+              continue;
+            }
+            record(mode, timing->gpu_us_per_layer, timing->host_us_per_replay);
+            continue;
+          }
           if (mode == "peer" && peer == nullptr) {
             absl::StatusOr<std::unique_ptr<Peer>> p = Peer::Create(shape);
             if (!p.ok()) {
@@ -186,9 +327,7 @@ int Main() {
             peer = *std::move(p);
           }
           const bool upstream = mode.rfind("up", 0) == 0;
-          const mla::TailPath path = mode == "fused" ? mla::TailPath::kFused
-                                     : mode == "bmm" ? mla::TailPath::kBmm
-                                                     : mla::TailPath::kAuto;
+          const mla::TailPath path = ModePath(mode);
           if (path != mla::TailPath::kFused) {
             // Plan outside the capture.
             absl::Status planned = (*tail)->PrepareBmm(shape, (*layers)[0].buffers);
@@ -219,13 +358,7 @@ int Main() {
             ++failures;
             continue;
           }
-          const double per_layer = *us / layer_count;
-          std::printf("%5d %5d %2d %6s %6d %10.2f %9.2f %5.0f%%\n", heads, rows, q, mode.c_str(),
-                      layer_count, per_layer, limit_us, 100.0 * limit_us / per_layer);
-          if (csv.is_open()) {
-            csv << heads << "," << rows << "," << q << "," << mode << "," << layer_count << ","
-                << per_layer << "," << limit_us << "," << TailBytes(shape) << "\n";
-          }
+          record(mode, *us / layer_count, std::nullopt);
         }
       }
     }
