@@ -3,15 +3,20 @@
 // pointers change every step and each replay updates its graph in place. Each step draws a batch
 // (some steps repeat the previous size, some jump across buckets) in which about one request in
 // five has finished (length 0), replays every layer, then checks a few layers and rows against
-// the CPU reference, the padding rows (+0.0) and the rows past the bucket (left untouched).
-// Prints one line per step, then a summary of captures, instantiations, updates and times.
+// the CPU reference, the padding rows (+0.0) and the first rows past the bucket (left
+// untouched). Prints one line per step (or every --print_every steps, failed steps always), then
+// a summary of captures, instantiations, updates, times and memory. It fails on a mismatch, on
+// an instantiation after warm-up, or on memory growth after warm-up (device memory at all, host
+// RSS past --max_rss_growth_mib; both only with --capture_all, as lazy captures add memory).
 //
 //   bazel run //graph:decode_demo -- --layers=61 --steps=40
+//   decode_demo --steps=10000 --print_every=500      # the soak: one GPU, every step checked
 //
 // Without a usable GPU it runs the CPU reference over one small step and exits 0, or 1 when
 // MLA_TAIL_REQUIRE_GPU=1 is set.
 
 #include <cuda_runtime.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -19,6 +24,7 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -31,6 +37,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -57,6 +64,9 @@ ABSL_FLAG(int, check_rows, 4, "rows per checked layer compared with the CPU refe
 ABSL_FLAG(uint64_t, seed, 1, "seed of the batches, lengths and test data");
 ABSL_FLAG(std::string, path, "auto", "the tail's path: auto, fused or bmm");
 ABSL_FLAG(bool, capture_all, true, "capture every graph before the loop (false: on first use)");
+ABSL_FLAG(int, print_every, 1,
+          "print every N-th step's line; a failed step's line and the last step's always print");
+ABSL_FLAG(int, max_rss_growth_mib, 16, "host RSS growth allowed after the warm-up steps, MiB");
 
 namespace mla_graph {
 namespace {
@@ -67,10 +77,13 @@ using mla_testing::Values;
 
 constexpr int kL = mla::kLatentDim;
 constexpr int kD = mla::kValueDim;
-constexpr int kWarmUpSteps = 2;  // instantiations after these are counted separately
+constexpr int kWarmUpSteps = 2;     // instantiations and memory growth after these are failures
+constexpr int kRowsPastBucket = 8;  // rows past the bucket downloaded to see them still poisoned
+constexpr int kMemoryEvery = 1000;  // steps between memory samples (and the last step)
 
 struct Config {
   int heads = 0, layers = 0, q = 1, steps = 0, max_rows = 0, check_layers = 0, check_rows = 0;
+  int print_every = 1, max_rss_growth_mib = 0;
   uint64_t seed = 0;
   std::vector<int> buckets;
   mla::TailPath path = mla::TailPath::kAuto;
@@ -88,6 +101,8 @@ absl::StatusOr<Config> ParseConfig() {
   c.check_rows = absl::GetFlag(FLAGS_check_rows);
   c.seed = absl::GetFlag(FLAGS_seed);
   c.capture_all = absl::GetFlag(FLAGS_capture_all);
+  c.print_every = absl::GetFlag(FLAGS_print_every);
+  c.max_rss_growth_mib = absl::GetFlag(FLAGS_max_rss_growth_mib);
   const std::string path = absl::GetFlag(FLAGS_path);
   if (path != "auto" && path != "fused" && path != "bmm") {
     return absl::InvalidArgumentError(absl::StrCat("--path=", path, " is not auto, fused or bmm"));
@@ -118,6 +133,11 @@ absl::StatusOr<Config> ParseConfig() {
     return absl::InvalidArgumentError(absl::StrCat(
         "need --layers >= 1, --steps >= 1, --check_layers >= 0, --check_rows >= 1; got ", c.layers,
         ", ", c.steps, ", ", c.check_layers, ", ", c.check_rows));
+  }
+  if (c.print_every < 1 || c.max_rss_growth_mib < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("need --print_every >= 1, --max_rss_growth_mib >= 0; got ", c.print_every,
+                     ", ", c.max_rss_growth_mib));
   }
   return c;
 }
@@ -317,21 +337,25 @@ struct CheckLog {
   }
 };
 
-// Downloads a layer's output after a step and checks it: every row < rows written (+0.0 where
-// the request has finished), the padding rows +0.0, the rows past the bucket still poisoned
-// (0xffff), and the sampled rows, every column, against the CPU reference. Returns how many
-// rows were compared with the reference.
+// Downloads a layer's output after a step into `got` (Bmax rows of room) and checks it: every
+// row < rows written (+0.0 where the request has finished), the padding rows +0.0, the first
+// kRowsPastBucket rows past the bucket still poisoned (0xffff), and the sampled rows, every
+// column, against the CPU reference. Only the rows checked travel (a full Bmax download would
+// mostly carry poison): the rows right after the bucket are where a replay of too large a
+// bucket, or a tile running over, writes first. Returns how many rows were compared with the
+// reference.
 absl::StatusOr<int> CheckLayer(const Config& c, const Model& m, const Batch& batch, int bucket,
-                               int step, int layer, CheckLog* log) {
-  std::vector<uint16_t> got(m.row_elements());
-  MLA_RETURN_IF_CUDA_ERROR(
-      cudaMemcpy(got.data(), m.output_of(step % 2, layer), got.size() * 2, cudaMemcpyDeviceToHost),
-      "download output");
+                               int step, int layer, std::vector<uint16_t>* got, CheckLog* log) {
   const int64_t width = m.width();
-  for (int t = 0; t < m.bmax; ++t) {
+  const int rows_read = std::min(bucket + kRowsPastBucket, m.bmax);
+  MLA_RETURN_IF_CUDA_ERROR(cudaMemcpy(got->data(), m.output_of(step % 2, layer),
+                                      rows_read * width * 2, cudaMemcpyDeviceToHost),
+                           "download output");
+  const std::vector<uint16_t>& out = *got;
+  for (int t = 0; t < rows_read; ++t) {
     const bool active = t < batch.rows && batch.lengths[t / c.q] > 0;
     for (int64_t column = 0; column < width; ++column) {
-      const uint16_t bits = got[t * width + column];
+      const uint16_t bits = out[t * width + column];
       if (t >= bucket ? bits == 0xffff : (active ? bits != 0xffff : bits == 0)) continue;
       log->Report(absl::StrFormat("layer %d row %d column %d: 0x%04x (rows %d, bucket %d, %s)",
                                   layer, t, column, bits, batch.rows, bucket,
@@ -352,7 +376,7 @@ absl::StatusOr<int> CheckLayer(const Config& c, const Model& m, const Batch& bat
       for (int d = 0; d < kD; ++d) {
         const mla_testing::ReferenceElement ref = mla_testing::ReferenceOutput(in, t, h, d);
         std::string why;
-        if (!mla_testing::OutputAgrees(ref, got[t * width + h * kD + d], /*exact=*/false, &why)) {
+        if (!mla_testing::OutputAgrees(ref, out[t * width + h * kD + d], /*exact=*/false, &why)) {
           log->Report(
               absl::StrCat("layer ", layer, " row ", t, " head ", h, " column ", d, ": ", why));
         }
@@ -365,6 +389,37 @@ absl::StatusOr<int> CheckLayer(const Config& c, const Model& m, const Batch& bat
   for (std::thread& thread : threads) thread.join();
   return static_cast<int>(rows.size());
 }
+
+struct MemorySample {
+  int64_t device_bytes = 0;  // in use on the device: total - free (cudaMemGetInfo)
+  int64_t rss_bytes = 0;     // this process's resident set
+};
+
+absl::StatusOr<MemorySample> SampleMemory() {
+  size_t free_bytes = 0, total_bytes = 0;
+  MLA_RETURN_IF_CUDA_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  std::FILE* statm = std::fopen("/proc/self/statm", "r");
+  if (statm == nullptr) return absl::InternalError("cannot open /proc/self/statm");
+  long size_pages = 0, resident_pages = 0;
+  const int read = std::fscanf(statm, "%ld %ld", &size_pages, &resident_pages);
+  std::fclose(statm);
+  if (read != 2) return absl::InternalError("cannot read /proc/self/statm");
+  return MemorySample{static_cast<int64_t>(total_bytes - free_bytes),
+                      int64_t{resident_pages} * sysconf(_SC_PAGESIZE)};
+}
+
+// Memory after the warm-up steps, at the latest sample, and the most seen since warm-up.
+struct MemoryWatch {
+  MemorySample warm, last, max;
+  explicit MemoryWatch(const MemorySample& s) : warm(s), last(s), max(s) {}
+  void Add(const MemorySample& s) {
+    last = s;
+    max.device_bytes = std::max(max.device_bytes, s.device_bytes);
+    max.rss_bytes = std::max(max.rss_bytes, s.rss_bytes);
+  }
+};
+
+double MiB(int64_t bytes) { return bytes / 1048576.0; }
 
 absl::Status RunDemo(const Config& c) {
   Cuda cuda;
@@ -399,12 +454,16 @@ absl::Status RunDemo(const Config& c) {
     MLA_RETURN_IF_ERROR(set->CaptureAll());
     absl::PrintF("CaptureAll: %d graphs in %.2f s, graph memory %.1f MiB\n",
                  set->stats().graphs_captured, absl::ToDoubleSeconds(absl::Now() - begin),
-                 set->stats().graph_memory_bytes / 1048576.0);
+                 MiB(set->stats().graph_memory_bytes));
   }
 
   GraphSetStats warm = set->stats();  // after the warm-up steps, once there have been that many
+  std::optional<MemoryWatch> memory;  // from the end of the warm-up steps on
+  // One layer's output on the host, allocated (and zeroed, so resident) before the warm-up.
+  std::vector<uint16_t> output_host(m.row_elements());
   double host_us = 0, gpu_ms = 0;
   int checks_passed = 0, checks_failed = 0, previous_requests = 0;
+  const absl::Time loop_begin = absl::Now();
   for (int step = 0; step < c.steps; ++step) {
     const Batch batch = DrawBatch(c, step, previous_requests);
     previous_requests = static_cast<int>(batch.lengths.size());
@@ -428,7 +487,7 @@ absl::Status RunDemo(const Config& c) {
     int rows_checked = 0, layers_failed = 0;
     for (int layer : checked_layers) {
       const int mismatches = log.mismatches;
-      absl::StatusOr<int> rows = CheckLayer(c, m, batch, *bucket, step, layer, &log);
+      absl::StatusOr<int> rows = CheckLayer(c, m, batch, *bucket, step, layer, &output_host, &log);
       if (!rows.ok()) return rows.status();
       rows_checked += *rows;
       if (log.mismatches > mismatches) ++layers_failed;
@@ -436,47 +495,101 @@ absl::Status RunDemo(const Config& c) {
     checks_passed += check_count - layers_failed;
     checks_failed += layers_failed;
 
-    std::string line = absl::StrFormat(
-        "step %3d  rows %4d (bucket %4d, q %d)  replays %d  node updates +%d", step, batch.rows,
-        *bucket, c.q, after.replays - before.replays, after.node_updates - before.node_updates);
-    if (after.instantiations != before.instantiations ||
-        after.whole_graph_updates != before.whole_graph_updates) {
-      absl::StrAppend(&line, "  instantiations +", after.instantiations - before.instantiations,
-                      "  whole-graph updates +",
-                      after.whole_graph_updates - before.whole_graph_updates);
+    const bool last = step + 1 == c.steps;
+    // A step that fails the run prints whatever --print_every says.
+    const bool late_instantiation =
+        c.capture_all && step >= kWarmUpSteps && after.instantiations != before.instantiations;
+    if (step % c.print_every == 0 || last || layers_failed > 0 || late_instantiation) {
+      std::string line = absl::StrFormat(
+          "step %3d  rows %4d (bucket %4d, q %d)  replays %d  node updates +%d", step, batch.rows,
+          *bucket, c.q, after.replays - before.replays, after.node_updates - before.node_updates);
+      if (after.instantiations != before.instantiations ||
+          after.whole_graph_updates != before.whole_graph_updates) {
+        absl::StrAppend(&line, "  instantiations +", after.instantiations - before.instantiations,
+                        "  whole-graph updates +",
+                        after.whole_graph_updates - before.whole_graph_updates);
+      }
+      absl::StrAppendFormat(&line, "  host %.1f us/replay  gpu %.1f us  ",
+                            times->host_us / c.layers, times->gpu_ms * 1e3);
+      if (layers_failed == 0) {
+        absl::StrAppend(&line, "check ok (", rows_checked, " rows)");
+      } else {
+        absl::StrAppend(&line, "check FAILED: ", layers_failed, " of ", check_count, " layers, ",
+                        log.mismatches, " mismatches (", rows_checked, " rows)");
+      }
+      absl::PrintF("%s\n", line);
+      for (const std::string& report : log.first) absl::PrintF("    %s\n", report);
+      std::fflush(stdout);  // a soak cut short, or piped to a file, still shows how far it got
     }
-    absl::StrAppendFormat(&line, "  host %.1f us/replay  gpu %.1f us  ", times->host_us / c.layers,
-                          times->gpu_ms * 1e3);
-    if (layers_failed == 0) {
-      absl::StrAppend(&line, "check ok (", rows_checked, " rows)");
-    } else {
-      absl::StrAppend(&line, "check FAILED: ", layers_failed, " of ", check_count, " layers, ",
-                      log.mismatches, " mismatches (", rows_checked, " rows)");
-    }
-    absl::PrintF("%s\n", line);
-    for (const std::string& report : log.first) absl::PrintF("    %s\n", report);
     if (step + 1 == kWarmUpSteps) warm = after;
-  }
 
+    // The first sample, at the end of the warm-up, is the baseline.
+    if (step + 1 >= kWarmUpSteps &&
+        (!memory.has_value() || (step + 1) % kMemoryEvery == 0 || last)) {
+      absl::StatusOr<MemorySample> sample = SampleMemory();
+      if (!sample.ok()) return sample.status();
+      if (memory.has_value()) {
+        memory->Add(*sample);
+      } else {
+        memory.emplace(*sample);
+      }
+      absl::PrintF("memory after step %d: device %.1f MiB in use, host RSS %.1f MiB\n", step,
+                   MiB(sample->device_bytes), MiB(sample->rss_bytes));
+      std::fflush(stdout);
+    }
+  }
+  const double loop_seconds = absl::ToDoubleSeconds(absl::Now() - loop_begin);
+
+  std::vector<std::string> failures;
   const GraphSetStats& s = set->stats();
   const int64_t late_instantiations = s.instantiations - warm.instantiations;
   absl::PrintF("summary: %d steps of %d layers, %d replays\n", c.steps, c.layers, s.replays);
   absl::PrintF("  graphs captured %d, instantiations %d (after the %d warm-up steps: %d)\n",
                s.graphs_captured, s.instantiations, kWarmUpSteps, late_instantiations);
   absl::PrintF("  node updates %d, whole-graph updates %d, graph memory %.1f MiB\n", s.node_updates,
-               s.whole_graph_updates, s.graph_memory_bytes / 1048576.0);
+               s.whole_graph_updates, MiB(s.graph_memory_bytes));
   absl::PrintF("  Replay host time %.2f us mean; GPU time %.1f us per step, %.2f us per layer\n",
                host_us / (double{1} * c.steps * c.layers), gpu_ms * 1e3 / c.steps,
                gpu_ms * 1e3 / c.steps / c.layers);
+  absl::PrintF("  loop wall time %.1f s, %.2f steps/s (checks and printing included)\n",
+               loop_seconds, c.steps / loop_seconds);
   absl::PrintF("  checks (layer-steps): %d passed, %d failed\n", checks_passed, checks_failed);
-  if (checks_failed > 0) {
-    return absl::InternalError(absl::StrCat(checks_failed, " checks failed"));
-  }
+  if (checks_failed > 0) failures.push_back(absl::StrCat(checks_failed, " checks failed"));
   // Captured ahead of time, the loop may only update graphs, never instantiate them again.
   if (c.capture_all && late_instantiations > 0) {
-    return absl::InternalError(
+    failures.push_back(
         absl::StrCat(late_instantiations, " instantiations after warm-up; expected none"));
   }
+
+  if (!memory.has_value()) {
+    absl::PrintF("  memory: not watched, fewer steps than the %d warm-up steps\n", kWarmUpSteps);
+  } else {
+    // Lazily captured graphs legitimately take device and host memory as buckets come up.
+    const char* checked = c.capture_all ? "" : " (not checked: --capture_all=false)";
+    const int64_t device_growth = memory->max.device_bytes - memory->warm.device_bytes;
+    const int64_t rss_growth = memory->max.rss_bytes - memory->warm.rss_bytes;
+    absl::PrintF(
+        "  device memory in use: %.1f MiB after warm-up, %.1f MiB at the end, %.1f MiB max; "
+        "growth allowed: none%s\n",
+        MiB(memory->warm.device_bytes), MiB(memory->last.device_bytes),
+        MiB(memory->max.device_bytes), checked);
+    absl::PrintF(
+        "  host RSS: %.1f MiB after warm-up, %.1f MiB at the end, %.1f MiB max; "
+        "growth allowed: %d MiB%s\n",
+        MiB(memory->warm.rss_bytes), MiB(memory->last.rss_bytes), MiB(memory->max.rss_bytes),
+        c.max_rss_growth_mib, checked);
+    if (c.capture_all && device_growth > 0) {
+      failures.push_back(
+          absl::StrFormat("device memory in use grew by %.1f MiB after warm-up; expected none",
+                          MiB(device_growth)));
+    }
+    if (c.capture_all && rss_growth > int64_t{c.max_rss_growth_mib} << 20) {
+      failures.push_back(absl::StrFormat(
+          "host RSS grew by %.1f MiB after warm-up, more than --max_rss_growth_mib=%d",
+          MiB(rss_growth), c.max_rss_growth_mib));
+    }
+  }
+  if (!failures.empty()) return absl::InternalError(absl::StrJoin(failures, "; "));
   return absl::OkStatus();
 }
 
