@@ -154,7 +154,8 @@ TEST_F(ReliabilityGpuTest, SeparateInstancesFromManyThreads) {
   for (int i = 0; i < kThreads; ++i) threads.emplace_back(worker, i);
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(failures, 0);
-  EXPECT_GT(replays, 100);
+  // Bounded by time, not count: under a sanitizer a replay takes far longer.
+  EXPECT_GE(replays, kThreads * 10);
   RecordProperty("replays", static_cast<int>(replays));
 }
 
