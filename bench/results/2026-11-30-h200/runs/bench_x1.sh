@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The benchmark run on one H200 (nvidia-h200), from the repo root after tools/stage_gpu.sh:
-#   bash bench/results/2026-11-30-h200/runs/bench_x1.sh   (results under $OUT/bench, tarred)
+#   timeout 550 bash bench/results/2026-11-30-h200/runs/bench_x1.sh   (results under $OUT/bench)
 # First the sanitizer re-runs of the fault and reliability tests and the demo under initcheck
 # (fixes of the first reliability run), then, with the GPU to themselves, the benchmarks: the
 # graph set's host costs, the grid (embedded and back-to-back replays, the cuBLASLt peer), the
@@ -35,4 +35,3 @@ timeout 60 "$NCU" -k 'regex:nvjet|MlaGate|BmmPointers' -c 3 --section SpeedOfLig
   --section MemoryWorkloadAnalysis --section LaunchStats \
   $S/bin/tail_bench --heads=128 --rows=1024 --modes=bmm --min_layers=16 --max_layers=16 \
   --replays=1 >"$O/ncu.bmm.h128.r1024.txt" 2>&1
-cd "${OUT:?}" && tar czf results.tgz bench && rm -rf bench/sanitize
