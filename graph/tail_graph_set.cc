@@ -18,14 +18,15 @@ using mla::TailBuffers;
 using mla::TailPath;
 using mla::TailShape;
 
-// One (layer, bucket) graph: the captured template (kept in step with the executable graph, for
-// exports), its executable graph, and the kernel nodes a pointer update rewrites, with the
+// One (layer, bucket) graph: the captured template (brought up to date with the executable graph
+// when exported), its executable graph, and the kernel nodes a pointer update rewrites, with the
 // arguments they were captured with (their scratch pointers stay; the caller's change).
 struct TailGraphSet::Entry {
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
   TailPath path = TailPath::kFused;
-  TailBuffers applied;  // the caller's buffers the graph holds now
+  TailBuffers applied;  // the caller's buffers the executable graph holds now
+  bool template_stale = false;  // the template still holds older buffers (updated at export)
   cudaGraphNode_t value_node = nullptr, tables_node = nullptr, gate_node = nullptr;
   cudaKernelNodeParams value_launch{}, tables_launch{}, gate_launch{};
   mla::MlaValueParams value_args{};
@@ -50,7 +51,7 @@ bool SameBuffers(const TailBuffers& a, const TailBuffers& b) {
          a.output == b.output && a.output_row_stride == b.output_row_stride;
 }
 
-// Rewrites one kernel node's argument in the executable graph and in its template.
+// Rewrites one kernel node's argument: in the executable graph (`exec` set) or in the template.
 template <typename Args>
 absl::Status SetKernelArgs(cudaGraphExec_t exec, cudaGraphNode_t node,
                            const cudaKernelNodeParams& launch, Args args) {
@@ -58,10 +59,12 @@ absl::Status SetKernelArgs(cudaGraphExec_t exec, cudaGraphNode_t node,
   void* arguments[] = {&args};
   params.kernelParams = arguments;
   params.extra = nullptr;
-  MLA_RETURN_IF_CUDA_ERROR(cudaGraphExecKernelNodeSetParams(exec, node, &params),
-                           "cudaGraphExecKernelNodeSetParams");
-  return mla::CudaStatus(cudaGraphKernelNodeSetParams(node, &params),
-                         "cudaGraphKernelNodeSetParams");
+  if (exec == nullptr) {
+    return mla::CudaStatus(cudaGraphKernelNodeSetParams(node, &params),
+                           "cudaGraphKernelNodeSetParams");
+  }
+  return mla::CudaStatus(cudaGraphExecKernelNodeSetParams(exec, node, &params),
+                         "cudaGraphExecKernelNodeSetParams");
 }
 
 }  // namespace
@@ -265,15 +268,10 @@ absl::Status TailGraphSet::Capture(int layer, int bucket_index) {
   return absl::OkStatus();
 }
 
-absl::Status TailGraphSet::CaptureMeasured(int layer, int bucket_index, bool upload) {
+absl::Status TailGraphSet::CaptureMeasured(int layer, int bucket_index) {
   size_t free_before = 0, free_after = 0, total = 0;
   cudaMemGetInfo(&free_before, &total);
   MLA_RETURN_IF_ERROR(Capture(layer, bucket_index));
-  if (upload) {
-    // Ahead of time, so that a first replay costs what every replay costs.
-    MLA_RETURN_IF_CUDA_ERROR(cudaGraphUpload(EntryFor(layer, bucket_index).exec, capture_stream_),
-                             "cudaGraphUpload");
-  }
   cudaMemGetInfo(&free_after, &total);
   if (free_after < free_before) stats_.graph_memory_bytes += int64_t(free_before - free_after);
   return absl::OkStatus();
@@ -283,14 +281,25 @@ absl::Status TailGraphSet::CaptureAll() {
   mla::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device_));
   for (int layer = 0; layer < options_.layers; ++layer) MLA_RETURN_IF_ERROR(CheckLayer(layer));
+  // Memory is measured once around the whole pass: cudaMemGetInfo costs as much as a capture.
+  size_t free_before = 0, free_after = 0, total = 0;
+  cudaMemGetInfo(&free_before, &total);
   absl::Status status;
   for (int layer = 0; layer < options_.layers && status.ok(); ++layer) {
     for (size_t b = 0; b < options_.buckets.size() && status.ok(); ++b) {
-      if (!EntryFor(layer, b).captured()) status = CaptureMeasured(layer, b, /*upload=*/true);
+      if (EntryFor(layer, b).captured()) continue;
+      status = Capture(layer, b);
+      if (status.ok()) {
+        // Ahead of time, so that a first replay costs what every replay costs.
+        status = mla::CudaStatus(cudaGraphUpload(EntryFor(layer, b).exec, capture_stream_),
+                                 "cudaGraphUpload");
+      }
     }
   }
   const absl::Status uploaded =
       mla::CudaStatus(cudaStreamSynchronize(capture_stream_), "graph uploads");
+  cudaMemGetInfo(&free_after, &total);
+  if (free_after < free_before) stats_.graph_memory_bytes += int64_t(free_before - free_after);
   return status.ok() ? uploaded : status;
 }
 
@@ -303,7 +312,7 @@ absl::Status TailGraphSet::Apply(int layer, int bucket_index) {
   const bool gemm_changed = entry.path == TailPath::kBmm &&
                             (want.latent_row_stride != entry.applied.latent_row_stride ||
                              want.w_row_stride != entry.applied.w_row_stride);
-  if (gemm_changed) return CaptureMeasured(layer, bucket_index, /*upload=*/false);
+  if (gemm_changed) return CaptureMeasured(layer, bucket_index);
 
   if (options_.update == UpdateMechanism::kWholeGraph) {
     const absl::Time start = absl::Now();
@@ -313,7 +322,7 @@ absl::Status TailGraphSet::Apply(int layer, int bucket_index) {
     if (cudaGraphExecUpdate(entry.exec, fresh->graph, &info) != cudaSuccess) {
       cudaGetLastError();
       fresh->Destroy();
-      return CaptureMeasured(layer, bucket_index, false);  // CUDA refused: instantiate anew
+      return CaptureMeasured(layer, bucket_index);  // CUDA refused: instantiate anew
     }
     fresh->exec = entry.exec;
     entry.exec = nullptr;
@@ -325,33 +334,34 @@ absl::Status TailGraphSet::Apply(int layer, int bucket_index) {
     return absl::OkStatus();
   }
 
-  const TailShape shape{options_.heads, options_.buckets[bucket_index], options_.q};
-  absl::Status status;
-  int updated = 0;
-  if (entry.path == TailPath::kFused) {
-    status = SetKernelArgs(entry.exec, entry.value_node, entry.value_launch,
-                           mla::MakeMlaValueParams(shape, want));
-    updated = 1;
-  } else {
-    status = SetKernelArgs(entry.exec, entry.tables_node, entry.tables_launch,
-                           mla::MakeBmmPointerParams(
-                               shape, want, entry.tables_args.values,
-                               const_cast<void**>(entry.tables_args.a_table)));
-    if (status.ok()) {
-      status = SetKernelArgs(entry.exec, entry.gate_node, entry.gate_launch,
-                             mla::MakeMlaGateParams(shape, want, entry.gate_args.values));
-    }
-    updated = 2;
-  }
+  const absl::Status status = WriteNodes(bucket_index, want, entry.exec, &entry);
   if (!status.ok()) {
     // Part of the update may have landed: drop the graph rather than ever launch it half
     // updated. The next Replay captures it anew.
     entry.Destroy();
     return status;
   }
-  stats_.node_updates += updated;
+  stats_.node_updates += entry.path == TailPath::kFused ? 1 : 2;
   entry.applied = want;
+  // Only exports read the template: it catches up there, keeping one driver call per node off
+  // every update.
+  entry.template_stale = true;
   return absl::OkStatus();
+}
+
+absl::Status TailGraphSet::WriteNodes(int bucket_index, const TailBuffers& buffers,
+                                      cudaGraphExec_t exec, Entry* entry) {
+  const TailShape shape{options_.heads, options_.buckets[bucket_index], options_.q};
+  if (entry->path == TailPath::kFused) {
+    return SetKernelArgs(exec, entry->value_node, entry->value_launch,
+                         mla::MakeMlaValueParams(shape, buffers));
+  }
+  MLA_RETURN_IF_ERROR(SetKernelArgs(
+      exec, entry->tables_node, entry->tables_launch,
+      mla::MakeBmmPointerParams(shape, buffers, entry->tables_args.values,
+                                const_cast<void**>(entry->tables_args.a_table))));
+  return SetKernelArgs(exec, entry->gate_node, entry->gate_launch,
+                       mla::MakeMlaGateParams(shape, buffers, entry->gate_args.values));
 }
 
 absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
@@ -383,7 +393,7 @@ absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
     return tail_->Run({options_.heads, rows, options_.q}, layers_[layer], stream, options_.path);
   }
   Entry& entry = EntryFor(layer, *bucket);
-  if (!entry.captured()) MLA_RETURN_IF_ERROR(CaptureMeasured(layer, *bucket, false));
+  if (!entry.captured()) MLA_RETURN_IF_ERROR(CaptureMeasured(layer, *bucket));
   MLA_RETURN_IF_ERROR(Apply(layer, *bucket));
   MLA_RETURN_IF_CUDA_ERROR(cudaGraphLaunch(EntryFor(layer, *bucket).exec, stream),
                            "cudaGraphLaunch");
@@ -398,12 +408,16 @@ absl::StatusOr<cudaGraph_t> TailGraphSet::ExportGraph(int layer, int rows) {
   mla::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device_));
   if (!EntryFor(layer, *bucket).captured()) {
-    MLA_RETURN_IF_ERROR(CaptureMeasured(layer, *bucket, false));
+    MLA_RETURN_IF_ERROR(CaptureMeasured(layer, *bucket));
   }
   MLA_RETURN_IF_ERROR(Apply(layer, *bucket));
+  Entry& entry = EntryFor(layer, *bucket);
+  if (entry.template_stale) {
+    MLA_RETURN_IF_ERROR(WriteNodes(*bucket, entry.applied, /*exec=*/nullptr, &entry));
+    entry.template_stale = false;
+  }
   cudaGraph_t clone = nullptr;
-  MLA_RETURN_IF_CUDA_ERROR(cudaGraphClone(&clone, EntryFor(layer, *bucket).graph),
-                           "cudaGraphClone");
+  MLA_RETURN_IF_CUDA_ERROR(cudaGraphClone(&clone, entry.graph), "cudaGraphClone");
   return clone;
 }
 

@@ -126,10 +126,14 @@ class TailGraphSet {
   Entry& EntryFor(int layer, int bucket_index);
   absl::Status CheckLayer(int layer) const;
   absl::Status Capture(int layer, int bucket_index);
-  // Capture, counting the device memory it takes into stats(); optionally uploads the graph.
-  absl::Status CaptureMeasured(int layer, int bucket_index, bool upload);
+  // Capture, counting the device memory it takes into stats() (captures one at a time).
+  absl::Status CaptureMeasured(int layer, int bucket_index);
   absl::StatusOr<Entry> CaptureEntry(int layer, int bucket_index);
   absl::Status Apply(int layer, int bucket_index);
+  // Writes `buffers` into the entry's caller-facing kernel nodes: of `exec`, or of the template
+  // when `exec` is null.
+  absl::Status WriteNodes(int bucket_index, const mla::TailBuffers& buffers, cudaGraphExec_t exec,
+                          Entry* entry);
   absl::Status CheckStream(cudaStream_t stream) const;
 
   int device_;

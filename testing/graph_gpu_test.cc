@@ -363,6 +363,20 @@ TEST_P(GraphGpuTest, ChildGraphEmbedding) {
   ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
   ASSERT_TRUE(Outputs(*a, a->buffers()) == Outputs(*a, a->buffers_with_output(out->as<mla::bf16>())));
+
+  // Back to B's buffers, applied by a Replay first: the export then carries them too.
+  ASSERT_OK(set->SetLayer(1, b->buffers()));
+  ASSERT_OK(b->PoisonOutput(b->buffers().output, stream_));
+  ASSERT_OK(set->Replay(1, 16, stream_));
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ASSERT_OK(b->PoisonOutput(b->buffers().output, stream_));
+  absl::StatusOr<cudaGraph_t> back = set->ExportGraph(1, 16);
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(cudaGraphExecChildGraphNodeSetParams(exec, children[0], *back), cudaSuccess);
+  cudaGraphDestroy(*back);
+  ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ASSERT_OK(b->Check(b->buffers().output, b->SampleRows(), true));
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(step);
 }

@@ -35,7 +35,26 @@ __global__ void LateWriterKernel(const LateWriterParams p) {
   }
 }
 
+struct WaitingCopyParams {
+  LateCopy copy;
+};
+
+__global__ void WaitingCopyKernel(const WaitingCopyParams p) {
+  mla::device::GridDependencyWait();
+  const uint4* src = static_cast<const uint4*>(p.copy.src);
+  uint4* dst = static_cast<uint4*>(p.copy.dst);
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < p.copy.bytes / 16;
+       i += size_t{gridDim.x} * blockDim.x) {
+    dst[i] = src[i];
+  }
+}
+
 }  // namespace
+
+cudaError_t LaunchWaitingCopy(const LateCopy& copy, cudaStream_t stream) {
+  return mla::LaunchWithPdl(WaitingCopyKernel, dim3(8), dim3(256), 0, stream, /*pdl=*/true,
+                            WaitingCopyParams{copy});
+}
 
 cudaError_t LaunchLateWriter(const LateCopy (&copies)[3], unsigned delay_ns, cudaStream_t stream) {
   LateWriterParams p{{copies[0], copies[1], copies[2]}, delay_ns};

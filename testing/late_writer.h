@@ -18,6 +18,12 @@ struct LateCopy {
 // PDL that read its inputs before griddepcontrol.wait would read what dst held before.
 cudaError_t LaunchLateWriter(const LateCopy (&copies)[3], unsigned delay_ns, cudaStream_t stream);
 
+// The control of the experiment: a minimal dependent kernel, launched with PDL, that copies
+// dst = src after griddepcontrol.wait and nothing else. After LaunchLateWriter it must see the
+// late writes; where it does not, the environment (a tool that does not keep PDL's ordering),
+// not the tail, is at fault.
+cudaError_t LaunchWaitingCopy(const LateCopy& copy, cudaStream_t stream);
+
 }  // namespace mla_testing
 
 #endif  // TESTING_LATE_WRITER_H_
