@@ -424,13 +424,25 @@ TEST_P(GraphGpuTest, ErrorsLeaveTheSetUsable) {
   EXPECT_EQ(set->Replay(2, 8, stream_).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(set->Replay(-1, 8, stream_).code(), absl::StatusCode::kInvalidArgument);
   ASSERT_OK(set->SetLayer(0, problem->buffers()));
+  ASSERT_OK(problem->PoisonOutput(problem->buffers().output, stream_));
   EXPECT_EQ(set->Replay(0, 7, stream_).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(set->Replay(0, 0, stream_).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(set->Replay(0, 18, stream_).code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(set->Replay(1, 8, stream_).code(), absl::StatusCode::kFailedPrecondition);
   mla::TailBuffers broken = problem->buffers();
   broken.gate = nullptr;
   EXPECT_THAT(std::string(set->SetLayer(0, broken).message()), HasSubstr("gate is null"));
+  broken = problem->buffers();
+  broken.latent += 1;  // misaligned
+  EXPECT_EQ(set->SetLayer(0, broken).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(set->SetLayer(5, problem->buffers()).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(set->stats().graphs_captured, 0);
+  // Nothing of the caller's was written by any of the calls above.
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  absl::StatusOr<std::vector<uint16_t>> sentinel =
+      DownloadBits(problem->buffers().output, problem->output_elements());
+  ASSERT_TRUE(sentinel.ok()) << sentinel.status();
+  for (uint16_t bits : *sentinel) ASSERT_EQ(bits, 0xffff) << "a failed call wrote the output";
   // Still usable, with the buffers it had.
   ASSERT_OK(set->Replay(0, 16, stream_));
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
