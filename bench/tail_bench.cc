@@ -8,14 +8,19 @@
 //     graph per layer, launched one after another with TailGraphSet::Replay (a cudaGraphLaunch
 //     each); --replays rounds over all layers between two CUDA events, divided by the calls.
 //     The host time per Replay call is printed and recorded too.
+// The fused path with its kernel forced (TailOptions::fused_variant), embedded or replayed:
+// fused-split (MlaValue), fused-tile (MlaValueTile, columns by shape), fused-tile64,
+// fused-tile128, and each with -replay.
 //
 //   tail_bench --heads=8,12,64 --rows=1,16,256 --modes=fused,auto,auto-replay --csv=out.csv
+//   tail_bench --heads=12,64,128 --rows=64,256,1024 --modes=fused-split,fused-tile64,fused-tile128
 
 #include <cuda_runtime.h>
 
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,7 +51,8 @@ ABSL_FLAG(std::string, q, "1", "tokens per request");
 ABSL_FLAG(std::string, modes, "fused,bmm,auto,peer,auto-replay",
           "comma-separated: fused, bmm, auto (dispatched), peer, all layers in one graph; "
           "fused-replay, bmm-replay, auto-replay: one TailGraphSet graph per layer, replayed back "
-          "to back");
+          "to back; fused-split, fused-tile, fused-tile64, fused-tile128 (and -replay): the fused "
+          "path with its kernel forced (MlaValue, MlaValueTile with columns by shape, 64, 128)");
 ABSL_FLAG(int, min_layers, 16, "layers rotated at least");
 ABSL_FLAG(int, max_layers, 256, "layers rotated at most");
 ABSL_FLAG(int, replays, 20,
@@ -74,17 +80,36 @@ std::vector<int> ParseList(const std::string& text) {
 }
 
 constexpr absl::string_view kReplaySuffix = "-replay";
-constexpr absl::string_view kGridModes[] = {"fused",        "bmm",        "auto",       "peer",
-                                            "fused-replay", "bmm-replay", "auto-replay"};
+constexpr absl::string_view kPathModes[] = {"fused", "bmm", "auto"};
+constexpr mla::MlaValueVariant kForcedVariants[] = {
+    mla::MlaValueVariant::kColumnSplit, mla::MlaValueVariant::kTile,
+    mla::MlaValueVariant::kTile64, mla::MlaValueVariant::kTile128};
 
 bool IsReplayMode(absl::string_view mode) { return absl::EndsWith(mode, kReplaySuffix); }
 
-// The path a mode runs: fused and bmm (and their -replay variants) force one, the rest dispatch.
+// The fused kernel a mode forces ("fused-<variant name>", with or without -replay); kAuto for
+// the other modes.
+mla::MlaValueVariant ModeVariant(absl::string_view mode) {
+  absl::ConsumeSuffix(&mode, kReplaySuffix);
+  for (mla::MlaValueVariant v : kForcedVariants) {
+    if (mode == absl::StrCat("fused-", mla::MlaValueVariantName(v))) return v;
+  }
+  return mla::MlaValueVariant::kAuto;
+}
+
+bool IsKnownMode(absl::string_view mode) {
+  if (mode == "peer" || ModeVariant(mode) != mla::MlaValueVariant::kAuto) return true;
+  absl::ConsumeSuffix(&mode, kReplaySuffix);
+  return absl::c_linear_search(kPathModes, mode);
+}
+
+// The path a mode runs: fused (any variant) and bmm, with or without -replay, force one; the
+// rest dispatch.
 mla::TailPath ModePath(absl::string_view mode) {
   absl::ConsumeSuffix(&mode, kReplaySuffix);
-  return mode == "fused" ? mla::TailPath::kFused
-         : mode == "bmm" ? mla::TailPath::kBmm
-                         : mla::TailPath::kAuto;
+  return mode == "fused" || absl::StartsWith(mode, "fused-") ? mla::TailPath::kFused
+         : mode == "bmm"                                      ? mla::TailPath::kBmm
+                                                              : mla::TailPath::kAuto;
 }
 
 struct ReplayTiming {
@@ -102,6 +127,7 @@ struct ReplayTiming {
 // the GPU's rather than to the enqueue cost alone.
 absl::StatusOr<ReplayTiming> TimeBackToBackReplays(const mla::TailShape& shape,
                                                    mla::TailPath path,
+                                                   mla::MlaValueVariant fused_variant,
                                                    const std::vector<Layer>& layers, int rounds,
                                                    cudaStream_t stream) {
   using mla_graph::TailGraphSet;
@@ -111,6 +137,7 @@ absl::StatusOr<ReplayTiming> TimeBackToBackReplays(const mla::TailShape& shape,
   options.layers = static_cast<int>(layers.size());
   options.buckets = {shape.rows};
   options.path = path;
+  options.fused_variant = fused_variant;
   options.pdl = absl::GetFlag(FLAGS_pdl);
   absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
   if (!set.ok()) return set.status();
@@ -212,7 +239,7 @@ int Main() {
           ? std::vector<std::string>{"up", "up+pdl", "up+nopdl"}
           : std::vector<std::string>(absl::StrSplit(absl::GetFlag(FLAGS_modes), ','));
   for (const std::string& mode : modes) {
-    if (!absl::GetFlag(FLAGS_upstream) && !absl::c_linear_search(kGridModes, mode)) {
+    if (!absl::GetFlag(FLAGS_upstream) && !IsKnownMode(mode)) {
       std::fprintf(stderr, "tail_bench: unknown mode '%s' (see --help)\n", mode.c_str());
       return 1;
     }
@@ -275,6 +302,30 @@ int Main() {
     std::fprintf(stderr, "MlaTail: %s\n", no_pdl.status().ToString().c_str());
     return 1;
   }
+  // One fused-only tail per forced kernel (no BMM scratch to speak of).
+  std::vector<std::unique_ptr<mla::MlaTail>> forced(std::size(kForcedVariants));
+  for (size_t i = 0; i < forced.size(); ++i) {
+    mla::TailOptions fused_options;
+    fused_options.max_heads = 1;
+    fused_options.max_rows = 1;
+    fused_options.workspace_bytes = 0;
+    fused_options.pdl = absl::GetFlag(FLAGS_pdl);
+    fused_options.fused_variant = kForcedVariants[i];
+    absl::StatusOr<std::unique_ptr<mla::MlaTail>> t = mla::MlaTail::Create(0, fused_options);
+    if (!t.ok()) {
+      std::fprintf(stderr, "MlaTail: %s\n", t.status().ToString().c_str());
+      return 1;
+    }
+    forced[i] = *std::move(t);
+  }
+  // The tail a mode runs through: the forced kernel's, or the library's default.
+  auto tail_for = [&](absl::string_view mode) -> mla::MlaTail& {
+    const mla::MlaValueVariant variant = ModeVariant(mode);
+    for (size_t i = 0; i < forced.size(); ++i) {
+      if (kForcedVariants[i] == variant) return *forced[i];
+    }
+    return **tail;
+  };
   int failures = 0;
   for (int q : ParseList(absl::GetFlag(FLAGS_q))) {
     for (int heads : ParseList(absl::GetFlag(FLAGS_heads))) {
@@ -306,8 +357,9 @@ int Main() {
         std::unique_ptr<Peer> peer;
         for (const std::string& mode : modes) {
           if (IsReplayMode(mode)) {
-            absl::StatusOr<ReplayTiming> timing = TimeBackToBackReplays(
-                shape, ModePath(mode), *layers, absl::GetFlag(FLAGS_replays), stream);
+            absl::StatusOr<ReplayTiming> timing =
+                TimeBackToBackReplays(shape, ModePath(mode), ModeVariant(mode), *layers,
+                                      absl::GetFlag(FLAGS_replays), stream);
             if (!timing.ok()) {
               std::fprintf(stderr, "%s heads %d rows %d: %s\n", mode.c_str(), heads, rows,
                            timing.status().ToString().c_str());
@@ -328,6 +380,7 @@ int Main() {
           }
           const bool upstream = mode.rfind("up", 0) == 0;
           const mla::TailPath path = ModePath(mode);
+          mla::MlaTail& runner = tail_for(mode);
           if (path != mla::TailPath::kFused) {
             // Plan outside the capture.
             absl::Status planned = (*tail)->PrepareBmm(shape, (*layers)[0].buffers);
@@ -345,9 +398,10 @@ int Main() {
                         "upstream kernel");
                     if (mode == "up") continue;
                   }
-                  MLA_RETURN_IF_ERROR(mode == "peer"       ? peer->Run(layer.buffers, s)
-                                      : mode == "up+nopdl" ? (*no_pdl)->Run(shape, layer.buffers, s)
-                                                           : (*tail)->Run(shape, layer.buffers, s, path));
+                  MLA_RETURN_IF_ERROR(
+                      mode == "peer"       ? peer->Run(layer.buffers, s)
+                      : mode == "up+nopdl" ? (*no_pdl)->Run(shape, layer.buffers, s)
+                                           : runner.Run(shape, layer.buffers, s, path));
                 }
                 return absl::OkStatus();
               },

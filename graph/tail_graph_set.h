@@ -53,6 +53,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "mla/fault_hooks.h"
+#include "mla/kernels/params.h"
 #include "mla/tail.h"
 #include "mla/tail_args.h"
 
@@ -71,6 +72,7 @@ struct GraphSetOptions {
   int max_eager_rows = 0;     // Replay of more rows than the largest bucket runs the eager tail
                               // up to this many rows (0: OutOfRange instead)
   mla::TailPath path = mla::TailPath::kAuto;  // the path of every graph (kAuto: value_bmm)
+  mla::MlaValueVariant fused_variant = mla::MlaValueVariant::kAuto;  // the fused path's kernel
   UpdateMechanism update = UpdateMechanism::kKernelNodeParams;
   bool pdl = true;
   size_t workspace_bytes = size_t{32} << 20;  // cuBLASLt workspace, shared by all graphs

@@ -37,6 +37,9 @@ absl::StatusOr<std::unique_ptr<MlaTail>> MlaTail::Create(int device, const TailO
   DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device));
 
+  // Per device, and never during a capture: Run() may be the first launch and be captured.
+  MLA_RETURN_IF_CUDA_ERROR(PrepareMlaValueTile(), "PrepareMlaValueTile");
+
   // Destroyed (with whatever was allocated) on any early return.
   std::unique_ptr<MlaTail> tail(new MlaTail(device, options));
   MLA_RETURN_IF_ERROR(CublasStatus(cublasLtCreate(&tail->cublaslt_), "cublasLtCreate"));
@@ -133,7 +136,8 @@ absl::Status MlaTail::Run(const TailShape& shape, const TailBuffers& buffers, cu
 
 absl::Status MlaTail::RunFused(const TailShape& shape, const TailBuffers& b,
                                cudaStream_t stream) {
-  return CudaStatus(LaunchMlaValue(MakeMlaValueParams(shape, b), stream, options_.pdl),
+  return CudaStatus(LaunchMlaValue(MakeMlaValueParams(shape, b), stream, options_.pdl,
+                                   options_.fused_variant),
                     "MlaValue launch");
 }
 

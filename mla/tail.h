@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "mla/fault_hooks.h"
+#include "mla/kernels/params.h"
 #include "mla/tail_args.h"
 #include "mla/value_bmm.h"
 
@@ -38,12 +39,14 @@ struct TailOptions {
   int max_rows = 1024;
   size_t workspace_bytes = size_t{32} << 20;  // cuBLASLt workspace (32 MiB suits Hopper)
   bool pdl = true;  // launch with programmatic stream serialization
+  MlaValueVariant fused_variant = MlaValueVariant::kAuto;  // the fused path's kernel
   FaultHooks faults;  // fault injection for tests; empty in production
 };
 
 class MlaTail {
  public:
-  // Allocates the scratch on `device`. FailedPrecondition without a usable sm_90 device;
+  // Allocates the scratch on `device` and prepares the fused kernels there (outside any capture,
+  // so that Run() may be captured). FailedPrecondition without a usable sm_90 device;
   // InvalidArgument for options out of range; ResourceExhausted when memory is short.
   static absl::StatusOr<std::unique_ptr<MlaTail>> Create(int device, const TailOptions& options);
   ~MlaTail();

@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "graph/tail_graph_set.h"
 #include "gtest/gtest.h"
+#include "mla/kernels/params.h"
 #include "mla/tail.h"
 #include "testing/gpu.h"
 #include "testing/problem.h"
@@ -447,6 +448,74 @@ TEST_P(GraphGpuTest, ErrorsLeaveTheSetUsable) {
   ASSERT_OK(set->Replay(0, 16, stream_));
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
   ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(), true));
+}
+
+// The fused path with MlaValueTile forced (64 columns, 128 columns, and columns by shape, which
+// may differ between the two buckets): the captured node is found (the capture fails
+// otherwise), replays equal the eager tail with the same kernel bit for bit, and they follow a
+// pointer update without a new instantiation.
+TEST(GraphTileKernelTest, ReplayEqualsEagerAndFollowsUpdates) {
+  MLA_REQUIRE_GPU_OR_SKIP();
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  constexpr int kHeads = 64;
+  std::unique_ptr<Problem> problems[2];
+  for (int i = 0; i < 2; ++i) {
+    ProblemOptions options;
+    options.shape = {kHeads, 256, 1};
+    options.seed = 111 + i;
+    absl::StatusOr<std::unique_ptr<Problem>> problem = Problem::Create(options, stream);
+    ASSERT_TRUE(problem.ok()) << problem.status();
+    problems[i] = *std::move(problem);
+  }
+  absl::StatusOr<DeviceMemory> eager_output =
+      DeviceMemory::Allocate(problems[0]->output_elements() * sizeof(uint16_t));
+  ASSERT_TRUE(eager_output.ok());
+
+  for (mla::MlaValueVariant variant : {mla::MlaValueVariant::kTile,
+                                       mla::MlaValueVariant::kTile64,
+                                       mla::MlaValueVariant::kTile128}) {
+    SCOPED_TRACE(mla::MlaValueVariantName(variant));
+    GraphSetOptions options;
+    options.heads = kHeads;
+    options.layers = 1;
+    options.buckets = {16, 256};
+    options.path = TailPath::kFused;
+    options.fused_variant = variant;
+    absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
+    ASSERT_TRUE(set.ok()) << set.status();
+    mla::TailOptions eager_options;
+    eager_options.fused_variant = variant;
+    absl::StatusOr<std::unique_ptr<mla::MlaTail>> eager = mla::MlaTail::Create(0, eager_options);
+    ASSERT_TRUE(eager.ok()) << eager.status();
+
+    int64_t instantiations = 0;
+    for (int i : {0, 1, 0}) {
+      const Problem& problem = *problems[i];
+      ASSERT_OK((*set)->SetLayer(0, problem.buffers()));
+      for (int rows : {16, 256}) {
+        SCOPED_TRACE(absl::StrCat("problem ", i, " rows ", rows));
+        ASSERT_OK(problem.PoisonOutput(problem.buffers().output, stream));
+        ASSERT_OK((*set)->Replay(0, rows, stream));
+        mla::bf16* out = eager_output->as<mla::bf16>();
+        ASSERT_OK(problem.PoisonOutput(out, stream));
+        ASSERT_OK((*eager)->Run({kHeads, rows, 1}, problem.buffers_with_output(out), stream,
+                                TailPath::kFused));
+        ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+        absl::StatusOr<std::vector<uint16_t>> replayed =
+            DownloadBits(problem.buffers().output, problem.output_elements());
+        absl::StatusOr<std::vector<uint16_t>> eager_bits =
+            DownloadBits(out, problem.output_elements());
+        ASSERT_TRUE(replayed.ok() && eager_bits.ok());
+        ASSERT_TRUE(*replayed == *eager_bits) << "replay differs from the eager tail";
+      }
+      ASSERT_OK(problem.Check(problem.buffers().output, problem.SampleRows(), true));
+      if (instantiations == 0) instantiations = (*set)->stats().instantiations;
+    }
+    EXPECT_EQ((*set)->stats().instantiations, instantiations);
+    EXPECT_EQ((*set)->stats().node_updates, 4);  // two graphs, each updated twice
+  }
+  cudaStreamDestroy(stream);
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, GraphGpuTest,

@@ -1,4 +1,5 @@
-// The GPU suite of mla/: both paths and the eager entry point against the CPU reference.
+// The GPU suite of mla/: both paths, both fused kernels and the eager entry point against the
+// CPU reference.
 
 #include <cuda_runtime.h>
 
@@ -11,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "mla/dispatch.h"
+#include "mla/kernels/params.h"
 #include "mla/tail.h"
 #include "testing/gpu.h"
 #include "testing/problem.h"
@@ -19,6 +21,7 @@
 namespace mla_testing {
 namespace {
 
+using ::mla::MlaValueVariant;
 using ::mla::TailPath;
 using ::testing::HasSubstr;
 
@@ -43,21 +46,37 @@ class MlaGpuTest : public ::testing::Test {
     return problem.ok() ? *std::move(problem) : nullptr;
   }
 
+  // A tail whose fused path runs `variant`.
+  static std::unique_ptr<mla::MlaTail> FusedTail(MlaValueVariant variant) {
+    mla::TailOptions options;
+    options.max_rows = 1024;
+    options.fused_variant = variant;
+    absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(0, options);
+    EXPECT_TRUE(tail.ok()) << tail.status();
+    return tail.ok() ? *std::move(tail) : nullptr;
+  }
+
   // Runs `path` into a fresh NaN-poisoned output and checks it; returns the output bits.
   std::vector<uint16_t> RunAndCheck(const Problem& problem, TailPath path, bool exact,
                                     const std::vector<int>& rows) {
+    return RunAndCheckWith(*tail_, problem, path, exact, rows);
+  }
+  std::vector<uint16_t> RunAndCheckWith(mla::MlaTail& tail, const Problem& problem, TailPath path,
+                                        bool exact, const std::vector<int>& rows) {
     absl::StatusOr<DeviceMemory> output =
         DeviceMemory::Allocate(problem.output_elements() * sizeof(uint16_t));
     EXPECT_TRUE(output.ok()) << output.status();
     if (!output.ok()) return {};
     EXPECT_TRUE(problem.PoisonOutput(output->as<mla::bf16>(), stream_).ok());
     const absl::Status run =
-        tail_->Run(problem.shape(), problem.buffers_with_output(output->as<mla::bf16>()),
-                   stream_, path);
+        tail.Run(problem.shape(), problem.buffers_with_output(output->as<mla::bf16>()), stream_,
+                 path);
     EXPECT_TRUE(run.ok()) << run;
     EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
     const absl::Status check = problem.Check(output->as<mla::bf16>(), rows, exact);
-    EXPECT_TRUE(check.ok()) << mla::TailPathName(path) << ": " << check;
+    EXPECT_TRUE(check.ok()) << mla::TailPathName(path) << ", fused kernel "
+                            << mla::MlaValueVariantName(tail.options().fused_variant) << ": "
+                            << check;
     absl::StatusOr<std::vector<uint16_t>> bits =
         DownloadBits(output->as<mla::bf16>(), problem.output_elements());
     return bits.ok() ? *std::move(bits) : std::vector<uint16_t>{};
@@ -104,6 +123,102 @@ TEST_P(GridTest, BothPathsBitExact) {
 
 INSTANTIATE_TEST_SUITE_P(Heads, GridTest, ::testing::Values(1, 3, 8, 12, 16, 63, 64, 96, 128),
                          [](const auto& info) { return absl::StrCat("H", info.param); });
+
+// MlaValueTile forced (columns by shape, 64, 128) against the CPU reference, and bit for bit
+// equal to MlaValue, over heads x rows x q with rows around the 64-row tile's edges.
+class TileKernelTest : public MlaGpuTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(TileKernelTest, BitExactAndEqualToColumnSplit) {
+  const int heads = GetParam();
+  std::unique_ptr<mla::MlaTail> split = FusedTail(MlaValueVariant::kColumnSplit);
+  ASSERT_NE(split, nullptr);
+  std::vector<std::unique_ptr<mla::MlaTail>> tiles;
+  for (MlaValueVariant v :
+       {MlaValueVariant::kTile, MlaValueVariant::kTile64, MlaValueVariant::kTile128}) {
+    tiles.push_back(FusedTail(v));
+    ASSERT_NE(tiles.back(), nullptr);
+  }
+  for (int q : {1, 2}) {
+    for (int rows : {1, 15, 16, 17, 63, 64, 65, 100, 256, 1000}) {
+      if (rows % q != 0) continue;
+      // The CPU reference is the slow part: the largest batch at two head counts.
+      if (rows >= 1000 && heads != 3 && heads != 64) continue;
+      SCOPED_TRACE(absl::StrCat("heads ", heads, " rows ", rows, " q ", q));
+      ProblemOptions options;
+      options.shape = {heads, rows, q};
+      options.seed = 5 + heads * 1000 + rows * 10 + q;
+      std::unique_ptr<Problem> problem = MakeProblem(options);
+      ASSERT_NE(problem, nullptr);
+      const std::vector<int> sample = problem->SampleRows(rows >= 1000 ? 2 : 4);
+      const std::vector<uint16_t> expected =
+          RunAndCheckWith(*split, *problem, TailPath::kFused, true, sample);
+      for (const std::unique_ptr<mla::MlaTail>& tile : tiles) {
+        const std::vector<uint16_t> got =
+            RunAndCheckWith(*tile, *problem, TailPath::kFused, true, sample);
+        ASSERT_TRUE(got == expected)
+            << mla::MlaValueVariantName(tile->options().fused_variant) << " differs from split";
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Heads, TileKernelTest, ::testing::Values(1, 3, 12, 63, 64, 128),
+                         [](const auto& info) { return absl::StrCat("H", info.param); });
+
+// MlaValueTile on the kv_b_proj view of W_UV with padded latent, gate and output rows; on
+// inactive requests (length 0 or negative, NaN latent and gate); on random data within 1 ulp.
+TEST_F(MlaGpuTest, TileKernelStridedInactiveAndRandom) {
+  std::unique_ptr<mla::MlaTail> split = FusedTail(MlaValueVariant::kColumnSplit);
+  std::unique_ptr<mla::MlaTail> tile64 = FusedTail(MlaValueVariant::kTile64);
+  std::unique_ptr<mla::MlaTail> tile128 = FusedTail(MlaValueVariant::kTile128);
+  ASSERT_TRUE(split != nullptr && tile64 != nullptr && tile128 != nullptr);
+  for (int heads : {1, 12, 63, 128}) {
+    for (int rows : {3, 64, 100, 512}) {
+      SCOPED_TRACE(absl::StrCat("strided: heads ", heads, " rows ", rows));
+      ProblemOptions options;
+      options.shape = {heads, rows, 1};
+      options.kv_b_proj_view = true;
+      options.row_padding = 8;
+      options.seed = 17 + heads * rows;
+      std::unique_ptr<Problem> problem = MakeProblem(options);
+      ASSERT_NE(problem, nullptr);
+      const std::vector<int> sample = problem->SampleRows(2);
+      const std::vector<uint16_t> expected =
+          RunAndCheckWith(*split, *problem, TailPath::kFused, true, sample);
+      ASSERT_TRUE(RunAndCheckWith(*tile64, *problem, TailPath::kFused, true, sample) == expected);
+      ASSERT_TRUE(RunAndCheckWith(*tile128, *problem, TailPath::kFused, true, sample) ==
+                  expected);
+    }
+  }
+  for (int q : {1, 2, 4}) {
+    for (int every : {1, 2}) {
+      SCOPED_TRACE(absl::StrCat("inactive: q ", q, " every ", every));
+      ProblemOptions options;
+      options.shape = {12, 128, q};
+      options.inactive_every = every;
+      options.negative_lengths = q == 2;
+      options.gates = Values::kUniformGates;
+      std::unique_ptr<Problem> problem = MakeProblem(options);
+      ASSERT_NE(problem, nullptr);
+      RunAndCheckWith(*tile64, *problem, TailPath::kFused, false, problem->SampleRows());
+      RunAndCheckWith(*tile128, *problem, TailPath::kFused, false, problem->SampleRows());
+    }
+  }
+  for (int heads : {12, 128}) {
+    for (int rows : {64, 1000}) {
+      SCOPED_TRACE(absl::StrCat("random: heads ", heads, " rows ", rows));
+      ProblemOptions options;
+      options.shape = {heads, rows, 1};
+      options.data = Values::kUniform;
+      options.gates = Values::kUniformGates;
+      options.seed = 23 + heads + rows;
+      std::unique_ptr<Problem> problem = MakeProblem(options);
+      ASSERT_NE(problem, nullptr);
+      RunAndCheckWith(*tile64, *problem, TailPath::kFused, false, problem->SampleRows(2));
+      RunAndCheckWith(*tile128, *problem, TailPath::kFused, false, problem->SampleRows(2));
+    }
+  }
+}
 
 // Random data: v within 1 bf16 ulp of the exact dot product (accumulation order differs).
 TEST_F(MlaGpuTest, RandomDataWithinOneUlp) {
@@ -299,6 +414,34 @@ TEST_F(MlaGpuTest, StreamOfAnotherDeviceIsRefused) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()), HasSubstr("stream belongs to device 1"));
   cudaStreamDestroy(other);
+}
+
+// The fused path's kernel choice: forced variants stay, kAuto and kTile resolve to a kernel, and
+// the address graph/ looks for is the launched kernel's (distinct per kernel).
+TEST(MlaValueVariantTest, ResolvesToOneKernel) {
+  using V = MlaValueVariant;
+  for (int heads : {1, 12, 64, 128}) {
+    for (int rows : {1, 63, 64, 65, 1024}) {
+      SCOPED_TRACE(absl::StrCat("heads ", heads, " rows ", rows));
+      for (V forced : {V::kColumnSplit, V::kTile64, V::kTile128}) {
+        EXPECT_EQ(mla::ResolveMlaValueVariant(forced, heads, rows), forced);
+      }
+      const V tile = mla::ResolveMlaValueVariant(V::kTile, heads, rows);
+      EXPECT_TRUE(tile == V::kTile64 || tile == V::kTile128);
+      const V automatic = mla::ResolveMlaValueVariant(V::kAuto, heads, rows);
+      EXPECT_TRUE(automatic == V::kColumnSplit || automatic == tile);
+      EXPECT_EQ(mla::MlaValueKernelAddress(heads, rows, V::kAuto),
+                mla::MlaValueKernelAddress(heads, rows, automatic));
+      EXPECT_EQ(mla::MlaValueKernelAddress(heads, rows),
+                mla::MlaValueKernelAddress(heads, rows, automatic));
+      EXPECT_NE(mla::MlaValueKernelAddress(heads, rows, V::kTile64),
+                mla::MlaValueKernelAddress(heads, rows, V::kTile128));
+      EXPECT_NE(mla::MlaValueKernelAddress(heads, rows, V::kTile64),
+                mla::MlaValueKernelAddress(heads, rows, V::kColumnSplit));
+      EXPECT_NE(mla::MlaValueKernelAddress(heads, rows, V::kTile128),
+                mla::MlaValueKernelAddress(heads, rows, V::kColumnSplit));
+    }
+  }
 }
 
 TEST(DispatchTest, FollowsTheMeasuredWorkThreshold) {

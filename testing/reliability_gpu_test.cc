@@ -9,12 +9,14 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "graph/tail_graph_set.h"
 #include "mla/cuda_status.h"
 #include "gtest/gtest.h"
+#include "mla/kernels/params.h"
 #include "mla/tail.h"
 #include "testing/gpu.h"
 #include "testing/late_writer.h"
@@ -68,11 +70,18 @@ TEST_F(ReliabilityGpuTest, ControlPdlWaitSeesLateWrites) {
 
 // The upstream kernel triggers launch_dependents at once and writes latent, gate and lengths
 // 50 us later; before that they hold NaN and zero lengths. A tail that read any of them before
-// griddepcontrol.wait would produce NaN or zero rows.
+// griddepcontrol.wait would produce NaN or zero rows. Every fused kernel and the BMM path.
 TEST_F(ReliabilityGpuTest, InputsWrittenUpstreamUntilItsEndAreSeen) {
-  for (TailPath path : {TailPath::kFused, TailPath::kBmm}) {
+  using mla::MlaValueVariant;
+  const std::pair<TailPath, MlaValueVariant> runs[] = {
+      {TailPath::kFused, MlaValueVariant::kColumnSplit},
+      {TailPath::kFused, MlaValueVariant::kTile64},
+      {TailPath::kFused, MlaValueVariant::kTile128},
+      {TailPath::kBmm, MlaValueVariant::kAuto}};
+  for (const auto& [path, variant] : runs) {
     for (int heads : {3, 12, 64}) {
-      SCOPED_TRACE(absl::StrCat(mla::TailPathName(path), " heads ", heads));
+      SCOPED_TRACE(absl::StrCat(mla::TailPathName(path), " ", mla::MlaValueVariantName(variant),
+                                " heads ", heads));
       ProblemOptions options;
       options.shape = {heads, 64, 1};
       options.inactive_every = 0;
@@ -95,6 +104,7 @@ TEST_F(ReliabilityGpuTest, InputsWrittenUpstreamUntilItsEndAreSeen) {
 
       mla::TailOptions tail_options;
       tail_options.max_rows = 64;
+      tail_options.fused_variant = variant;
       absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(0, tail_options);
       ASSERT_TRUE(tail.ok()) << tail.status();
       ASSERT_OK((*tail)->PrepareBmm((*problem)->shape(), b));

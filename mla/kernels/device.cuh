@@ -41,8 +41,30 @@ __device__ __forceinline__ void CopyAsync16(void* smem, const void* src, bool va
                : "memory");
 }
 
+// 4-byte global -> shared copy (through L1: cp.async of fewer than 16 bytes must use .ca); with
+// `valid` false the 4 bytes are zero-filled and `src` is not read.
+__device__ __forceinline__ void CopyAsync4(void* smem, const void* src, bool valid) {
+  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const int src_bytes = valid ? 4 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src),
+               "r"(src_bytes)
+               : "memory");
+}
+
 __device__ __forceinline__ void CopyAsyncCommitAndWaitAll() {
   asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;" ::: "memory");
+}
+
+// Closes the group of this thread's cp.async copies issued since the last commit.
+__device__ __forceinline__ void CopyAsyncCommit() {
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+// Waits until at most `kPending` of this thread's most recent groups are still in flight; the
+// other threads' copies are visible only after a barrier.
+template <int kPending>
+__device__ __forceinline__ void CopyAsyncWait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
 }
 
 // D += A(16x16, row) * B(16x8, col), bf16 in, fp32 accumulate.

@@ -19,6 +19,7 @@
 
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/launch.cuh"
+#include "mla/kernels/mla_value_variants.h"
 #include "mla/kernels/params.h"
 
 namespace mla {
@@ -141,12 +142,12 @@ int MlaValueRowTiles(int heads, int rows) {
   return rows >= 32 && blocks_per_tile_row * (rows / 32) >= 264 ? 2 : 1;
 }
 
-const void* MlaValueKernelAddress(int heads, int rows) {
+const void* MlaValueColumnSplitKernelAddress(int heads, int rows) {
   return MlaValueRowTiles(heads, rows) == 2 ? reinterpret_cast<const void*>(MlaValueKernel<2>)
                                             : reinterpret_cast<const void*>(MlaValueKernel<1>);
 }
 
-cudaError_t LaunchMlaValue(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
+cudaError_t LaunchMlaValueColumnSplit(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
   return MlaValueRowTiles(p.heads, p.rows) == 2 ? Launch<2>(p, stream, pdl)
                                                 : Launch<1>(p, stream, pdl);
 }

@@ -80,17 +80,39 @@ inline BmmPointerParams MakeBmmPointerParams(const TailShape& shape, const TailB
           tables + 2 * kMaxHeads};
 }
 
+// The kernel of the fused path. MlaValue and MlaValueTile both follow SPEC.md; they add the
+// products in different orders, so v may differ by 1 bf16 ulp where the FP32 sum is not exact.
+enum class MlaValueVariant {
+  kAuto,         // ResolveMlaValueVariant decides by shape
+  kColumnSplit,  // MlaValue: 128 threads per (32 columns, head, 16 or 32 rows), W_UV in registers
+  kTile,         // MlaValueTile with its column width chosen by shape
+  kTile128,      // MlaValueTile: 256 threads per (head, 64 rows), all 128 columns
+  kTile64,       // MlaValueTile: 256 threads per (64 columns, head, 64 rows): twice the blocks
+};
+
+const char* MlaValueVariantName(MlaValueVariant variant);
+
+// The kernel that `variant` runs for a shape: kColumnSplit, kTile128 or kTile64.
+MlaValueVariant ResolveMlaValueVariant(MlaValueVariant variant, int heads, int rows);
+
 // Rows of latent staged per MlaValue block: 16 * row_tiles. Each block keeps its 32 W_UV
 // columns in registers across all its tiles, so larger tiles re-read W_UV less often.
 int MlaValueRowTiles(int heads, int rows);
 
-cudaError_t LaunchMlaValue(const MlaValueParams& params, cudaStream_t stream, bool pdl);
+// Lets MlaValueTile use its shared memory (above the 48 KB default) on the current device. Once
+// per device before its first launch, outside any stream capture: MlaTail::Create calls it.
+cudaError_t PrepareMlaValueTile();
+
+cudaError_t LaunchMlaValue(const MlaValueParams& params, cudaStream_t stream, bool pdl,
+                           MlaValueVariant variant = MlaValueVariant::kAuto);
 cudaError_t LaunchMlaGate(const MlaGateParams& params, cudaStream_t stream, bool pdl);
 cudaError_t LaunchBmmPointers(const BmmPointerParams& params, cudaStream_t stream, bool pdl);
 
 // The kernels, for callers that edit kernel nodes of a captured graph in place: a node whose
 // function is one of these takes the matching params struct as its only argument.
-const void* MlaValueKernelAddress(int heads, int rows);
+// MlaValueKernelAddress is the kernel LaunchMlaValue launches for the same arguments.
+const void* MlaValueKernelAddress(int heads, int rows,
+                                  MlaValueVariant variant = MlaValueVariant::kAuto);
 const void* MlaGateKernelAddress();
 const void* BmmPointersKernelAddress();
 

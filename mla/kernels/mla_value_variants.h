@@ -1,0 +1,24 @@
+#ifndef MLA_KERNELS_MLA_VALUE_VARIANTS_H_
+#define MLA_KERNELS_MLA_VALUE_VARIANTS_H_
+
+// The fused kernels' own entry points, behind LaunchMlaValue and MlaValueKernelAddress
+// (params.h), which pick one by MlaValueVariant.
+
+#include <cuda_runtime_api.h>
+
+#include "mla/kernels/params.h"
+
+namespace mla {
+
+// MlaValue (mla_value.cu): 16 * MlaValueRowTiles(heads, rows) rows a block.
+cudaError_t LaunchMlaValueColumnSplit(const MlaValueParams& params, cudaStream_t stream, bool pdl);
+const void* MlaValueColumnSplitKernelAddress(int heads, int rows);
+
+// MlaValueTile (mla_value_tile.cu) with blocks of `columns` (128 or 64) columns.
+cudaError_t LaunchMlaValueTile(const MlaValueParams& params, cudaStream_t stream, bool pdl,
+                               int columns);
+const void* MlaValueTileKernelAddress(int columns);
+
+}  // namespace mla
+
+#endif  // MLA_KERNELS_MLA_VALUE_VARIANTS_H_
