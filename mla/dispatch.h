@@ -1,21 +1,45 @@
 #ifndef MLA_DISPATCH_H_
 #define MLA_DISPATCH_H_
 
-// Which path a tail of `heads` heads and `batch` rows takes: the cuBLASLt batched GEMM + MlaGate
-// (true) or the fused MlaValue kernel (false).
+// Which kernel a tail of `heads` heads and `rows` rows runs: the one measured rule, for the path
+// (fused or BMM) and for the fused path's kernel.
 //
-// Measured on an H200 (bench/results/tail_bench-*.csv, README "Dispatch"): the crossover
-// follows the work, heads x rows, not heads and rows apart. At every head count measured
-// (8..128) the fused kernel was faster up to heads x rows = 2048 and the BMM path from the next
-// measured point, 3072 or 4096. One pair of thresholds (heads >= X and rows >= Y) cannot follow
-// that line: H = 8 crosses between 256 and 512 rows, H = 128 between 16 and 32.
+// Measured on an H200 at heads {8..128} x rows {1..1024}, q 1 (and q 2, 4 spot checks), every
+// kernel forced at every shape (bench/results/2026-11-30-h200/tail_bench.csv, README
+// "Dispatch"). With W = heads x rows:
+// - MlaValue (column split, W_UV in registers) is fastest while the work is small: rows < 32,
+//   or W < 2048, or W = 2048 with rows >= 64. It re-reads W_UV for every 16-32 rows, so its
+//   time grows with rows past that.
+// - MlaValueTile with 64-column blocks from there up to W = 8192: about 5 us of pipeline latency
+//   that the column split does not have, but W_UV read once per 64 rows and twice the blocks
+//   of the 128-column tile.
+// - MlaValueTile with all 128 columns a block for 8192 < W < 24576 and rows <= 512.
+// - The cuBLASLt batched GEMM + MlaGate beyond (W >= 24576, or rows > 512 past W = 8192): its
+//   GEMM feeds the tensor cores better than the mma.sync tile kernel does, which outweighs
+//   the values' round trip through memory.
+// With this rule the dispatched kernel was within 3% of the fastest kernel at every measured
+// shape.
 
 namespace mla {
 
-inline constexpr int kValueBmmMinWork = 3072;  // heads x rows from which the BMM path runs
+enum class TailKernel {
+  kColumnSplit,  // MlaValue
+  kTile64,       // MlaValueTile, 64-column blocks
+  kTile128,      // MlaValueTile, 128-column blocks
+  kBmm,          // cuBLASLt batched GEMM + MlaGate
+};
 
-constexpr bool value_bmm(int heads, int batch) {
-  return static_cast<long long>(heads) * batch >= kValueBmmMinWork;
+constexpr TailKernel DispatchTail(int heads, int rows) {
+  const long long work = static_cast<long long>(heads) * rows;
+  if (rows < 32 || work < 2048 || (work == 2048 && rows >= 64)) return TailKernel::kColumnSplit;
+  if (work <= 8192) return TailKernel::kTile64;
+  if (work < 24576 && rows <= 512) return TailKernel::kTile128;
+  return TailKernel::kBmm;
+}
+
+// The path half of the rule: true where the BMM path runs.
+constexpr bool value_bmm(int heads, int rows) {
+  return DispatchTail(heads, rows) == TailKernel::kBmm;
 }
 
 }  // namespace mla

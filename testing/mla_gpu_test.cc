@@ -416,45 +416,5 @@ TEST_F(MlaGpuTest, StreamOfAnotherDeviceIsRefused) {
   cudaStreamDestroy(other);
 }
 
-// The fused path's kernel choice: forced variants stay, kAuto and kTile resolve to a kernel, and
-// the address graph/ looks for is the launched kernel's (distinct per kernel).
-TEST(MlaValueVariantTest, ResolvesToOneKernel) {
-  using V = MlaValueVariant;
-  for (int heads : {1, 12, 64, 128}) {
-    for (int rows : {1, 63, 64, 65, 1024}) {
-      SCOPED_TRACE(absl::StrCat("heads ", heads, " rows ", rows));
-      for (V forced : {V::kColumnSplit, V::kTile64, V::kTile128}) {
-        EXPECT_EQ(mla::ResolveMlaValueVariant(forced, heads, rows), forced);
-      }
-      const V tile = mla::ResolveMlaValueVariant(V::kTile, heads, rows);
-      EXPECT_TRUE(tile == V::kTile64 || tile == V::kTile128);
-      const V automatic = mla::ResolveMlaValueVariant(V::kAuto, heads, rows);
-      EXPECT_TRUE(automatic == V::kColumnSplit || automatic == tile);
-      EXPECT_EQ(mla::MlaValueKernelAddress(heads, rows, V::kAuto),
-                mla::MlaValueKernelAddress(heads, rows, automatic));
-      EXPECT_EQ(mla::MlaValueKernelAddress(heads, rows),
-                mla::MlaValueKernelAddress(heads, rows, automatic));
-      EXPECT_NE(mla::MlaValueKernelAddress(heads, rows, V::kTile64),
-                mla::MlaValueKernelAddress(heads, rows, V::kTile128));
-      EXPECT_NE(mla::MlaValueKernelAddress(heads, rows, V::kTile64),
-                mla::MlaValueKernelAddress(heads, rows, V::kColumnSplit));
-      EXPECT_NE(mla::MlaValueKernelAddress(heads, rows, V::kTile128),
-                mla::MlaValueKernelAddress(heads, rows, V::kColumnSplit));
-    }
-  }
-}
-
-TEST(DispatchTest, FollowsTheMeasuredWorkThreshold) {
-  // Measured (H, rows): fused faster at H x rows <= 2048, BMM faster from 3072.
-  for (auto [heads, rows] : {std::pair{8, 256}, {12, 128}, {16, 128}, {32, 64}, {64, 32},
-                             {96, 16}, {128, 16}, {128, 1}}) {
-    EXPECT_FALSE(mla::value_bmm(heads, rows)) << heads << " x " << rows;
-  }
-  for (auto [heads, rows] : {std::pair{8, 512}, {12, 256}, {16, 256}, {32, 128}, {64, 64},
-                             {96, 32}, {128, 32}, {128, 1024}}) {
-    EXPECT_TRUE(mla::value_bmm(heads, rows)) << heads << " x " << rows;
-  }
-}
-
 }  // namespace
 }  // namespace mla_testing

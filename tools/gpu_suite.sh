@@ -23,6 +23,7 @@ sanitize_tools=''
 sanitize_filter=''
 sanitize_shards=1
 sanitize_jobs=1
+pdl_order_tests='ReliabilityGpuTest.ControlPdlWaitSeesLateWrites:ReliabilityGpuTest.InputsWrittenUpstreamUntilItsEndAreSeen'
 run_tests=1
 bins=()
 for arg in "$@"; do
@@ -85,9 +86,17 @@ sanitize_one() {  # tool test shard shards log
   # for them only memory errors count, not the API errors the sanitizer would also report.
   local api=()
   case $(basename "$t") in fault_*) api=(--report-api-errors no) ;; esac
+  # initcheck does not keep programmatic dependent launch's ordering: under it, even the
+  # control test (a bare PDL-launched copy after griddepcontrol.wait) reads the upstream
+  # kernel's buffers before that kernel wrote them, while every other tool and a plain run keep
+  # the order. The tests that rely on that ordering are left to the other tools.
+  local filter=$sanitize_filter
+  if [ "$tool" = initcheck ]; then
+    case $filter in *-*) filter="$filter:$pdl_order_tests" ;; *) filter="$filter-$pdl_order_tests" ;; esac
+  fi
   GTEST_SHARD_INDEX=$shard GTEST_TOTAL_SHARDS=$shards \
     "$sanitizer" --tool "$tool" "${api[@]}" --print-limit 100 "$t" \
-    --gtest_filter="$sanitize_filter" >"$log" 2>&1
+    --gtest_filter="$filter" >"$log" 2>&1
   local rc=$?
   # racecheck cannot follow the mbarrier-synchronised pipelines of cuBLASLt's own kernels
   # (nvjet*) and reports shared-memory hazards inside them (excluding those kernels from

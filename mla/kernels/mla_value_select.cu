@@ -3,6 +3,7 @@
 
 #include <cuda_runtime.h>
 
+#include "mla/dispatch.h"
 #include "mla/kernels/mla_value_variants.h"
 #include "mla/kernels/params.h"
 
@@ -25,15 +26,21 @@ const char* MlaValueVariantName(MlaValueVariant variant) {
 }
 
 MlaValueVariant ResolveMlaValueVariant(MlaValueVariant variant, int heads, int rows) {
-  // Provisional, not measured: a guess until tail_bench's fused-split and fused-tile* modes
-  // have been run on the H200. The tile kernel needs a full 64-row tile to pay off; below about
-  // one block per multiprocessor (132 on an H200), 64-column blocks double the grid.
+  // The measured rule (mla/dispatch.h). Where it picks the BMM path but the caller forces the
+  // fused one, the 128-column tile is the faster fused kernel at every such measured shape.
   if (variant == MlaValueVariant::kAuto) {
-    variant = rows >= 64 ? MlaValueVariant::kTile : MlaValueVariant::kColumnSplit;
+    switch (DispatchTail(heads, rows)) {
+      case TailKernel::kColumnSplit:
+        return MlaValueVariant::kColumnSplit;
+      case TailKernel::kTile64:
+        return MlaValueVariant::kTile64;
+      default:
+        return MlaValueVariant::kTile128;
+    }
   }
   if (variant == MlaValueVariant::kTile) {
-    const int row_tiles = (rows + 63) / 64;
-    variant = heads * row_tiles < 132 ? MlaValueVariant::kTile64 : MlaValueVariant::kTile128;
+    return static_cast<long long>(heads) * rows <= 8192 ? MlaValueVariant::kTile64
+                                                         : MlaValueVariant::kTile128;
   }
   return variant;
 }

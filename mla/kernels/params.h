@@ -83,7 +83,7 @@ inline BmmPointerParams MakeBmmPointerParams(const TailShape& shape, const TailB
 // The kernel of the fused path. MlaValue and MlaValueTile both follow SPEC.md; they add the
 // products in different orders, so v may differ by 1 bf16 ulp where the FP32 sum is not exact.
 enum class MlaValueVariant {
-  kAuto,         // ResolveMlaValueVariant decides by shape
+  kAuto,         // the measured rule (mla/dispatch.h) decides by shape
   kColumnSplit,  // MlaValue: 128 threads per (32 columns, head, 16 or 32 rows), W_UV in registers
   kTile,         // MlaValueTile with its column width chosen by shape
   kTile128,      // MlaValueTile: 256 threads per (head, 64 rows), all 128 columns

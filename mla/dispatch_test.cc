@@ -1,0 +1,66 @@
+// The measured dispatch rule and the fused kernels' selection (CPU only: no kernel runs).
+
+#include "mla/dispatch.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "mla/kernels/params.h"
+
+namespace mla {
+namespace {
+
+// The fused path's kernel choice: forced variants stay, kAuto and kTile resolve to a kernel, and
+// the address graph/ looks for is the launched kernel's (distinct per kernel).
+TEST(MlaValueVariantTest, ResolvesToOneKernel) {
+  using V = MlaValueVariant;
+  for (int heads : {1, 12, 64, 128}) {
+    for (int rows : {1, 63, 64, 65, 1024}) {
+      SCOPED_TRACE(absl::StrCat("heads ", heads, " rows ", rows));
+      for (V forced : {V::kColumnSplit, V::kTile64, V::kTile128}) {
+        EXPECT_EQ(ResolveMlaValueVariant(forced, heads, rows), forced);
+      }
+      const V tile = ResolveMlaValueVariant(V::kTile, heads, rows);
+      EXPECT_TRUE(tile == V::kTile64 || tile == V::kTile128);
+      const V automatic = ResolveMlaValueVariant(V::kAuto, heads, rows);
+      EXPECT_TRUE(automatic == V::kColumnSplit || automatic == tile);
+      EXPECT_EQ(MlaValueKernelAddress(heads, rows, V::kAuto),
+                MlaValueKernelAddress(heads, rows, automatic));
+      EXPECT_EQ(MlaValueKernelAddress(heads, rows),
+                MlaValueKernelAddress(heads, rows, automatic));
+      EXPECT_NE(MlaValueKernelAddress(heads, rows, V::kTile64),
+                MlaValueKernelAddress(heads, rows, V::kTile128));
+      EXPECT_NE(MlaValueKernelAddress(heads, rows, V::kTile64),
+                MlaValueKernelAddress(heads, rows, V::kColumnSplit));
+      EXPECT_NE(MlaValueKernelAddress(heads, rows, V::kTile128),
+                MlaValueKernelAddress(heads, rows, V::kColumnSplit));
+    }
+  }
+}
+
+// The rule against the H200 measurements it was drawn from: the fastest kernel at each shape
+// (or one within 3% of it, in parentheses below).
+TEST(DispatchTest, FollowsTheMeasurements) {
+  using K = TailKernel;
+  const struct {
+    int heads, rows;
+    K kernel;
+  } measured[] = {
+      {8, 1, K::kColumnSplit},     {128, 8, K::kColumnSplit},   {128, 16, K::kColumnSplit},
+      {12, 128, K::kColumnSplit},  {8, 256, K::kColumnSplit},   {16, 128, K::kColumnSplit},
+      {32, 64, K::kColumnSplit} /* (tile64 2.6% faster) */,   {64, 32, K::kTile64},
+      {12, 256, K::kTile64},       {96, 32, K::kTile64},        {128, 64, K::kTile64},
+      {8, 1024, K::kTile64},       {64, 128, K::kTile64},       {96, 128, K::kTile128},
+      {32, 512, K::kTile128},      {64, 256, K::kTile128},      {128, 128, K::kTile128},
+      {12, 1024, K::kBmm},         {16, 1024, K::kBmm},         {96, 256, K::kBmm},
+      {128, 256, K::kBmm},         {64, 512, K::kBmm},          {128, 1024, K::kBmm},
+  };
+  for (const auto& m : measured) {
+    EXPECT_EQ(DispatchTail(m.heads, m.rows), m.kernel) << m.heads << " x " << m.rows;
+    EXPECT_EQ(value_bmm(m.heads, m.rows), m.kernel == K::kBmm) << m.heads << " x " << m.rows;
+  }
+}
+
+}  // namespace
+}  // namespace mla
