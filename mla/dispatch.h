@@ -8,7 +8,7 @@
 // kernel forced at every shape (bench/results/2026-11-30-h200/tail_bench.csv, README
 // "Dispatch"). With W = heads x rows:
 // - MlaValue (column split, W_UV in registers) is fastest while the work is small: rows < 32,
-//   or W < 2048, or W = 2048 with rows >= 64. It re-reads W_UV for every 16-32 rows, so its
+//   or W < 2048, or W = 2048 with rows >= 128. It re-reads W_UV for every 16-32 rows, so its
 //   time grows with rows past that.
 // - MlaValueTile with 64-column blocks from there up to W = 8192: about 5 us of pipeline latency
 //   that the column split does not have, but W_UV read once per 64 rows and twice the blocks
@@ -17,8 +17,10 @@
 // - The cuBLASLt batched GEMM + MlaGate beyond (W >= 24576, or rows > 512 past W = 8192): its
 //   GEMM feeds the tensor cores better than the mma.sync tile kernel does, which outweighs
 //   the values' round trip through memory.
-// With this rule the dispatched kernel was within 3% of the fastest kernel at every measured
-// shape.
+// Drawn from the grid at commit ebb43dc and checked by the closing run at 0b1d08e (95 shapes):
+// the dispatched kernel was within 3% of the fastest there but at two shapes, H = 32 x 2 rows
+// (the same kernel, 3.4% apart between two runs of it) and H = 32 x 64 rows (split 3.1% slower
+// than the 64-column tile; W = 2048 with rows < 128 takes the tile since that run).
 
 namespace mla {
 
@@ -31,7 +33,7 @@ enum class TailKernel {
 
 constexpr TailKernel DispatchTail(int heads, int rows) {
   const long long work = static_cast<long long>(heads) * rows;
-  if (rows < 32 || work < 2048 || (work == 2048 && rows >= 64)) return TailKernel::kColumnSplit;
+  if (rows < 32 || work < 2048 || (work == 2048 && rows >= 128)) return TailKernel::kColumnSplit;
   if (work <= 8192) return TailKernel::kTile64;
   if (work < 24576 && rows <= 512) return TailKernel::kTile128;
   return TailKernel::kBmm;

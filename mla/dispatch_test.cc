@@ -49,7 +49,7 @@ TEST(DispatchTest, FollowsTheMeasurements) {
   } measured[] = {
       {8, 1, K::kColumnSplit},     {128, 8, K::kColumnSplit},   {128, 16, K::kColumnSplit},
       {12, 128, K::kColumnSplit},  {8, 256, K::kColumnSplit},   {16, 128, K::kColumnSplit},
-      {32, 64, K::kColumnSplit} /* (tile64 2.6% faster) */,   {64, 32, K::kTile64},
+      {32, 64, K::kTile64},        {64, 32, K::kTile64},
       {12, 256, K::kTile64},       {96, 32, K::kTile64},        {128, 64, K::kTile64},
       {8, 1024, K::kTile64},       {64, 128, K::kTile64},       {96, 128, K::kTile128},
       {32, 512, K::kTile128},      {64, 256, K::kTile128},      {128, 128, K::kTile128},
