@@ -377,10 +377,9 @@ absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
   MLA_RETURN_IF_ERROR(guard.Enter(device_));
   // A stream's device never changes: asking CUDA once per stream keeps two driver queries off
   // every replay.
-  if (!stream_accepted_ || stream != accepted_stream_) {
+  if (accepted_stream_ != stream) {
     MLA_RETURN_IF_ERROR(tail_->CheckStream(stream));
     accepted_stream_ = stream;
-    stream_accepted_ = true;
   }
 
   absl::StatusOr<int> bucket = FindBucket(options_.buckets, rows);

@@ -48,6 +48,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -140,8 +141,7 @@ class TailGraphSet {
 
   int device_;
   GraphSetOptions options_;
-  cudaStream_t accepted_stream_ = nullptr;  // the last stream CheckStream accepted
-  bool stream_accepted_ = false;
+  std::optional<cudaStream_t> accepted_stream_;  // the last stream CheckStream accepted
   std::unique_ptr<mla::MlaTail> tail_;  // the eager tail, whose launches are captured
   cudaStream_t capture_stream_ = nullptr;
   std::vector<mla::TailBuffers> layers_;
