@@ -72,7 +72,7 @@ struct GraphSetOptions {
   std::vector<int> buckets;   // rows per bucket, sorted; empty: DefaultBuckets(q)
   int max_eager_rows = 0;     // Replay of more rows than the largest bucket runs the eager tail
                               // up to this many rows (0: OutOfRange instead)
-  mla::TailPath path = mla::TailPath::kAuto;  // the path of every graph (kAuto: value_bmm)
+  mla::TailPath path = mla::TailPath::kAuto;  // the path of every graph (kAuto: mla/dispatch.h)
   mla::MlaValueVariant fused_variant = mla::MlaValueVariant::kAuto;  // the fused path's kernel
   UpdateMechanism update = UpdateMechanism::kKernelNodeParams;
   bool pdl = true;

@@ -2,8 +2,8 @@
 #define MLA_TAIL_H_
 
 // MlaTail: the eager MLA attention tail on one device. Run() validates every argument, then
-// launches the fused kernel or the batched GEMM + gate (value_bmm decides, or the caller), each
-// launch carrying the programmatic-dependent-launch attribute.
+// launches a fused kernel or the batched GEMM + gate (mla::DispatchTail decides, or the
+// caller), each launch carrying the programmatic-dependent-launch attribute.
 //
 // Thread safety: an MlaTail owns the BMM path's scratch (values, operand tables, workspace).
 // Calls that could overlap on the GPU (from several threads, or on unordered streams) need
@@ -27,7 +27,7 @@
 namespace mla {
 
 enum class TailPath {
-  kAuto,   // value_bmm(heads, rows) decides
+  kAuto,   // the measured rule decides (mla/dispatch.h)
   kFused,  // MlaValue
   kBmm,    // cuBLASLt batched GEMM + MlaGate
 };
