@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The closing run (the measured dispatch rule in place) on an nvidia-h200-x2 machine, from the
 # repo root after tools/stage_gpu.sh:
-#   timeout 560 bash bench/results/2026-11-30-h200/runs/closing_x2.sh   (results under $OUT/closing)
+#   timeout 560 bash bench/results/2026-11-30-h200/runs/closing_x2.sh [soak]   (results under $OUT/closing)
 # 1. Quiet machine, GPU 0: graph_bench; the tail_bench grid (every kernel forced, the dispatched
 #    path embedded and back to back, the cuBLASLt peer); the q spot checks; the PyTorch peer.
 # 2. Then at once: on GPU 1 the whole suite and the demo under the four sanitizers; on GPU 0 (and
-#    both for the two-GPU test) the plain suite, then the main job (decode_demo, 61 layers).
+#    both for the two-GPU test) the plain suite, then the main job (decode_demo, 61 layers), or
+#    with `soak` the 10,000-step soak checking one layer's sampled rows a step.
+# The ebb43dc run (soak, tail_bench_kernels_ebb43dc.csv) was this script with `soak`, 6 sanitizer
+# shards and the demo's sanitizer runs without --watch_memory (the flag came after it).
 S=.gpu_stage
 O=${OUT:?}/closing
 mkdir -p "$O"
@@ -31,6 +34,12 @@ for tool in memcheck racecheck initcheck synccheck; do
 done
 $S/run.sh --out="$O/suite" >"$O/suite.out" 2>&1
 echo "suite rc $?" >>"$O/suite.out"
-CUDA_VISIBLE_DEVICES=0 timeout 60 $S/bin/decode_demo --layers=61 --steps=40 >"$O/demo.log" 2>&1
-echo "demo rc $?" >>"$O/demo.log"
+if [ "${1:-}" = soak ]; then
+  CUDA_VISIBLE_DEVICES=0 timeout 240 $S/bin/decode_demo --steps=10000 --print_every=1000 \
+    --check_layers=1 >"$O/soak.log" 2>&1
+  echo "soak rc $?" >>"$O/soak.log"
+else
+  CUDA_VISIBLE_DEVICES=0 timeout 60 $S/bin/decode_demo --layers=61 --steps=40 >"$O/demo.log" 2>&1
+  echo "demo rc $?" >>"$O/demo.log"
+fi
 wait
