@@ -18,7 +18,8 @@ import os
 import sys
 
 
-KERNEL_MODES = ("fused", "fused-split", "fused-tile64", "fused-tile128", "bmm")
+KERNEL_MODES = ("fused", "fused-split", "fused-tile64", "fused-tile128", "fused-wgmma128",
+                "fused-wgmma64", "fused-wgmma64x64", "bmm")
 
 
 def load(path):

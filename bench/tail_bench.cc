@@ -10,7 +10,8 @@
 //     The host time per Replay call is printed and recorded too.
 // The fused path with its kernel forced (TailOptions::fused_variant), embedded or replayed:
 // fused-split (MlaValue), fused-tile (MlaValueTile, columns by shape), fused-tile64,
-// fused-tile128, and each with -replay.
+// fused-tile128, fused-wgmma128, fused-wgmma64, fused-wgmma64x64 (MlaValueWgmma), and each
+// with -replay.
 //
 //   tail_bench --heads=8,12,64 --rows=1,16,256 --modes=fused,auto,auto-replay --csv=out.csv
 //   tail_bench --heads=12,64,128 --rows=64,256,1024 --modes=fused-split,fused-tile64,fused-tile128
@@ -51,8 +52,10 @@ ABSL_FLAG(std::string, q, "1", "tokens per request");
 ABSL_FLAG(std::string, modes, "fused,bmm,auto,peer,auto-replay",
           "comma-separated: fused, bmm, auto (dispatched), peer, all layers in one graph; "
           "fused-replay, bmm-replay, auto-replay: one TailGraphSet graph per layer, replayed back "
-          "to back; fused-split, fused-tile, fused-tile64, fused-tile128 (and -replay): the fused "
-          "path with its kernel forced (MlaValue, MlaValueTile with columns by shape, 64, 128)");
+          "to back; fused-split, fused-tile, fused-tile64, fused-tile128, fused-wgmma128, "
+          "fused-wgmma64, fused-wgmma64x64 (and -replay): the fused "
+          "path with its kernel forced (MlaValue, MlaValueTile with columns by shape, 64, 128, "
+          "MlaValueWgmma 128 rows, 64 rows, 64 rows x 64 columns)");
 ABSL_FLAG(int, min_layers, 16, "layers rotated at least");
 ABSL_FLAG(int, max_layers, 256, "layers rotated at most");
 ABSL_FLAG(int, replays, 20,
@@ -83,7 +86,9 @@ constexpr absl::string_view kReplaySuffix = "-replay";
 constexpr absl::string_view kPathModes[] = {"fused", "bmm", "auto"};
 constexpr mla::MlaValueVariant kForcedVariants[] = {
     mla::MlaValueVariant::kColumnSplit, mla::MlaValueVariant::kTile,
-    mla::MlaValueVariant::kTile64, mla::MlaValueVariant::kTile128};
+    mla::MlaValueVariant::kTile64, mla::MlaValueVariant::kTile128,
+    mla::MlaValueVariant::kWgmma128, mla::MlaValueVariant::kWgmma64,
+    mla::MlaValueVariant::kWgmma64x64};
 
 bool IsReplayMode(absl::string_view mode) { return absl::EndsWith(mode, kReplaySuffix); }
 

@@ -18,7 +18,9 @@ TEST(MlaValueVariantTest, ResolvesToOneKernel) {
   for (int heads : {1, 12, 64, 128}) {
     for (int rows : {1, 63, 64, 65, 1024}) {
       SCOPED_TRACE(absl::StrCat("heads ", heads, " rows ", rows));
-      for (V forced : {V::kColumnSplit, V::kTile64, V::kTile128}) {
+      const V kernels[] = {V::kColumnSplit, V::kTile64,   V::kTile128,
+                           V::kWgmma128,    V::kWgmma64,  V::kWgmma64x64};
+      for (V forced : kernels) {
         EXPECT_EQ(ResolveMlaValueVariant(forced, heads, rows), forced);
       }
       const V tile = ResolveMlaValueVariant(V::kTile, heads, rows);
@@ -29,12 +31,13 @@ TEST(MlaValueVariantTest, ResolvesToOneKernel) {
                 MlaValueKernelAddress(heads, rows, automatic));
       EXPECT_EQ(MlaValueKernelAddress(heads, rows),
                 MlaValueKernelAddress(heads, rows, automatic));
-      EXPECT_NE(MlaValueKernelAddress(heads, rows, V::kTile64),
-                MlaValueKernelAddress(heads, rows, V::kTile128));
-      EXPECT_NE(MlaValueKernelAddress(heads, rows, V::kTile64),
-                MlaValueKernelAddress(heads, rows, V::kColumnSplit));
-      EXPECT_NE(MlaValueKernelAddress(heads, rows, V::kTile128),
-                MlaValueKernelAddress(heads, rows, V::kColumnSplit));
+      for (V a : kernels) {
+        for (V b : kernels) {
+          if (a == b) continue;
+          EXPECT_NE(MlaValueKernelAddress(heads, rows, a), MlaValueKernelAddress(heads, rows, b))
+              << MlaValueVariantName(a) << " and " << MlaValueVariantName(b);
+        }
+      }
     }
   }
 }

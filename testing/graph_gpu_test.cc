@@ -472,9 +472,10 @@ TEST(GraphTileKernelTest, ReplayEqualsEagerAndFollowsUpdates) {
       DeviceMemory::Allocate(problems[0]->output_elements() * sizeof(uint16_t));
   ASSERT_TRUE(eager_output.ok());
 
-  for (mla::MlaValueVariant variant : {mla::MlaValueVariant::kTile,
-                                       mla::MlaValueVariant::kTile64,
-                                       mla::MlaValueVariant::kTile128}) {
+  for (mla::MlaValueVariant variant :
+       {mla::MlaValueVariant::kTile, mla::MlaValueVariant::kTile64, mla::MlaValueVariant::kTile128,
+        mla::MlaValueVariant::kWgmma128, mla::MlaValueVariant::kWgmma64,
+        mla::MlaValueVariant::kWgmma64x64}) {
     SCOPED_TRACE(mla::MlaValueVariantName(variant));
     GraphSetOptions options;
     options.heads = kHeads;

@@ -124,8 +124,14 @@ TEST_P(GridTest, BothPathsBitExact) {
 INSTANTIATE_TEST_SUITE_P(Heads, GridTest, ::testing::Values(1, 3, 8, 12, 16, 63, 64, 96, 128),
                          [](const auto& info) { return absl::StrCat("H", info.param); });
 
-// MlaValueTile forced (columns by shape, 64, 128) against the CPU reference, and bit for bit
-// equal to MlaValue, over heads x rows x q with rows around the 64-row tile's edges.
+// The fused kernels other than MlaValue, each forced: MlaValueTile (columns by shape, 64, 128)
+// and MlaValueWgmma's three configurations.
+constexpr MlaValueVariant kTileVariants[] = {
+    MlaValueVariant::kTile,      MlaValueVariant::kTile64,   MlaValueVariant::kTile128,
+    MlaValueVariant::kWgmma128,  MlaValueVariant::kWgmma64,  MlaValueVariant::kWgmma64x64};
+
+// Each tile kernel against the CPU reference, and bit for bit equal to MlaValue, over heads x
+// rows x q with rows around the 64- and 128-row tiles' edges.
 class TileKernelTest : public MlaGpuTest, public ::testing::WithParamInterface<int> {};
 
 TEST_P(TileKernelTest, BitExactAndEqualToColumnSplit) {
@@ -133,13 +139,12 @@ TEST_P(TileKernelTest, BitExactAndEqualToColumnSplit) {
   std::unique_ptr<mla::MlaTail> split = FusedTail(MlaValueVariant::kColumnSplit);
   ASSERT_NE(split, nullptr);
   std::vector<std::unique_ptr<mla::MlaTail>> tiles;
-  for (MlaValueVariant v :
-       {MlaValueVariant::kTile, MlaValueVariant::kTile64, MlaValueVariant::kTile128}) {
+  for (MlaValueVariant v : kTileVariants) {
     tiles.push_back(FusedTail(v));
     ASSERT_NE(tiles.back(), nullptr);
   }
   for (int q : {1, 2}) {
-    for (int rows : {1, 15, 16, 17, 63, 64, 65, 100, 256, 1000}) {
+    for (int rows : {1, 15, 16, 17, 63, 64, 65, 100, 127, 128, 129, 256, 1000}) {
       if (rows % q != 0) continue;
       // The CPU reference is the slow part: the largest batch at two head counts.
       if (rows >= 1000 && heads != 3 && heads != 64) continue;
@@ -165,13 +170,16 @@ TEST_P(TileKernelTest, BitExactAndEqualToColumnSplit) {
 INSTANTIATE_TEST_SUITE_P(Heads, TileKernelTest, ::testing::Values(1, 3, 12, 63, 64, 128),
                          [](const auto& info) { return absl::StrCat("H", info.param); });
 
-// MlaValueTile on the kv_b_proj view of W_UV with padded latent, gate and output rows; on
+// The tile kernels on the kv_b_proj view of W_UV with padded latent, gate and output rows; on
 // inactive requests (length 0 or negative, NaN latent and gate); on random data within 1 ulp.
 TEST_F(MlaGpuTest, TileKernelStridedInactiveAndRandom) {
   std::unique_ptr<mla::MlaTail> split = FusedTail(MlaValueVariant::kColumnSplit);
-  std::unique_ptr<mla::MlaTail> tile64 = FusedTail(MlaValueVariant::kTile64);
-  std::unique_ptr<mla::MlaTail> tile128 = FusedTail(MlaValueVariant::kTile128);
-  ASSERT_TRUE(split != nullptr && tile64 != nullptr && tile128 != nullptr);
+  ASSERT_NE(split, nullptr);
+  std::vector<std::unique_ptr<mla::MlaTail>> tiles;
+  for (MlaValueVariant v : kTileVariants) {
+    tiles.push_back(FusedTail(v));
+    ASSERT_NE(tiles.back(), nullptr);
+  }
   for (int heads : {1, 12, 63, 128}) {
     for (int rows : {3, 64, 100, 512}) {
       SCOPED_TRACE(absl::StrCat("strided: heads ", heads, " rows ", rows));
@@ -185,9 +193,10 @@ TEST_F(MlaGpuTest, TileKernelStridedInactiveAndRandom) {
       const std::vector<int> sample = problem->SampleRows(2);
       const std::vector<uint16_t> expected =
           RunAndCheckWith(*split, *problem, TailPath::kFused, true, sample);
-      ASSERT_TRUE(RunAndCheckWith(*tile64, *problem, TailPath::kFused, true, sample) == expected);
-      ASSERT_TRUE(RunAndCheckWith(*tile128, *problem, TailPath::kFused, true, sample) ==
-                  expected);
+      for (const std::unique_ptr<mla::MlaTail>& tile : tiles) {
+        ASSERT_TRUE(RunAndCheckWith(*tile, *problem, TailPath::kFused, true, sample) == expected)
+            << mla::MlaValueVariantName(tile->options().fused_variant) << " differs from split";
+      }
     }
   }
   for (int q : {1, 2, 4}) {
@@ -200,8 +209,9 @@ TEST_F(MlaGpuTest, TileKernelStridedInactiveAndRandom) {
       options.gates = Values::kUniformGates;
       std::unique_ptr<Problem> problem = MakeProblem(options);
       ASSERT_NE(problem, nullptr);
-      RunAndCheckWith(*tile64, *problem, TailPath::kFused, false, problem->SampleRows());
-      RunAndCheckWith(*tile128, *problem, TailPath::kFused, false, problem->SampleRows());
+      for (const std::unique_ptr<mla::MlaTail>& tile : tiles) {
+        RunAndCheckWith(*tile, *problem, TailPath::kFused, false, problem->SampleRows());
+      }
     }
   }
   for (int heads : {12, 128}) {
@@ -214,8 +224,9 @@ TEST_F(MlaGpuTest, TileKernelStridedInactiveAndRandom) {
       options.seed = 23 + heads + rows;
       std::unique_ptr<Problem> problem = MakeProblem(options);
       ASSERT_NE(problem, nullptr);
-      RunAndCheckWith(*tile64, *problem, TailPath::kFused, false, problem->SampleRows(2));
-      RunAndCheckWith(*tile128, *problem, TailPath::kFused, false, problem->SampleRows(2));
+      for (const std::unique_ptr<mla::MlaTail>& tile : tiles) {
+        RunAndCheckWith(*tile, *problem, TailPath::kFused, false, problem->SampleRows(2));
+      }
     }
   }
 }

@@ -77,6 +77,9 @@ TEST_F(ReliabilityGpuTest, InputsWrittenUpstreamUntilItsEndAreSeen) {
       {TailPath::kFused, MlaValueVariant::kColumnSplit},
       {TailPath::kFused, MlaValueVariant::kTile64},
       {TailPath::kFused, MlaValueVariant::kTile128},
+      {TailPath::kFused, MlaValueVariant::kWgmma128},
+      {TailPath::kFused, MlaValueVariant::kWgmma64},
+      {TailPath::kFused, MlaValueVariant::kWgmma64x64},
       {TailPath::kBmm, MlaValueVariant::kAuto}};
   for (const auto& [path, variant] : runs) {
     for (int heads : {3, 12, 64}) {

@@ -21,6 +21,12 @@ const char* MlaValueVariantName(MlaValueVariant variant) {
       return "tile128";
     case MlaValueVariant::kTile64:
       return "tile64";
+    case MlaValueVariant::kWgmma128:
+      return "wgmma128";
+    case MlaValueVariant::kWgmma64:
+      return "wgmma64";
+    case MlaValueVariant::kWgmma64x64:
+      return "wgmma64x64";
   }
   return "?";
 }
@@ -51,6 +57,10 @@ const void* MlaValueKernelAddress(int heads, int rows, MlaValueVariant variant) 
       return MlaValueTileKernelAddress(128);
     case MlaValueVariant::kTile64:
       return MlaValueTileKernelAddress(64);
+    case MlaValueVariant::kWgmma128:
+    case MlaValueVariant::kWgmma64:
+    case MlaValueVariant::kWgmma64x64:
+      return MlaValueWgmmaKernelAddress(ResolveMlaValueVariant(variant, heads, rows));
     default:
       return MlaValueColumnSplitKernelAddress(heads, rows);
   }
@@ -63,9 +73,18 @@ cudaError_t LaunchMlaValue(const MlaValueParams& p, cudaStream_t stream, bool pd
       return LaunchMlaValueTile(p, stream, pdl, 128);
     case MlaValueVariant::kTile64:
       return LaunchMlaValueTile(p, stream, pdl, 64);
+    case MlaValueVariant::kWgmma128:
+    case MlaValueVariant::kWgmma64:
+    case MlaValueVariant::kWgmma64x64:
+      return LaunchMlaValueWgmma(p, stream, pdl, ResolveMlaValueVariant(variant, p.heads, p.rows));
     default:
       return LaunchMlaValueColumnSplit(p, stream, pdl);
   }
+}
+
+cudaError_t PrepareMlaValueKernels() {
+  const cudaError_t tile = PrepareMlaValueTile();
+  return tile != cudaSuccess ? tile : PrepareMlaValueWgmma();
 }
 
 }  // namespace mla

@@ -18,6 +18,13 @@ const void* MlaValueColumnSplitKernelAddress(int heads, int rows);
 cudaError_t LaunchMlaValueTile(const MlaValueParams& params, cudaStream_t stream, bool pdl,
                                int columns);
 const void* MlaValueTileKernelAddress(int columns);
+cudaError_t PrepareMlaValueTile();
+
+// MlaValueWgmma (mla_value_wgmma.cu) in the configuration a kWgmma* variant names.
+cudaError_t LaunchMlaValueWgmma(const MlaValueParams& params, cudaStream_t stream, bool pdl,
+                                MlaValueVariant variant);
+const void* MlaValueWgmmaKernelAddress(MlaValueVariant variant);
+cudaError_t PrepareMlaValueWgmma();
 
 }  // namespace mla
 

@@ -88,20 +88,24 @@ enum class MlaValueVariant {
   kTile,         // MlaValueTile with its column width chosen by shape
   kTile128,      // MlaValueTile: 256 threads per (head, 64 rows), all 128 columns
   kTile64,       // MlaValueTile: 256 threads per (64 columns, head, 64 rows): twice the blocks
+  kWgmma128,     // MlaValueWgmma: 256 threads (2 warpgroups) per (head, 128 rows), 4 stages
+  kWgmma64,      // MlaValueWgmma: 128 threads per (head, 64 rows), every K step in flight
+  kWgmma64x64,   // MlaValueWgmma: 128 threads per (64 columns, head, 64 rows), all in flight
 };
 
 const char* MlaValueVariantName(MlaValueVariant variant);
 
-// The kernel that `variant` runs for a shape: kColumnSplit, kTile128 or kTile64.
+// The kernel that `variant` runs for a shape: kColumnSplit, kTile128, kTile64 or a kWgmma*.
 MlaValueVariant ResolveMlaValueVariant(MlaValueVariant variant, int heads, int rows);
 
 // Rows of latent staged per MlaValue block: 16 * row_tiles. Each block keeps its 32 W_UV
 // columns in registers across all its tiles, so larger tiles re-read W_UV less often.
 int MlaValueRowTiles(int heads, int rows);
 
-// Lets MlaValueTile use its shared memory (above the 48 KB default) on the current device. Once
-// per device before its first launch, outside any stream capture: MlaTail::Create calls it.
-cudaError_t PrepareMlaValueTile();
+// Lets the fused kernels use their shared memory (above the 48 KB default) on the current
+// device. Once per device before their first launch, outside any stream capture: MlaTail::Create
+// calls it.
+cudaError_t PrepareMlaValueKernels();
 
 cudaError_t LaunchMlaValue(const MlaValueParams& params, cudaStream_t stream, bool pdl,
                            MlaValueVariant variant = MlaValueVariant::kAuto);

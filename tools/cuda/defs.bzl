@@ -9,8 +9,8 @@ load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
 
 NVCC = "/usr/local/cuda/bin/nvcc"
 
-# Native Hopper code (mma.sync, griddepcontrol), not PTX left to the driver.
-CUDA_ARCH_FLAGS = ["-gencode=arch=compute_90,code=sm_90"]
+# Native Hopper code (mma.sync, griddepcontrol), not PTX left to the driver; sm_90a for wgmma.
+CUDA_ARCH_FLAGS = ["-gencode=arch=compute_90a,code=sm_90a"]
 
 NVCC_FLAGS = [
     "-std=c++17",
