@@ -88,7 +88,9 @@ constexpr mla::MlaValueVariant kForcedVariants[] = {
     mla::MlaValueVariant::kColumnSplit, mla::MlaValueVariant::kTile,
     mla::MlaValueVariant::kTile64, mla::MlaValueVariant::kTile128,
     mla::MlaValueVariant::kWgmma128, mla::MlaValueVariant::kWgmma64,
-    mla::MlaValueVariant::kWgmma64x64};
+    mla::MlaValueVariant::kWgmma64x64, mla::MlaValueVariant::kWgmma64K4,
+    mla::MlaValueVariant::kWgmma64K8, mla::MlaValueVariant::kWgmma64x64K4,
+    mla::MlaValueVariant::kWgmma128K2, mla::MlaValueVariant::kWgmma128K4};
 
 bool IsReplayMode(absl::string_view mode) { return absl::EndsWith(mode, kReplaySuffix); }
 

@@ -475,7 +475,9 @@ TEST(GraphTileKernelTest, ReplayEqualsEagerAndFollowsUpdates) {
   for (mla::MlaValueVariant variant :
        {mla::MlaValueVariant::kTile, mla::MlaValueVariant::kTile64, mla::MlaValueVariant::kTile128,
         mla::MlaValueVariant::kWgmma128, mla::MlaValueVariant::kWgmma64,
-        mla::MlaValueVariant::kWgmma64x64}) {
+        mla::MlaValueVariant::kWgmma64x64, mla::MlaValueVariant::kWgmma64K4,
+        mla::MlaValueVariant::kWgmma64K8, mla::MlaValueVariant::kWgmma64x64K4,
+        mla::MlaValueVariant::kWgmma128K2, mla::MlaValueVariant::kWgmma128K4}) {
     SCOPED_TRACE(mla::MlaValueVariantName(variant));
     GraphSetOptions options;
     options.heads = kHeads;

@@ -127,8 +127,10 @@ INSTANTIATE_TEST_SUITE_P(Heads, GridTest, ::testing::Values(1, 3, 8, 12, 16, 63,
 // The fused kernels other than MlaValue, each forced: MlaValueTile (columns by shape, 64, 128)
 // and MlaValueWgmma's three configurations.
 constexpr MlaValueVariant kTileVariants[] = {
-    MlaValueVariant::kTile,      MlaValueVariant::kTile64,   MlaValueVariant::kTile128,
-    MlaValueVariant::kWgmma128,  MlaValueVariant::kWgmma64,  MlaValueVariant::kWgmma64x64};
+    MlaValueVariant::kTile,        MlaValueVariant::kTile64,      MlaValueVariant::kTile128,
+    MlaValueVariant::kWgmma128,    MlaValueVariant::kWgmma64,     MlaValueVariant::kWgmma64x64,
+    MlaValueVariant::kWgmma64K4,   MlaValueVariant::kWgmma64K8,   MlaValueVariant::kWgmma64x64K4,
+    MlaValueVariant::kWgmma128K2,  MlaValueVariant::kWgmma128K4};
 
 // Each tile kernel against the CPU reference, and bit for bit equal to MlaValue, over heads x
 // rows x q with rows around the 64- and 128-row tiles' edges.

@@ -80,6 +80,8 @@ TEST_F(ReliabilityGpuTest, InputsWrittenUpstreamUntilItsEndAreSeen) {
       {TailPath::kFused, MlaValueVariant::kWgmma128},
       {TailPath::kFused, MlaValueVariant::kWgmma64},
       {TailPath::kFused, MlaValueVariant::kWgmma64x64},
+      {TailPath::kFused, MlaValueVariant::kWgmma64K8},
+      {TailPath::kFused, MlaValueVariant::kWgmma128K2},
       {TailPath::kBmm, MlaValueVariant::kAuto}};
   for (const auto& [path, variant] : runs) {
     for (int heads : {3, 12, 64}) {

@@ -27,6 +27,16 @@ const char* MlaValueVariantName(MlaValueVariant variant) {
       return "wgmma64";
     case MlaValueVariant::kWgmma64x64:
       return "wgmma64x64";
+    case MlaValueVariant::kWgmma64K4:
+      return "wgmma64k4";
+    case MlaValueVariant::kWgmma64K8:
+      return "wgmma64k8";
+    case MlaValueVariant::kWgmma64x64K4:
+      return "wgmma64x64k4";
+    case MlaValueVariant::kWgmma128K2:
+      return "wgmma128k2";
+    case MlaValueVariant::kWgmma128K4:
+      return "wgmma128k4";
   }
   return "?";
 }
@@ -52,15 +62,13 @@ MlaValueVariant ResolveMlaValueVariant(MlaValueVariant variant, int heads, int r
 }
 
 const void* MlaValueKernelAddress(int heads, int rows, MlaValueVariant variant) {
-  switch (ResolveMlaValueVariant(variant, heads, rows)) {
+  const MlaValueVariant resolved = ResolveMlaValueVariant(variant, heads, rows);
+  if (IsMlaValueWgmma(resolved)) return MlaValueWgmmaKernelAddress(resolved);
+  switch (resolved) {
     case MlaValueVariant::kTile128:
       return MlaValueTileKernelAddress(128);
     case MlaValueVariant::kTile64:
       return MlaValueTileKernelAddress(64);
-    case MlaValueVariant::kWgmma128:
-    case MlaValueVariant::kWgmma64:
-    case MlaValueVariant::kWgmma64x64:
-      return MlaValueWgmmaKernelAddress(ResolveMlaValueVariant(variant, heads, rows));
     default:
       return MlaValueColumnSplitKernelAddress(heads, rows);
   }
@@ -68,15 +76,13 @@ const void* MlaValueKernelAddress(int heads, int rows, MlaValueVariant variant) 
 
 cudaError_t LaunchMlaValue(const MlaValueParams& p, cudaStream_t stream, bool pdl,
                            MlaValueVariant variant) {
-  switch (ResolveMlaValueVariant(variant, p.heads, p.rows)) {
+  const MlaValueVariant resolved = ResolveMlaValueVariant(variant, p.heads, p.rows);
+  if (IsMlaValueWgmma(resolved)) return LaunchMlaValueWgmma(p, stream, pdl, resolved);
+  switch (resolved) {
     case MlaValueVariant::kTile128:
       return LaunchMlaValueTile(p, stream, pdl, 128);
     case MlaValueVariant::kTile64:
       return LaunchMlaValueTile(p, stream, pdl, 64);
-    case MlaValueVariant::kWgmma128:
-    case MlaValueVariant::kWgmma64:
-    case MlaValueVariant::kWgmma64x64:
-      return LaunchMlaValueWgmma(p, stream, pdl, ResolveMlaValueVariant(variant, p.heads, p.rows));
     default:
       return LaunchMlaValueColumnSplit(p, stream, pdl);
   }

@@ -20,7 +20,9 @@ cudaError_t LaunchMlaValueTile(const MlaValueParams& params, cudaStream_t stream
 const void* MlaValueTileKernelAddress(int columns);
 cudaError_t PrepareMlaValueTile();
 
-// MlaValueWgmma (mla_value_wgmma.cu) in the configuration a kWgmma* variant names.
+// MlaValueWgmma (mla_value_wgmma.cu) in the configuration a kWgmma* variant names;
+// IsMlaValueWgmma tells which variants those are.
+bool IsMlaValueWgmma(MlaValueVariant variant);
 cudaError_t LaunchMlaValueWgmma(const MlaValueParams& params, cudaStream_t stream, bool pdl,
                                 MlaValueVariant variant);
 const void* MlaValueWgmmaKernelAddress(MlaValueVariant variant);

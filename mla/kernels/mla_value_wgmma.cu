@@ -26,6 +26,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <iterator>
+#include <utility>
 
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/launch.cuh"
@@ -41,17 +43,28 @@ constexpr int kRowBytes = kStepK * 2;        // 128
 constexpr int kWords = kRowBytes / 16;       // 16-byte words per row: 8
 constexpr int kAlign = 1024;                 // swizzle atom: 8 rows of 128 bytes
 
-template <int kWarpGroups, int kCols, int kStages>
+template <int kWarpGroups, int kCols, int kStages, int kSplit>
 struct WgTile {
   static constexpr int kRows = 64 * kWarpGroups;
   static constexpr int kThreads = 128 * kWarpGroups;
-  static constexpr int kWBytes = kCols * kRowBytes;        // W_UV slice of a step
-  static constexpr int kLatentBytes = kRows * kRowBytes;   // latent slice of a step
+  static constexpr int kBlockSteps = kSteps / kSplit;         // K steps of one block
+  static constexpr int kWBytes = kCols * kRowBytes;           // W_UV slice of a step
+  static constexpr int kLatentBytes = kRows * kRowBytes;      // latent slice of a step
   static constexpr int kStageBytes = kWBytes + kLatentBytes;
+  // With a buffer for every step, the prologue issues them all; otherwise kStages - 1 steps
+  // fly while one is computed.
+  static constexpr bool kAllInFlight = kStages == kBlockSteps;
+  static constexpr int kPrologueSteps = kAllInFlight ? kBlockSteps : kStages - 1;
+  // Split K: the block's FP32 partial tile, in accumulator order (float4 j of thread i at
+  // j * kThreads + i), read by the cluster's other blocks.
+  static constexpr int kPartialOffset = kStages * kStageBytes;
+  static constexpr int kPartialBytes = kSplit > 1 ? kRows * kCols * 4 : 0;
+  // The columns this block gates and stores: all kCols, or its 1 / kSplit share of them.
+  static constexpr int kOutCols = kCols / kSplit;
   // The gate tile's rows are padded by 16 bytes so that the epilogue's 4-byte accesses by the 8
   // rows of a warp's quarter land in different banks.
-  static constexpr int kGateRowBytes = kCols * 2 + 16;
-  static constexpr int kGateOffset = kStages * kStageBytes;
+  static constexpr int kGateRowBytes = kOutCols * 2 + 16;
+  static constexpr int kGateOffset = kPartialOffset + kPartialBytes;
   static constexpr int kLengthsOffset = kGateOffset + kRows * kGateRowBytes;
   static constexpr size_t kSmemBytes = kLengthsOffset + kRows * sizeof(int32_t) + kAlign;
   // Copies per thread and step; thread i moves word i % 8 of rows i / 8 + n * kRowsPerPass,
@@ -59,19 +72,20 @@ struct WgTile {
   static constexpr int kRowsPerPass = kThreads / kWords;
   static constexpr int kWCopies = kCols / kRowsPerPass;
   static constexpr int kLatentCopies = kRows / kRowsPerPass;
-  static constexpr int kGateWordsPerRow = kCols / 8;
+  static constexpr int kGateWordsPerRow = kOutCols / 8;
   static constexpr int kGateRowsPerPass = kThreads / kGateWordsPerRow;
   static constexpr int kGateCopies = kRows / kGateRowsPerPass;
-  // With a buffer for every step, the prologue issues them all; otherwise kStages - 1 steps
-  // fly while one is computed.
-  static constexpr bool kAllInFlight = kStages == kSteps;
-  static constexpr int kPrologueSteps = kAllInFlight ? kSteps : kStages - 1;
 
   static_assert(kCols == 64 || kCols == 128, "wgmma n is the block's columns");
-  static_assert(kStages >= 2 && kStages <= kSteps, "pipeline depth");
+  static_assert(kSplit == 1 || kSplit == 2 || kSplit == 4 || kSplit == 8, "cluster of K splits");
+  static_assert(kStages >= 2 ? kStages <= kBlockSteps : kStages == kBlockSteps,
+                "pipeline depth: at most one buffer per step, all of them for a single step");
+  static_assert(kSplit == 1 || kAllInFlight, "split-K blocks issue all their steps at once");
   static_assert(kRowsPerPass % 8 == 0 && kCols % kRowsPerPass == 0 && kRows % kRowsPerPass == 0,
                 "every thread copies the same number of words, in one swizzle phase");
-  static_assert(kRows % kGateRowsPerPass == 0, "every thread copies the same gate words");
+  static_assert(kOutCols % 8 == 0 && kThreads % kGateWordsPerRow == 0 &&
+                    kRows % kGateRowsPerPass == 0,
+                "every thread copies the same gate words");
   static_assert(kStageBytes % kAlign == 0 && kWBytes % kAlign == 0, "tiles on atom boundaries");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory of one block");
 };
@@ -157,25 +171,52 @@ __device__ __forceinline__ void Wgmma<64>(float (&d)[32], uint64_t a, uint64_t b
 
 #undef MLA_WG_D8
 
-template <int kWarpGroups, int kCols, int kStages>
+// The cluster's block rank and its barrier (release/acquire: shared-memory writes before the
+// arrival are visible to every block of the cluster after the wait).
+__device__ __forceinline__ int ClusterRank() {
+  uint32_t rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  return static_cast<int>(rank);
+}
+__device__ __forceinline__ void ClusterSync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::
+                   : "memory");
+}
+// 16 bytes at `smem_address` in the shared memory of the cluster's block `rank`.
+__device__ __forceinline__ float4 LoadCluster16(uint32_t smem_address, int rank) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_address), "r"(rank));
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(remote)
+               : "memory");
+  return v;
+}
+
+template <int kWarpGroups, int kCols, int kStages, int kSplit>
 __global__ void __launch_bounds__(128 * kWarpGroups)
     MlaValueWgmmaKernel(const MlaValueParams p) {
-  using T = WgTile<kWarpGroups, kCols, kStages>;
+  using T = WgTile<kWarpGroups, kCols, kStages, kSplit>;
   extern __shared__ uint4 smem_words[];
   // The swizzle is a function of the address: align the tiles to its 1024-byte atom.
   const uint32_t smem_raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_words));
   const uint32_t smem_base = (smem_raw + kAlign - 1) & ~uint32_t{kAlign - 1};
   uint8_t* smem = reinterpret_cast<uint8_t*>(smem_words) + (smem_base - smem_raw);
 
+  // Blocks x: kSplit consecutive blocks (one cluster) share a column block and split its K.
+  const int split = kSplit > 1 ? ClusterRank() : 0;
   const int head = blockIdx.y;
-  const int column0 = blockIdx.x * kCols;  // the block's first column of the head's 128
+  const int column0 = (blockIdx.x / kSplit) * kCols;  // the block's first column of the head's
+  const int out_column0 = column0 + split * T::kOutCols;  // the first column it stores
   const int t0 = blockIdx.z * T::kRows;
+  const int k0 = split * T::kBlockSteps * kStepK;  // the block's first latent index
 
   const int copy_row = threadIdx.x / kWords;
   const int copy_word = threadIdx.x % kWords;
   const int copy_dst = copy_row * kRowBytes + 16 * (copy_word ^ (copy_row % 8));
   const bf16* w_src = p.w_uv + head * p.w_head_stride +
-                      (column0 + copy_row) * p.w_row_stride + 8 * copy_word;
+                      (column0 + copy_row) * p.w_row_stride + k0 + 8 * copy_word;
   const int64_t w_pass_stride = T::kRowsPerPass * p.w_row_stride;
 
   auto copy_w = [&](int step) {
@@ -192,7 +233,7 @@ __global__ void __launch_bounds__(128 * kWarpGroups)
     for (int n = 0; n < T::kLatentCopies; ++n) {
       const int t = t0 + copy_row + n * T::kRowsPerPass;
       const bool valid = t < p.rows;  // rows past the end: zeros, multiplied but never stored
-      const bf16* src = valid ? p.latent + t * p.latent_row_stride + head * kLatentDim +
+      const bf16* src = valid ? p.latent + t * p.latent_row_stride + head * kLatentDim + k0 +
                                     step * kStepK + 8 * copy_word
                               : p.latent;
       device::CopyAsync16(dst + n * T::kRowsPerPass * kRowBytes, src, valid);
@@ -206,8 +247,9 @@ __global__ void __launch_bounds__(128 * kWarpGroups)
       const int r = row + n * T::kGateRowsPerPass;
       const int t = t0 + r;
       const bool valid = t < p.rows;
-      const bf16* src =
-          valid ? p.gate + t * p.gate_row_stride + head * kValueDim + column0 + 8 * word : p.gate;
+      const bf16* src = valid ? p.gate + t * p.gate_row_stride + head * kValueDim + out_column0 +
+                                    8 * word
+                              : p.gate;
       device::CopyAsync16(smem + T::kGateOffset + r * T::kGateRowBytes + 16 * word, src, valid);
     }
     for (int r = threadIdx.x; r < T::kRows; r += T::kThreads) {
@@ -243,11 +285,11 @@ __global__ void __launch_bounds__(128 * kWarpGroups)
   for (int i = 0; i < kCols / 2; ++i) acc[i] = 0.0f;
 
 #pragma unroll
-  for (int step = 0; step < kSteps; ++step) {
+  for (int step = 0; step < T::kBlockSteps; ++step) {
     // Groups 0..step are complete; the barrier publishes every thread's copies and tells that
     // all warpgroups finished step - 1's MMAs, whose buffer the copies issued next overwrite.
     if (T::kAllInFlight) {
-      CopyAsyncWaitUntil(kSteps - 1 - step);
+      CopyAsyncWaitUntil(T::kBlockSteps - 1 - step);
     } else {
       device::CopyAsyncWait<kStages - 2>();
     }
@@ -255,10 +297,10 @@ __global__ void __launch_bounds__(128 * kWarpGroups)
     __syncthreads();
     if (!T::kAllInFlight) {
       const int next = step + kStages - 1;
-      if (next < kSteps) {
+      if (next < T::kBlockSteps) {
         copy_w(next);
         copy_latent(next);
-        if (next == kSteps - 1) device::LaunchDependents();
+        if (next == T::kBlockSteps - 1) device::LaunchDependents();
       }
       device::CopyAsyncCommit();  // empty near the end: keeps one group per step
     }
@@ -278,7 +320,40 @@ __global__ void __launch_bounds__(128 * kWarpGroups)
   }
 
   // Accumulator 4j + e of the warpgroup's m64 x kCols tile: row 16 * warp + group (+8 for
-  // e >= 2), column 8j + 2 * quarter + (e & 1).
+  // e >= 2), column 8j + 2 * quarter + (e & 1). With split K, the block's partial tile goes to
+  // its shared memory; block `split` of the cluster then sums n8 tiles j of its share, over the
+  // cluster's blocks in rank order (the same order for every element: deterministic).
+  constexpr int kOutTiles = T::kOutCols / 8;
+  float out[kOutTiles * 4];
+  if constexpr (kSplit == 1) {
+#pragma unroll
+    for (int i = 0; i < kCols / 2; ++i) out[i] = acc[i];
+  } else {
+    const uint32_t partial = smem_base + T::kPartialOffset;
+#pragma unroll
+    for (int j = 0; j < kCols / 8; ++j) {
+      *reinterpret_cast<float4*>(smem + T::kPartialOffset + (j * T::kThreads + threadIdx.x) * 16) =
+          make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
+    }
+    ClusterSync();
+#pragma unroll
+    for (int i = 0; i < kOutTiles * 4; ++i) out[i] = 0.0f;
+#pragma unroll
+    for (int rank = 0; rank < kSplit; ++rank) {
+#pragma unroll
+      for (int j = 0; j < kOutTiles; ++j) {
+        const float4 v = LoadCluster16(
+            partial + ((split * kOutTiles + j) * T::kThreads + threadIdx.x) * 16, rank);
+        out[4 * j] += v.x;
+        out[4 * j + 1] += v.y;
+        out[4 * j + 2] += v.z;
+        out[4 * j + 3] += v.w;
+      }
+    }
+    // No block may leave while another still reads its partial tile.
+    ClusterSync();
+  }
+
   const int lane = threadIdx.x % 32;
   const int warp = (threadIdx.x / 32) % 4;
   const int group = lane / 4;
@@ -290,10 +365,10 @@ __global__ void __launch_bounds__(128 * kWarpGroups)
     const bool active = lengths[row] > 0;
     uint8_t* gate_row = smem + T::kGateOffset + row * T::kGateRowBytes + 4 * quarter;
 #pragma unroll
-    for (int j = 0; j < kCols / 8; ++j) {
+    for (int j = 0; j < kOutTiles; ++j) {
       uint32_t* word = reinterpret_cast<uint32_t*>(gate_row + 16 * j);
-      const float v0 = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 * half]));
-      const float v1 = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 * half + 1]));
+      const float v0 = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half]));
+      const float v1 = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half + 1]));
       *word = device::GatePair(v0, v1, *word, active);
     }
   }
@@ -305,82 +380,87 @@ __global__ void __launch_bounds__(128 * kWarpGroups)
     const int word = threadIdx.x % T::kGateWordsPerRow;
     const int t = t0 + r;
     if (t >= p.rows) continue;
-    *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + head * kValueDim + column0 +
-                              8 * word) =
+    *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + head * kValueDim +
+                              out_column0 + 8 * word) =
         *reinterpret_cast<const uint4*>(smem + T::kGateOffset + r * T::kGateRowBytes + 16 * word);
   }
 }
 
-// The configurations MlaValueVariant names: (warpgroups, columns, stages).
-template <MlaValueVariant kVariant>
-struct WgConfig;
-template <>
-struct WgConfig<MlaValueVariant::kWgmma128> {
-  static constexpr int kWarpGroups = 2, kCols = 128, kStages = 4;
+// The configurations MlaValueVariant names: warpgroups (64 rows each), columns, pipeline
+// stages, K splits (the cluster size).
+struct WgConfig {
+  MlaValueVariant variant;
+  int warpgroups, cols, stages, split;
 };
-template <>
-struct WgConfig<MlaValueVariant::kWgmma64> {
-  static constexpr int kWarpGroups = 1, kCols = 128, kStages = 8;
-};
-template <>
-struct WgConfig<MlaValueVariant::kWgmma64x64> {
-  static constexpr int kWarpGroups = 1, kCols = 64, kStages = 8;
+constexpr WgConfig kWgConfigs[] = {
+    {MlaValueVariant::kWgmma128, 2, 128, 4, 1},   {MlaValueVariant::kWgmma64, 1, 128, 8, 1},
+    {MlaValueVariant::kWgmma64x64, 1, 64, 8, 1},  {MlaValueVariant::kWgmma64K4, 1, 128, 2, 4},
+    {MlaValueVariant::kWgmma64K8, 1, 128, 1, 8},  {MlaValueVariant::kWgmma64x64K4, 1, 64, 2, 4},
+    {MlaValueVariant::kWgmma128K2, 2, 128, 4, 2}, {MlaValueVariant::kWgmma128K4, 2, 128, 2, 4},
 };
 
-template <MlaValueVariant kVariant>
-constexpr auto KernelOf() {
-  using C = WgConfig<kVariant>;
-  return MlaValueWgmmaKernel<C::kWarpGroups, C::kCols, C::kStages>;
+template <int kIndex>
+struct Wg {
+  static constexpr WgConfig kC = kWgConfigs[kIndex];
+  using T = WgTile<kC.warpgroups, kC.cols, kC.stages, kC.split>;
+  static constexpr auto kKernel = MlaValueWgmmaKernel<kC.warpgroups, kC.cols, kC.stages, kC.split>;
+
+  static cudaError_t Launch(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
+    const dim3 grid(kC.split * (kValueDim / kC.cols), p.heads, (p.rows + T::kRows - 1) / T::kRows);
+    return LaunchWithPdl(kKernel, grid, dim3(T::kThreads), T::kSmemBytes, stream, pdl, p,
+                         dim3(kC.split, 1, 1));
+  }
+  static cudaError_t AllowSmem() {
+    return cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                static_cast<int>(T::kSmemBytes));
+  }
+};
+
+// Calls f(Wg<i>) for the configuration of `variant`; false if it has none.
+template <typename F, int kIndex = 0>
+bool WithConfig(MlaValueVariant variant, F&& f) {
+  if constexpr (kIndex == std::size(kWgConfigs)) {
+    return false;
+  } else {
+    if (kWgConfigs[kIndex].variant == variant) {
+      f(Wg<kIndex>());
+      return true;
+    }
+    return WithConfig<F, kIndex + 1>(variant, std::forward<F>(f));
+  }
 }
 
-template <MlaValueVariant kVariant>
-cudaError_t Launch(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
-  using C = WgConfig<kVariant>;
-  using T = WgTile<C::kWarpGroups, C::kCols, C::kStages>;
-  const dim3 grid(kValueDim / C::kCols, p.heads, (p.rows + T::kRows - 1) / T::kRows);
-  return LaunchWithPdl(KernelOf<kVariant>(), grid, dim3(T::kThreads), T::kSmemBytes, stream, pdl,
-                       p);
-}
-
-template <MlaValueVariant kVariant>
-cudaError_t AllowSmem() {
-  using C = WgConfig<kVariant>;
-  return cudaFuncSetAttribute(KernelOf<kVariant>(), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              static_cast<int>(WgTile<C::kWarpGroups, C::kCols, C::kStages>::kSmemBytes));
+template <int kIndex = 0>
+cudaError_t AllowSmemAll() {
+  if constexpr (kIndex == std::size(kWgConfigs)) {
+    return cudaSuccess;
+  } else {
+    const cudaError_t e = Wg<kIndex>::AllowSmem();
+    return e != cudaSuccess ? e : AllowSmemAll<kIndex + 1>();
+  }
 }
 
 }  // namespace
 
-cudaError_t PrepareMlaValueWgmma() {
-  for (cudaError_t e : {AllowSmem<MlaValueVariant::kWgmma128>(),
-                        AllowSmem<MlaValueVariant::kWgmma64>(),
-                        AllowSmem<MlaValueVariant::kWgmma64x64>()}) {
-    if (e != cudaSuccess) return e;
-  }
-  return cudaSuccess;
+bool IsMlaValueWgmma(MlaValueVariant variant) {
+  return WithConfig(variant, [](auto) {});
 }
 
+cudaError_t PrepareMlaValueWgmma() { return AllowSmemAll(); }
+
 const void* MlaValueWgmmaKernelAddress(MlaValueVariant variant) {
-  switch (variant) {
-    case MlaValueVariant::kWgmma64:
-      return reinterpret_cast<const void*>(KernelOf<MlaValueVariant::kWgmma64>());
-    case MlaValueVariant::kWgmma64x64:
-      return reinterpret_cast<const void*>(KernelOf<MlaValueVariant::kWgmma64x64>());
-    default:
-      return reinterpret_cast<const void*>(KernelOf<MlaValueVariant::kWgmma128>());
-  }
+  const void* address = nullptr;
+  WithConfig(variant, [&](auto wg) {
+    address = reinterpret_cast<const void*>(decltype(wg)::kKernel);
+  });
+  return address;
 }
 
 cudaError_t LaunchMlaValueWgmma(const MlaValueParams& p, cudaStream_t stream, bool pdl,
                                 MlaValueVariant variant) {
-  switch (variant) {
-    case MlaValueVariant::kWgmma64:
-      return Launch<MlaValueVariant::kWgmma64>(p, stream, pdl);
-    case MlaValueVariant::kWgmma64x64:
-      return Launch<MlaValueVariant::kWgmma64x64>(p, stream, pdl);
-    default:
-      return Launch<MlaValueVariant::kWgmma128>(p, stream, pdl);
-  }
+  cudaError_t result = cudaErrorInvalidValue;
+  WithConfig(variant, [&](auto wg) { result = decltype(wg)::Launch(p, stream, pdl); });
+  return result;
 }
 
 }  // namespace mla

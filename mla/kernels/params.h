@@ -91,6 +91,13 @@ enum class MlaValueVariant {
   kWgmma128,     // MlaValueWgmma: 256 threads (2 warpgroups) per (head, 128 rows), 4 stages
   kWgmma64,      // MlaValueWgmma: 128 threads per (head, 64 rows), every K step in flight
   kWgmma64x64,   // MlaValueWgmma: 128 threads per (64 columns, head, 64 rows), all in flight
+  // MlaValueWgmma with K split over a cluster of 2, 4 or 8 blocks, which sum their partial tiles
+  // through distributed shared memory: more blocks, fewer bytes each.
+  kWgmma64K4,    // 64 rows, 128 columns, 4 blocks of 128 latent values
+  kWgmma64K8,    // 64 rows, 128 columns, 8 blocks of 64
+  kWgmma64x64K4, // 64 rows, 64 columns, 4 blocks of 128
+  kWgmma128K2,   // 128 rows, 128 columns, 2 blocks of 256
+  kWgmma128K4,   // 128 rows, 128 columns, 4 blocks of 128
 };
 
 const char* MlaValueVariantName(MlaValueVariant variant);
