@@ -10,8 +10,8 @@
 //     The host time per Replay call is printed and recorded too.
 // The fused path with its kernel forced (TailOptions::fused_variant), embedded or replayed:
 // fused-split (MlaValue), fused-tile (MlaValueTile, columns by shape), fused-tile64,
-// fused-tile128, fused-wgmma128, fused-wgmma64, fused-wgmma64x64 (MlaValueWgmma), and each
-// with -replay.
+// fused-tile128, fused-wgmma, fused-wgmma-p4, fused-wgmma-k2, fused-wgmma-k4 (MlaValueWgmma),
+// and each with -replay.
 //
 //   tail_bench --heads=8,12,64 --rows=1,16,256 --modes=fused,auto,auto-replay --csv=out.csv
 //   tail_bench --heads=12,64,128 --rows=64,256,1024 --modes=fused-split,fused-tile64,fused-tile128
@@ -52,10 +52,9 @@ ABSL_FLAG(std::string, q, "1", "tokens per request");
 ABSL_FLAG(std::string, modes, "fused,bmm,auto,peer,auto-replay",
           "comma-separated: fused, bmm, auto (dispatched), peer, all layers in one graph; "
           "fused-replay, bmm-replay, auto-replay: one TailGraphSet graph per layer, replayed back "
-          "to back; fused-split, fused-tile, fused-tile64, fused-tile128, fused-wgmma128, "
-          "fused-wgmma64, fused-wgmma64x64 (and -replay): the fused "
-          "path with its kernel forced (MlaValue, MlaValueTile with columns by shape, 64, 128, "
-          "MlaValueWgmma 128 rows, 64 rows, 64 rows x 64 columns)");
+          "to back; fused-<kernel> (and -replay): the fused path with its kernel forced, "
+          "<kernel> one of split, tile, tile64, tile128, wgmma, wgmma-p4, wgmma-k2, wgmma-k4 "
+          "(MlaValue, MlaValueTile with columns by shape, 64, 128, MlaValueWgmma's variants)");
 ABSL_FLAG(int, min_layers, 16, "layers rotated at least");
 ABSL_FLAG(int, max_layers, 256, "layers rotated at most");
 ABSL_FLAG(int, replays, 20,
@@ -84,13 +83,12 @@ std::vector<int> ParseList(const std::string& text) {
 
 constexpr absl::string_view kReplaySuffix = "-replay";
 constexpr absl::string_view kPathModes[] = {"fused", "bmm", "auto"};
-constexpr mla::MlaValueVariant kForcedVariants[] = {
-    mla::MlaValueVariant::kColumnSplit, mla::MlaValueVariant::kTile,
-    mla::MlaValueVariant::kTile64, mla::MlaValueVariant::kTile128,
-    mla::MlaValueVariant::kWgmma128, mla::MlaValueVariant::kWgmma64,
-    mla::MlaValueVariant::kWgmma64x64, mla::MlaValueVariant::kWgmma64K4,
-    mla::MlaValueVariant::kWgmma64K8, mla::MlaValueVariant::kWgmma64x64K4,
-    mla::MlaValueVariant::kWgmma128K2, mla::MlaValueVariant::kWgmma128K4};
+// The variants a mode can force: kTile (columns by shape) and every fused kernel.
+const std::vector<mla::MlaValueVariant> kForcedVariants = [] {
+  std::vector<mla::MlaValueVariant> v = {mla::MlaValueVariant::kTile};
+  v.insert(v.end(), std::begin(mla::kMlaValueKernels), std::end(mla::kMlaValueKernels));
+  return v;
+}();
 
 bool IsReplayMode(absl::string_view mode) { return absl::EndsWith(mode, kReplaySuffix); }
 
@@ -310,7 +308,7 @@ int Main() {
     return 1;
   }
   // One fused-only tail per forced kernel (no BMM scratch to speak of).
-  std::vector<std::unique_ptr<mla::MlaTail>> forced(std::size(kForcedVariants));
+  std::vector<std::unique_ptr<mla::MlaTail>> forced(kForcedVariants.size());
   for (size_t i = 0; i < forced.size(); ++i) {
     mla::TailOptions fused_options;
     fused_options.max_heads = 1;

@@ -18,9 +18,7 @@ TEST(MlaValueVariantTest, ResolvesToOneKernel) {
   for (int heads : {1, 12, 64, 128}) {
     for (int rows : {1, 63, 64, 65, 1024}) {
       SCOPED_TRACE(absl::StrCat("heads ", heads, " rows ", rows));
-      const V kernels[] = {V::kColumnSplit, V::kTile64,      V::kTile128,    V::kWgmma128,
-                           V::kWgmma64,     V::kWgmma64x64,  V::kWgmma64K4,  V::kWgmma64K8,
-                           V::kWgmma64x64K4, V::kWgmma128K2, V::kWgmma128K4};
+      const auto& kernels = kMlaValueKernels;
       for (V forced : kernels) {
         EXPECT_EQ(ResolveMlaValueVariant(forced, heads, rows), forced);
       }

@@ -472,12 +472,11 @@ TEST(GraphTileKernelTest, ReplayEqualsEagerAndFollowsUpdates) {
       DeviceMemory::Allocate(problems[0]->output_elements() * sizeof(uint16_t));
   ASSERT_TRUE(eager_output.ok());
 
-  for (mla::MlaValueVariant variant :
-       {mla::MlaValueVariant::kTile, mla::MlaValueVariant::kTile64, mla::MlaValueVariant::kTile128,
-        mla::MlaValueVariant::kWgmma128, mla::MlaValueVariant::kWgmma64,
-        mla::MlaValueVariant::kWgmma64x64, mla::MlaValueVariant::kWgmma64K4,
-        mla::MlaValueVariant::kWgmma64K8, mla::MlaValueVariant::kWgmma64x64K4,
-        mla::MlaValueVariant::kWgmma128K2, mla::MlaValueVariant::kWgmma128K4}) {
+  std::vector<mla::MlaValueVariant> variants = {mla::MlaValueVariant::kTile};
+  for (mla::MlaValueVariant v : mla::kMlaValueKernels) {
+    if (v != mla::MlaValueVariant::kColumnSplit) variants.push_back(v);
+  }
+  for (mla::MlaValueVariant variant : variants) {
     SCOPED_TRACE(mla::MlaValueVariantName(variant));
     GraphSetOptions options;
     options.heads = kHeads;

@@ -124,13 +124,14 @@ TEST_P(GridTest, BothPathsBitExact) {
 INSTANTIATE_TEST_SUITE_P(Heads, GridTest, ::testing::Values(1, 3, 8, 12, 16, 63, 64, 96, 128),
                          [](const auto& info) { return absl::StrCat("H", info.param); });
 
-// The fused kernels other than MlaValue, each forced: MlaValueTile (columns by shape, 64, 128)
-// and MlaValueWgmma's three configurations.
-constexpr MlaValueVariant kTileVariants[] = {
-    MlaValueVariant::kTile,        MlaValueVariant::kTile64,      MlaValueVariant::kTile128,
-    MlaValueVariant::kWgmma128,    MlaValueVariant::kWgmma64,     MlaValueVariant::kWgmma64x64,
-    MlaValueVariant::kWgmma64K4,   MlaValueVariant::kWgmma64K8,   MlaValueVariant::kWgmma64x64K4,
-    MlaValueVariant::kWgmma128K2,  MlaValueVariant::kWgmma128K4};
+// The fused kernels other than MlaValue, each forced, and MlaValueTile with columns by shape.
+std::vector<MlaValueVariant> TileVariants() {
+  std::vector<MlaValueVariant> variants = {MlaValueVariant::kTile};
+  for (MlaValueVariant v : mla::kMlaValueKernels) {
+    if (v != MlaValueVariant::kColumnSplit) variants.push_back(v);
+  }
+  return variants;
+}
 
 // Each tile kernel against the CPU reference, and bit for bit equal to MlaValue, over heads x
 // rows x q with rows around the 64- and 128-row tiles' edges.
@@ -141,7 +142,7 @@ TEST_P(TileKernelTest, BitExactAndEqualToColumnSplit) {
   std::unique_ptr<mla::MlaTail> split = FusedTail(MlaValueVariant::kColumnSplit);
   ASSERT_NE(split, nullptr);
   std::vector<std::unique_ptr<mla::MlaTail>> tiles;
-  for (MlaValueVariant v : kTileVariants) {
+  for (MlaValueVariant v : TileVariants()) {
     tiles.push_back(FusedTail(v));
     ASSERT_NE(tiles.back(), nullptr);
   }
@@ -178,7 +179,7 @@ TEST_F(MlaGpuTest, TileKernelStridedInactiveAndRandom) {
   std::unique_ptr<mla::MlaTail> split = FusedTail(MlaValueVariant::kColumnSplit);
   ASSERT_NE(split, nullptr);
   std::vector<std::unique_ptr<mla::MlaTail>> tiles;
-  for (MlaValueVariant v : kTileVariants) {
+  for (MlaValueVariant v : TileVariants()) {
     tiles.push_back(FusedTail(v));
     ASSERT_NE(tiles.back(), nullptr);
   }

@@ -73,16 +73,9 @@ TEST_F(ReliabilityGpuTest, ControlPdlWaitSeesLateWrites) {
 // griddepcontrol.wait would produce NaN or zero rows. Every fused kernel and the BMM path.
 TEST_F(ReliabilityGpuTest, InputsWrittenUpstreamUntilItsEndAreSeen) {
   using mla::MlaValueVariant;
-  const std::pair<TailPath, MlaValueVariant> runs[] = {
-      {TailPath::kFused, MlaValueVariant::kColumnSplit},
-      {TailPath::kFused, MlaValueVariant::kTile64},
-      {TailPath::kFused, MlaValueVariant::kTile128},
-      {TailPath::kFused, MlaValueVariant::kWgmma128},
-      {TailPath::kFused, MlaValueVariant::kWgmma64},
-      {TailPath::kFused, MlaValueVariant::kWgmma64x64},
-      {TailPath::kFused, MlaValueVariant::kWgmma64K8},
-      {TailPath::kFused, MlaValueVariant::kWgmma128K2},
-      {TailPath::kBmm, MlaValueVariant::kAuto}};
+  std::vector<std::pair<TailPath, MlaValueVariant>> runs;
+  for (MlaValueVariant v : mla::kMlaValueKernels) runs.push_back({TailPath::kFused, v});
+  runs.push_back({TailPath::kBmm, MlaValueVariant::kAuto});
   for (const auto& [path, variant] : runs) {
     for (int heads : {3, 12, 64}) {
       SCOPED_TRACE(absl::StrCat(mla::TailPathName(path), " ", mla::MlaValueVariantName(variant),

@@ -15,28 +15,22 @@ const char* MlaValueVariantName(MlaValueVariant variant) {
       return "auto";
     case MlaValueVariant::kColumnSplit:
       return "split";
+    case MlaValueVariant::kColumnSplit16:
+      return "split16";
     case MlaValueVariant::kTile:
       return "tile";
     case MlaValueVariant::kTile128:
       return "tile128";
     case MlaValueVariant::kTile64:
       return "tile64";
-    case MlaValueVariant::kWgmma128:
-      return "wgmma128";
-    case MlaValueVariant::kWgmma64:
-      return "wgmma64";
-    case MlaValueVariant::kWgmma64x64:
-      return "wgmma64x64";
-    case MlaValueVariant::kWgmma64K4:
-      return "wgmma64k4";
-    case MlaValueVariant::kWgmma64K8:
-      return "wgmma64k8";
-    case MlaValueVariant::kWgmma64x64K4:
-      return "wgmma64x64k4";
-    case MlaValueVariant::kWgmma128K2:
-      return "wgmma128k2";
-    case MlaValueVariant::kWgmma128K4:
-      return "wgmma128k4";
+    case MlaValueVariant::kWgmma:
+      return "wgmma";
+    case MlaValueVariant::kWgmmaP4:
+      return "wgmma-p4";
+    case MlaValueVariant::kWgmmaK2:
+      return "wgmma-k2";
+    case MlaValueVariant::kWgmmaK4:
+      return "wgmma-k4";
   }
   return "?";
 }
@@ -69,8 +63,10 @@ const void* MlaValueKernelAddress(int heads, int rows, MlaValueVariant variant) 
       return MlaValueTileKernelAddress(128);
     case MlaValueVariant::kTile64:
       return MlaValueTileKernelAddress(64);
+    case MlaValueVariant::kColumnSplit16:
+      return MlaValueColumnSplitKernelAddress(heads, rows, 16);
     default:
-      return MlaValueColumnSplitKernelAddress(heads, rows);
+      return MlaValueColumnSplitKernelAddress(heads, rows, 32);
   }
 }
 
@@ -83,8 +79,10 @@ cudaError_t LaunchMlaValue(const MlaValueParams& p, cudaStream_t stream, bool pd
       return LaunchMlaValueTile(p, stream, pdl, 128);
     case MlaValueVariant::kTile64:
       return LaunchMlaValueTile(p, stream, pdl, 64);
+    case MlaValueVariant::kColumnSplit16:
+      return LaunchMlaValueColumnSplit(p, stream, pdl, 16);
     default:
-      return LaunchMlaValueColumnSplit(p, stream, pdl);
+      return LaunchMlaValueColumnSplit(p, stream, pdl, 32);
   }
 }
 

@@ -76,7 +76,7 @@ struct WgTile {
   static constexpr int kGateRowsPerPass = kThreads / kGateWordsPerRow;
   static constexpr int kGateCopies = kRows / kGateRowsPerPass;
 
-  static_assert(kCols == 64 || kCols == 128, "wgmma n is the block's columns");
+  static_assert(kCols == 64, "wgmma n is the block's columns: m64n64k16 is the one built");
   static_assert(kSplit == 1 || kSplit == 2 || kSplit == 4 || kSplit == 8, "cluster of K splits");
   static_assert(kStages >= 2 ? kStages <= kBlockSteps : kStages == kBlockSteps,
                 "pipeline depth: at most one buffer per step, all of them for a single step");
@@ -141,21 +141,6 @@ __device__ __forceinline__ void CopyAsyncWaitUntil(int pending) {
 // D[64 x N] += A[64 x 16] * B[N x 16]^T, both K-major in shared memory; fp32 accumulators.
 template <int kN>
 __device__ __forceinline__ void Wgmma(float (&d)[kN / 2], uint64_t a, uint64_t b);
-
-template <>
-__device__ __forceinline__ void Wgmma<128>(float (&d)[64], uint64_t a, uint64_t b) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-      "%64, %65, p, 1, 1, 0, 0;\n}"
-      : MLA_WG_D8(0), MLA_WG_D8(8), MLA_WG_D8(16), MLA_WG_D8(24), MLA_WG_D8(32), MLA_WG_D8(40),
-        MLA_WG_D8(48), MLA_WG_D8(56)
-      : "l"(a), "l"(b), "r"(1));
-}
 
 template <>
 __device__ __forceinline__ void Wgmma<64>(float (&d)[32], uint64_t a, uint64_t b) {
@@ -231,12 +216,14 @@ __global__ void __launch_bounds__(128 * kWarpGroups)
     uint8_t* dst = smem + (step % kStages) * T::kStageBytes + T::kWBytes + copy_dst;
 #pragma unroll
     for (int n = 0; n < T::kLatentCopies; ++n) {
+      // Rows past the end are not copied: their products land in output rows never stored.
       const int t = t0 + copy_row + n * T::kRowsPerPass;
-      const bool valid = t < p.rows;  // rows past the end: zeros, multiplied but never stored
-      const bf16* src = valid ? p.latent + t * p.latent_row_stride + head * kLatentDim + k0 +
-                                    step * kStepK + 8 * copy_word
-                              : p.latent;
-      device::CopyAsync16(dst + n * T::kRowsPerPass * kRowBytes, src, valid);
+      if (t < p.rows) {
+        device::CopyAsync16(dst + n * T::kRowsPerPass * kRowBytes,
+                            p.latent + t * p.latent_row_stride + head * kLatentDim + k0 +
+                                step * kStepK + 8 * copy_word,
+                            true);
+      }
     }
   };
   auto copy_epilogue_inputs = [&]() {
@@ -393,10 +380,10 @@ struct WgConfig {
   int warpgroups, cols, stages, split;
 };
 constexpr WgConfig kWgConfigs[] = {
-    {MlaValueVariant::kWgmma128, 2, 128, 4, 1},   {MlaValueVariant::kWgmma64, 1, 128, 8, 1},
-    {MlaValueVariant::kWgmma64x64, 1, 64, 8, 1},  {MlaValueVariant::kWgmma64K4, 1, 128, 2, 4},
-    {MlaValueVariant::kWgmma64K8, 1, 128, 1, 8},  {MlaValueVariant::kWgmma64x64K4, 1, 64, 2, 4},
-    {MlaValueVariant::kWgmma128K2, 2, 128, 4, 2}, {MlaValueVariant::kWgmma128K4, 2, 128, 2, 4},
+    {MlaValueVariant::kWgmma, 1, 64, 8, 1},
+    {MlaValueVariant::kWgmmaP4, 1, 64, 4, 1},
+    {MlaValueVariant::kWgmmaK2, 1, 64, 4, 2},
+    {MlaValueVariant::kWgmmaK4, 1, 64, 2, 4},
 };
 
 template <int kIndex>

@@ -85,20 +85,24 @@ inline BmmPointerParams MakeBmmPointerParams(const TailShape& shape, const TailB
 enum class MlaValueVariant {
   kAuto,         // the measured rule (mla/dispatch.h) decides by shape
   kColumnSplit,  // MlaValue: 128 threads per (32 columns, head, 16 or 32 rows), W_UV in registers
+  kColumnSplit16,  // MlaValue with 64 threads per 16 columns: twice the blocks
   kTile,         // MlaValueTile with its column width chosen by shape
   kTile128,      // MlaValueTile: 256 threads per (head, 64 rows), all 128 columns
   kTile64,       // MlaValueTile: 256 threads per (64 columns, head, 64 rows): twice the blocks
-  kWgmma128,     // MlaValueWgmma: 256 threads (2 warpgroups) per (head, 128 rows), 4 stages
-  kWgmma64,      // MlaValueWgmma: 128 threads per (head, 64 rows), every K step in flight
-  kWgmma64x64,   // MlaValueWgmma: 128 threads per (64 columns, head, 64 rows), all in flight
-  // MlaValueWgmma with K split over a cluster of 2, 4 or 8 blocks, which sum their partial tiles
-  // through distributed shared memory: more blocks, fewer bytes each.
-  kWgmma64K4,    // 64 rows, 128 columns, 4 blocks of 128 latent values
-  kWgmma64K8,    // 64 rows, 128 columns, 8 blocks of 64
-  kWgmma64x64K4, // 64 rows, 64 columns, 4 blocks of 128
-  kWgmma128K2,   // 128 rows, 128 columns, 2 blocks of 256
-  kWgmma128K4,   // 128 rows, 128 columns, 4 blocks of 128
+  // MlaValueWgmma: 128 threads (one warpgroup) per (64 columns, head, 64 rows), wgmma from
+  // shared memory; the variants differ in how the 512 latent values are brought in.
+  kWgmma,        // all 8 K steps in flight at once
+  kWgmmaP4,      // a 4-stage pipeline over the 8 steps (more blocks per multiprocessor)
+  kWgmmaK2,      // K split over a cluster of 2 blocks, which sum their partial tiles
+  kWgmmaK4,      // K split over a cluster of 4 blocks
 };
+
+// Every kernel of the fused path, for callers that force each in turn (tests, benchmarks).
+inline constexpr MlaValueVariant kMlaValueKernels[] = {
+    MlaValueVariant::kColumnSplit, MlaValueVariant::kColumnSplit16, MlaValueVariant::kTile64,
+    MlaValueVariant::kTile128,
+    MlaValueVariant::kWgmma,       MlaValueVariant::kWgmmaP4,  MlaValueVariant::kWgmmaK2,
+    MlaValueVariant::kWgmmaK4};
 
 const char* MlaValueVariantName(MlaValueVariant variant);
 
