@@ -18,8 +18,8 @@ import os
 import sys
 
 
-KERNEL_MODES = ("fused", "fused-split", "fused-split16", "fused-tile64", "fused-tile128", "fused-wgmma",
-                "fused-wgmma-p4", "fused-wgmma-k2", "fused-wgmma-k4", "bmm")
+KERNEL_MODES = ("fused", "fused-split", "fused-tile64", "fused-tile128", "fused-wgmma-p4",
+                "fused-wgmma-k2", "fused-wgmma-k4", "bmm")
 
 
 def load(path):

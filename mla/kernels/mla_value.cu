@@ -25,6 +25,8 @@
 namespace mla {
 namespace {
 
+constexpr int kThreads = 128;
+constexpr int kColumnsPerBlock = 32;
 constexpr int kChunks = kLatentDim / 32;     // 16 chunks of 32 latent values
 constexpr int kSmemRow = kLatentDim + 32;    // padded row (elements): rows g and g+1 hit other banks
 constexpr int kWordsPerRow = kLatentDim / 8;  // 16-byte words per latent row
@@ -34,11 +36,8 @@ constexpr size_t SmemBytes() {
   return size_t{16} * kRowTiles * kSmemRow * sizeof(bf16);
 }
 
-// kWarps warps of 8 columns each: 32 columns a block (4 warps) or 16 (2 warps, twice the blocks).
-template <int kRowTiles, int kWarps>
-__global__ void __launch_bounds__(32 * kWarps) MlaValueKernel(const MlaValueParams p) {
-  constexpr int kThreads = 32 * kWarps;
-  constexpr int kColumnsPerBlock = 8 * kWarps;
+template <int kRowTiles>
+__global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams p) {
   constexpr int kRows = 16 * kRowTiles;
   extern __shared__ uint4 smem_words[];
   bf16* rows_smem = reinterpret_cast<bf16*>(smem_words);  // [kRows][kSmemRow]
@@ -124,13 +123,13 @@ __global__ void __launch_bounds__(32 * kWarps) MlaValueKernel(const MlaValuePara
   }
 }
 
-template <int kRowTiles, int kWarps>
+template <int kRowTiles>
 cudaError_t Launch(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
   static_assert(SmemBytes<kRowTiles>() <= 48 * 1024, "more shared memory needs an opt-in");
-  const dim3 grid(kValueDim / (8 * kWarps), p.heads,
+  const dim3 grid(kValueDim / kColumnsPerBlock, p.heads,
                   (p.rows + 16 * kRowTiles - 1) / (16 * kRowTiles));
-  return LaunchWithPdl(MlaValueKernel<kRowTiles, kWarps>, grid, dim3(32 * kWarps),
-                       SmemBytes<kRowTiles>(), stream, pdl, p);
+  return LaunchWithPdl(MlaValueKernel<kRowTiles>, grid, dim3(kThreads), SmemBytes<kRowTiles>(),
+                       stream, pdl, p);
 }
 
 }  // namespace
@@ -139,25 +138,18 @@ int MlaValueRowTiles(int heads, int rows) {
   // Two tiles while the grid still has about two blocks per multiprocessor (132 on an H200).
   // Four tiles (69 KB of shared memory a block) measured 2-3x slower per row on the H200
   // (bench/results/), and such batches take the BMM path anyway.
-  const int blocks_per_tile_row = (kValueDim / 32) * heads;
+  const int blocks_per_tile_row = (kValueDim / kColumnsPerBlock) * heads;
   return rows >= 32 && blocks_per_tile_row * (rows / 32) >= 264 ? 2 : 1;
 }
 
-const void* MlaValueColumnSplitKernelAddress(int heads, int rows, int columns) {
-  const bool two = MlaValueRowTiles(heads, rows) == 2;
-  if (columns == 16) {
-    return two ? reinterpret_cast<const void*>(MlaValueKernel<2, 2>)
-               : reinterpret_cast<const void*>(MlaValueKernel<1, 2>);
-  }
-  return two ? reinterpret_cast<const void*>(MlaValueKernel<2, 4>)
-             : reinterpret_cast<const void*>(MlaValueKernel<1, 4>);
+const void* MlaValueColumnSplitKernelAddress(int heads, int rows) {
+  return MlaValueRowTiles(heads, rows) == 2 ? reinterpret_cast<const void*>(MlaValueKernel<2>)
+                                            : reinterpret_cast<const void*>(MlaValueKernel<1>);
 }
 
-cudaError_t LaunchMlaValueColumnSplit(const MlaValueParams& p, cudaStream_t stream, bool pdl,
-                                      int columns) {
-  const bool two = MlaValueRowTiles(p.heads, p.rows) == 2;
-  if (columns == 16) return two ? Launch<2, 2>(p, stream, pdl) : Launch<1, 2>(p, stream, pdl);
-  return two ? Launch<2, 4>(p, stream, pdl) : Launch<1, 4>(p, stream, pdl);
+cudaError_t LaunchMlaValueColumnSplit(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
+  return MlaValueRowTiles(p.heads, p.rows) == 2 ? Launch<2>(p, stream, pdl)
+                                                : Launch<1>(p, stream, pdl);
 }
 
 }  // namespace mla

@@ -15,16 +15,12 @@ const char* MlaValueVariantName(MlaValueVariant variant) {
       return "auto";
     case MlaValueVariant::kColumnSplit:
       return "split";
-    case MlaValueVariant::kColumnSplit16:
-      return "split16";
     case MlaValueVariant::kTile:
       return "tile";
     case MlaValueVariant::kTile128:
       return "tile128";
     case MlaValueVariant::kTile64:
       return "tile64";
-    case MlaValueVariant::kWgmma:
-      return "wgmma";
     case MlaValueVariant::kWgmmaP4:
       return "wgmma-p4";
     case MlaValueVariant::kWgmmaK2:
@@ -42,6 +38,12 @@ MlaValueVariant ResolveMlaValueVariant(MlaValueVariant variant, int heads, int r
     switch (DispatchTail(heads, rows)) {
       case TailKernel::kColumnSplit:
         return MlaValueVariant::kColumnSplit;
+      case TailKernel::kWgmmaK4:
+        return MlaValueVariant::kWgmmaK4;
+      case TailKernel::kWgmmaK2:
+        return MlaValueVariant::kWgmmaK2;
+      case TailKernel::kWgmmaP4:
+        return MlaValueVariant::kWgmmaP4;
       case TailKernel::kTile64:
         return MlaValueVariant::kTile64;
       default:
@@ -63,10 +65,8 @@ const void* MlaValueKernelAddress(int heads, int rows, MlaValueVariant variant) 
       return MlaValueTileKernelAddress(128);
     case MlaValueVariant::kTile64:
       return MlaValueTileKernelAddress(64);
-    case MlaValueVariant::kColumnSplit16:
-      return MlaValueColumnSplitKernelAddress(heads, rows, 16);
     default:
-      return MlaValueColumnSplitKernelAddress(heads, rows, 32);
+      return MlaValueColumnSplitKernelAddress(heads, rows);
   }
 }
 
@@ -79,10 +79,8 @@ cudaError_t LaunchMlaValue(const MlaValueParams& p, cudaStream_t stream, bool pd
       return LaunchMlaValueTile(p, stream, pdl, 128);
     case MlaValueVariant::kTile64:
       return LaunchMlaValueTile(p, stream, pdl, 64);
-    case MlaValueVariant::kColumnSplit16:
-      return LaunchMlaValueColumnSplit(p, stream, pdl, 16);
     default:
-      return LaunchMlaValueColumnSplit(p, stream, pdl, 32);
+      return LaunchMlaValueColumnSplit(p, stream, pdl);
   }
 }
 

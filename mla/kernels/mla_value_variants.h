@@ -10,11 +10,9 @@
 
 namespace mla {
 
-// MlaValue (mla_value.cu): 16 * MlaValueRowTiles(heads, rows) rows and `columns` (32 or 16)
-// columns a block.
-cudaError_t LaunchMlaValueColumnSplit(const MlaValueParams& params, cudaStream_t stream, bool pdl,
-                                      int columns);
-const void* MlaValueColumnSplitKernelAddress(int heads, int rows, int columns);
+// MlaValue (mla_value.cu): 16 * MlaValueRowTiles(heads, rows) rows a block.
+cudaError_t LaunchMlaValueColumnSplit(const MlaValueParams& params, cudaStream_t stream, bool pdl);
+const void* MlaValueColumnSplitKernelAddress(int heads, int rows);
 
 // MlaValueTile (mla_value_tile.cu) with blocks of `columns` (128 or 64) columns.
 cudaError_t LaunchMlaValueTile(const MlaValueParams& params, cudaStream_t stream, bool pdl,

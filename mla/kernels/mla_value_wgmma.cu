@@ -1,26 +1,32 @@
 // MlaValueWgmma: the fused W_UV projection and sigmoid gate on Hopper's warpgroup MMA.
 //
-// One block per (kCols output columns, head, kRows = 64 * kWarpGroups rows); warpgroup g owns
-// rows 64g..64g+63 of the block's tile and all kCols columns (one wgmma m64 x kCols x k16 per 16
-// latent values). MlaValueTile (mla_value_tile.cu) feeds mma.sync from registers, 64 rows a
-// block, and so re-reads W_UV from L2 once per 64 rows and keeps two blocks per multiprocessor
-// busy with fragment loads; here both operands are read by the tensor cores straight from shared
-// memory, and a 128-row tile reads W_UV once per 128 rows.
+// One 128-thread block (one warpgroup) per (64 output columns, head, 64 rows, 512 / kSplit
+// latent values): one wgmma m64n64k16 per 16 latent values, both operands read by the tensor
+// cores from shared memory. It serves the middle of the grid: MlaValue (mla_value.cu) re-reads
+// W_UV for every 16-32 rows, MlaValueTile (mla_value_tile.cu) waits on one memory round trip per
+// pipeline step; here fewer, larger copies are in flight at once.
 //
-// K loop: the 512 latent values in 8 steps of 64 (128 bytes a row, one 128-byte swizzle atom).
-// Each step's W_UV slice [kCols][64] and latent slice [kRows][64] are copied by every thread
-// with cp.async into one of kStages buffers. With kStages = 8 (the small tiles) every copy is
-// issued at once: one memory round trip, not one per step. The first steps' W_UV copies are
-// issued before the dependency wait: no upstream kernel writes weights.
+// K: the block's latent values in steps of 64 (128 bytes a row, one 128-byte swizzle atom).
+// Each step's W_UV slice [64 columns][64] and latent slice [64 rows][64] are copied by every
+// thread with cp.async into one of kStages buffers: either a pipeline over all 8 steps, or,
+// with K split over a cluster of kSplit blocks, every step of the block at once (one memory
+// round trip). W_UV copies are issued before the dependency wait: no upstream kernel writes
+// weights. Latent rows past the last row are not copied: their products land in output rows
+// that are never stored.
+//
+// Split K: each block of the cluster leaves its FP32 partial tile in its shared memory; after a
+// cluster barrier, block r sums the partials of its 1 / kSplit share of the columns over the
+// cluster's blocks in rank order (distributed shared memory), the same order for every element,
+// so results do not depend on timing.
 //
 // Shared operand layout: the canonical K-major 128-byte swizzle of wgmma. Row r of a tile is
 // 128 bytes at r * 128; its 16-byte word w is stored at word w ^ (r % 8). Tiles start on
 // 1024-byte boundaries; 8-row groups are 1024 bytes apart (the descriptor's stride).
 //
 // Epilogue: the block's gate tile and its rows' lengths arrive in shared memory with the first
-// step. Each thread rounds its accumulators to bf16, applies the gate, and writes the result
-// over the gate word it read (its own word: no other thread touches it); after a barrier the
-// tile leaves in 16-byte stores, whole rows at a time.
+// step. Each thread rounds its sums to bf16, applies the gate, and writes the result over the
+// gate word it read (its own word: no other thread touches it); after a barrier the tile leaves
+// in 16-byte stores, whole rows at a time.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -43,10 +49,12 @@ constexpr int kRowBytes = kStepK * 2;        // 128
 constexpr int kWords = kRowBytes / 16;       // 16-byte words per row: 8
 constexpr int kAlign = 1024;                 // swizzle atom: 8 rows of 128 bytes
 
-template <int kWarpGroups, int kCols, int kStages, int kSplit>
+constexpr int kThreads = 128;  // one warpgroup
+constexpr int kRows = 64;      // rows of a block: wgmma's m
+constexpr int kCols = 64;      // columns of a block: wgmma's n
+
+template <int kStages, int kSplit>
 struct WgTile {
-  static constexpr int kRows = 64 * kWarpGroups;
-  static constexpr int kThreads = 128 * kWarpGroups;
   static constexpr int kBlockSteps = kSteps / kSplit;         // K steps of one block
   static constexpr int kWBytes = kCols * kRowBytes;           // W_UV slice of a step
   static constexpr int kLatentBytes = kRows * kRowBytes;      // latent slice of a step
@@ -76,8 +84,7 @@ struct WgTile {
   static constexpr int kGateRowsPerPass = kThreads / kGateWordsPerRow;
   static constexpr int kGateCopies = kRows / kGateRowsPerPass;
 
-  static_assert(kCols == 64, "wgmma n is the block's columns: m64n64k16 is the one built");
-  static_assert(kSplit == 1 || kSplit == 2 || kSplit == 4 || kSplit == 8, "cluster of K splits");
+  static_assert(kSplit == 1 || kSplit == 2 || kSplit == 4, "cluster of K splits");
   static_assert(kStages >= 2 ? kStages <= kBlockSteps : kStages == kBlockSteps,
                 "pipeline depth: at most one buffer per step, all of them for a single step");
   static_assert(kSplit == 1 || kAllInFlight, "split-K blocks issue all their steps at once");
@@ -138,12 +145,8 @@ __device__ __forceinline__ void CopyAsyncWaitUntil(int pending) {
   "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]),         \
       "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
 
-// D[64 x N] += A[64 x 16] * B[N x 16]^T, both K-major in shared memory; fp32 accumulators.
-template <int kN>
-__device__ __forceinline__ void Wgmma(float (&d)[kN / 2], uint64_t a, uint64_t b);
-
-template <>
-__device__ __forceinline__ void Wgmma<64>(float (&d)[32], uint64_t a, uint64_t b) {
+// D[64 x 64] += A[64 x 16] * B[64 x 16]^T, both K-major in shared memory; fp32 accumulators.
+__device__ __forceinline__ void Wgmma64x64(float (&d)[32], uint64_t a, uint64_t b) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
@@ -179,10 +182,9 @@ __device__ __forceinline__ float4 LoadCluster16(uint32_t smem_address, int rank)
   return v;
 }
 
-template <int kWarpGroups, int kCols, int kStages, int kSplit>
-__global__ void __launch_bounds__(128 * kWarpGroups)
-    MlaValueWgmmaKernel(const MlaValueParams p) {
-  using T = WgTile<kWarpGroups, kCols, kStages, kSplit>;
+template <int kStages, int kSplit>
+__global__ void __launch_bounds__(kThreads) MlaValueWgmmaKernel(const MlaValueParams p) {
+  using T = WgTile<kStages, kSplit>;
   extern __shared__ uint4 smem_words[];
   // The swizzle is a function of the address: align the tiles to its 1024-byte atom.
   const uint32_t smem_raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_words));
@@ -194,7 +196,7 @@ __global__ void __launch_bounds__(128 * kWarpGroups)
   const int head = blockIdx.y;
   const int column0 = (blockIdx.x / kSplit) * kCols;  // the block's first column of the head's
   const int out_column0 = column0 + split * T::kOutCols;  // the first column it stores
-  const int t0 = blockIdx.z * T::kRows;
+  const int t0 = blockIdx.z * kRows;
   const int k0 = split * T::kBlockSteps * kStepK;  // the block's first latent index
 
   const int copy_row = threadIdx.x / kWords;
@@ -239,7 +241,7 @@ __global__ void __launch_bounds__(128 * kWarpGroups)
                               : p.gate;
       device::CopyAsync16(smem + T::kGateOffset + r * T::kGateRowBytes + 16 * word, src, valid);
     }
-    for (int r = threadIdx.x; r < T::kRows; r += T::kThreads) {
+    for (int r = threadIdx.x; r < kRows; r += kThreads) {
       const int t = t0 + r;
       const bool valid = t < p.rows;
       device::CopyAsync4(smem + T::kLengthsOffset + r * sizeof(int32_t),
@@ -262,9 +264,7 @@ __global__ void __launch_bounds__(128 * kWarpGroups)
   // dependents may launch (their prologues would compete with these copies before that).
   if (T::kAllInFlight) device::LaunchDependents();
 
-  const int warpgroup = threadIdx.x / 128;
-  const uint64_t a_desc0 =
-      SmemDescriptor(smem_base + T::kWBytes + warpgroup * 64 * kRowBytes);
+  const uint64_t a_desc0 = SmemDescriptor(smem_base + T::kWBytes);
   const uint64_t b_desc0 = SmemDescriptor(smem_base);
 
   float acc[kCols / 2];
@@ -274,7 +274,7 @@ __global__ void __launch_bounds__(128 * kWarpGroups)
 #pragma unroll
   for (int step = 0; step < T::kBlockSteps; ++step) {
     // Groups 0..step are complete; the barrier publishes every thread's copies and tells that
-    // all warpgroups finished step - 1's MMAs, whose buffer the copies issued next overwrite.
+    // every thread finished step - 1's MMAs, whose buffer the copies issued next overwrite.
     if (T::kAllInFlight) {
       CopyAsyncWaitUntil(T::kBlockSteps - 1 - step);
     } else {
@@ -299,14 +299,14 @@ __global__ void __launch_bounds__(128 * kWarpGroups)
     WgmmaFence();
 #pragma unroll
     for (int k = 0; k < kStepK / 16; ++k) {
-      Wgmma<kCols>(acc, a_desc0 + stage + 2 * k, b_desc0 + stage + 2 * k);
+      Wgmma64x64(acc, a_desc0 + stage + 2 * k, b_desc0 + stage + 2 * k);
     }
     WgmmaCommit();
     WgmmaWaitAll();
     FenceAccumulators(acc);
   }
 
-  // Accumulator 4j + e of the warpgroup's m64 x kCols tile: row 16 * warp + group (+8 for
+  // Accumulator 4j + e of the m64 x n64 tile: row 16 * warp + group (+8 for
   // e >= 2), column 8j + 2 * quarter + (e & 1). With split K, the block's partial tile goes to
   // its shared memory; block `split` of the cluster then sums n8 tiles j of its share, over the
   // cluster's blocks in rank order (the same order for every element: deterministic).
@@ -319,7 +319,7 @@ __global__ void __launch_bounds__(128 * kWarpGroups)
     const uint32_t partial = smem_base + T::kPartialOffset;
 #pragma unroll
     for (int j = 0; j < kCols / 8; ++j) {
-      *reinterpret_cast<float4*>(smem + T::kPartialOffset + (j * T::kThreads + threadIdx.x) * 16) =
+      *reinterpret_cast<float4*>(smem + T::kPartialOffset + (j * kThreads + threadIdx.x) * 16) =
           make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
     }
     ClusterSync();
@@ -330,7 +330,7 @@ __global__ void __launch_bounds__(128 * kWarpGroups)
 #pragma unroll
       for (int j = 0; j < kOutTiles; ++j) {
         const float4 v = LoadCluster16(
-            partial + ((split * kOutTiles + j) * T::kThreads + threadIdx.x) * 16, rank);
+            partial + ((split * kOutTiles + j) * kThreads + threadIdx.x) * 16, rank);
         out[4 * j] += v.x;
         out[4 * j + 1] += v.y;
         out[4 * j + 2] += v.z;
@@ -342,13 +342,13 @@ __global__ void __launch_bounds__(128 * kWarpGroups)
   }
 
   const int lane = threadIdx.x % 32;
-  const int warp = (threadIdx.x / 32) % 4;
+  const int warp = threadIdx.x / 32;
   const int group = lane / 4;
   const int quarter = lane % 4;
   const int32_t* lengths = reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset);
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
-    const int row = warpgroup * 64 + 16 * warp + 8 * half + group;
+    const int row = 16 * warp + 8 * half + group;
     const bool active = lengths[row] > 0;
     uint8_t* gate_row = smem + T::kGateOffset + row * T::kGateRowBytes + 4 * quarter;
 #pragma unroll
@@ -373,28 +373,26 @@ __global__ void __launch_bounds__(128 * kWarpGroups)
   }
 }
 
-// The configurations MlaValueVariant names: warpgroups (64 rows each), columns, pipeline
-// stages, K splits (the cluster size).
+// The configurations MlaValueVariant names: pipeline stages, K splits (the cluster size).
 struct WgConfig {
   MlaValueVariant variant;
-  int warpgroups, cols, stages, split;
+  int stages, split;
 };
 constexpr WgConfig kWgConfigs[] = {
-    {MlaValueVariant::kWgmma, 1, 64, 8, 1},
-    {MlaValueVariant::kWgmmaP4, 1, 64, 4, 1},
-    {MlaValueVariant::kWgmmaK2, 1, 64, 4, 2},
-    {MlaValueVariant::kWgmmaK4, 1, 64, 2, 4},
+    {MlaValueVariant::kWgmmaP4, 4, 1},
+    {MlaValueVariant::kWgmmaK2, 4, 2},
+    {MlaValueVariant::kWgmmaK4, 2, 4},
 };
 
 template <int kIndex>
 struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
-  using T = WgTile<kC.warpgroups, kC.cols, kC.stages, kC.split>;
-  static constexpr auto kKernel = MlaValueWgmmaKernel<kC.warpgroups, kC.cols, kC.stages, kC.split>;
+  using T = WgTile<kC.stages, kC.split>;
+  static constexpr auto kKernel = MlaValueWgmmaKernel<kC.stages, kC.split>;
 
   static cudaError_t Launch(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
-    const dim3 grid(kC.split * (kValueDim / kC.cols), p.heads, (p.rows + T::kRows - 1) / T::kRows);
-    return LaunchWithPdl(kKernel, grid, dim3(T::kThreads), T::kSmemBytes, stream, pdl, p,
+    const dim3 grid(kC.split * (kValueDim / kCols), p.heads, (p.rows + kRows - 1) / kRows);
+    return LaunchWithPdl(kKernel, grid, dim3(kThreads), T::kSmemBytes, stream, pdl, p,
                          dim3(kC.split, 1, 1));
   }
   static cudaError_t AllowSmem() {

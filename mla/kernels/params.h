@@ -80,29 +80,26 @@ inline BmmPointerParams MakeBmmPointerParams(const TailShape& shape, const TailB
           tables + 2 * kMaxHeads};
 }
 
-// The kernel of the fused path. MlaValue and MlaValueTile both follow SPEC.md; they add the
-// products in different orders, so v may differ by 1 bf16 ulp where the FP32 sum is not exact.
+// The kernel of the fused path. All follow SPEC.md; they add the products in different orders,
+// so v may differ by 1 bf16 ulp where the FP32 sum is not exact.
 enum class MlaValueVariant {
   kAuto,         // the measured rule (mla/dispatch.h) decides by shape
   kColumnSplit,  // MlaValue: 128 threads per (32 columns, head, 16 or 32 rows), W_UV in registers
-  kColumnSplit16,  // MlaValue with 64 threads per 16 columns: twice the blocks
   kTile,         // MlaValueTile with its column width chosen by shape
   kTile128,      // MlaValueTile: 256 threads per (head, 64 rows), all 128 columns
   kTile64,       // MlaValueTile: 256 threads per (64 columns, head, 64 rows): twice the blocks
   // MlaValueWgmma: 128 threads (one warpgroup) per (64 columns, head, 64 rows), wgmma from
   // shared memory; the variants differ in how the 512 latent values are brought in.
-  kWgmma,        // all 8 K steps in flight at once
-  kWgmmaP4,      // a 4-stage pipeline over the 8 steps (more blocks per multiprocessor)
-  kWgmmaK2,      // K split over a cluster of 2 blocks, which sum their partial tiles
-  kWgmmaK4,      // K split over a cluster of 4 blocks
+  kWgmmaP4,      // a 4-stage pipeline over 8 steps of 64
+  kWgmmaK2,      // K split over a cluster of 2 blocks (4 steps each, all in flight), which sum
+                 // their partial tiles through distributed shared memory
+  kWgmmaK4,      // K split over a cluster of 4 blocks (2 steps each)
 };
 
 // Every kernel of the fused path, for callers that force each in turn (tests, benchmarks).
 inline constexpr MlaValueVariant kMlaValueKernels[] = {
-    MlaValueVariant::kColumnSplit, MlaValueVariant::kColumnSplit16, MlaValueVariant::kTile64,
-    MlaValueVariant::kTile128,
-    MlaValueVariant::kWgmma,       MlaValueVariant::kWgmmaP4,  MlaValueVariant::kWgmmaK2,
-    MlaValueVariant::kWgmmaK4};
+    MlaValueVariant::kColumnSplit, MlaValueVariant::kTile64,   MlaValueVariant::kTile128,
+    MlaValueVariant::kWgmmaP4,     MlaValueVariant::kWgmmaK2,  MlaValueVariant::kWgmmaK4};
 
 const char* MlaValueVariantName(MlaValueVariant variant);
 

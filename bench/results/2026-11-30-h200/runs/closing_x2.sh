@@ -14,11 +14,12 @@ O=${OUT:?}/closing
 mkdir -p "$O"
 C=$(sed -n 's/^commit //p' $S/MANIFEST)
 export MLA_TAIL_REQUIRE_GPU=1
+KERNELS=fused-split,fused-tile64,fused-tile128,fused-wgmma-p4,fused-wgmma-k2,fused-wgmma-k4
 CUDA_VISIBLE_DEVICES=0 $S/bin/graph_bench --commit="$C" --csv="$O/graph_bench.csv" >"$O/graph_bench.log" 2>&1
-CUDA_VISIBLE_DEVICES=0 timeout 120 $S/bin/tail_bench --commit="$C" --csv="$O/tail_bench.csv" \
-  --modes=fused-split,fused-tile64,fused-tile128,bmm,auto,peer,auto-replay >"$O/tail_bench.log" 2>&1
+CUDA_VISIBLE_DEVICES=0 timeout 150 $S/bin/tail_bench --commit="$C" --csv="$O/tail_bench.csv" \
+  --modes=$KERNELS,bmm,auto,peer,auto-replay >"$O/tail_bench.log" 2>&1
 CUDA_VISIBLE_DEVICES=0 timeout 40 $S/bin/tail_bench --commit="$C" --q=2,4 --heads=12,64,128 \
-  --rows=16,64,256 --modes=fused-split,fused-tile64,fused-tile128,bmm,auto,peer \
+  --rows=16,64,256 --modes=$KERNELS,bmm,auto,peer \
   --csv="$O/tail_bench_q.csv" >"$O/tail_bench_q.log" 2>&1
 CUDA_VISIBLE_DEVICES=0 timeout 100 python3 $S/scripts/torch_peer.py --commit="$C" \
   --csv="$O/torch_peer.csv" >"$O/torch_peer.log" 2>&1
@@ -43,3 +44,4 @@ else
   echo "demo rc $?" >>"$O/demo.log"
 fi
 wait
+cd "$OUT" && tar czf results.tgz closing
