@@ -7,7 +7,7 @@
 
 Reads tail_bench.csv (our paths, the limit, the cuBLASLt + gate peer) and torch_peer.csv (the
 PyTorch formulation). Per shape: the dispatched path, the fastest of the kernels the run forced
-(fused and bmm in older runs; fused-split, fused-tile64, fused-tile128 and bmm since), the
+(every fused kernel and bmm, as the run forced them), the
 back-to-back replays (auto-replay rows, when present), the limit and the performance issue's goal
 1 bound max(limit / 0.8, limit + 1 us), then a line counting the shapes that meet goals 1-3.
 The plot needs matplotlib (Debian: python3-matplotlib).
