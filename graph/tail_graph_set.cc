@@ -29,6 +29,7 @@ struct TailGraphSet::Entry {
   bool template_stale = false;  // the template still holds older buffers (updated at export)
   cudaGraphNode_t value_node = nullptr, tables_node = nullptr, gate_node = nullptr;
   cudaKernelNodeParams value_launch{}, tables_launch{}, gate_launch{};
+  mla::MlaValueParams value_args{};
   mla::BmmPointerParams tables_args{};
   mla::MlaGateParams gate_args{};
 
@@ -224,6 +225,7 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
     if (params.func == value_kernel) {
       entry.value_node = nodes[i];
       entry.value_launch = params;
+      entry.value_args = *static_cast<const mla::MlaValueParams*>(params.kernelParams[0]);
     } else if (params.func == mla::BmmPointersKernelAddress()) {
       entry.tables_node = nodes[i];
       entry.tables_launch = params;
@@ -354,11 +356,8 @@ absl::Status TailGraphSet::WriteNodes(int bucket_index, const TailBuffers& buffe
                                       cudaGraphExec_t exec, Entry* entry) {
   const TailShape shape{options_.heads, options_.buckets[bucket_index], options_.q};
   if (entry->path == TailPath::kFused) {
-    return mla::CudaStatus(
-        mla::SetMlaValueNodeArgs(exec, entry->value_node, entry->value_launch,
-                                 mla::MakeMlaValueParams(shape, buffers),
-                                 tail_->options().fused_variant),
-        exec == nullptr ? "cudaGraphKernelNodeSetParams" : "cudaGraphExecKernelNodeSetParams");
+    return SetKernelArgs(exec, entry->value_node, entry->value_launch,
+                         mla::MakeMlaValueParams(shape, buffers));
   }
   MLA_RETURN_IF_ERROR(SetKernelArgs(
       exec, entry->tables_node, entry->tables_launch,

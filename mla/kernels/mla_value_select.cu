@@ -27,8 +27,6 @@ const char* MlaValueVariantName(MlaValueVariant variant) {
       return "wgmma-k2";
     case MlaValueVariant::kWgmmaK4:
       return "wgmma-k4";
-    case MlaValueVariant::kStream:
-      return "stream";
   }
   return "?";
 }
@@ -62,7 +60,6 @@ MlaValueVariant ResolveMlaValueVariant(MlaValueVariant variant, int heads, int r
 const void* MlaValueKernelAddress(int heads, int rows, MlaValueVariant variant) {
   const MlaValueVariant resolved = ResolveMlaValueVariant(variant, heads, rows);
   if (IsMlaValueWgmma(resolved)) return MlaValueWgmmaKernelAddress(resolved);
-  if (resolved == MlaValueVariant::kStream) return MlaValueStreamKernelAddress();
   switch (resolved) {
     case MlaValueVariant::kTile128:
       return MlaValueTileKernelAddress(128);
@@ -77,7 +74,6 @@ cudaError_t LaunchMlaValue(const MlaValueParams& p, cudaStream_t stream, bool pd
                            MlaValueVariant variant) {
   const MlaValueVariant resolved = ResolveMlaValueVariant(variant, p.heads, p.rows);
   if (IsMlaValueWgmma(resolved)) return LaunchMlaValueWgmma(p, stream, pdl, resolved);
-  if (resolved == MlaValueVariant::kStream) return LaunchMlaValueStream(p, stream, pdl);
   switch (resolved) {
     case MlaValueVariant::kTile128:
       return LaunchMlaValueTile(p, stream, pdl, 128);
@@ -89,36 +85,8 @@ cudaError_t LaunchMlaValue(const MlaValueParams& p, cudaStream_t stream, bool pd
 }
 
 cudaError_t PrepareMlaValueKernels() {
-  for (cudaError_t e : {PrepareMlaValueTile(), PrepareMlaValueWgmma(), PrepareMlaValueStream()}) {
-    if (e != cudaSuccess) return e;
-  }
-  return cudaSuccess;
-}
-
-namespace {
-
-template <typename Args>
-cudaError_t SetNodeArgs(cudaGraphExec_t exec, cudaGraphNode_t node,
-                        const cudaKernelNodeParams& launch, Args args) {
-  cudaKernelNodeParams params = launch;
-  void* arguments[] = {&args};
-  params.kernelParams = arguments;
-  params.extra = nullptr;
-  return exec == nullptr ? cudaGraphKernelNodeSetParams(node, &params)
-                         : cudaGraphExecKernelNodeSetParams(exec, node, &params);
-}
-
-}  // namespace
-
-cudaError_t SetMlaValueNodeArgs(cudaGraphExec_t exec, cudaGraphNode_t node,
-                                const cudaKernelNodeParams& launch, const MlaValueParams& p,
-                                MlaValueVariant variant) {
-  if (ResolveMlaValueVariant(variant, p.heads, p.rows) == MlaValueVariant::kStream) {
-    MlaValueStreamParams sp;
-    const cudaError_t made = MakeMlaValueStreamParams(p, &sp);
-    return made != cudaSuccess ? made : SetNodeArgs(exec, node, launch, sp);
-  }
-  return SetNodeArgs(exec, node, launch, p);
+  const cudaError_t tile = PrepareMlaValueTile();
+  return tile != cudaSuccess ? tile : PrepareMlaValueWgmma();
 }
 
 }  // namespace mla

@@ -20,12 +20,6 @@ cudaError_t LaunchMlaValueTile(const MlaValueParams& params, cudaStream_t stream
 const void* MlaValueTileKernelAddress(int columns);
 cudaError_t PrepareMlaValueTile();
 
-// MlaValueStream (mla_value_stream.cu); MakeMlaValueStreamParams encodes the tensor maps.
-cudaError_t LaunchMlaValueStream(const MlaValueParams& params, cudaStream_t stream, bool pdl);
-cudaError_t MakeMlaValueStreamParams(const MlaValueParams& params, MlaValueStreamParams* out);
-const void* MlaValueStreamKernelAddress();
-cudaError_t PrepareMlaValueStream();
-
 // MlaValueWgmma (mla_value_wgmma.cu) in the configuration a kWgmma* variant names;
 // IsMlaValueWgmma tells which variants those are.
 bool IsMlaValueWgmma(MlaValueVariant variant);

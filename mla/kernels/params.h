@@ -6,7 +6,6 @@
 // programmatic-stream-serialization attribute when `pdl` is set, so that an upstream kernel's
 // launch_dependents lets it start early (and, captured in a graph, the edge is programmatic).
 
-#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -30,17 +29,6 @@ struct MlaValueParams {
   int heads;                  // H
   int rows;                   // B
   int q;
-};
-
-// MlaValueStream's argument: the fused tail's parameters and the TMA tensor maps of the latent
-// ({512, heads, rows}, 64 x 1 x 64 boxes) and of W_UV ({512, 128, heads}, 64 x 128 x 1 boxes),
-// which hold the addresses: rebuilt whenever a pointer changes.
-struct MlaValueStreamParams {
-  MlaValueParams p;
-  int tiles;   // 64-row tiles per head
-  int blocks;  // persistent blocks: at most one per multiprocessor
-  CUtensorMap latent_map;
-  CUtensorMap w_map;
 };
 
 // The gate applied to the batched GEMM's values.
@@ -106,15 +94,12 @@ enum class MlaValueVariant {
   kWgmmaK2,      // K split over a cluster of 2 blocks (4 steps each, all in flight), which sum
                  // their partial tiles through distributed shared memory
   kWgmmaK4,      // K split over a cluster of 4 blocks (2 steps each)
-  kStream,       // MlaValueStream: one persistent block per multiprocessor holds a head's W_UV in
-                 // shared memory while that head's latent tiles stream through a TMA ring
 };
 
 // Every kernel of the fused path, for callers that force each in turn (tests, benchmarks).
 inline constexpr MlaValueVariant kMlaValueKernels[] = {
     MlaValueVariant::kColumnSplit, MlaValueVariant::kTile64,   MlaValueVariant::kTile128,
-    MlaValueVariant::kWgmmaP4,     MlaValueVariant::kWgmmaK2,  MlaValueVariant::kWgmmaK4,
-    MlaValueVariant::kStream};
+    MlaValueVariant::kWgmmaP4,     MlaValueVariant::kWgmmaK2,  MlaValueVariant::kWgmmaK4};
 
 const char* MlaValueVariantName(MlaValueVariant variant);
 
@@ -133,13 +118,6 @@ cudaError_t PrepareMlaValueKernels();
 cudaError_t LaunchMlaValue(const MlaValueParams& params, cudaStream_t stream, bool pdl,
                            MlaValueVariant variant = MlaValueVariant::kAuto);
 cudaError_t LaunchMlaGate(const MlaGateParams& params, cudaStream_t stream, bool pdl);
-
-// Rewrites the fused path's kernel node `node` for `params`, with the argument its kernel (that of
-// `variant` at this shape) takes: in `exec`, or in the graph's template where `exec` is null.
-// `launch` is the node's captured launch (grid, block, shared memory, function).
-cudaError_t SetMlaValueNodeArgs(cudaGraphExec_t exec, cudaGraphNode_t node,
-                                const cudaKernelNodeParams& launch, const MlaValueParams& params,
-                                MlaValueVariant variant);
 cudaError_t LaunchBmmPointers(const BmmPointerParams& params, cudaStream_t stream, bool pdl);
 
 // The kernels, for callers that edit kernel nodes of a captured graph in place: a node whose
