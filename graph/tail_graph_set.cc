@@ -29,7 +29,6 @@ struct TailGraphSet::Entry {
   bool template_stale = false;  // the template still holds older buffers (updated at export)
   cudaGraphNode_t value_node = nullptr, tables_node = nullptr, gate_node = nullptr;
   cudaKernelNodeParams value_launch{}, tables_launch{}, gate_launch{};
-  mla::MlaValueParams value_args{};
   mla::BmmPointerParams tables_args{};
   mla::MlaGateParams gate_args{};
 
@@ -225,7 +224,6 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
     if (params.func == value_kernel) {
       entry.value_node = nodes[i];
       entry.value_launch = params;
-      entry.value_args = *static_cast<const mla::MlaValueParams*>(params.kernelParams[0]);
     } else if (params.func == mla::BmmPointersKernelAddress()) {
       entry.tables_node = nodes[i];
       entry.tables_launch = params;
