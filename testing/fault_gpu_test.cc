@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "mla/tail.h"
 #include "testing/gpu.h"
+#include "testing/gpu_stream_test.h"
 #include "testing/problem.h"
 #include "testing/reference.h"
 #include "testing/status_macros.h"
@@ -31,15 +32,8 @@ using ::mla_graph::GraphSetStats;
 using ::mla_graph::TailGraphSet;
 using ::testing::HasSubstr;
 
-class FaultGpuTest : public ::testing::Test {
+class FaultGpuTest : public mla_testing::GpuStreamTest<> {
  protected:
-  void SetUp() override {
-    MLA_REQUIRE_GPU_OR_SKIP();
-    ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
-  }
-  void TearDown() override {
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
-  }
 
   std::unique_ptr<Problem> MakeProblem(int heads, int rows, uint64_t seed) {
     ProblemOptions options;
@@ -95,7 +89,6 @@ class FaultGpuTest : public ::testing::Test {
     ASSERT_OK(problem.Check(problem.buffers().output, problem.SampleRows(), /*exact=*/true));
   }
 
-  cudaStream_t stream_ = nullptr;
 };
 
 class CaptureFaultTest : public FaultGpuTest,

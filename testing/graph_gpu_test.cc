@@ -15,6 +15,7 @@
 #include "mla/kernels/params.h"
 #include "mla/tail.h"
 #include "testing/gpu.h"
+#include "testing/gpu_stream_test.h"
 #include "testing/problem.h"
 #include "testing/status_macros.h"
 
@@ -28,19 +29,16 @@ using ::testing::HasSubstr;
 
 const std::vector<int> kBuckets = {1, 2, 8, 16, 24, 40, 64};
 
-class GraphGpuTest : public ::testing::TestWithParam<TailPath> {
+class GraphGpuTest : public mla_testing::GpuStreamTest<::testing::TestWithParam<TailPath>> {
  protected:
   void SetUp() override {
-    MLA_REQUIRE_GPU_OR_SKIP();
-    ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
+    GpuStreamTest::SetUp();
+    if (!StreamReady()) return;
     mla::TailOptions options;
     options.max_rows = 256;
     absl::StatusOr<std::unique_ptr<mla::MlaTail>> eager = mla::MlaTail::Create(0, options);
     ASSERT_TRUE(eager.ok()) << eager.status();
     eager_ = *std::move(eager);
-  }
-  void TearDown() override {
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
   GraphSetOptions Options(int heads, int q, int layers, std::vector<int> buckets = kBuckets) {
@@ -108,7 +106,6 @@ class GraphGpuTest : public ::testing::TestWithParam<TailPath> {
         << "replay differs from the eager tail";
   }
 
-  cudaStream_t stream_ = nullptr;
   std::unique_ptr<mla::MlaTail> eager_;
 };
 

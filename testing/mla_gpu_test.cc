@@ -15,6 +15,7 @@
 #include "mla/kernels/params.h"
 #include "mla/tail.h"
 #include "testing/gpu.h"
+#include "testing/gpu_stream_test.h"
 #include "testing/problem.h"
 #include "testing/status_macros.h"
 
@@ -25,19 +26,16 @@ using ::mla::MlaValueVariant;
 using ::mla::TailPath;
 using ::testing::HasSubstr;
 
-class MlaGpuTest : public ::testing::Test {
+class MlaGpuTest : public mla_testing::GpuStreamTest<> {
  protected:
   void SetUp() override {
-    MLA_REQUIRE_GPU_OR_SKIP();
+    GpuStreamTest::SetUp();
+    if (!StreamReady()) return;
     mla::TailOptions options;
     options.max_rows = 1024;
     absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(0, options);
     ASSERT_TRUE(tail.ok()) << tail.status();
     tail_ = *std::move(tail);
-    ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
-  }
-  void TearDown() override {
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
   std::unique_ptr<Problem> MakeProblem(const ProblemOptions& options) {
@@ -91,7 +89,6 @@ class MlaGpuTest : public ::testing::Test {
   }
 
   std::unique_ptr<mla::MlaTail> tail_;
-  cudaStream_t stream_ = nullptr;
 };
 
 // Integer-valued data and gates with exact sigmoids: both paths bit for bit equal to the

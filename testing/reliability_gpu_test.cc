@@ -19,6 +19,7 @@
 #include "mla/kernels/params.h"
 #include "mla/tail.h"
 #include "testing/gpu.h"
+#include "testing/gpu_stream_test.h"
 #include "testing/late_writer.h"
 #include "testing/problem.h"
 #include "testing/status_macros.h"
@@ -28,17 +29,7 @@ namespace {
 
 using ::mla::TailPath;
 
-class ReliabilityGpuTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    MLA_REQUIRE_GPU_OR_SKIP();
-    ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
-  }
-  void TearDown() override {
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
-  }
-  cudaStream_t stream_ = nullptr;
-};
+class ReliabilityGpuTest : public mla_testing::GpuStreamTest<> {};
 
 // The control: a minimal PDL-launched copy after the late writer sees the late writes. The tail
 // tests below rely on this ordering; a tool that breaks it fails here as well as there.

@@ -88,6 +88,7 @@ struct WgTile {
   static_assert(kStages >= 2 ? kStages <= kBlockSteps : kStages == kBlockSteps,
                 "pipeline depth: at most one buffer per step, all of them for a single step");
   static_assert(kSplit == 1 || kAllInFlight, "split-K blocks issue all their steps at once");
+  static_assert(!kAllInFlight || kBlockSteps <= 4, "CopyAsyncWaitUntil waits on up to 4 groups");
   static_assert(kRowsPerPass % 8 == 0 && kCols % kRowsPerPass == 0 && kRows % kRowsPerPass == 0,
                 "every thread copies the same number of words, in one swizzle phase");
   static_assert(kOutCols % 8 == 0 && kThreads % kGateWordsPerRow == 0 &&
@@ -127,17 +128,13 @@ __device__ __forceinline__ void FenceAccumulators(float (&d)[kN]) {
   for (int i = 0; i < kN; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// cp.async.wait_group with a count known once the step loop is unrolled.
+// cp.async.wait_group with a count known once the step loop is unrolled (at most 3: WgTile).
 __device__ __forceinline__ void CopyAsyncWaitUntil(int pending) {
   switch (pending) {
     case 0: device::CopyAsyncWait<0>(); break;
     case 1: device::CopyAsyncWait<1>(); break;
     case 2: device::CopyAsyncWait<2>(); break;
-    case 3: device::CopyAsyncWait<3>(); break;
-    case 4: device::CopyAsyncWait<4>(); break;
-    case 5: device::CopyAsyncWait<5>(); break;
-    case 6: device::CopyAsyncWait<6>(); break;
-    default: device::CopyAsyncWait<7>(); break;
+    default: device::CopyAsyncWait<3>(); break;
   }
 }
 
