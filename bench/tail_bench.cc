@@ -224,9 +224,13 @@ class Peer {
   absl::Status Run(const mla::TailBuffers& b, cudaStream_t stream) {
     MLA_RETURN_IF_ERROR(
         bmm_->RunStrided(b.latent, b.w_uv, values_.as<mla::bf16>(), workspace_.get(), stream));
-    mla::MlaGateParams gate{values_.as<mla::bf16>(), b.gate,   b.gate_row_stride,
-                            b.lengths,              b.output, b.output_row_stride,
-                            shape_.heads,           shape_.rows, shape_.q};
+    const mla::MlaGateParams gate{
+        values_.as<mla::bf16>(),
+        {b.gate, b.gate_row_stride, b.lengths, b.output, b.output_row_stride},
+        /*operand_table=*/nullptr,
+        shape_.heads,
+        shape_.rows,
+        shape_.q};
     return mla::CudaStatus(mla::LaunchMlaGate(gate, stream, /*pdl=*/false), "gate");
   }
 

@@ -27,10 +27,9 @@ struct TailGraphSet::Entry {
   TailPath path = TailPath::kFused;
   TailBuffers applied;  // the caller's buffers the executable graph holds now
   bool template_stale = false;  // the template still holds older buffers (updated at export)
-  cudaGraphNode_t value_node = nullptr, tables_node = nullptr, gate_node = nullptr;
-  cudaKernelNodeParams value_launch{}, tables_launch{}, gate_launch{};
+  cudaGraphNode_t value_node = nullptr, tables_node = nullptr;
+  cudaKernelNodeParams value_launch{}, tables_launch{};
   mla::BmmPointerParams tables_args{};
-  mla::MlaGateParams gate_args{};
 
   bool captured() const { return exec != nullptr; }
   void Destroy() {
@@ -228,15 +227,11 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
       entry.tables_node = nodes[i];
       entry.tables_launch = params;
       entry.tables_args = *static_cast<const mla::BmmPointerParams*>(params.kernelParams[0]);
-    } else if (params.func == mla::MlaGateKernelAddress()) {
-      entry.gate_node = nodes[i];
-      entry.gate_launch = params;
-      entry.gate_args = *static_cast<const mla::MlaGateParams*>(params.kernelParams[0]);
     }
   }
   const bool complete = entry.path == TailPath::kFused
                             ? entry.value_node != nullptr
-                            : entry.tables_node != nullptr && entry.gate_node != nullptr;
+                            : entry.tables_node != nullptr;
   if (found.ok() && !complete) {
     found = absl::InternalError(absl::StrCat("the captured graph of layer ", layer, ", bucket ",
                                              shape.rows, " lacks the tail's kernel nodes"));
@@ -342,7 +337,7 @@ absl::Status TailGraphSet::Apply(int layer, int bucket_index) {
     entry.Destroy();
     return status;
   }
-  stats_.node_updates += entry.path == TailPath::kFused ? 1 : 2;
+  ++stats_.node_updates;
   entry.applied = want;
   // Only exports read the template: it catches up there, keeping one driver call per node off
   // every update.
@@ -357,12 +352,9 @@ absl::Status TailGraphSet::WriteNodes(int bucket_index, const TailBuffers& buffe
     return SetKernelArgs(exec, entry->value_node, entry->value_launch,
                          mla::MakeMlaValueParams(shape, buffers));
   }
-  MLA_RETURN_IF_ERROR(SetKernelArgs(
-      exec, entry->tables_node, entry->tables_launch,
-      mla::MakeBmmPointerParams(shape, buffers, entry->tables_args.values,
-                                const_cast<void**>(entry->tables_args.a_table))));
-  return SetKernelArgs(exec, entry->gate_node, entry->gate_launch,
-                       mla::MakeMlaGateParams(shape, buffers, entry->gate_args.values));
+  return SetKernelArgs(exec, entry->tables_node, entry->tables_launch,
+                       mla::MakeBmmPointerParams(shape, buffers, entry->tables_args.values,
+                                                 const_cast<void**>(entry->tables_args.a_table)));
 }
 
 absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {

@@ -11,10 +11,10 @@
 //   set->Replay(l, rows, stream);          // the smallest bucket >= rows
 //
 // Updates: SetLayer may change any pointer between replays. The next Replay of a (layer,
-// bucket) graph that still holds other pointers rewrites its kernel nodes' parameters
-// (cudaGraphExecKernelNodeSetParams: one node on the fused path; the operand-table and gate
-// nodes on the BMM path, whose cuBLASLt GEMM reads its operands through a device pointer table
-// and never changes) before launching it: no capture, no instantiation, and launches already
+// bucket) graph that still holds other pointers rewrites one kernel node's parameters
+// (cudaGraphExecKernelNodeSetParams: the fused kernel's node; on the BMM path the operand-table
+// node, which writes the addresses the cuBLASLt GEMM and the gate kernel read, so those nodes
+// never change) before launching it: no capture, no instantiation, and launches already
 // enqueued keep the parameters they had. Measured on an H200 (bench/graph_bench, 61 layers,
 // bench/results/): a pointer update costs 1.3 us of host time on the fused path and 2.4-3.2 us
 // on the BMM path by node updates, against 2.2-3.3 and 9.9-10.7 us by re-capture plus

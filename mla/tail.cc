@@ -54,7 +54,7 @@ absl::StatusOr<std::unique_ptr<MlaTail>> MlaTail::Create(int device, const TailO
   // initcheck, which cannot follow cuBLASLt's bulk-copy stores, sees defined memory.
   MLA_RETURN_IF_CUDA_ERROR(cudaMemset(tail->values_, 0xff, values_bytes), "cudaMemset(values)");
   MLA_RETURN_IF_CUDA_ERROR(
-      cudaMalloc(&tail->operand_tables_, 3 * size_t{kMaxHeads} * sizeof(void*)),
+      cudaMalloc(&tail->operand_tables_, kOperandTableBytes),
       "cudaMalloc(operand tables)");
   return tail;
 }
@@ -151,7 +151,7 @@ absl::Status MlaTail::RunBmm(const TailShape& shape, const TailBuffers& b, cudaS
                            "BmmPointers launch");
   MLA_RETURN_IF_ERROR((*plan)->RunPointerArray(tables.a_table, tables.b_table, tables.d_table,
                                                workspace_, stream));
-  return CudaStatus(LaunchMlaGate(MakeMlaGateParams(shape, b, values_), stream, options_.pdl),
+  return CudaStatus(LaunchMlaGate(MakeMlaGateParams(shape, tables), stream, options_.pdl),
                     "MlaGate launch");
 }
 

@@ -84,7 +84,7 @@ class MlaTail {
   cublasLtHandle_t cublaslt_ = nullptr;
   void* workspace_ = nullptr;
   bf16* values_ = nullptr;        // [max_heads, max_rows, 128]
-  void** operand_tables_ = nullptr;  // 3 tables of kMaxHeads addresses: W_UV, latent, values
+  void* operand_tables_ = nullptr;  // kOperandTableBytes: BmmPointersKernel's output
 
   struct PlanKey {
     int heads, rows;

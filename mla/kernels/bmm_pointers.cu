@@ -1,6 +1,6 @@
-// Writes the per-head operand addresses of the pointer-array batched GEMM. As a kernel node of a
-// captured graph its parameters are the tail's pointers, so a pointer update is a kernel-node
-// parameter update and the GEMM node itself never changes.
+// Writes the per-head operand addresses of the pointer-array batched GEMM and the gate's operands.
+// As a kernel node of a captured graph its parameters are all of the caller's pointers, so a
+// pointer update is one kernel-node parameter update and the GEMM and gate nodes never change.
 
 #include <cuda_runtime.h>
 
@@ -12,7 +12,8 @@ namespace mla {
 namespace {
 
 __global__ void BmmPointersKernel(const BmmPointerParams p) {
-  // The tables may still be read by an earlier GEMM of this stream until upstream completes.
+  // The tables may still be read by an earlier GEMM or gate of this stream until upstream
+  // completes.
   device::GridDependencyWait();
   const int h = threadIdx.x;
   if (h < p.heads) {
@@ -20,6 +21,7 @@ __global__ void BmmPointersKernel(const BmmPointerParams p) {
     p.b_table[h] = p.latent + h * kLatentDim;
     p.d_table[h] = p.values + static_cast<int64_t>(h) * p.rows * kValueDim;
   }
+  if (h == 0) *p.gate_table = p.gate;
   device::LaunchDependents();
 }
 

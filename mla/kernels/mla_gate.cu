@@ -22,16 +22,18 @@ __global__ void __launch_bounds__(kThreads) MlaGateKernel(const MlaGateParams p)
   const int t = blockIdx.x * kRowsPerBlock + threadIdx.x / kThreadsPerRow;
   const int d = (threadIdx.x % kThreadsPerRow) * 8;
 
-  // Everything this kernel reads may be written upstream (values by the GEMM).
+  // Everything this kernel reads may be written upstream (values by the GEMM, the operands by
+  // BmmPointersKernel).
   device::GridDependencyWait();
   device::LaunchDependents();
   if (t >= p.rows) return;
+  const GateOperands ops = p.operand_table != nullptr ? *p.operand_table : p.operands;
 
   const int column = head * kValueDim + d;
   const uint4 values = *reinterpret_cast<const uint4*>(
       p.values + (static_cast<int64_t>(head) * p.rows + t) * kValueDim + d);
-  const uint4 gate = *reinterpret_cast<const uint4*>(p.gate + t * p.gate_row_stride + column);
-  const bool active = p.lengths[t / p.q] > 0;
+  const uint4 gate = *reinterpret_cast<const uint4*>(ops.gate + t * ops.gate_row_stride + column);
+  const bool active = ops.lengths[t / p.q] > 0;
 
   uint4 out;
   const uint32_t* v = &values.x;
@@ -42,7 +44,7 @@ __global__ void __launch_bounds__(kThreads) MlaGateKernel(const MlaGateParams p)
     const float2 pair = device::Bf16x2ToFloat2(v[i]);
     o[i] = device::GatePair(pair.x, pair.y, g[i], active);
   }
-  *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + column) = out;
+  *reinterpret_cast<uint4*>(ops.output + t * ops.output_row_stride + column) = out;
 }
 
 }  // namespace

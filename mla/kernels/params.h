@@ -31,20 +31,28 @@ struct MlaValueParams {
   int q;
 };
 
-// The gate applied to the batched GEMM's values.
-struct MlaGateParams {
-  const bf16* values;         // [H, B, 128]: head h, row t at values + (h * B + t) * 128
+// The caller's buffers the gate reads and writes on the BMM path. BmmPointersKernel writes them
+// to device memory and MlaGate reads them from there, so that a pointer update on that path
+// rewrites one kernel node (BmmPointersKernel's), as on the fused path.
+struct GateOperands {
   const bf16* gate;           // [B, H * 128]
   int64_t gate_row_stride;
   const int32_t* lengths;     // [B / q]
   bf16* output;               // [B, H * 128]
   int64_t output_row_stride;
+};
+
+// The gate applied to the batched GEMM's values.
+struct MlaGateParams {
+  const bf16* values;                 // [H, B, 128]: head h, row t at values + (h * B + t) * 128
+  GateOperands operands;              // used when operand_table is null
+  const GateOperands* operand_table;  // else the operands, written by an earlier kernel
   int heads;
   int rows;
   int q;
 };
 
-// The per-head operand addresses of the pointer-array batched GEMM.
+// The per-head operand addresses of the pointer-array batched GEMM, and the gate's operands.
 struct BmmPointerParams {
   const bf16* latent;         // [B, H, 512]
   const bf16* w_uv;
@@ -52,12 +60,17 @@ struct BmmPointerParams {
   bf16* values;               // [H, B, 128]
   int heads;
   int rows;
+  GateOperands gate;
   const void** a_table;       // [H]: W_UV of head h
   const void** b_table;       // [H]: latent of head h, row 0
   void** d_table;             // [H]: values of head h
-  // MakeBmmPointerParams lays the three tables out in one allocation of 3 * kMaxHeads addresses,
-  // starting at a_table.
+  GateOperands* gate_table;   // where `gate` is written for MlaGate
 };
+
+// The BMM path's device scratch for BmmPointersKernel's output: three tables of kMaxHeads
+// addresses, then the gate's operands.
+inline constexpr size_t kOperandTableBytes =
+    3 * size_t{kMaxHeads} * sizeof(void*) + sizeof(GateOperands);
 
 // Kernel parameters for `shape` and the caller's `buffers` (with the BMM path's scratch):
 // one mapping, used by the eager launches and by graph/ when it rewrites captured nodes.
@@ -67,17 +80,25 @@ inline MlaValueParams MakeMlaValueParams(const TailShape& shape, const TailBuffe
           shape.q};
 }
 
-inline MlaGateParams MakeMlaGateParams(const TailShape& shape, const TailBuffers& b,
-                                       const bf16* values) {
-  return {values, b.gate, b.gate_row_stride, b.lengths, b.output, b.output_row_stride,
-          shape.heads, shape.rows, shape.q};
+// `tables` is kOperandTableBytes of device memory (8-byte aligned).
+inline BmmPointerParams MakeBmmPointerParams(const TailShape& shape, const TailBuffers& b,
+                                             bf16* values, void* tables) {
+  void** addresses = static_cast<void**>(tables);
+  return {b.latent,
+          b.w_uv,
+          b.w_head_stride,
+          values,
+          shape.heads,
+          shape.rows,
+          {b.gate, b.gate_row_stride, b.lengths, b.output, b.output_row_stride},
+          const_cast<const void**>(addresses),
+          const_cast<const void**>(addresses + kMaxHeads),
+          addresses + 2 * kMaxHeads,
+          reinterpret_cast<GateOperands*>(addresses + 3 * kMaxHeads)};
 }
 
-inline BmmPointerParams MakeBmmPointerParams(const TailShape& shape, const TailBuffers& b,
-                                             bf16* values, void** tables) {
-  return {b.latent, b.w_uv, b.w_head_stride, values, shape.heads, shape.rows,
-          const_cast<const void**>(tables), const_cast<const void**>(tables + kMaxHeads),
-          tables + 2 * kMaxHeads};
+inline MlaGateParams MakeMlaGateParams(const TailShape& shape, const BmmPointerParams& tables) {
+  return {tables.values, {}, tables.gate_table, shape.heads, shape.rows, shape.q};
 }
 
 // The kernel of the fused path. All follow SPEC.md; they add the products in different orders,
