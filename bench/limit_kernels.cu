@@ -53,8 +53,13 @@ __global__ void UpstreamKernel(const UpstreamParams p) {
 }  // namespace
 
 cudaError_t LaunchUpstreamKernel(int blocks, unsigned busy_ns, unsigned epilogue_ns,
-                                 cudaStream_t stream, bool pdl) {
-  return mla::LaunchWithPdl(UpstreamKernel, dim3(blocks), dim3(128), 0, stream, pdl,
+                                 size_t smem_bytes, cudaStream_t stream, bool pdl) {
+  if (smem_bytes > 48 * 1024) {
+    const cudaError_t e = cudaFuncSetAttribute(
+        UpstreamKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes));
+    if (e != cudaSuccess) return e;
+  }
+  return mla::LaunchWithPdl(UpstreamKernel, dim3(blocks), dim3(128), smem_bytes, stream, pdl,
                             UpstreamParams{busy_ns, epilogue_ns});
 }
 

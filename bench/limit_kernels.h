@@ -17,8 +17,9 @@ cudaError_t LaunchCopyKernel(const void* src, void* dst, size_t bytes, cudaStrea
 
 // A stand-in for the kernel before the tail (attention): `blocks` blocks busy for `busy_ns`, then
 // launch_dependents, then an epilogue of `epilogue_ns` during which a PDL dependent may start.
+// Its blocks hold `smem_bytes` of dynamic shared memory (attention kernels hold much of it).
 cudaError_t LaunchUpstreamKernel(int blocks, unsigned busy_ns, unsigned epilogue_ns,
-                                 cudaStream_t stream, bool pdl);
+                                 size_t smem_bytes, cudaStream_t stream, bool pdl);
 
 }  // namespace mla_bench
 

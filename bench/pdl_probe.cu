@@ -128,6 +128,12 @@ int RunPdlProbe(const PdlProbeOptions& o) {
   std::printf("# globaltimer: smallest step %llu ns, mean step %llu ns\n", res[0], res[1]);
   cudaFree(resolution);
 
+  PROBE_CHECK(cudaFuncSetAttribute(
+      ProbeUpstream, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      *std::max_element(o.upstream_smem_bytes.begin(), o.upstream_smem_bytes.end())));
+  PROBE_CHECK(cudaFuncSetAttribute(
+      ProbeDependent, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      *std::max_element(o.dependent_smem_bytes.begin(), o.dependent_smem_bytes.end())));
   const int pairs = o.pairs;
   Stamps* stamps = nullptr;
   int *flags = nullptr, *sink = nullptr;
@@ -143,7 +149,8 @@ int RunPdlProbe(const PdlProbeOptions& o) {
   PROBE_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
   std::printf(
-      "where,dependent_pdl,epilogue_ns,dependent_blocks,prefetch_words,"
+      "where,dependent_pdl,epilogue_ns,dependent_blocks,prefetch_words,upstream_smem,"
+      "dependent_smem,"
       "start_after_trigger_us,release_after_upstream_end_us,end_after_upstream_end_us,"
       "first_to_last_start_us,pair_us\n");
   for (const bool graph : {false, true}) {
@@ -151,6 +158,8 @@ int RunPdlProbe(const PdlProbeOptions& o) {
       for (const int epilogue : o.epilogues_ns) {
         for (const int blocks : o.dependent_blocks) {
           for (const int prefetch : o.prefetch_words) {
+          for (const int upstream_smem : o.upstream_smem_bytes) {
+          for (const int dependent_smem : o.dependent_smem_bytes) {
             std::vector<Stamps> init(pairs, Stamps{0, 0, ~0ull, 0, ~0ull, 0, 0});
             PROBE_CHECK(cudaMemcpy(stamps, init.data(), pairs * sizeof(Stamps),
                                    cudaMemcpyHostToDevice));
@@ -160,10 +169,12 @@ int RunPdlProbe(const PdlProbeOptions& o) {
             auto enqueue = [&](cudaStream_t s) -> cudaError_t {
               for (int i = 0; i < pairs; ++i) {
                 cudaError_t e = mla::LaunchWithPdl(
-                    ProbeUpstream, dim3(o.upstream_blocks), dim3(128), 0, s, /*pdl=*/false,
+                    ProbeUpstream, dim3(o.upstream_blocks), dim3(128), upstream_smem, s,
+                    /*pdl=*/false,
                     UpstreamArgs{stamps + i, unsigned(o.busy_ns), unsigned(epilogue), flags + i});
                 if (e != cudaSuccess) return e;
-                e = mla::LaunchWithPdl(ProbeDependent, dim3(blocks), dim3(128), 0, s, pdl,
+                e = mla::LaunchWithPdl(ProbeDependent, dim3(blocks), dim3(128), dependent_smem, s,
+                                       pdl,
                                        DependentArgs{stamps + i, weights, words, flags + i, sink});
                 if (e != cudaSuccess) return e;
               }
@@ -207,9 +218,12 @@ int RunPdlProbe(const PdlProbeOptions& o) {
               finish.push_back((double(t.end_last) - double(t.upstream_end_last)) / 1000);
               spread.push_back((double(t.start_last) - double(t.start_first)) / 1000);
             }
-            std::printf("%s,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f\n", graph ? "graph" : "stream",
-                        pdl ? 1 : 0, epilogue, blocks, words, Median(start), Median(release),
+            std::printf("%s,%d,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f\n",
+                        graph ? "graph" : "stream", pdl ? 1 : 0, epilogue, blocks, words,
+                        upstream_smem, dependent_smem, Median(start), Median(release),
                         Median(finish), Median(spread), 1000.0 * ms / pairs);
+          }
+          }
           }
         }
       }

@@ -66,6 +66,8 @@ ABSL_FLAG(bool, upstream, false,
           "up+pdl, up+nopdl), heads and rows from the flags");
 ABSL_FLAG(int, upstream_busy_ns, 4000, "the upstream kernel's work before launch_dependents");
 ABSL_FLAG(int, upstream_epilogue_ns, 1000, "the upstream kernel's work after launch_dependents");
+ABSL_FLAG(int, upstream_smem_bytes, 0,
+          "the upstream kernel's dynamic shared memory a block (attention kernels hold much)");
 ABSL_FLAG(bool, pdl, true, "launch the tail's kernels with PDL (the library's default)");
 ABSL_FLAG(bool, upstream_pdl, true, "launch the upstream kernel itself with PDL (after a tail)");
 
@@ -402,7 +404,8 @@ int Main() {
                   if (upstream) {
                     MLA_RETURN_IF_CUDA_ERROR(
                         LaunchUpstreamKernel(132, absl::GetFlag(FLAGS_upstream_busy_ns),
-                                             absl::GetFlag(FLAGS_upstream_epilogue_ns), s,
+                                             absl::GetFlag(FLAGS_upstream_epilogue_ns),
+                                             absl::GetFlag(FLAGS_upstream_smem_bytes), s,
                                              absl::GetFlag(FLAGS_upstream_pdl)),
                         "upstream kernel");
                     if (mode == "up") continue;
