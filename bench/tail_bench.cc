@@ -66,8 +66,14 @@ ABSL_FLAG(bool, upstream, false,
           "up+pdl, up+nopdl), heads and rows from the flags");
 ABSL_FLAG(int, upstream_busy_ns, 4000, "the upstream kernel's work before launch_dependents");
 ABSL_FLAG(int, upstream_epilogue_ns, 1000, "the upstream kernel's work after launch_dependents");
-ABSL_FLAG(int, upstream_smem_bytes, 0,
+ABSL_FLAG(int, upstream_smem_bytes, 100 << 10,
           "the upstream kernel's dynamic shared memory a block (attention kernels hold much)");
+ABSL_FLAG(bool, upstream_writes_latent, true,
+          "the upstream kernel rewrites the tail's latent after launch_dependents, as attention "
+          "writes it (it is then in L2)");
+ABSL_FLAG(std::string, fused_kernel, "auto",
+          "the fused kernel of the auto and up modes: auto (the rule) or a kernel's name (split, "
+          "tile64, ...)");
 ABSL_FLAG(bool, pdl, true, "launch the tail's kernels with PDL (the library's default)");
 ABSL_FLAG(bool, upstream_pdl, true, "launch the upstream kernel itself with PDL (after a tail)");
 
@@ -302,6 +308,14 @@ int Main() {
   mla::TailOptions options;
   options.max_rows = 4096;
   options.pdl = absl::GetFlag(FLAGS_pdl);
+  if (absl::GetFlag(FLAGS_fused_kernel) != "auto") {
+    options.fused_variant = ModeVariant("fused-" + absl::GetFlag(FLAGS_fused_kernel));
+    if (options.fused_variant == mla::MlaValueVariant::kAuto) {
+      std::fprintf(stderr, "--fused_kernel: no kernel is called %s\n",
+                   absl::GetFlag(FLAGS_fused_kernel).c_str());
+      return 1;
+    }
+  }
   absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(0, options);
   if (!tail.ok()) {
     std::fprintf(stderr, "MlaTail: %s\n", tail.status().ToString().c_str());
@@ -405,7 +419,11 @@ int Main() {
                     MLA_RETURN_IF_CUDA_ERROR(
                         LaunchUpstreamKernel(132, absl::GetFlag(FLAGS_upstream_busy_ns),
                                              absl::GetFlag(FLAGS_upstream_epilogue_ns),
-                                             absl::GetFlag(FLAGS_upstream_smem_bytes), s,
+                                             absl::GetFlag(FLAGS_upstream_smem_bytes),
+                                             absl::GetFlag(FLAGS_upstream_writes_latent)
+                                                 ? layer.latent.get()
+                                                 : nullptr,
+                                             layer.latent.bytes(), s,
                                              absl::GetFlag(FLAGS_upstream_pdl)),
                         "upstream kernel");
                     if (mode == "up") continue;

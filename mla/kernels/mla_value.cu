@@ -21,6 +21,7 @@
 #include "mla/kernels/launch.cuh"
 #include "mla/kernels/mla_value_variants.h"
 #include "mla/kernels/params.h"
+#include "mla/kernels/prefetch.cuh"
 
 namespace mla {
 namespace {
@@ -57,6 +58,8 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
   uint4 w_fragment[kChunks];
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) w_fragment[c] = device::LoadWeight16(w_column + 32 * c);
+  device::PrefetchBlockInputsL2(p, head, t0, kRows, 0, kLatentDim, chunk * kColumnsPerBlock,
+                                kColumnsPerBlock);
 
   device::GridDependencyWait();
 

@@ -42,6 +42,7 @@
 #include "mla/kernels/launch.cuh"
 #include "mla/kernels/mla_value_variants.h"
 #include "mla/kernels/params.h"
+#include "mla/kernels/prefetch.cuh"
 
 namespace mla {
 namespace {
@@ -161,6 +162,7 @@ __global__ void __launch_bounds__(kThreads, 2) MlaValueTileKernel(const MlaValue
   // latent step 1. Step s then always lives in groups <= s.
 #pragma unroll
   for (int step = 0; step < kBuffers - 1; ++step) copy_w(step);
+  device::PrefetchBlockInputsL2(p, head, t0, kRows, 0, kLatentDim, column0, kCols);
   device::GridDependencyWait();
   copy_latent(0);
   copy_epilogue_inputs();

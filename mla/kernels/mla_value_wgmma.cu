@@ -39,6 +39,7 @@
 #include "mla/kernels/launch.cuh"
 #include "mla/kernels/mla_value_variants.h"
 #include "mla/kernels/params.h"
+#include "mla/kernels/prefetch.cuh"
 
 namespace mla {
 namespace {
@@ -250,6 +251,8 @@ __global__ void __launch_bounds__(kThreads) MlaValueWgmmaKernel(const MlaValuePa
   // epilogue's inputs.
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) copy_w(step);
+  device::PrefetchBlockInputsL2(p, head, t0, kRows, k0, T::kBlockSteps * kStepK, out_column0,
+                                T::kOutCols);
   device::GridDependencyWait();
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) {

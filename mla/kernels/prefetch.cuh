@@ -1,0 +1,56 @@
+#ifndef MLA_KERNELS_PREFETCH_CUH_
+#define MLA_KERNELS_PREFETCH_CUH_
+
+// L2 prefetch of a fused block's upstream-written inputs, issued before griddepcontrol.wait.
+// A prefetch returns no data to the kernel: it only starts bringing lines into L2, where every
+// SM's writes land, so the reads after the wait still see the upstream kernels' final values
+// (lines an upstream kernel writes later are simply updated in L2). What it buys: with PDL the
+// block launches while its upstream still runs, and the latent, gate and lengths it reads after
+// the wait are L2 hits instead of DRAM round trips.
+
+#include <cuda_runtime.h>
+
+#include "mla/kernels/params.h"
+
+namespace mla {
+namespace device {
+
+__device__ __forceinline__ void PrefetchL2(const void* pointer) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(pointer));
+}
+
+// Rows [t0, t0 + rows) (clipped to p.rows) of head `head`: latent elements [k0, k0 + k) and
+// gate columns [c0, c0 + columns) of each row, and the rows' lengths. All threads of the block
+// take part.
+__device__ __forceinline__ void PrefetchBlockInputsL2(const MlaValueParams& p, int head, int t0,
+                                                      int rows, int k0, int k, int c0,
+                                                      int columns) {
+  constexpr int kLine = 128;
+  const int n = min(rows, p.rows - t0);
+  const int latent_lines = (k * int(sizeof(bf16)) + kLine - 1) / kLine;
+  const int gate_lines = (columns * int(sizeof(bf16)) + kLine - 1) / kLine;
+  const int per_row = latent_lines + gate_lines;
+  for (int i = threadIdx.x; i < n * per_row; i += blockDim.x) {
+    const int t = t0 + i / per_row;
+    const int line = i % per_row;
+    const char* address =
+        line < latent_lines
+            ? reinterpret_cast<const char*>(p.latent + t * p.latent_row_stride +
+                                            head * kLatentDim + k0) +
+                  kLine * line
+            : reinterpret_cast<const char*>(p.gate + t * p.gate_row_stride + head * kValueDim +
+                                            c0) +
+                  kLine * (line - latent_lines);
+    PrefetchL2(address);
+  }
+  if (threadIdx.x == 0 && n > 0) {
+    const char* first = reinterpret_cast<const char*>(p.lengths + t0 / p.q);
+    const char* last = reinterpret_cast<const char*>(p.lengths + (t0 + n - 1) / p.q);
+    for (const char* a = first; a <= last; a += kLine) PrefetchL2(a);
+  }
+}
+
+}  // namespace device
+}  // namespace mla
+
+#endif  // MLA_KERNELS_PREFETCH_CUH_
