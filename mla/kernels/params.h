@@ -114,13 +114,12 @@ enum class MlaValueVariant {
   kWgmmaP4,      // a 4-stage pipeline over 8 steps of 64
   kWgmmaK2,      // K split over a cluster of 2 blocks (4 steps each, all in flight), which sum
                  // their partial tiles through distributed shared memory
-  kWgmmaK4,      // K split over a cluster of 4 blocks (2 steps each)
 };
 
 // Every kernel of the fused path, for callers that force each in turn (tests, benchmarks).
 inline constexpr MlaValueVariant kMlaValueKernels[] = {
-    MlaValueVariant::kColumnSplit, MlaValueVariant::kTile64,   MlaValueVariant::kTile128,
-    MlaValueVariant::kWgmmaP4,     MlaValueVariant::kWgmmaK2,  MlaValueVariant::kWgmmaK4};
+    MlaValueVariant::kColumnSplit, MlaValueVariant::kTile64, MlaValueVariant::kTile128,
+    MlaValueVariant::kWgmmaP4, MlaValueVariant::kWgmmaK2};
 
 const char* MlaValueVariantName(MlaValueVariant variant);
 
