@@ -422,10 +422,7 @@ int Main() {
                                              absl::GetFlag(FLAGS_upstream_writes_latent)
                                                  ? layer.latent.get()
                                                  : nullptr,
-                                             absl::GetFlag(FLAGS_upstream_writes_latent)
-                                                 ? layer.latent.bytes()
-                                                 : 0,
-                                             s,
+                                             layer.latent.bytes(), s,
                                              absl::GetFlag(FLAGS_upstream_pdl)),
                         "upstream kernel");
                     if (mode == "up") continue;

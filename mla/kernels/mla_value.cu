@@ -43,7 +43,6 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
   extern __shared__ uint4 smem_words[];
   bf16* rows_smem = reinterpret_cast<bf16*>(smem_words);  // [kRows][kSmemRow]
 
-  if (p.trigger_at_start) device::LaunchDependents();
   const int chunk = blockIdx.x;
   const int head = blockIdx.y;
   const int t0 = blockIdx.z * kRows;

@@ -101,7 +101,6 @@ __device__ __forceinline__ int SwizzledWord(int row, int word) {
 template <int kCols>
 __global__ void __launch_bounds__(kThreads, 2) MlaValueTileKernel(const MlaValueParams p) {
   using T = Tile<kCols>;
-  if (p.trigger_at_start) device::LaunchDependents();
   extern __shared__ uint4 smem_words[];
   bf16* smem = reinterpret_cast<bf16*>(smem_words);  // laid out as Tile<kCols> says
 

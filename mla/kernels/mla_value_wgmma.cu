@@ -183,7 +183,6 @@ __device__ __forceinline__ float4 LoadCluster16(uint32_t smem_address, int rank)
 template <int kStages, int kSplit>
 __global__ void __launch_bounds__(kThreads) MlaValueWgmmaKernel(const MlaValueParams p) {
   using T = WgTile<kStages, kSplit>;
-  if (p.trigger_at_start) device::LaunchDependents();
   extern __shared__ uint4 smem_words[];
   // The swizzle is a function of the address: align the tiles to its 1024-byte atom.
   const uint32_t smem_raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_words));

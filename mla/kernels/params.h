@@ -9,7 +9,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
-#include <cstdlib>
 
 #include "mla/tail_args.h"
 
@@ -30,7 +29,6 @@ struct MlaValueParams {
   int heads;                  // H
   int rows;                   // B
   int q;
-  int trigger_at_start;       // EXPERIMENT: launch_dependents first thing
 };
 
 // The caller's buffers the gate reads and writes on the BMM path. BmmPointersKernel writes them
@@ -76,15 +74,10 @@ inline constexpr size_t kOperandTableBytes =
 
 // Kernel parameters for `shape` and the caller's `buffers` (with the BMM path's scratch):
 // one mapping, used by the eager launches and by graph/ when it rewrites captured nodes.
-inline int ExperimentTriggerAtStart() {
-  static const int on = std::getenv("MLA_TAIL_EXPERIMENT_TRIGGER_AT_START") != nullptr;
-  return on;
-}
-
 inline MlaValueParams MakeMlaValueParams(const TailShape& shape, const TailBuffers& b) {
   return {b.latent, b.latent_row_stride, b.w_uv, b.w_head_stride, b.w_row_stride, b.gate,
           b.gate_row_stride, b.lengths, b.output, b.output_row_stride, shape.heads, shape.rows,
-          shape.q, ExperimentTriggerAtStart()};
+          shape.q};
 }
 
 // `tables` is kOperandTableBytes of device memory (8-byte aligned).
