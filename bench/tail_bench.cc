@@ -422,7 +422,10 @@ int Main() {
                                              absl::GetFlag(FLAGS_upstream_writes_latent)
                                                  ? layer.latent.get()
                                                  : nullptr,
-                                             layer.latent.bytes(), s,
+                                             absl::GetFlag(FLAGS_upstream_writes_latent)
+                                                 ? layer.latent.bytes()
+                                                 : 0,
+                                             s,
                                              absl::GetFlag(FLAGS_upstream_pdl)),
                         "upstream kernel");
                     if (mode == "up") continue;
