@@ -96,10 +96,7 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
   device::CopyAsyncCommitAndWaitAll();
   __syncthreads();
 
-  // Four independent accumulator chains a tile (by chunk parity and MMA), so that the 32 MMAs
-  // of a tile are 8 dependent steps deep rather than 16: after the wait the kernel is latency
-  // bound.
-  float acc[kRowTiles][4][4] = {};
+  float acc[kRowTiles][2][4] = {};
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
 #pragma unroll
@@ -107,10 +104,8 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
       const bf16* row_lo = rows_smem + (tile * 16 + group) * kSmemRow + 32 * c + 8 * quarter;
       const uint4 x = *reinterpret_cast<const uint4*>(row_lo);
       const uint4 y = *reinterpret_cast<const uint4*>(row_lo + 8 * kSmemRow);
-      float(&even)[4] = acc[tile][2 * (c % 2)];
-      float(&odd)[4] = acc[tile][2 * (c % 2) + 1];
-      device::MmaBf16(even, x.x, y.x, x.y, y.y, w_fragment[c].x, w_fragment[c].y);
-      device::MmaBf16(odd, x.z, y.z, x.w, y.w, w_fragment[c].z, w_fragment[c].w);
+      device::MmaBf16(acc[tile][0], x.x, y.x, x.y, y.y, w_fragment[c].x, w_fragment[c].y);
+      device::MmaBf16(acc[tile][1], x.z, y.z, x.w, y.w, w_fragment[c].z, w_fragment[c].w);
     }
   }
 
@@ -121,12 +116,10 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
       const int t = t0 + tile * 16 + group + 8 * half;
       if (t >= p.rows) continue;
       // Accumulator e of the m16n8 tile: row group (+8 for e >= 2), column 2q + (e & 1).
-      const float(&a)[4][4] = acc[tile];
-      const int e = 2 * half;
       const float v0 = __bfloat162float(
-          __float2bfloat16_rn((a[0][e] + a[1][e]) + (a[2][e] + a[3][e])));
+          __float2bfloat16_rn(acc[tile][0][2 * half] + acc[tile][1][2 * half]));
       const float v1 = __bfloat162float(
-          __float2bfloat16_rn((a[0][e + 1] + a[1][e + 1]) + (a[2][e + 1] + a[3][e + 1])));
+          __float2bfloat16_rn(acc[tile][0][2 * half + 1] + acc[tile][1][2 * half + 1]));
       *reinterpret_cast<uint32_t*>(p.output + t * p.output_row_stride + out_column) =
           device::GatePair(v0, v1, gate_word[tile][half], length[tile][half] > 0);
     }
