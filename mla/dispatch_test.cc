@@ -60,7 +60,7 @@ TEST(DispatchTest, FollowsTheMeasurements) {
       {16, 512, K::kWgmmaP4},    {32, 128, K::kWgmmaP4},     {32, 256, K::kWgmmaP4},
       {64, 32, K::kWgmmaP4},     {64, 64, K::kWgmmaP4},      {96, 32, K::kWgmmaP4},
       {96, 128, K::kWgmmaP4},    {96, 256, K::kWgmmaP4},     {128, 32, K::kWgmmaP4},
-      {64, 128, K::kTile128},    {128, 64, K::kTile128},     {128, 128, K::kTile128},
+      {64, 128, K::kTile64},     {128, 64, K::kTile64},      {128, 128, K::kTile128},
       {16, 1024, K::kTile128},   {32, 512, K::kTile128},     {64, 256, K::kTile128},
       {32, 1024, K::kBmm},       {64, 512, K::kBmm},         {96, 512, K::kBmm},
       {128, 256, K::kBmm},       {128, 1024, K::kBmm},

@@ -162,7 +162,8 @@ __global__ void __launch_bounds__(kThreads, 2) MlaValueTileKernel(const MlaValue
   // latent step 1. Step s then always lives in groups <= s.
 #pragma unroll
   for (int step = 0; step < kBuffers - 1; ++step) copy_w(step);
-  device::PrefetchBlockInputsL2(p, head, t0, kRows, 0, kLatentDim, column0, kCols);
+  device::PrefetchBlockInputsL2(p, head, t0, kRows, 0, kLatentDim, column0, kCols,
+                                device::kMaxPrefetchWork / 2);
   device::GridDependencyWait();
   copy_latent(0);
   copy_epilogue_inputs();

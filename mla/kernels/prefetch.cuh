@@ -8,10 +8,11 @@
 // block launches while its upstream still runs, and the latent, gate and lengths it reads after
 // the wait are L2 hits instead of DRAM round trips.
 //
-// Only for tails of heads x rows <= kMaxPrefetchWork (latent up to 8 MB): measured on the H200,
-// the prefetch made every kernel 2-30% faster below that, and the multi-wave grids above it
-// 5-17% slower (their later blocks start long after the wait is satisfied, and the prefetched
-// lines compete with W_UV's stream for L2 and DRAM).
+// Only for tails of heads x rows <= max_work: measured on the H200, the prefetch made the kernels
+// 2-30% faster at small W, and the multi-wave grids of large W 5-17% slower (their later blocks
+// start long after the wait is satisfied, and the prefetched lines compete with W_UV's stream
+// for L2 and DRAM). The limit is kMaxPrefetchWork (latent up to 8 MB), and half of it for
+// MlaValueTile, which was 8-11% slower with the prefetch at W = 8192.
 
 #include <cuda_runtime.h>
 
@@ -31,8 +32,9 @@ __device__ __forceinline__ void PrefetchL2(const void* pointer) {
 // take part.
 __device__ __forceinline__ void PrefetchBlockInputsL2(const MlaValueParams& p, int head, int t0,
                                                       int rows, int k0, int k, int c0,
-                                                      int columns) {
-  if (static_cast<long long>(p.heads) * p.rows > kMaxPrefetchWork) return;
+                                                      int columns,
+                                                      long long max_work = kMaxPrefetchWork) {
+  if (static_cast<long long>(p.heads) * p.rows > max_work) return;
   constexpr int kLine = 128;
   const int n = min(rows, p.rows - t0);
   const int latent_lines = (k * int(sizeof(bf16)) + kLine - 1) / kLine;
