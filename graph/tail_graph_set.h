@@ -16,8 +16,8 @@
 // node, which writes the addresses the cuBLASLt GEMM and the gate kernel read, so those nodes
 // never change) before launching it: no capture, no instantiation, and launches already
 // enqueued keep the parameters they had. Measured on an H200 (bench/graph_bench, 61 layers,
-// bench/results/): a pointer update costs 1.3 us of host time on the fused path and 2.4-3.2 us
-// on the BMM path by node updates, against 2.2-3.3 and 9.9-10.7 us by re-capture plus
+// bench/results/): a pointer update costs 1.0-1.7 us of host time on either path by a node
+// update, against 3.1-4.9 (fused) and 8.8-11.9 us (BMM) by re-capture plus
 // cudaGraphExecUpdate, so node updates are the mechanism. The BMM path pays for it on the GPU:
 // the operand-table kernel and the pointer-array GEMM cost about 0.6 us more per layer than a
 // strided GEMM whose pointers would be frozen in the graph. A change of the latent or W_UV row stride on the BMM path,

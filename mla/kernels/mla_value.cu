@@ -3,8 +3,9 @@
 // One 128-thread block per (32 output columns, head, 16 * kRowTiles rows). Warp w owns columns
 // 8w..8w+7 of the block's 32 over the whole latent: its W_UV B-fragments (16 x 16 bytes a
 // thread) are loaded into registers before the dependency wait, since no upstream kernel writes
-// weights; then the block stages its latent rows in padded shared memory and runs m16n8k16
-// BF16 MMAs with FP32 accumulation, two chains per tile.
+// weights (the block's latent, gate and lengths only get an L2 prefetch hint there,
+// prefetch.cuh); then the block stages its latent rows in padded shared memory and runs m16n8k16
+// BF16 MMAs with FP32 accumulation, two chains per tile (four measured no faster).
 //
 // k permutation: thread (group g, quarter p) loads latent indices 32c + 8p .. 32c + 8p + 7 of
 // W_UV column g as one 16-byte word per 32-wide chunk c. MMA s (0, 1) of the chunk takes words

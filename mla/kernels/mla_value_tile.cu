@@ -9,7 +9,7 @@
 // and latent slice [64 rows][64] are copied into one of kBuffers = 3 shared buffers while the
 // tensor cores work on an earlier one. The first steps' W_UV copies are issued before the
 // dependency wait: no upstream kernel writes weights. Latent, gate and lengths are read only
-// after it.
+// after it (before it they only get an L2 prefetch hint at small W, prefetch.cuh).
 //
 // Warps: kWarpsM x kWarpsN over the 64 x kCols tile, each 32 columns wide (4 n8 MMA tiles) and
 // 64 / kWarpsM rows tall (2 m16 tiles for kCols = 128, 1 for kCols = 64).

@@ -11,7 +11,7 @@
 // thread with cp.async into one of kStages buffers: either a pipeline over all 8 steps, or,
 // with K split over a cluster of kSplit blocks, every step of the block at once (one memory
 // round trip). W_UV copies are issued before the dependency wait: no upstream kernel writes
-// weights. Latent rows past the last row are not copied: their products land in output rows
+// weights (the block's latent, gate and lengths only get an L2 prefetch hint, prefetch.cuh). Latent rows past the last row are not copied: their products land in output rows
 // that are never stored.
 //
 // Split K: each block of the cluster leaves its FP32 partial tile in its shared memory; after a
