@@ -3,6 +3,8 @@
 
 #include <cuda_runtime.h>
 
+#include <initializer_list>
+
 #include "mla/dispatch.h"
 #include "mla/kernels/mla_value_variants.h"
 #include "mla/kernels/params.h"
@@ -25,6 +27,8 @@ const char* MlaValueVariantName(MlaValueVariant variant) {
       return "wgmma-p4";
     case MlaValueVariant::kWgmmaK2:
       return "wgmma-k2";
+    case MlaValueVariant::kStream:
+      return "stream";
   }
   return "?";
 }
@@ -58,6 +62,8 @@ const void* MlaValueKernelAddress(int heads, int rows, MlaValueVariant variant) 
   const MlaValueVariant resolved = ResolveMlaValueVariant(variant, heads, rows);
   if (IsMlaValueWgmma(resolved)) return MlaValueWgmmaKernelAddress(resolved);
   switch (resolved) {
+    case MlaValueVariant::kStream:
+      return MlaValueStreamKernelAddress();
     case MlaValueVariant::kTile128:
       return MlaValueTileKernelAddress(128);
     case MlaValueVariant::kTile64:
@@ -72,6 +78,8 @@ cudaError_t LaunchMlaValue(const MlaValueParams& p, cudaStream_t stream, bool pd
   const MlaValueVariant resolved = ResolveMlaValueVariant(variant, p.heads, p.rows);
   if (IsMlaValueWgmma(resolved)) return LaunchMlaValueWgmma(p, stream, pdl, resolved);
   switch (resolved) {
+    case MlaValueVariant::kStream:
+      return LaunchMlaValueStream(p, stream, pdl);
     case MlaValueVariant::kTile128:
       return LaunchMlaValueTile(p, stream, pdl, 128);
     case MlaValueVariant::kTile64:
@@ -82,8 +90,12 @@ cudaError_t LaunchMlaValue(const MlaValueParams& p, cudaStream_t stream, bool pd
 }
 
 cudaError_t PrepareMlaValueKernels() {
-  const cudaError_t tile = PrepareMlaValueTile();
-  return tile != cudaSuccess ? tile : PrepareMlaValueWgmma();
+  for (cudaError_t (*prepare)() :
+       {PrepareMlaValueTile, PrepareMlaValueWgmma, PrepareMlaValueStream}) {
+    const cudaError_t e = prepare();
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
 }
 
 }  // namespace mla

@@ -40,6 +40,7 @@
 #include "mla/kernels/mla_value_variants.h"
 #include "mla/kernels/params.h"
 #include "mla/kernels/prefetch.cuh"
+#include "mla/kernels/wgmma.cuh"
 
 namespace mla {
 namespace {
@@ -99,36 +100,6 @@ struct WgTile {
   static_assert(kSmemBytes <= 227 * 1024, "shared memory of one block");
 };
 
-// The shared-memory matrix descriptor of wgmma for a K-major operand in the 128-byte swizzle:
-// start address, leading offset 16 bytes (unused by this layout), stride 1024 bytes between
-// 8-row groups, layout type 1 (128-byte swizzle).
-__device__ __forceinline__ uint64_t SmemDescriptor(uint32_t smem_address) {
-  return static_cast<uint64_t>((smem_address & 0x3FFFF) >> 4) | (uint64_t{1} << 16) |
-         (uint64_t{kAlign >> 4} << 32) | (uint64_t{1} << 62);
-}
-
-__device__ __forceinline__ void WgmmaFence() {
-  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-}
-__device__ __forceinline__ void WgmmaCommit() {
-  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-}
-__device__ __forceinline__ void WgmmaWaitAll() {
-  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-}
-// cp.async writes shared memory through the generic proxy, wgmma reads it through the async
-// proxy: each writer fences after its copies land, before the barrier that publishes them.
-__device__ __forceinline__ void FenceProxyAsyncShared() {
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
-
-// Keeps the compiler from moving accumulator reads or writes across the asynchronous MMAs.
-template <int kN>
-__device__ __forceinline__ void FenceAccumulators(float (&d)[kN]) {
-#pragma unroll
-  for (int i = 0; i < kN; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-
 // cp.async.wait_group with a count known once the step loop is unrolled (at most 3: WgTile).
 __device__ __forceinline__ void CopyAsyncWaitUntil(int pending) {
   switch (pending) {
@@ -138,24 +109,6 @@ __device__ __forceinline__ void CopyAsyncWaitUntil(int pending) {
     default: device::CopyAsyncWait<3>(); break;
   }
 }
-
-#define MLA_WG_D8(i)                                                                       \
-  "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]),         \
-      "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
-
-// D[64 x 64] += A[64 x 16] * B[64 x 16]^T, both K-major in shared memory; fp32 accumulators.
-__device__ __forceinline__ void Wgmma64x64(float (&d)[32], uint64_t a, uint64_t b) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-      "%32, %33, p, 1, 1, 0, 0;\n}"
-      : MLA_WG_D8(0), MLA_WG_D8(8), MLA_WG_D8(16), MLA_WG_D8(24)
-      : "l"(a), "l"(b), "r"(1));
-}
-
-#undef MLA_WG_D8
 
 // The cluster's block rank and its barrier (release/acquire: shared-memory writes before the
 // arrival are visible to every block of the cluster after the wait).
@@ -264,8 +217,8 @@ __global__ void __launch_bounds__(kThreads) MlaValueWgmmaKernel(const MlaValuePa
   // dependents may launch (their prologues would compete with these copies before that).
   if (T::kAllInFlight) device::LaunchDependents();
 
-  const uint64_t a_desc0 = SmemDescriptor(smem_base + T::kWBytes);
-  const uint64_t b_desc0 = SmemDescriptor(smem_base);
+  const uint64_t a_desc0 = device::SmemDescriptor(smem_base + T::kWBytes);
+  const uint64_t b_desc0 = device::SmemDescriptor(smem_base);
 
   float acc[kCols / 2];
 #pragma unroll
@@ -280,7 +233,7 @@ __global__ void __launch_bounds__(kThreads) MlaValueWgmmaKernel(const MlaValuePa
     } else {
       device::CopyAsyncWait<kStages - 2>();
     }
-    FenceProxyAsyncShared();
+    device::FenceProxyAsyncShared();
     __syncthreads();
     if (!T::kAllInFlight) {
       const int next = step + kStages - 1;
@@ -295,15 +248,15 @@ __global__ void __launch_bounds__(kThreads) MlaValueWgmmaKernel(const MlaValuePa
     // Descriptor addresses are in 16-byte units: a stage is kStageBytes / 16 on, and each k16
     // slice of the 128-byte rows 32 bytes (2) on.
     const uint64_t stage = static_cast<uint64_t>((step % kStages) * T::kStageBytes) >> 4;
-    FenceAccumulators(acc);
-    WgmmaFence();
+    device::FenceAccumulators(acc);
+    device::WgmmaFence();
 #pragma unroll
     for (int k = 0; k < kStepK / 16; ++k) {
-      Wgmma64x64(acc, a_desc0 + stage + 2 * k, b_desc0 + stage + 2 * k);
+      device::Wgmma64x64(acc, a_desc0 + stage + 2 * k, b_desc0 + stage + 2 * k);
     }
-    WgmmaCommit();
-    WgmmaWaitAll();
-    FenceAccumulators(acc);
+    device::WgmmaCommit();
+    device::WgmmaWaitAll();
+    device::FenceAccumulators(acc);
   }
 
   // Accumulator 4j + e of the m64 x n64 tile: row 16 * warp + group (+8 for

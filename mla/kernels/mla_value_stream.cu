@@ -1,0 +1,236 @@
+// MlaValueStream: the fused W_UV projection and sigmoid gate for large batches, with the head's
+// W_UV held in shared memory while its latent streams past.
+//
+// Why: the tiled kernels re-read W_UV from L2 for every 64-row tile (8 x 16.8 MB on top of
+// 134 MB of latent at H = 128 x 1024 rows), and the BMM path writes the values to memory and
+// reads them back. Here every byte of latent, gate and output crosses the memory system once,
+// and W_UV once per block.
+//
+// Grid: heads x splits blocks, one per multiprocessor (225 KB of shared memory); block (s, h)
+// loads head h's W_UV (128 columns x 512, 128 KB) once, with every thread, before the dependency
+// wait (no upstream kernel writes weights). Its two warpgroups ("workers") then each take a
+// contiguous range of the head's 64-row tiles and run their own pipeline: kRing stages of
+// 64 rows x 64 latent values (8 KB) copied with cp.async by the worker's 128 threads (an earlier
+// TMA-fed version, reverted at 9b5befc, moved about 8 KB a block per microsecond), one wgmma
+// m64n128k16 per 16 latent values. Two workers keep the tensor cores busy while the other
+// rounds, gates and stores a tile: the accurate FP32 sigmoid of 64 elements a thread takes about
+// as long as the tile's MMAs.
+//
+// Epilogue per tile: each thread's gate words and row lengths are loaded into registers when the
+// tile starts (rows clamped, so the loads need no branch and are waited for only at first use),
+// then the accumulators are rounded to bf16, gated and stored from registers.
+//
+// Operand layout in shared memory: the canonical K-major 128-byte swizzle (wgmma.cuh). Latent
+// rows past the last row are not copied: their products land in output rows never stored.
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "mla/kernels/device.cuh"
+#include "mla/kernels/launch.cuh"
+#include "mla/kernels/mla_value_variants.h"
+#include "mla/kernels/params.h"
+#include "mla/kernels/wgmma.cuh"
+
+namespace mla {
+namespace {
+
+constexpr int kWorkers = 2;                      // warpgroups a block, one pipeline each
+constexpr int kWorkerThreads = 128;              // one warpgroup
+constexpr int kThreads = kWorkers * kWorkerThreads;
+constexpr int kRows = 64;                        // rows of a tile: wgmma's m
+constexpr int kStepK = 64;                       // latent values per step: one 128-byte row
+constexpr int kSteps = kLatentDim / kStepK;      // 8 steps a tile
+constexpr int kRowBytes = kStepK * 2;            // 128
+constexpr int kWords = kRowBytes / 16;           // 16-byte words a row: 8
+constexpr int kRing = 6;                         // stages of a worker's pipeline
+constexpr int kAlign = 1024;                     // swizzle atom
+constexpr int kWSliceBytes = kValueDim * kRowBytes;  // W_UV of one step: 128 rows x 128 bytes
+constexpr int kWBytes = kSteps * kWSliceBytes;       // 128 KB
+constexpr int kStageBytes = kRows * kRowBytes;       // 8 KB
+constexpr int kRingBytes = kRing * kStageBytes;      // a worker's ring
+constexpr int kRingOffset = kWBytes;
+constexpr size_t kSmemBytes = kWBytes + kWorkers * kRingBytes + kAlign;
+constexpr int kWorkerRowsPerPass = kWorkerThreads / kWords;  // 16 latent rows a copy pass
+constexpr int kBlockRowsPerPass = kThreads / kWords;         // 32 W_UV rows a copy pass
+static_assert(kSmemBytes <= 227 * 1024, "shared memory of one block");
+static_assert(kWorkerRowsPerPass % 8 == 0 && kBlockRowsPerPass % 8 == 0,
+              "one swizzled offset serves all of a thread's copies");
+
+// The worker's 128 threads, apart from the other worker (named barriers 1 and 2; 0 is
+// __syncthreads).
+__device__ __forceinline__ void WorkerSync(int worker) {
+  asm volatile("bar.sync %0, %1;" ::"r"(1 + worker), "n"(kWorkerThreads) : "memory");
+}
+
+__global__ void __launch_bounds__(kThreads, 1) MlaValueStreamKernel(const MlaValueParams p) {
+  extern __shared__ uint4 smem_words[];
+  const uint32_t smem_raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_words));
+  const uint32_t smem_base = (smem_raw + kAlign - 1) & ~uint32_t{kAlign - 1};
+  uint8_t* smem = reinterpret_cast<uint8_t*>(smem_words) + (smem_base - smem_raw);
+
+  const int head = blockIdx.y;
+  const int worker = threadIdx.x / kWorkerThreads;
+  const int tid = threadIdx.x % kWorkerThreads;
+  // This worker's tiles [tile_begin, tile_end) of the head's, split evenly over its workers.
+  const int tiles = (p.rows + kRows - 1) / kRows;
+  const int workers = gridDim.x * kWorkers;
+  const int index = blockIdx.x * kWorkers + worker;
+  const int tile_begin = static_cast<int>(int64_t{index} * tiles / workers);
+  const int tile_end = static_cast<int>(int64_t{index + 1} * tiles / workers);
+  const int steps = (tile_end - tile_begin) * kSteps;
+
+  // W_UV, by all threads: word threadIdx % 8 of rows threadIdx / 8 + 32 n of every step's slice.
+  {
+    const int row = threadIdx.x / kWords;
+    const int word = threadIdx.x % kWords;
+    const bf16* src = p.w_uv + head * p.w_head_stride + row * p.w_row_stride + 8 * word;
+    uint8_t* dst = smem + row * kRowBytes + 16 * (word ^ (row % 8));
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s) {
+#pragma unroll
+      for (int n = 0; n < kValueDim / kBlockRowsPerPass; ++n) {
+        device::CopyAsync16(dst + s * kWSliceBytes + n * kBlockRowsPerPass * kRowBytes,
+                            src + n * kBlockRowsPerPass * p.w_row_stride + s * kStepK, true);
+      }
+    }
+    device::CopyAsyncCommit();
+  }
+  device::GridDependencyWait();
+
+  // The worker's latent copies of `step` (of its sequence), one commit group a step, empty past
+  // the end so that the count of groups in flight stays fixed.
+  const int copy_row = tid / kWords;
+  const int copy_word = tid % kWords;
+  const int copy_dst = copy_row * kRowBytes + 16 * (copy_word ^ (copy_row % 8));
+  uint8_t* ring = smem + kRingOffset + worker * kRingBytes;
+  const bf16* latent_head = p.latent + head * kLatentDim + 8 * copy_word;
+  auto copy_latent = [&](int step) {
+    if (step < steps) {
+      const int t0 = (tile_begin + step / kSteps) * kRows;
+      const int k = step % kSteps;
+      uint8_t* dst = ring + (step % kRing) * kStageBytes + copy_dst;
+#pragma unroll
+      for (int n = 0; n < kRows / kWorkerRowsPerPass; ++n) {
+        const int t = t0 + copy_row + n * kWorkerRowsPerPass;
+        if (t < p.rows) {
+          device::CopyAsync16(dst + n * kWorkerRowsPerPass * kRowBytes,
+                              latent_head + t * p.latent_row_stride + k * kStepK, true);
+        }
+      }
+      // The worker's last read of upstream-written latent is in flight: dependents may launch.
+      if (step == steps - 1) device::LaunchDependents();
+    }
+    device::CopyAsyncCommit();
+  };
+#pragma unroll
+  for (int step = 0; step < kRing - 1; ++step) copy_latent(step);
+  // W_UV's group, the oldest, is complete; the barrier publishes every thread's part of it.
+  device::CopyAsyncWait<kRing - 1>();
+  device::FenceProxyAsyncShared();
+  __syncthreads();
+
+  const int lane = tid % 32;
+  const int warp = tid / 32;
+  const int group = lane / 4;
+  const int quarter = lane % 4;
+  const uint64_t a_desc0 = device::SmemDescriptor(smem_base + kRingOffset + worker * kRingBytes);
+  const uint64_t b_desc0 = device::SmemDescriptor(smem_base);
+
+  int step = 0;
+#pragma unroll 1
+  for (int tile = tile_begin; tile < tile_end; ++tile) {
+    const int t0 = tile * kRows;
+
+    // Gate words and lengths of this thread's rows 16 * warp + group (+8), columns 8j + 2q, +1.
+    uint32_t gate_words[2][16];
+    bool active[2];
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int t = t0 + 16 * warp + 8 * half + group;
+      const int row = min(t, p.rows - 1);
+      active[half] = t < p.rows && p.lengths[row / p.q] > 0;
+      const bf16* gate_row = p.gate + row * p.gate_row_stride + head * kValueDim + 2 * quarter;
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        gate_words[half][j] = *reinterpret_cast<const uint32_t*>(gate_row + 8 * j);
+      }
+    }
+
+    float acc[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = 0.0f;
+#pragma unroll 1
+    for (int k = 0; k < kSteps; ++k, ++step) {
+      // Group `step` is complete; the barrier publishes the worker's copies and tells that every
+      // thread finished step - 1's MMAs, whose stage the copies issued next overwrite.
+      device::CopyAsyncWait<kRing - 2>();
+      device::FenceProxyAsyncShared();
+      WorkerSync(worker);
+      copy_latent(step + kRing - 1);
+
+      // Descriptor addresses are in 16-byte units; each k16 slice is 32 bytes (2) on.
+      const uint64_t a_desc = a_desc0 + (((step % kRing) * kStageBytes) >> 4);
+      const uint64_t b_desc = b_desc0 + ((k * kWSliceBytes) >> 4);
+      device::FenceAccumulators(acc);
+      device::WgmmaFence();
+#pragma unroll
+      for (int kk = 0; kk < kStepK / 16; ++kk) {
+        device::Wgmma64x128(acc, a_desc + 2 * kk, b_desc + 2 * kk);
+      }
+      device::WgmmaCommit();
+      device::WgmmaWaitAll();
+      device::FenceAccumulators(acc);
+    }
+
+    // Accumulator 4j + e: row 16 * warp + group (+8 for e >= 2), column 8j + 2q + (e & 1).
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int t = t0 + 16 * warp + 8 * half + group;
+      if (t >= p.rows) continue;
+      bf16* out_row = p.output + t * p.output_row_stride + head * kValueDim + 2 * quarter;
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        const float v0 = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 * half]));
+        const float v1 = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 * half + 1]));
+        *reinterpret_cast<uint32_t*>(out_row + 8 * j) =
+            device::GatePair(v0, v1, gate_words[half][j], active[half]);
+      }
+    }
+  }
+}
+
+int MultiprocessorCount() {
+  int device = 0, count = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+    return 0;
+  }
+  return count;
+}
+
+}  // namespace
+
+cudaError_t PrepareMlaValueStream() {
+  return cudaFuncSetAttribute(MlaValueStreamKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              static_cast<int>(kSmemBytes));
+}
+
+const void* MlaValueStreamKernelAddress() {
+  return reinterpret_cast<const void*>(MlaValueStreamKernel);
+}
+
+cudaError_t LaunchMlaValueStream(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
+  const int sms = MultiprocessorCount();
+  if (sms == 0) return cudaErrorInvalidDevice;
+  // As many blocks a head as fill the multiprocessors once, and no more workers than tiles.
+  const int tiles = (p.rows + kRows - 1) / kRows;
+  const int splits = std::min((tiles + kWorkers - 1) / kWorkers, std::max(1, sms / p.heads));
+  return LaunchWithPdl(MlaValueStreamKernel, dim3(splits, p.heads), dim3(kThreads), kSmemBytes,
+                       stream, pdl, p);
+}
+
+}  // namespace mla
