@@ -28,11 +28,14 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/launch.cuh"
 #include "mla/kernels/mla_value_variants.h"
 #include "mla/kernels/params.h"
+#include "mla/kernels/prefetch.cuh"
 #include "mla/kernels/wgmma.cuh"
 
 namespace mla {
@@ -46,17 +49,13 @@ constexpr int kStepK = 64;                       // latent values per step: one 
 constexpr int kSteps = kLatentDim / kStepK;      // 8 steps a tile
 constexpr int kRowBytes = kStepK * 2;            // 128
 constexpr int kWords = kRowBytes / 16;           // 16-byte words a row: 8
-constexpr int kRing = 6;                         // stages of a worker's pipeline
 constexpr int kAlign = 1024;                     // swizzle atom
 constexpr int kWSliceBytes = kValueDim * kRowBytes;  // W_UV of one step: 128 rows x 128 bytes
 constexpr int kWBytes = kSteps * kWSliceBytes;       // 128 KB
 constexpr int kStageBytes = kRows * kRowBytes;       // 8 KB
-constexpr int kRingBytes = kRing * kStageBytes;      // a worker's ring
 constexpr int kRingOffset = kWBytes;
-constexpr size_t kSmemBytes = kWBytes + kWorkers * kRingBytes + kAlign;
 constexpr int kWorkerRowsPerPass = kWorkerThreads / kWords;  // 16 latent rows a copy pass
 constexpr int kBlockRowsPerPass = kThreads / kWords;         // 32 W_UV rows a copy pass
-static_assert(kSmemBytes <= 227 * 1024, "shared memory of one block");
 static_assert(kWorkerRowsPerPass % 8 == 0 && kBlockRowsPerPass % 8 == 0,
               "one swizzled offset serves all of a thread's copies");
 
@@ -66,7 +65,18 @@ __device__ __forceinline__ void WorkerSync(int worker) {
   asm volatile("bar.sync %0, %1;" ::"r"(1 + worker), "n"(kWorkerThreads) : "memory");
 }
 
+// kRing: stages of a worker's pipeline. kPrefetchTiles: how many of its tiles ahead a worker has
+// the bulk copy engine bring latent and gate rows into L2 (0: none).
+template <int kRing, int kPrefetchTiles>
+struct StreamConfig {
+  static constexpr int kRingBytes = kRing * kStageBytes;  // a worker's ring
+  static constexpr size_t kSmemBytes = kWBytes + kWorkers * kRingBytes + kAlign;
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory of one block");
+};
+
+template <int kRing, int kPrefetchTiles>
 __global__ void __launch_bounds__(kThreads, 1) MlaValueStreamKernel(const MlaValueParams p) {
+  constexpr int kRingBytes = StreamConfig<kRing, kPrefetchTiles>::kRingBytes;
   extern __shared__ uint4 smem_words[];
   const uint32_t smem_raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_words));
   const uint32_t smem_base = (smem_raw + kAlign - 1) & ~uint32_t{kAlign - 1};
@@ -82,6 +92,25 @@ __global__ void __launch_bounds__(kThreads, 1) MlaValueStreamKernel(const MlaVal
   const int tile_begin = static_cast<int>(int64_t{index} * tiles / workers);
   const int tile_end = static_cast<int>(int64_t{index + 1} * tiles / workers);
   const int steps = (tile_end - tile_begin) * kSteps;
+
+  // L2 prefetch of tile `tile`'s rows, one bulk prefetch a row: latent (1 KB) by threads 0-63,
+  // gate (256 bytes) by threads 64-127 of the worker.
+  auto prefetch_tile = [&](int tile) {
+    if (kPrefetchTiles == 0 || tile >= tile_end) return;
+    const int t = tile * kRows + tid % kRows;
+    if (t >= p.rows) return;
+    if (tid < kRows) {
+      device::PrefetchBulkL2(p.latent + t * p.latent_row_stride + head * kLatentDim,
+                             kLatentDim * sizeof(bf16));
+    } else {
+      device::PrefetchBulkL2(p.gate + t * p.gate_row_stride + head * kValueDim,
+                             kValueDim * sizeof(bf16));
+    }
+  };
+  if (kPrefetchTiles > 0 && threadIdx.x < kValueDim) {
+    device::PrefetchBulkL2(p.w_uv + head * p.w_head_stride + threadIdx.x * p.w_row_stride,
+                           kLatentDim * sizeof(bf16));
+  }
 
   // W_UV, by all threads: word threadIdx % 8 of rows threadIdx / 8 + 32 n of every step's slice.
   {
@@ -100,6 +129,8 @@ __global__ void __launch_bounds__(kThreads, 1) MlaValueStreamKernel(const MlaVal
     device::CopyAsyncCommit();
   }
   device::GridDependencyWait();
+#pragma unroll
+  for (int i = 0; i < kPrefetchTiles; ++i) prefetch_tile(tile_begin + i);
 
   // The worker's latent copies of `step` (of its sequence), one commit group a step, empty past
   // the end so that the count of groups in flight stays fixed.
@@ -144,6 +175,7 @@ __global__ void __launch_bounds__(kThreads, 1) MlaValueStreamKernel(const MlaVal
 #pragma unroll 1
   for (int tile = tile_begin; tile < tile_end; ++tile) {
     const int t0 = tile * kRows;
+    prefetch_tile(tile + kPrefetchTiles);
 
     // Gate words and lengths of this thread's rows 16 * warp + group (+8), columns 8j + 2q, +1.
     uint32_t gate_words[2][16];
@@ -212,16 +244,39 @@ int MultiprocessorCount() {
   return count;
 }
 
+// EXPERIMENT: the configuration from MLA_TAIL_EXPERIMENT_STREAM ("ring:prefetch"), default 6:0.
+struct StreamChoice {
+  const void* kernel;
+  size_t smem;
+};
+template <int kRing, int kPrefetchTiles>
+StreamChoice Choice() {
+  return {reinterpret_cast<const void*>(MlaValueStreamKernel<kRing, kPrefetchTiles>),
+          StreamConfig<kRing, kPrefetchTiles>::kSmemBytes};
+}
+const StreamChoice& Chosen() {
+  static const StreamChoice chosen = [] {
+    const char* e = std::getenv("MLA_TAIL_EXPERIMENT_STREAM");
+    const std::string v = e != nullptr ? e : "6:0";
+    if (v == "6:1") return Choice<6, 1>();
+    if (v == "6:2") return Choice<6, 2>();
+    if (v == "6:4") return Choice<6, 4>();
+    if (v == "4:0") return Choice<4, 0>();
+    if (v == "4:2") return Choice<4, 2>();
+    return Choice<6, 0>();
+  }();
+  return chosen;
+}
+
 }  // namespace
 
 cudaError_t PrepareMlaValueStream() {
-  return cudaFuncSetAttribute(MlaValueStreamKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              static_cast<int>(kSmemBytes));
+  const StreamChoice& c = Chosen();
+  return cudaFuncSetAttribute(c.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              static_cast<int>(c.smem));
 }
 
-const void* MlaValueStreamKernelAddress() {
-  return reinterpret_cast<const void*>(MlaValueStreamKernel);
-}
+const void* MlaValueStreamKernelAddress() { return Chosen().kernel; }
 
 cudaError_t LaunchMlaValueStream(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
   const int sms = MultiprocessorCount();
@@ -229,8 +284,9 @@ cudaError_t LaunchMlaValueStream(const MlaValueParams& p, cudaStream_t stream, b
   // As many blocks a head as fill the multiprocessors once, and no more workers than tiles.
   const int tiles = (p.rows + kRows - 1) / kRows;
   const int splits = std::min((tiles + kWorkers - 1) / kWorkers, std::max(1, sms / p.heads));
-  return LaunchWithPdl(MlaValueStreamKernel, dim3(splits, p.heads), dim3(kThreads), kSmemBytes,
-                       stream, pdl, p);
+  const StreamChoice& c = Chosen();
+  return LaunchWithPdl(reinterpret_cast<void (*)(MlaValueParams)>(const_cast<void*>(c.kernel)),
+                       dim3(splits, p.heads), dim3(kThreads), c.smem, stream, pdl, p);
 }
 
 }  // namespace mla
