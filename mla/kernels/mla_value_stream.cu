@@ -66,17 +66,19 @@ __device__ __forceinline__ void WorkerSync(int worker) {
 }
 
 // kRing: stages of a worker's pipeline. kPrefetchTiles: how many of its tiles ahead a worker has
-// the bulk copy engine bring latent and gate rows into L2 (0: none).
-template <int kRing, int kPrefetchTiles>
+// the bulk copy engine bring latent and gate rows into L2 (0: none). kAMode: EXPERIMENT, how the
+// latent reaches the MMA: 0 shared memory (proxy fence a step), 1 shared memory without the fence
+// (unsafe, to measure it), 2 registers through ldmatrix.
+template <int kRing, int kPrefetchTiles, int kAMode = 0>
 struct StreamConfig {
   static constexpr int kRingBytes = kRing * kStageBytes;  // a worker's ring
   static constexpr size_t kSmemBytes = kWBytes + kWorkers * kRingBytes + kAlign;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory of one block");
 };
 
-template <int kRing, int kPrefetchTiles>
+template <int kRing, int kPrefetchTiles, int kAMode>
 __global__ void __launch_bounds__(kThreads, 1) MlaValueStreamKernel(const MlaValueParams p) {
-  constexpr int kRingBytes = StreamConfig<kRing, kPrefetchTiles>::kRingBytes;
+  constexpr int kRingBytes = StreamConfig<kRing, kPrefetchTiles, kAMode>::kRingBytes;
   extern __shared__ uint4 smem_words[];
   const uint32_t smem_raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_words));
   const uint32_t smem_base = (smem_raw + kAlign - 1) & ~uint32_t{kAlign - 1};
@@ -170,6 +172,10 @@ __global__ void __launch_bounds__(kThreads, 1) MlaValueStreamKernel(const MlaVal
   const int quarter = lane % 4;
   const uint64_t a_desc0 = device::SmemDescriptor(smem_base + kRingOffset + worker * kRingBytes);
   const uint64_t b_desc0 = device::SmemDescriptor(smem_base);
+  // ldmatrix: lane l reads row 16 * warp + 8 * ((l / 8) % 2) + l % 8 of the stage, 16-byte word
+  // 2 kk + l / 16 of the k16 slice kk (swizzled by the row, whose % 8 is l % 8).
+  const uint32_t a_lane = smem_base + kRingOffset + worker * kRingBytes +
+                          (16 * warp + 8 * ((lane / 8) % 2) + lane % 8) * kRowBytes;
 
   int step = 0;
 #pragma unroll 1
@@ -200,18 +206,30 @@ __global__ void __launch_bounds__(kThreads, 1) MlaValueStreamKernel(const MlaVal
       // Group `step` is complete; the barrier publishes the worker's copies and tells that every
       // thread finished step - 1's MMAs, whose stage the copies issued next overwrite.
       device::CopyAsyncWait<kRing - 2>();
-      device::FenceProxyAsyncShared();
+      if (kAMode == 0) device::FenceProxyAsyncShared();
       WorkerSync(worker);
       copy_latent(step + kRing - 1);
 
       // Descriptor addresses are in 16-byte units; each k16 slice is 32 bytes (2) on.
       const uint64_t a_desc = a_desc0 + (((step % kRing) * kStageBytes) >> 4);
       const uint64_t b_desc = b_desc0 + ((k * kWSliceBytes) >> 4);
+      uint32_t a[kStepK / 16][4];
+      if (kAMode == 2) {
+#pragma unroll
+        for (int kk = 0; kk < kStepK / 16; ++kk) {
+          device::LoadMatrixX4(a[kk], a_lane + (step % kRing) * kStageBytes +
+                                          16 * ((2 * kk + lane / 16) ^ (lane % 8)));
+        }
+      }
       device::FenceAccumulators(acc);
       device::WgmmaFence();
 #pragma unroll
       for (int kk = 0; kk < kStepK / 16; ++kk) {
-        device::Wgmma64x128(acc, a_desc + 2 * kk, b_desc + 2 * kk);
+        if (kAMode == 2) {
+          device::Wgmma64x128RegA(acc, a[kk], b_desc + 2 * kk);
+        } else {
+          device::Wgmma64x128(acc, a_desc + 2 * kk, b_desc + 2 * kk);
+        }
       }
       device::WgmmaCommit();
       device::WgmmaWaitAll();
@@ -249,20 +267,19 @@ struct StreamChoice {
   const void* kernel;
   size_t smem;
 };
-template <int kRing, int kPrefetchTiles>
+template <int kRing, int kPrefetchTiles, int kAMode = 0>
 StreamChoice Choice() {
-  return {reinterpret_cast<const void*>(MlaValueStreamKernel<kRing, kPrefetchTiles>),
-          StreamConfig<kRing, kPrefetchTiles>::kSmemBytes};
+  return {reinterpret_cast<const void*>(MlaValueStreamKernel<kRing, kPrefetchTiles, kAMode>),
+          StreamConfig<kRing, kPrefetchTiles, kAMode>::kSmemBytes};
 }
 const StreamChoice& Chosen() {
   static const StreamChoice chosen = [] {
     const char* e = std::getenv("MLA_TAIL_EXPERIMENT_STREAM");
     const std::string v = e != nullptr ? e : "6:0";
-    if (v == "6:1") return Choice<6, 1>();
-    if (v == "6:2") return Choice<6, 2>();
-    if (v == "6:4") return Choice<6, 4>();
-    if (v == "4:0") return Choice<4, 0>();
-    if (v == "4:2") return Choice<4, 2>();
+    if (v == "6:0:nofence") return Choice<6, 0, 1>();
+    if (v == "6:0:regs") return Choice<6, 0, 2>();
+    if (v == "4:0:regs") return Choice<4, 0, 2>();
+    if (v == "6:1:regs") return Choice<6, 1, 2>();
     return Choice<6, 0>();
   }();
   return chosen;
