@@ -35,16 +35,20 @@ __global__ void __launch_bounds__(kThreads) MlaGateKernel(const MlaGateParams p)
   const uint4 gate = *reinterpret_cast<const uint4*>(ops.gate + t * ops.gate_row_stride + column);
   const bool active = ops.lengths[t / p.q] > 0;
 
-  uint4 out;
-  const uint32_t* v = &values.x;
-  const uint32_t* g = &gate.x;
-  uint32_t* o = &out.x;
+  const uint32_t* value_words = &values.x;
+  const uint32_t gates[4] = {gate.x, gate.y, gate.z, gate.w};
+  const bool actives[4] = {active, active, active, active};
+  float v[8];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const float2 pair = device::Bf16x2ToFloat2(v[i]);
-    o[i] = device::GatePair(pair.x, pair.y, g[i], active);
+    const float2 pair = device::Bf16x2ToFloat2(value_words[i]);
+    v[2 * i] = pair.x;
+    v[2 * i + 1] = pair.y;
   }
-  *reinterpret_cast<uint4*>(ops.output + t * ops.output_row_stride + column) = out;
+  uint32_t out[4];
+  device::GatePairs(v, gates, actives, out);
+  *reinterpret_cast<uint4*>(ops.output + t * ops.output_row_stride + column) =
+      make_uint4(out[0], out[1], out[2], out[3]);
 }
 
 }  // namespace

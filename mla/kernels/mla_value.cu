@@ -110,19 +110,35 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
     }
   }
 
+  // Pair (tile, half): accumulator e of the m16n8 tile is row group (+8 for e >= 2), column
+  // 2q + (e & 1).
+  constexpr int kPairs = kRowTiles * 2;
+  float v[2 * kPairs];
+  uint32_t gates[kPairs];
+  bool active[kPairs];
+  uint32_t out[kPairs];
+#pragma unroll
+  for (int tile = 0; tile < kRowTiles; ++tile) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int i = 2 * tile + half;
+      v[2 * i] = __bfloat162float(
+          __float2bfloat16_rn(acc[tile][0][2 * half] + acc[tile][1][2 * half]));
+      v[2 * i + 1] = __bfloat162float(
+          __float2bfloat16_rn(acc[tile][0][2 * half + 1] + acc[tile][1][2 * half + 1]));
+      gates[i] = gate_word[tile][half];
+      active[i] = length[tile][half] > 0;
+    }
+  }
+  device::GatePairs(v, gates, active, out);
 #pragma unroll
   for (int tile = 0; tile < kRowTiles; ++tile) {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int t = t0 + tile * 16 + group + 8 * half;
       if (t >= p.rows) continue;
-      // Accumulator e of the m16n8 tile: row group (+8 for e >= 2), column 2q + (e & 1).
-      const float v0 = __bfloat162float(
-          __float2bfloat16_rn(acc[tile][0][2 * half] + acc[tile][1][2 * half]));
-      const float v1 = __bfloat162float(
-          __float2bfloat16_rn(acc[tile][0][2 * half + 1] + acc[tile][1][2 * half + 1]));
       *reinterpret_cast<uint32_t*>(p.output + t * p.output_row_stride + out_column) =
-          device::GatePair(v0, v1, gate_word[tile][half], length[tile][half] > 0);
+          out[2 * tile + half];
     }
   }
 }

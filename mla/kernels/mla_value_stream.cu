@@ -237,18 +237,24 @@ __global__ void __launch_bounds__(kThreads, 1) MlaValueStreamKernel(const MlaVal
     }
 
     // Accumulator 4j + e: row 16 * warp + group (+8 for e >= 2), column 8j + 2q + (e & 1).
+    // A row's 16 pairs gated at once.
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
+      float v[32];
+      bool pair_active[16];
+      uint32_t out[16];
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        v[2 * j] = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 * half]));
+        v[2 * j + 1] = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 * half + 1]));
+        pair_active[j] = active[half];
+      }
+      device::GatePairs(v, gate_words[half], pair_active, out);
       const int t = t0 + 16 * warp + 8 * half + group;
       if (t >= p.rows) continue;
       bf16* out_row = p.output + t * p.output_row_stride + head * kValueDim + 2 * quarter;
 #pragma unroll
-      for (int j = 0; j < 16; ++j) {
-        const float v0 = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 * half]));
-        const float v1 = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 * half + 1]));
-        *reinterpret_cast<uint32_t*>(out_row + 8 * j) =
-            device::GatePair(v0, v1, gate_words[half][j], active[half]);
-      }
+      for (int j = 0; j < 16; ++j) *reinterpret_cast<uint32_t*>(out_row + 8 * j) = out[j];
     }
   }
 }

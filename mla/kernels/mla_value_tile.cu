@@ -56,6 +56,7 @@ constexpr int kBuffers = 3;                    // pipeline depth
 constexpr int kWordsPerRow = kStepK / 8;       // 16-byte words per shared row
 constexpr int kWarpCols = 32;
 constexpr int kNTiles = kWarpCols / 8;
+static_assert(kNTiles == 4, "a row's results leave as one 16-byte store");
 
 template <int kCols>
 struct Tile {
@@ -242,26 +243,41 @@ __global__ void __launch_bounds__(kThreads, 2) MlaValueTileKernel(const MlaValue
   const int32_t* lengths = reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset);
   const int gate_word = (warp_col0 + 8 * quarter) / 8;
   const int out_column = head * kValueDim + column0 + warp_col0 + 8 * quarter;
+  // Pair (m, half, j) of this thread's rows (rows past the end too: their gate words are
+  // zero-filled, their results not stored), all gated at once.
+  constexpr int kPairs = T::kMTiles * 2 * kNTiles;
+  float v[2 * kPairs];
+  uint32_t gates[kPairs];
+  bool active[kPairs];
+  uint32_t out[kPairs];
 #pragma unroll
   for (int m = 0; m < T::kMTiles; ++m) {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int row = warp_row0 + 16 * m + 8 * half + group;
-      const int t = t0 + row;
-      if (t >= p.rows) continue;
       const uint4 gate = *reinterpret_cast<const uint4*>(smem + T::kGateOffset + row * kCols +
                                                          SwizzledWord(row, gate_word));
-      const bool active = lengths[row] > 0;
       const uint32_t* gate_words = &gate.x;
-      uint4 out;
-      uint32_t* o = &out.x;
 #pragma unroll
       for (int j = 0; j < kNTiles; ++j) {
-        const float v0 = __bfloat162float(__float2bfloat16_rn(acc[m][j][2 * half]));
-        const float v1 = __bfloat162float(__float2bfloat16_rn(acc[m][j][2 * half + 1]));
-        o[j] = device::GatePair(v0, v1, gate_words[j], active);
+        const int i = (2 * m + half) * kNTiles + j;
+        v[2 * i] = __bfloat162float(__float2bfloat16_rn(acc[m][j][2 * half]));
+        v[2 * i + 1] = __bfloat162float(__float2bfloat16_rn(acc[m][j][2 * half + 1]));
+        gates[i] = gate_words[j];
+        active[i] = lengths[row] > 0;
       }
-      *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + out_column) = out;
+    }
+  }
+  device::GatePairs(v, gates, active, out);
+#pragma unroll
+  for (int m = 0; m < T::kMTiles; ++m) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int t = t0 + warp_row0 + 16 * m + 8 * half + group;
+      if (t >= p.rows) continue;
+      const uint32_t* o = out + (2 * m + half) * kNTiles;
+      *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + out_column) =
+          make_uint4(o[0], o[1], o[2], o[3]);
     }
   }
 }

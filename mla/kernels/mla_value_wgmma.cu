@@ -299,17 +299,33 @@ __global__ void __launch_bounds__(kThreads) MlaValueWgmmaKernel(const MlaValuePa
   const int group = lane / 4;
   const int quarter = lane % 4;
   const int32_t* lengths = reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset);
+  // Pair kOutTiles * half + j, all gated at once, then written over the gate words read.
+  constexpr int kPairs = 2 * kOutTiles;
+  float v[2 * kPairs];
+  uint32_t gates[kPairs];
+  bool active[kPairs];
+  uint32_t gated[kPairs];
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const int row = 16 * warp + 8 * half + group;
-    const bool active = lengths[row] > 0;
-    uint8_t* gate_row = smem + T::kGateOffset + row * T::kGateRowBytes + 4 * quarter;
+    const uint8_t* gate_row = smem + T::kGateOffset + row * T::kGateRowBytes + 4 * quarter;
 #pragma unroll
     for (int j = 0; j < kOutTiles; ++j) {
-      uint32_t* word = reinterpret_cast<uint32_t*>(gate_row + 16 * j);
-      const float v0 = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half]));
-      const float v1 = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half + 1]));
-      *word = device::GatePair(v0, v1, *word, active);
+      const int i = kOutTiles * half + j;
+      v[2 * i] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half]));
+      v[2 * i + 1] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half + 1]));
+      gates[i] = *reinterpret_cast<const uint32_t*>(gate_row + 16 * j);
+      active[i] = lengths[row] > 0;
+    }
+  }
+  device::GatePairs(v, gates, active, gated);
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    uint8_t* gate_row =
+        smem + T::kGateOffset + (16 * warp + 8 * half + group) * T::kGateRowBytes + 4 * quarter;
+#pragma unroll
+    for (int j = 0; j < kOutTiles; ++j) {
+      *reinterpret_cast<uint32_t*>(gate_row + 16 * j) = gated[kOutTiles * half + j];
     }
   }
   __syncthreads();

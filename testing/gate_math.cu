@@ -1,0 +1,93 @@
+#include "testing/gate_math.h"
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "mla/kernels/device.cuh"
+
+namespace mla_testing {
+namespace {
+
+// v values (bf16 bit patterns): ordinary, large, tiny, subnormal, signed zeros, NaN.
+constexpr int kValueCount = 11;
+__constant__ uint16_t kValueBits[kValueCount] = {0x3F80, 0xC060, 0x3C00, 0x4480, 0xC77F, 0x7F61,
+                                                 0x0DA2, 0x8000, 0x0000, 0x0001, 0x7FC0};
+__device__ float Value(int i) { return __uint_as_float(uint32_t{kValueBits[i]} << 16); }
+
+__global__ void GateMathKernel(unsigned long long* counters, unsigned* first_mismatch) {
+  const int index = blockIdx.x * blockDim.x + threadIdx.x;  // gate bits x value x active
+  const uint32_t gate = static_cast<uint32_t>(index) & 0xFFFFu;
+  const int value = (index >> 16) % kValueCount;
+  const bool active = ((index >> 16) / kValueCount) != 0;
+  if ((index >> 16) >= 2 * kValueCount) return;
+  const float v0 = Value(value);
+  const float v1 = -Value((value + 3) % kValueCount);
+  // Both halves carry the gate under test, the second with its sign flipped.
+  const uint32_t word = gate | ((gate ^ 0x8000u) << 16);
+
+  const uint32_t exact = mla::device::GatePair(v0, v1, word, active);
+  bool in_range = true;
+  const uint32_t fast = mla::device::GatePairInRange(v0, v1, word, active, in_range);
+  float vs[2] = {v0, v1};
+  const uint32_t gates[1] = {word};
+  const bool actives[1] = {active};
+  uint32_t both[1];
+  mla::device::GatePairs<1>(vs, gates, actives, both);
+
+  atomicAdd(&counters[0], 1ull);
+  bool mismatch = false;
+  if (in_range && fast != exact) {
+    atomicAdd(&counters[1], 1ull);
+    mismatch = true;
+  }
+  if (both[0] != exact) {
+    atomicAdd(&counters[2], 1ull);
+    mismatch = true;
+  }
+  if (!in_range) {
+    atomicAdd(&counters[3], 1ull);
+    const float g0 = __uint_as_float(gate << 16);
+    const float g1 = __uint_as_float((gate ^ 0x8000u) << 16);
+    if (fminf(g0, g1) >= -87.0f) atomicAdd(&counters[4], 1ull);
+  }
+  if (mismatch) atomicCAS(first_mismatch, 0xFFFFFFFFu, gate);
+}
+
+}  // namespace
+
+cudaError_t CheckGateMath(cudaStream_t stream, GateMathCounts* counts) {
+  unsigned long long* counters = nullptr;
+  unsigned* first = nullptr;
+  cudaError_t e = cudaMalloc(&counters, 5 * sizeof(unsigned long long) + sizeof(unsigned));
+  if (e != cudaSuccess) return e;
+  first = reinterpret_cast<unsigned*>(counters + 5);
+  unsigned long long host[5] = {};
+  unsigned host_first = 0xFFFFFFFFu;
+  if ((e = cudaMemsetAsync(counters, 0, 5 * sizeof(unsigned long long), stream)) == cudaSuccess &&
+      (e = cudaMemsetAsync(first, 0xFF, sizeof(unsigned), stream)) == cudaSuccess) {
+    constexpr int kThreads = 256;
+    const int total = 65536 * 2 * kValueCount;
+    GateMathKernel<<<total / kThreads, kThreads, 0, stream>>>(counters, first);
+    e = cudaGetLastError();
+  }
+  if (e == cudaSuccess) {
+    e = cudaMemcpyAsync(host, counters, sizeof(host), cudaMemcpyDeviceToHost, stream);
+  }
+  if (e == cudaSuccess) {
+    e = cudaMemcpyAsync(&host_first, first, sizeof(host_first), cudaMemcpyDeviceToHost, stream);
+  }
+  if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+  cudaFree(counters);
+  if (e != cudaSuccess) return e;
+  counts->pairs = static_cast<int64_t>(host[0]);
+  counts->in_range_mismatch = static_cast<int64_t>(host[1]);
+  counts->gate_pairs_mismatch = static_cast<int64_t>(host[2]);
+  counts->out_of_range = static_cast<int64_t>(host[3]);
+  counts->out_of_range_above = static_cast<int64_t>(host[4]);
+  counts->first_mismatch_gate = host_first;
+  return cudaSuccess;
+}
+
+}  // namespace mla_testing

@@ -1,0 +1,29 @@
+#ifndef TESTING_GATE_MATH_H_
+#define TESTING_GATE_MATH_H_
+
+// Every bf16 gate through the kernels' two gate computations (mla/kernels/device.cuh): the
+// branch-free GatePairInRange against GatePair's IEEE division, and GatePairs (what the kernels
+// call) against GatePair.
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace mla_testing {
+
+struct GateMathCounts {
+  int64_t pairs = 0;              // (gate, value, active) cases checked
+  int64_t in_range_mismatch = 0;  // GatePairInRange != GatePair where it kept in_range
+  int64_t gate_pairs_mismatch = 0;  // GatePairs != GatePair, anywhere
+  int64_t out_of_range = 0;       // active cases where GatePairInRange cleared in_range
+  int64_t out_of_range_above = 0;  // ... of them with a gate >= -87 (must be none)
+  uint32_t first_mismatch_gate = 0;  // bf16 bits of the first mismatching gate, if any
+};
+
+// Runs all 65536 bf16 gate values with each of a set of v (normal, subnormal, huge, signed
+// zero, NaN), active and not, on `stream`, and counts. Synchronizes the stream.
+cudaError_t CheckGateMath(cudaStream_t stream, GateMathCounts* counts);
+
+}  // namespace mla_testing
+
+#endif  // TESTING_GATE_MATH_H_
