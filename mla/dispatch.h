@@ -5,25 +5,23 @@
 // (fused or BMM) and for the fused path's kernel.
 //
 // Measured on an H200 at heads {8, 12, 16, 32, 64, 96, 128} x rows {1, 2, 4, ..., 1024}, q 1,
-// every kernel forced at every shape, L2 cold, W = heads x rows. Where the kernels prefetch
-// (kernels/prefetch.cuh: W <= 8192, MlaValueTile W <= 4096) the data are the kernels as they are
-// now (bench/results/2026-11-30-h200/history/final6_33bb161/tail_bench.csv); elsewhere the
-// earlier run without the prefetch (history/tail_bench_e4de9a5.csv). The kernel picked was within
-// 3% of the fastest at every shape; tail_bench.csv checks it again.
-// - MlaValue (column split, W_UV in registers) while the batch is small: rows <= 16, or
-//   W <= 1024. It re-reads W_UV for every 16-32 rows, so its time grows with rows.
-// - MlaValueWgmma with K split over a cluster of 2 blocks for heads <= 32 up to W = 3072: few
+// every kernel forced at every shape, L2 cold, W = heads x rows, with the kernels as they are
+// now (the branch-free gate, kernels/device.cuh GatePairs):
+// bench/results/2026-11-30-h200/history/gate8_52d6fa2/tail_bench.csv. The kernel picked was
+// within 3% of the fastest at every shape; tail_bench.csv checks it again.
+// - MlaValue (column split, W_UV in registers) up to W = 512, and to 768 for rows <= 16. It
+//   re-reads W_UV for every 16-32 rows, so its time grows with rows.
+// - MlaValueWgmma with K split over a cluster of 2 blocks for heads <= 16 up to W = 1024: few
 //   heads give few tiles, and splitting K spreads each tile's bytes over more multiprocessors.
-// - MlaValueTile from W = 8192 (64-column blocks) to 16384 (128-column blocks) where its grid
-//   (heads x rows / 64 tiles, two blocks a multiprocessor) fills whole waves of the H200's 132
-//   multiprocessors: at most 132 tiles or at least 256 (at W = 8192 only up to 128 rows, where
-//   the pipelined MlaValueWgmma, faster with the prefetch, does not win). At heads 12 and 96
-//   (192 tiles at W = 12288), 72 multiprocessors hold one block and MlaValueWgmma is 6-11% ahead.
-// - MlaValueWgmma with a 4-stage pipeline otherwise up to W = 12288, and up to W = 24576 for
-//   rows <= 256 (only 96 x 256 on the grid: 6% ahead of the BMM path; the tile's 384 blocks are
-//   1.5 waves).
-// - The cuBLASLt batched GEMM + MlaGate beyond: its GEMM feeds the tensor cores better than
-//   these kernels do at large batches, which outweighs the values' round trip through memory.
+// - MlaValueTile for heads >= 64 from W = 8192 (64-column blocks) to 16384 (128-column blocks)
+//   where its grid (heads x rows / 64 tiles, two blocks a multiprocessor) fills whole waves of the
+//   H200's 132 multiprocessors: at most 132 tiles or at least 256 (up to 6% and 9% ahead at
+//   128 x 64 and 128 x 128). At fewer heads it trails MlaValueWgmma by 7-12%.
+// - The cuBLASLt batched GEMM + MlaGate for heads > 96 from W = 65536 (128 x 512: 5% ahead of
+//   MlaValueWgmma): its GEMM feeds the tensor cores better than these kernels at the largest
+//   batches, which outweighs the values' round trip through memory.
+// - MlaValueWgmma with a 4-stage pipeline everywhere else: since the gate lost its branches, the
+//   fastest kernel from the middle of the grid to 96 x 1024 rows.
 
 namespace mla {
 
@@ -38,15 +36,15 @@ enum class TailKernel {
 
 constexpr TailKernel DispatchTail(int heads, int rows) {
   const long long work = static_cast<long long>(heads) * rows;
-  if (rows <= 16 || work <= 1024) return TailKernel::kColumnSplit;
-  if (heads <= 32 && work <= 3072) return TailKernel::kWgmmaK2;
+  if (work <= 512 || (rows <= 16 && work <= 768)) return TailKernel::kColumnSplit;
+  if (heads <= 16 && work <= 1024) return TailKernel::kWgmmaK2;
   const long long tile_blocks = heads * ((rows + 63LL) / 64);
   const bool whole_waves = tile_blocks <= 132 || tile_blocks >= 256;
-  if (whole_waves && work >= 8192 && work <= 16384 && (work > 8192 || rows <= 128)) {
+  if (heads >= 64 && whole_waves && work >= 8192 && work <= 16384) {
     return work <= 8192 ? TailKernel::kTile64 : TailKernel::kTile128;
   }
-  if (work <= 12288 || (work <= 24576 && rows <= 256)) return TailKernel::kWgmmaP4;
-  return TailKernel::kBmm;
+  if (heads > 96 && work >= 65536) return TailKernel::kBmm;
+  return TailKernel::kWgmmaP4;
 }
 
 // The path half of the rule: true where the BMM path runs.

@@ -28,11 +28,6 @@ cudaError_t LaunchMlaValueWgmma(const MlaValueParams& params, cudaStream_t strea
 const void* MlaValueWgmmaKernelAddress(MlaValueVariant variant);
 cudaError_t PrepareMlaValueWgmma();
 
-// MlaValueStream (mla_value_stream.cu): W_UV held in shared memory, one block a multiprocessor.
-cudaError_t LaunchMlaValueStream(const MlaValueParams& params, cudaStream_t stream, bool pdl);
-const void* MlaValueStreamKernelAddress();
-cudaError_t PrepareMlaValueStream();
-
 }  // namespace mla
 
 #endif  // MLA_KERNELS_MLA_VALUE_VARIANTS_H_

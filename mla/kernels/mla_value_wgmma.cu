@@ -2,9 +2,9 @@
 //
 // One 128-thread block (one warpgroup) per (64 output columns, head, 64 rows, 512 / kSplit
 // latent values): one wgmma m64n64k16 per 16 latent values, both operands read by the tensor
-// cores from shared memory. It serves the middle of the grid: MlaValue (mla_value.cu) re-reads
-// W_UV for every 16-32 rows, MlaValueTile (mla_value_tile.cu) waits on one memory round trip per
-// pipeline step; here fewer, larger copies are in flight at once.
+// cores from shared memory. It serves most of the grid past the smallest batches (mla/dispatch.h):
+// MlaValue (mla_value.cu) re-reads W_UV for every 16-32 rows, MlaValueTile (mla_value_tile.cu)
+// waits on one memory round trip per pipeline step; here fewer, larger copies are in flight.
 //
 // K: the block's latent values in steps of 64 (128 bytes a row, one 128-byte swizzle atom).
 // Each step's W_UV slice [64 columns][64] and latent slice [64 rows][64] are copied by every

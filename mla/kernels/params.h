@@ -114,19 +114,16 @@ enum class MlaValueVariant {
   kWgmmaP4,      // a 4-stage pipeline over 8 steps of 64
   kWgmmaK2,      // K split over a cluster of 2 blocks (4 steps each, all in flight), which sum
                  // their partial tiles through distributed shared memory
-  kStream,       // MlaValueStream: 256 threads per (head, range of 64-row tiles), one block a
-                 // multiprocessor, the head's W_UV held in shared memory while the latent streams
 };
 
 // Every kernel of the fused path, for callers that force each in turn (tests, benchmarks).
 inline constexpr MlaValueVariant kMlaValueKernels[] = {
     MlaValueVariant::kColumnSplit, MlaValueVariant::kTile64, MlaValueVariant::kTile128,
-    MlaValueVariant::kWgmmaP4, MlaValueVariant::kWgmmaK2, MlaValueVariant::kStream};
+    MlaValueVariant::kWgmmaP4, MlaValueVariant::kWgmmaK2};
 
 const char* MlaValueVariantName(MlaValueVariant variant);
 
-// The kernel that `variant` runs for a shape: kColumnSplit, kTile128, kTile64, a kWgmma* or
-// kStream.
+// The kernel that `variant` runs for a shape: kColumnSplit, kTile128, kTile64 or a kWgmma*.
 MlaValueVariant ResolveMlaValueVariant(MlaValueVariant variant, int heads, int rows);
 
 // Rows of latent staged per MlaValue block: 16 * row_tiles. Each block keeps its 32 W_UV

@@ -16,8 +16,6 @@
 
 #include <cuda_runtime.h>
 
-#include <cstdint>
-
 #include "mla/kernels/params.h"
 
 namespace mla {
@@ -27,13 +25,6 @@ inline constexpr long long kMaxPrefetchWork = 8192;
 
 __device__ __forceinline__ void PrefetchL2(const void* pointer) {
   asm volatile("prefetch.global.L2 [%0];" ::"l"(pointer));
-}
-
-// `bytes` (a multiple of 16) from `pointer` (16-byte aligned) into L2, one instruction: the bulk
-// copy engine fetches them with no registers or shared memory waiting on the data.
-__device__ __forceinline__ void PrefetchBulkL2(const void* pointer, uint32_t bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(pointer), "r"(bytes)
-               : "memory");
 }
 
 // Rows [t0, t0 + rows) (clipped to p.rows) of head `head`: latent elements [k0, k0 + k) and

@@ -58,48 +58,7 @@ __device__ __forceinline__ void Wgmma64x64(float (&d)[32], uint64_t a, uint64_t 
       : "l"(a), "l"(b), "r"(1));
 }
 
-// D[64 x 128] += A[64 x 16] * B[128 x 16]^T, both K-major in shared memory; fp32 accumulators.
-__device__ __forceinline__ void Wgmma64x128(float (&d)[64], uint64_t a, uint64_t b) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-      "%64, %65, p, 1, 1, 0, 0;\n}"
-      : MLA_WG_D8(0), MLA_WG_D8(8), MLA_WG_D8(16), MLA_WG_D8(24), MLA_WG_D8(32), MLA_WG_D8(40),
-        MLA_WG_D8(48), MLA_WG_D8(56)
-      : "l"(a), "l"(b), "r"(1));
-}
-
-// D[64 x 128] += A[64 x 16] * B[128 x 16]^T, A from registers (each warp's 16 rows in the
-// mma.sync m16n8k16 A layout, as ldmatrix.x4 leaves them), B K-major in shared memory.
-__device__ __forceinline__ void Wgmma64x128RegA(float (&d)[64], const uint32_t (&a)[4],
-                                                uint64_t b) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-      "{%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}"
-      : MLA_WG_D8(0), MLA_WG_D8(8), MLA_WG_D8(16), MLA_WG_D8(24), MLA_WG_D8(32), MLA_WG_D8(40),
-        MLA_WG_D8(48), MLA_WG_D8(56)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
-}
-
 #undef MLA_WG_D8
-
-// Four 8 x 8 b16 matrices from shared memory; lane l gives the address of row l % 8 of matrix
-// l / 8.
-__device__ __forceinline__ void LoadMatrixX4(uint32_t (&r)[4], uint32_t smem_address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_address)
-               : "memory");
-}
 
 }  // namespace device
 }  // namespace mla
