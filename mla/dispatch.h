@@ -9,8 +9,12 @@
 // now (the branch-free gate, kernels/device.cuh GatePairs):
 // bench/results/2026-11-30-h200/history/gate8_52d6fa2/tail_bench.csv. The kernel picked was
 // within 3% of the fastest at every shape; tail_bench.csv checks it again.
-// - MlaValue (column split, W_UV in registers) up to W = 512, and to 768 for rows <= 16. It
-//   re-reads W_UV for every 16-32 rows, so its time grows with rows.
+// - MlaValue (column split, W_UV in registers) up to W = 512, and for rows <= 16 up to W = 1024
+//   at heads <= 96. It re-reads W_UV for every 16-32 rows, so its time grows with rows. At 64 x 16
+//   rows it ties the pipelined MlaValueWgmma in the grid but is the one whose W_UV fetch hides
+//   behind an upstream kernel (it loads all of it before the dependency wait, the pipeline only
+//   its first steps' slices): 2.9 against 4.4 us added after an upstream with a 5 us window
+//   (tail_bench_upstream.csv at b6f10b4 and a504da6).
 // - MlaValueWgmma with K split over a cluster of 2 blocks for heads <= 16 up to W = 1024: few
 //   heads give few tiles, and splitting K spreads each tile's bytes over more multiprocessors.
 // - MlaValueTile for heads >= 64 from W = 8192 (64-column blocks) to 16384 (128-column blocks)
@@ -36,7 +40,9 @@ enum class TailKernel {
 
 constexpr TailKernel DispatchTail(int heads, int rows) {
   const long long work = static_cast<long long>(heads) * rows;
-  if (work <= 512 || (rows <= 16 && work <= 768)) return TailKernel::kColumnSplit;
+  if (work <= 512 || (rows <= 16 && heads <= 96 && work <= 1024)) {
+    return TailKernel::kColumnSplit;
+  }
   if (heads <= 16 && work <= 1024) return TailKernel::kWgmmaK2;
   const long long tile_blocks = heads * ((rows + 63LL) / 64);
   const bool whole_waves = tile_blocks <= 132 || tile_blocks >= 256;

@@ -52,15 +52,16 @@ TEST(DispatchTest, FollowsTheMeasurements) {
     K kernel;
   } measured[] = {
       {8, 1, K::kColumnSplit},   {8, 64, K::kColumnSplit},   {16, 32, K::kColumnSplit},
-      {32, 16, K::kColumnSplit}, {64, 8, K::kColumnSplit},   {96, 8, K::kColumnSplit},
-      {128, 4, K::kColumnSplit}, {8, 128, K::kWgmmaK2},      {12, 64, K::kWgmmaK2},
-      {16, 64, K::kWgmmaK2},     {8, 256, K::kWgmmaP4},      {12, 128, K::kWgmmaP4},
-      {16, 128, K::kWgmmaP4},    {32, 32, K::kWgmmaP4},      {64, 16, K::kWgmmaP4},
-      {128, 8, K::kWgmmaP4},     {32, 256, K::kWgmmaP4},     {32, 512, K::kWgmmaP4},
-      {32, 1024, K::kWgmmaP4},   {64, 512, K::kWgmmaP4},     {64, 1024, K::kWgmmaP4},
-      {96, 128, K::kWgmmaP4},    {96, 1024, K::kWgmmaP4},    {128, 256, K::kWgmmaP4},
-      {64, 128, K::kTile64},     {128, 64, K::kTile64},      {64, 256, K::kTile128},
-      {128, 128, K::kTile128},   {128, 512, K::kBmm},        {128, 1024, K::kBmm},
+      {32, 16, K::kColumnSplit}, {64, 8, K::kColumnSplit},   {64, 16, K::kColumnSplit},
+      {96, 8, K::kColumnSplit},  {128, 4, K::kColumnSplit},  {8, 128, K::kWgmmaK2},
+      {12, 64, K::kWgmmaK2},     {16, 64, K::kWgmmaK2},      {8, 256, K::kWgmmaP4},
+      {12, 128, K::kWgmmaP4},    {16, 128, K::kWgmmaP4},     {32, 32, K::kWgmmaP4},
+      {96, 16, K::kWgmmaP4},     {128, 8, K::kWgmmaP4},      {32, 256, K::kWgmmaP4},
+      {32, 512, K::kWgmmaP4},    {32, 1024, K::kWgmmaP4},    {64, 512, K::kWgmmaP4},
+      {64, 1024, K::kWgmmaP4},   {96, 128, K::kWgmmaP4},     {96, 1024, K::kWgmmaP4},
+      {128, 256, K::kWgmmaP4},   {64, 128, K::kTile64},      {128, 64, K::kTile64},
+      {64, 256, K::kTile128},    {128, 128, K::kTile128},    {128, 512, K::kBmm},
+      {128, 1024, K::kBmm},
   };
   for (const auto& m : measured) {
     EXPECT_EQ(DispatchTail(m.heads, m.rows), m.kernel) << m.heads << " x " << m.rows;
