@@ -10,7 +10,8 @@
 //     The host time per Replay call is printed and recorded too.
 // The fused path with its kernel forced (TailOptions::fused_variant), embedded or replayed:
 // fused-split (MlaValue), fused-tile (MlaValueTile, columns by shape), fused-tile64,
-// fused-tile128, fused-wgmma-p4, fused-wgmma-k2 (MlaValueWgmma), and each with -replay.
+// fused-tile128, fused-wgmma-p4, fused-wgmma-k2, fused-wgmma-a8 (MlaValueWgmma), and each with
+// -replay.
 //
 //   tail_bench --heads=8,12,64 --rows=1,16,256 --modes=fused,auto,auto-replay --csv=out.csv
 //   tail_bench --heads=12,64,128 --rows=64,256,1024 --modes=fused-split,fused-tile64,fused-tile128
@@ -52,8 +53,8 @@ ABSL_FLAG(std::string, modes, "fused,bmm,auto,peer,auto-replay",
           "comma-separated: fused, bmm, auto (dispatched), peer, all layers in one graph; "
           "fused-replay, bmm-replay, auto-replay: one TailGraphSet graph per layer, replayed back "
           "to back; fused-<kernel> (and -replay): the fused path with its kernel forced, "
-          "<kernel> one of split, tile, tile64, tile128, wgmma-p4, wgmma-k2 (MlaValue, "
-          "MlaValueTile with columns by shape, 64, 128, MlaValueWgmma's two variants)");
+          "<kernel> one of split, tile, tile64, tile128, wgmma-p4, wgmma-k2, wgmma-a8 (MlaValue, "
+          "MlaValueTile with columns by shape, 64, 128, MlaValueWgmma's three variants)");
 ABSL_FLAG(int, min_layers, 16, "layers rotated at least");
 ABSL_FLAG(int, max_layers, 256, "layers rotated at most");
 ABSL_FLAG(int, replays, 20,

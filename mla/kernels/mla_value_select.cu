@@ -25,6 +25,8 @@ const char* MlaValueVariantName(MlaValueVariant variant) {
       return "wgmma-p4";
     case MlaValueVariant::kWgmmaK2:
       return "wgmma-k2";
+    case MlaValueVariant::kWgmmaA8:
+      return "wgmma-a8";
   }
   return "?";
 }

@@ -8,11 +8,12 @@
 //
 // K: the block's latent values in steps of 64 (128 bytes a row, one 128-byte swizzle atom).
 // Each step's W_UV slice [64 columns][64] and latent slice [64 rows][64] are copied by every
-// thread with cp.async into one of kStages buffers: either a pipeline over all 8 steps, or,
-// with K split over a cluster of kSplit blocks, every step of the block at once (one memory
-// round trip). W_UV copies are issued before the dependency wait: no upstream kernel writes
-// weights (the block's latent, gate and lengths only get an L2 prefetch hint, prefetch.cuh). Latent rows past the last row are not copied: their products land in output rows
-// that are never stored.
+// thread with cp.async into one of kStages buffers: either a pipeline over all 8 steps, or
+// every step of the block at once (one memory round trip): all 8 (a block a multiprocessor, for
+// grids smaller than the GPU), or, with K split over a cluster of kSplit blocks, the block's
+// share. W_UV copies are issued before the dependency wait: no upstream kernel writes weights
+// (the block's latent, gate and lengths only get an L2 prefetch hint, prefetch.cuh). Latent rows
+// past the last row are not copied: their products land in output rows that are never stored.
 //
 // Split K: each block of the cluster leaves its FP32 partial tile in its shared memory; after a
 // cluster barrier, block r sums the partials of its 1 / kSplit share of the columns over the
@@ -90,7 +91,7 @@ struct WgTile {
   static_assert(kStages >= 2 ? kStages <= kBlockSteps : kStages == kBlockSteps,
                 "pipeline depth: at most one buffer per step, all of them for a single step");
   static_assert(kSplit == 1 || kAllInFlight, "split-K blocks issue all their steps at once");
-  static_assert(!kAllInFlight || kBlockSteps <= 4, "CopyAsyncWaitUntil waits on up to 4 groups");
+  static_assert(!kAllInFlight || kBlockSteps <= 8, "CopyAsyncWaitUntil waits on up to 8 groups");
   static_assert(kRowsPerPass % 8 == 0 && kCols % kRowsPerPass == 0 && kRows % kRowsPerPass == 0,
                 "every thread copies the same number of words, in one swizzle phase");
   static_assert(kOutCols % 8 == 0 && kThreads % kGateWordsPerRow == 0 &&
@@ -100,13 +101,17 @@ struct WgTile {
   static_assert(kSmemBytes <= 227 * 1024, "shared memory of one block");
 };
 
-// cp.async.wait_group with a count known once the step loop is unrolled (at most 3: WgTile).
+// cp.async.wait_group with a count known once the step loop is unrolled (at most 7: WgTile).
 __device__ __forceinline__ void CopyAsyncWaitUntil(int pending) {
   switch (pending) {
     case 0: device::CopyAsyncWait<0>(); break;
     case 1: device::CopyAsyncWait<1>(); break;
     case 2: device::CopyAsyncWait<2>(); break;
-    default: device::CopyAsyncWait<3>(); break;
+    case 3: device::CopyAsyncWait<3>(); break;
+    case 4: device::CopyAsyncWait<4>(); break;
+    case 5: device::CopyAsyncWait<5>(); break;
+    case 6: device::CopyAsyncWait<6>(); break;
+    default: device::CopyAsyncWait<7>(); break;
   }
 }
 
@@ -350,6 +355,7 @@ struct WgConfig {
 constexpr WgConfig kWgConfigs[] = {
     {MlaValueVariant::kWgmmaP4, 4, 1},
     {MlaValueVariant::kWgmmaK2, 4, 2},
+    {MlaValueVariant::kWgmmaA8, 8, 1},
 };
 
 template <int kIndex>
