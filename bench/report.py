@@ -19,7 +19,7 @@ import sys
 
 
 KERNEL_MODES = ("fused", "fused-split", "fused-tile64", "fused-tile128", "fused-wgmma-p4",
-                "fused-wgmma-k2", "bmm")
+                "fused-wgmma-k2", "fused-wgmma-a8", "bmm")
 
 
 def load(path):

@@ -41,6 +41,8 @@ MlaValueVariant ResolveMlaValueVariant(MlaValueVariant variant, int heads, int r
         return MlaValueVariant::kColumnSplit;
       case TailKernel::kWgmmaK2:
         return MlaValueVariant::kWgmmaK2;
+      case TailKernel::kWgmmaA8:
+        return MlaValueVariant::kWgmmaA8;
       case TailKernel::kWgmmaP4:
         return MlaValueVariant::kWgmmaP4;
       case TailKernel::kTile64:
