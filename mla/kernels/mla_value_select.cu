@@ -27,8 +27,6 @@ const char* MlaValueVariantName(MlaValueVariant variant) {
       return "wgmma-k2";
     case MlaValueVariant::kWgmmaA8:
       return "wgmma-a8";
-    case MlaValueVariant::kWgmmaK4:
-      return "wgmma-k4";
   }
   return "?";
 }

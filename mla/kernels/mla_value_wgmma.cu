@@ -87,7 +87,7 @@ struct WgTile {
   static constexpr int kGateRowsPerPass = kThreads / kGateWordsPerRow;
   static constexpr int kGateCopies = kRows / kGateRowsPerPass;
 
-  static_assert(kSplit == 1 || kSplit == 2 || kSplit == 4, "cluster of K splits");
+  static_assert(kSplit == 1 || kSplit == 2, "cluster of K splits");
   static_assert(kStages >= 2 ? kStages <= kBlockSteps : kStages == kBlockSteps,
                 "pipeline depth: at most one buffer per step, all of them for a single step");
   static_assert(kSplit == 1 || kAllInFlight, "split-K blocks issue all their steps at once");
@@ -356,7 +356,6 @@ constexpr WgConfig kWgConfigs[] = {
     {MlaValueVariant::kWgmmaP4, 4, 1},
     {MlaValueVariant::kWgmmaK2, 4, 2},
     {MlaValueVariant::kWgmmaA8, 8, 1},
-    {MlaValueVariant::kWgmmaK4, 2, 4},
 };
 
 template <int kIndex>

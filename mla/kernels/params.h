@@ -114,7 +114,6 @@ enum class MlaValueVariant {
   kWgmmaP4,      // a 4-stage pipeline over 8 steps of 64
   kWgmmaK2,      // K split over a cluster of 2 blocks (4 steps each, all in flight), which sum
                  // their partial tiles through distributed shared memory
-  kWgmmaK4,      // EXPERIMENT: K split over a cluster of 4 blocks (2 steps each, all in flight)
   kWgmmaA8,      // all 8 steps in flight at once (one memory round trip; 140 KB of shared
                  // memory, one block a multiprocessor): for grids smaller than the GPU
 };
@@ -122,8 +121,7 @@ enum class MlaValueVariant {
 // Every kernel of the fused path, for callers that force each in turn (tests, benchmarks).
 inline constexpr MlaValueVariant kMlaValueKernels[] = {
     MlaValueVariant::kColumnSplit, MlaValueVariant::kTile64, MlaValueVariant::kTile128,
-    MlaValueVariant::kWgmmaP4, MlaValueVariant::kWgmmaK2, MlaValueVariant::kWgmmaA8,
-    MlaValueVariant::kWgmmaK4};
+    MlaValueVariant::kWgmmaP4, MlaValueVariant::kWgmmaK2, MlaValueVariant::kWgmmaA8};
 
 const char* MlaValueVariantName(MlaValueVariant variant);
 
