@@ -27,6 +27,14 @@ const char* MlaValueVariantName(MlaValueVariant variant) {
       return "wgmma-k2";
     case MlaValueVariant::kWgmmaA8:
       return "wgmma-a8";
+    case MlaValueVariant::kWgmmaN128P3:
+      return "wgmma-n128-p3";
+    case MlaValueVariant::kWgmmaN128A8:
+      return "wgmma-n128-a8";
+    case MlaValueVariant::kWgmmaM128P2:
+      return "wgmma-m128-p2";
+    case MlaValueVariant::kWgmmaM128P4:
+      return "wgmma-m128-p4";
   }
   return "?";
 }

@@ -52,12 +52,10 @@ constexpr int kRowBytes = kStepK * 2;        // 128
 constexpr int kWords = kRowBytes / 16;       // 16-byte words per row: 8
 constexpr int kAlign = 1024;                 // swizzle atom: 8 rows of 128 bytes
 
-constexpr int kThreads = 128;  // one warpgroup
-constexpr int kRows = 64;      // rows of a block: wgmma's m
-constexpr int kCols = 64;      // columns of a block: wgmma's n
-
-template <int kStages, int kSplit>
+template <int kStages, int kSplit, int kCols, int kWarpgroups>
 struct WgTile {
+  static constexpr int kThreads = 128 * kWarpgroups;
+  static constexpr int kRows = 64 * kWarpgroups;  // each warpgroup's wgmma has m = 64
   static constexpr int kBlockSteps = kSteps / kSplit;         // K steps of one block
   static constexpr int kWBytes = kCols * kRowBytes;           // W_UV slice of a step
   static constexpr int kLatentBytes = kRows * kRowBytes;      // latent slice of a step
@@ -78,6 +76,10 @@ struct WgTile {
   static constexpr int kGateOffset = kPartialOffset + kPartialBytes;
   static constexpr int kLengthsOffset = kGateOffset + kRows * kGateRowBytes;
   static constexpr size_t kSmemBytes = kLengthsOffset + kRows * sizeof(int32_t) + kAlign;
+  // Two 256-thread blocks a multiprocessor where their shared memory allows it (228 KB, 1 KB
+  // reserved a block): registers are capped at 128 a thread. 0 leaves ptxas its own choice.
+  static constexpr int kMinBlocks =
+      kWarpgroups == 2 && kSmemBytes + 1024 <= 228 * 1024 / 2 ? 2 : 0;
   // Copies per thread and step; thread i moves word i % 8 of rows i / 8 + n * kRowsPerPass,
   // a multiple of 8 rows apart, so that one swizzled offset serves all its copies.
   static constexpr int kRowsPerPass = kThreads / kWords;
@@ -87,6 +89,8 @@ struct WgTile {
   static constexpr int kGateRowsPerPass = kThreads / kGateWordsPerRow;
   static constexpr int kGateCopies = kRows / kGateRowsPerPass;
 
+  static_assert(kCols == 64 || kCols == 128, "wgmma's n: the block's columns");
+  static_assert(kWarpgroups == 1 || kWarpgroups == 2, "warpgroups: 64 rows each");
   static_assert(kSplit == 1 || kSplit == 2, "cluster of K splits");
   static_assert(kStages >= 2 ? kStages <= kBlockSteps : kStages == kBlockSteps,
                 "pipeline depth: at most one buffer per step, all of them for a single step");
@@ -138,9 +142,13 @@ __device__ __forceinline__ float4 LoadCluster16(uint32_t smem_address, int rank)
   return v;
 }
 
-template <int kStages, int kSplit>
-__global__ void __launch_bounds__(kThreads) MlaValueWgmmaKernel(const MlaValueParams p) {
-  using T = WgTile<kStages, kSplit>;
+template <int kStages, int kSplit, int kCols, int kWarpgroups>
+__global__ void __launch_bounds__(128 * kWarpgroups,
+                                  WgTile<kStages, kSplit, kCols, kWarpgroups>::kMinBlocks)
+    MlaValueWgmmaKernel(const MlaValueParams p) {
+  using T = WgTile<kStages, kSplit, kCols, kWarpgroups>;
+  constexpr int kThreads = T::kThreads;
+  constexpr int kRows = T::kRows;
   extern __shared__ uint4 smem_words[];
   // The swizzle is a function of the address: align the tiles to its 1024-byte atom.
   const uint32_t smem_raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_words));
@@ -222,7 +230,10 @@ __global__ void __launch_bounds__(kThreads) MlaValueWgmmaKernel(const MlaValuePa
   // dependents may launch (their prologues would compete with these copies before that).
   if (T::kAllInFlight) device::LaunchDependents();
 
-  const uint64_t a_desc0 = device::SmemDescriptor(smem_base + T::kWBytes);
+  // Warpgroup g multiplies latent rows 64g..64g+63 by the block's one W_UV slice.
+  const int warpgroup = threadIdx.x / 128;
+  const uint64_t a_desc0 =
+      device::SmemDescriptor(smem_base + T::kWBytes + warpgroup * 64 * kRowBytes);
   const uint64_t b_desc0 = device::SmemDescriptor(smem_base);
 
   float acc[kCols / 2];
@@ -257,14 +268,14 @@ __global__ void __launch_bounds__(kThreads) MlaValueWgmmaKernel(const MlaValuePa
     device::WgmmaFence();
 #pragma unroll
     for (int k = 0; k < kStepK / 16; ++k) {
-      device::Wgmma64x64(acc, a_desc0 + stage + 2 * k, b_desc0 + stage + 2 * k);
+      device::Wgmma64xN(acc, a_desc0 + stage + 2 * k, b_desc0 + stage + 2 * k);
     }
     device::WgmmaCommit();
     device::WgmmaWaitAll();
     device::FenceAccumulators(acc);
   }
 
-  // Accumulator 4j + e of the m64 x n64 tile: row 16 * warp + group (+8 for
+  // Accumulator 4j + e of the m64 x kCols tile: row 16 * warp + group (+8 for
   // e >= 2), column 8j + 2 * quarter + (e & 1). With split K, the block's partial tile goes to
   // its shared memory; block `split` of the cluster then sums n8 tiles j of its share, over the
   // cluster's blocks in rank order (the same order for every element: deterministic).
@@ -350,23 +361,28 @@ __global__ void __launch_bounds__(kThreads) MlaValueWgmmaKernel(const MlaValuePa
 // The configurations MlaValueVariant names: pipeline stages, K splits (the cluster size).
 struct WgConfig {
   MlaValueVariant variant;
-  int stages, split;
+  int stages, split, cols, warpgroups;
 };
 constexpr WgConfig kWgConfigs[] = {
-    {MlaValueVariant::kWgmmaP4, 4, 1},
-    {MlaValueVariant::kWgmmaK2, 4, 2},
-    {MlaValueVariant::kWgmmaA8, 8, 1},
+    {MlaValueVariant::kWgmmaP4, 4, 1, 64, 1},
+    {MlaValueVariant::kWgmmaK2, 4, 2, 64, 1},
+    {MlaValueVariant::kWgmmaA8, 8, 1, 64, 1},
+    {MlaValueVariant::kWgmmaN128P3, 3, 1, 128, 1},
+    {MlaValueVariant::kWgmmaN128A8, 8, 1, 128, 1},
+    {MlaValueVariant::kWgmmaM128P2, 2, 1, 128, 2},
+    {MlaValueVariant::kWgmmaM128P4, 4, 1, 128, 2},
 };
 
 template <int kIndex>
 struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
-  using T = WgTile<kC.stages, kC.split>;
-  static constexpr auto kKernel = MlaValueWgmmaKernel<kC.stages, kC.split>;
+  using T = WgTile<kC.stages, kC.split, kC.cols, kC.warpgroups>;
+  static constexpr auto kKernel =
+      MlaValueWgmmaKernel<kC.stages, kC.split, kC.cols, kC.warpgroups>;
 
   static cudaError_t Launch(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
-    const dim3 grid(kC.split * (kValueDim / kCols), p.heads, (p.rows + kRows - 1) / kRows);
-    return LaunchWithPdl(kKernel, grid, dim3(kThreads), T::kSmemBytes, stream, pdl, p,
+    const dim3 grid(kC.split * (kValueDim / kC.cols), p.heads, (p.rows + T::kRows - 1) / T::kRows);
+    return LaunchWithPdl(kKernel, grid, dim3(T::kThreads), T::kSmemBytes, stream, pdl, p,
                          dim3(kC.split, 1, 1));
   }
   static cudaError_t AllowSmem() {

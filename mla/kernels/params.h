@@ -116,12 +116,20 @@ enum class MlaValueVariant {
                  // their partial tiles through distributed shared memory
   kWgmmaA8,      // all 8 steps in flight at once (one memory round trip; 140 KB of shared
                  // memory, one block a multiprocessor): for grids smaller than the GPU
+  // MlaValueWgmma with blocks of all 128 columns of a head: each latent row is read once, not
+  // once for each 64-column half.
+  kWgmmaN128P3,  // 64 rows a block (m64n128), a 3-stage pipeline
+  kWgmmaN128A8,  // 64 rows a block (m64n128), all 8 steps in flight
+  kWgmmaM128P2,  // 128 rows a block (two warpgroups sharing each W_UV slice), 2 stages
+  kWgmmaM128P4,  // 128 rows a block (two warpgroups sharing each W_UV slice), 4 stages
 };
 
 // Every kernel of the fused path, for callers that force each in turn (tests, benchmarks).
 inline constexpr MlaValueVariant kMlaValueKernels[] = {
     MlaValueVariant::kColumnSplit, MlaValueVariant::kTile64, MlaValueVariant::kTile128,
-    MlaValueVariant::kWgmmaP4, MlaValueVariant::kWgmmaK2, MlaValueVariant::kWgmmaA8};
+    MlaValueVariant::kWgmmaP4,     MlaValueVariant::kWgmmaK2,     MlaValueVariant::kWgmmaA8,
+    MlaValueVariant::kWgmmaN128P3, MlaValueVariant::kWgmmaN128A8, MlaValueVariant::kWgmmaM128P2,
+    MlaValueVariant::kWgmmaM128P4};
 
 const char* MlaValueVariantName(MlaValueVariant variant);
 

@@ -46,8 +46,9 @@ __device__ __forceinline__ void FenceAccumulators(float (&d)[kN]) {
   "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]),         \
       "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
 
-// D[64 x 64] += A[64 x 16] * B[64 x 16]^T, both K-major in shared memory; fp32 accumulators.
-__device__ __forceinline__ void Wgmma64x64(float (&d)[32], uint64_t a, uint64_t b) {
+// D[64 x N] += A[64 x 16] * B[N x 16]^T for N = 64 or 128 (the accumulators' count / 2), both
+// K-major in shared memory; fp32 accumulators.
+__device__ __forceinline__ void Wgmma64xN(float (&d)[32], uint64_t a, uint64_t b) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
@@ -55,6 +56,19 @@ __device__ __forceinline__ void Wgmma64x64(float (&d)[32], uint64_t a, uint64_t 
       "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
       "%32, %33, p, 1, 1, 0, 0;\n}"
       : MLA_WG_D8(0), MLA_WG_D8(8), MLA_WG_D8(16), MLA_WG_D8(24)
+      : "l"(a), "l"(b), "r"(1));
+}
+__device__ __forceinline__ void Wgmma64xN(float (&d)[64], uint64_t a, uint64_t b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "%64, %65, p, 1, 1, 0, 0;\n}"
+      : MLA_WG_D8(0), MLA_WG_D8(8), MLA_WG_D8(16), MLA_WG_D8(24), MLA_WG_D8(32),
+        MLA_WG_D8(40), MLA_WG_D8(48), MLA_WG_D8(56)
       : "l"(a), "l"(b), "r"(1));
 }
 
