@@ -315,33 +315,40 @@ __global__ void __launch_bounds__(128 * kWarpgroups,
   const int group = lane / 4;
   const int quarter = lane % 4;
   const int32_t* lengths = reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset);
-  // Pair kOutTiles * half + j, all gated at once, then written over the gate words read.
-  constexpr int kPairs = 2 * kOutTiles;
-  float v[2 * kPairs];
-  uint32_t gates[kPairs];
-  bool active[kPairs];
-  uint32_t gated[kPairs];
+  // Pair kOutTiles * half + j, gated a batch of halves at once (both for 64 columns; one at a
+  // time for 128, which keeps 32 pairs in registers beside the accumulators, not 64), then
+  // written over the gate words read.
+  constexpr int kHalvesPerBatch = kOutTiles <= 8 ? 2 : 1;
+  constexpr int kPairs = kHalvesPerBatch * kOutTiles;
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int row = 16 * warp + 8 * half + group;
-    const uint8_t* gate_row = smem + T::kGateOffset + row * T::kGateRowBytes + 4 * quarter;
+  for (int half0 = 0; half0 < 2; half0 += kHalvesPerBatch) {
+    float v[2 * kPairs];
+    uint32_t gates[kPairs];
+    bool active[kPairs];
+    uint32_t gated[kPairs];
 #pragma unroll
-    for (int j = 0; j < kOutTiles; ++j) {
-      const int i = kOutTiles * half + j;
-      v[2 * i] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half]));
-      v[2 * i + 1] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half + 1]));
-      gates[i] = *reinterpret_cast<const uint32_t*>(gate_row + 16 * j);
-      active[i] = lengths[row] > 0;
+    for (int b = 0; b < kHalvesPerBatch; ++b) {
+      const int half = half0 + b;
+      const int row = 16 * warp + 8 * half + group;
+      const uint8_t* gate_row = smem + T::kGateOffset + row * T::kGateRowBytes + 4 * quarter;
+#pragma unroll
+      for (int j = 0; j < kOutTiles; ++j) {
+        const int i = kOutTiles * b + j;
+        v[2 * i] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half]));
+        v[2 * i + 1] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half + 1]));
+        gates[i] = *reinterpret_cast<const uint32_t*>(gate_row + 16 * j);
+        active[i] = lengths[row] > 0;
+      }
     }
-  }
-  device::GatePairs(v, gates, active, gated);
+    device::GatePairs(v, gates, active, gated);
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    uint8_t* gate_row =
-        smem + T::kGateOffset + (16 * warp + 8 * half + group) * T::kGateRowBytes + 4 * quarter;
+    for (int b = 0; b < kHalvesPerBatch; ++b) {
+      uint8_t* gate_row = smem + T::kGateOffset +
+                          (16 * warp + 8 * (half0 + b) + group) * T::kGateRowBytes + 4 * quarter;
 #pragma unroll
-    for (int j = 0; j < kOutTiles; ++j) {
-      *reinterpret_cast<uint32_t*>(gate_row + 16 * j) = gated[kOutTiles * half + j];
+      for (int j = 0; j < kOutTiles; ++j) {
+        *reinterpret_cast<uint32_t*>(gate_row + 16 * j) = gated[kOutTiles * b + j];
+      }
     }
   }
   __syncthreads();
