@@ -35,6 +35,8 @@ const char* MlaValueVariantName(MlaValueVariant variant) {
       return "wgmma-m128-p2";
     case MlaValueVariant::kWgmmaM128P4:
       return "wgmma-m128-p4";
+    case MlaValueVariant::kWgmmaM128Persistent:
+      return "wgmma-m128-ps";
   }
   return "?";
 }

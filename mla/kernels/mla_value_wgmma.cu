@@ -32,6 +32,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <iterator>
 #include <utility>
@@ -52,7 +53,7 @@ constexpr int kRowBytes = kStepK * 2;        // 128
 constexpr int kWords = kRowBytes / 16;       // 16-byte words per row: 8
 constexpr int kAlign = 1024;                 // swizzle atom: 8 rows of 128 bytes
 
-template <int kStages, int kSplit, int kCols, int kWarpgroups>
+template <int kStages, int kSplit, int kCols, int kWarpgroups, bool kPersistent>
 struct WgTile {
   static constexpr int kThreads = 128 * kWarpgroups;
   static constexpr int kRows = 64 * kWarpgroups;  // each warpgroup's wgmma has m = 64
@@ -73,9 +74,16 @@ struct WgTile {
   // The gate tile's rows are padded by 16 bytes so that the epilogue's 4-byte accesses by the 8
   // rows of a warp's quarter land in different banks.
   static constexpr int kGateRowBytes = kOutCols * 2 + 16;
+  // The epilogue's inputs (gate tile, then the rows' lengths): two buffers for a persistent
+  // block, whose next tile's inputs arrive while it gates the current one.
+  static constexpr int kGateBuffers = kPersistent ? 2 : 1;
   static constexpr int kGateOffset = kPartialOffset + kPartialBytes;
-  static constexpr int kLengthsOffset = kGateOffset + kRows * kGateRowBytes;
-  static constexpr size_t kSmemBytes = kLengthsOffset + kRows * sizeof(int32_t) + kAlign;
+  static constexpr int kLengthsOffset = kRows * kGateRowBytes;  // within an epilogue buffer
+  static constexpr int kEpilogueBytes = kLengthsOffset + kRows * sizeof(int32_t);
+  static constexpr size_t kSmemBytes = kGateOffset + kGateBuffers * kEpilogueBytes + kAlign;
+  // Blocks a multiprocessor by shared memory (228 KB, 1 KB reserved a block): a persistent
+  // grid's size per multiprocessor.
+  static constexpr int kBlocksPerSm = 228 * 1024 / (kSmemBytes + 1024);
   // Two 256-thread blocks a multiprocessor where their shared memory allows it (228 KB, 1 KB
   // reserved a block): registers are capped at 128 a thread. 0 leaves ptxas its own choice.
   static constexpr int kMinBlocks =
@@ -95,6 +103,8 @@ struct WgTile {
   static_assert(kStages >= 2 ? kStages <= kBlockSteps : kStages == kBlockSteps,
                 "pipeline depth: at most one buffer per step, all of them for a single step");
   static_assert(kSplit == 1 || kAllInFlight, "split-K blocks issue all their steps at once");
+  static_assert(!kPersistent || (kSplit == 1 && !kAllInFlight),
+                "a persistent block pipelines its tiles' steps one after another");
   static_assert(!kAllInFlight || kBlockSteps <= 8, "CopyAsyncWaitUntil waits on up to 8 groups");
   static_assert(kRowsPerPass % 8 == 0 && kCols % kRowsPerPass == 0 && kRows % kRowsPerPass == 0,
                 "every thread copies the same number of words, in one swizzle phase");
@@ -142,13 +152,14 @@ __device__ __forceinline__ float4 LoadCluster16(uint32_t smem_address, int rank)
   return v;
 }
 
-template <int kStages, int kSplit, int kCols, int kWarpgroups>
-__global__ void __launch_bounds__(128 * kWarpgroups,
-                                  WgTile<kStages, kSplit, kCols, kWarpgroups>::kMinBlocks)
+template <int kStages, int kSplit, int kCols, int kWarpgroups, bool kPersistent>
+__global__ void __launch_bounds__(
+    128 * kWarpgroups, WgTile<kStages, kSplit, kCols, kWarpgroups, kPersistent>::kMinBlocks)
     MlaValueWgmmaKernel(const MlaValueParams p) {
-  using T = WgTile<kStages, kSplit, kCols, kWarpgroups>;
+  using T = WgTile<kStages, kSplit, kCols, kWarpgroups, kPersistent>;
   constexpr int kThreads = T::kThreads;
   constexpr int kRows = T::kRows;
+  constexpr int kColumnBlocks = kValueDim / kCols;
   extern __shared__ uint4 smem_words[];
   // The swizzle is a function of the address: align the tiles to its 1024-byte atom.
   const uint32_t smem_raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_words));
@@ -157,73 +168,94 @@ __global__ void __launch_bounds__(128 * kWarpgroups,
 
   // Blocks x: kSplit consecutive blocks (one cluster) share a column block and split its K.
   const int split = kSplit > 1 ? ClusterRank() : 0;
-  const int head = blockIdx.y;
-  const int column0 = (blockIdx.x / kSplit) * kCols;  // the block's first column of the head's
-  const int out_column0 = column0 + split * T::kOutCols;  // the first column it stores
-  const int t0 = blockIdx.z * kRows;
   const int k0 = split * T::kBlockSteps * kStepK;  // the block's first latent index
+
+  // The block's tiles: the one its index names, or, persistent, tiles blockIdx.x, + gridDim.x,
+  // ... numbered with the column block fastest and the head slowest, so that the blocks running
+  // at one time share their heads' W_UV in L2.
+  const int row_tiles = (p.rows + kRows - 1) / kRows;
+  const int tiles = kPersistent ? (p.heads * row_tiles * kColumnBlocks - 1 - blockIdx.x) /
+                                          gridDim.x + 1
+                                : 1;
+  struct Tile {
+    int head, column0, t0;  // column0: the first of its kCols columns of the head's 128
+  };
+  auto tile_at = [&](int i) {
+    if constexpr (kPersistent) {
+      const int j = blockIdx.x + i * gridDim.x;
+      return Tile{j / kColumnBlocks / row_tiles, (j % kColumnBlocks) * kCols,
+                  (j / kColumnBlocks) % row_tiles * kRows};
+    } else {
+      return Tile{static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x / kSplit) * kCols,
+                  static_cast<int>(blockIdx.z) * kRows};
+    }
+  };
 
   const int copy_row = threadIdx.x / kWords;
   const int copy_word = threadIdx.x % kWords;
   const int copy_dst = copy_row * kRowBytes + 16 * (copy_word ^ (copy_row % 8));
-  const bf16* w_src = p.w_uv + head * p.w_head_stride +
-                      (column0 + copy_row) * p.w_row_stride + k0 + 8 * copy_word;
   const int64_t w_pass_stride = T::kRowsPerPass * p.w_row_stride;
 
-  auto copy_w = [&](int step) {
-    uint8_t* dst = smem + (step % kStages) * T::kStageBytes + copy_dst;
+  // Step `step` of tile `c` into stage buffer `stage`.
+  auto copy_w = [&](const Tile& c, int step, int stage) {
+    uint8_t* dst = smem + stage * T::kStageBytes + copy_dst;
+    const bf16* src = p.w_uv + c.head * p.w_head_stride + (c.column0 + copy_row) * p.w_row_stride +
+                      k0 + step * kStepK + 8 * copy_word;
 #pragma unroll
     for (int n = 0; n < T::kWCopies; ++n) {
-      device::CopyAsync16(dst + n * T::kRowsPerPass * kRowBytes,
-                          w_src + n * w_pass_stride + step * kStepK, true);
+      device::CopyAsync16(dst + n * T::kRowsPerPass * kRowBytes, src + n * w_pass_stride, true);
     }
   };
-  auto copy_latent = [&](int step) {
-    uint8_t* dst = smem + (step % kStages) * T::kStageBytes + T::kWBytes + copy_dst;
+  auto copy_latent = [&](const Tile& c, int step, int stage) {
+    uint8_t* dst = smem + stage * T::kStageBytes + T::kWBytes + copy_dst;
 #pragma unroll
     for (int n = 0; n < T::kLatentCopies; ++n) {
       // Rows past the end are not copied: their products land in output rows never stored.
-      const int t = t0 + copy_row + n * T::kRowsPerPass;
+      const int t = c.t0 + copy_row + n * T::kRowsPerPass;
       if (t < p.rows) {
         device::CopyAsync16(dst + n * T::kRowsPerPass * kRowBytes,
-                            p.latent + t * p.latent_row_stride + head * kLatentDim + k0 +
+                            p.latent + t * p.latent_row_stride + c.head * kLatentDim + k0 +
                                 step * kStepK + 8 * copy_word,
                             true);
       }
     }
   };
-  auto copy_epilogue_inputs = [&]() {
+  // The columns of a tile this block gates and stores: all, or its split's share.
+  auto out_column0 = [&](const Tile& c) { return c.column0 + split * T::kOutCols; };
+  auto copy_epilogue_inputs = [&](const Tile& c, int buffer) {
+    uint8_t* inputs = smem + T::kGateOffset + buffer * T::kEpilogueBytes;
     const int row = threadIdx.x / T::kGateWordsPerRow;
     const int word = threadIdx.x % T::kGateWordsPerRow;
 #pragma unroll
     for (int n = 0; n < T::kGateCopies; ++n) {
       const int r = row + n * T::kGateRowsPerPass;
-      const int t = t0 + r;
+      const int t = c.t0 + r;
       const bool valid = t < p.rows;
-      const bf16* src = valid ? p.gate + t * p.gate_row_stride + head * kValueDim + out_column0 +
-                                    8 * word
+      const bf16* src = valid ? p.gate + t * p.gate_row_stride + c.head * kValueDim +
+                                    out_column0(c) + 8 * word
                               : p.gate;
-      device::CopyAsync16(smem + T::kGateOffset + r * T::kGateRowBytes + 16 * word, src, valid);
+      device::CopyAsync16(inputs + r * T::kGateRowBytes + 16 * word, src, valid);
     }
     for (int r = threadIdx.x; r < kRows; r += kThreads) {
-      const int t = t0 + r;
+      const int t = c.t0 + r;
       const bool valid = t < p.rows;
-      device::CopyAsync4(smem + T::kLengthsOffset + r * sizeof(int32_t),
+      device::CopyAsync4(inputs + T::kLengthsOffset + r * sizeof(int32_t),
                          valid ? p.lengths + t / p.q : p.lengths, valid);
     }
   };
 
-  // Prologue: groups 0..kPrologueSteps-1 hold steps 0..kPrologueSteps-1; group 0 also the
-  // epilogue's inputs.
+  // Prologue: groups 0..kPrologueSteps-1 hold the first tile's steps 0..kPrologueSteps-1;
+  // group 0 also its epilogue's inputs.
+  const Tile first = tile_at(0);
 #pragma unroll
-  for (int step = 0; step < T::kPrologueSteps; ++step) copy_w(step);
-  device::PrefetchBlockInputsL2(p, head, t0, kRows, k0, T::kBlockSteps * kStepK, out_column0,
-                                T::kOutCols);
+  for (int step = 0; step < T::kPrologueSteps; ++step) copy_w(first, step, step);
+  device::PrefetchBlockInputsL2(p, first.head, first.t0, kRows, k0, T::kBlockSteps * kStepK,
+                                out_column0(first), T::kOutCols);
   device::GridDependencyWait();
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) {
-    copy_latent(step);
-    if (step == 0) copy_epilogue_inputs();
+    copy_latent(first, step, step);
+    if (step == 0) copy_epilogue_inputs(first, 0);
     device::CopyAsyncCommit();
   }
   // Every read of upstream-written data is in flight once the last step's copies are issued:
@@ -236,132 +268,147 @@ __global__ void __launch_bounds__(128 * kWarpgroups,
       device::SmemDescriptor(smem_base + T::kWBytes + warpgroup * 64 * kRowBytes);
   const uint64_t b_desc0 = device::SmemDescriptor(smem_base);
 
-  float acc[kCols / 2];
+  // Global step g = kBlockSteps * i + step (tile i) uses stage buffer g % kStages: the pipeline
+  // runs on from one tile into the next.
+  constexpr bool kStageOfStep = T::kBlockSteps % kStages == 0;  // g % kStages == step % kStages
+  for (int i = 0; i < tiles; ++i) {
+    const Tile tile = tile_at(i);
+    float acc[kCols / 2];
 #pragma unroll
-  for (int i = 0; i < kCols / 2; ++i) acc[i] = 0.0f;
+    for (int j = 0; j < kCols / 2; ++j) acc[j] = 0.0f;
 
 #pragma unroll
-  for (int step = 0; step < T::kBlockSteps; ++step) {
-    // Groups 0..step are complete; the barrier publishes every thread's copies and tells that
-    // every thread finished step - 1's MMAs, whose buffer the copies issued next overwrite.
-    if (T::kAllInFlight) {
-      CopyAsyncWaitUntil(T::kBlockSteps - 1 - step);
+    for (int step = 0; step < T::kBlockSteps; ++step) {
+      const int stage = kStageOfStep ? step % kStages : (T::kBlockSteps * i + step) % kStages;
+      // Groups 0..g are complete; the barrier publishes every thread's copies and tells that
+      // every thread finished step g - 1's MMAs, whose buffer the copies issued next overwrite.
+      if (T::kAllInFlight) {
+        CopyAsyncWaitUntil(T::kBlockSteps - 1 - step);
+      } else {
+        device::CopyAsyncWait<kStages - 2>();
+      }
+      device::FenceProxyAsyncShared();
+      __syncthreads();
+      if (!T::kAllInFlight) {
+        const int next = step + kStages - 1;
+        const int next_stage = (stage + kStages - 1) % kStages;
+        if (next < T::kBlockSteps) {
+          copy_w(tile, next, next_stage);
+          copy_latent(tile, next, next_stage);
+          if (next == T::kBlockSteps - 1 && i == tiles - 1) device::LaunchDependents();
+        } else if (kPersistent && i + 1 < tiles) {
+          const Tile following = tile_at(i + 1);
+          copy_w(following, next - T::kBlockSteps, next_stage);
+          copy_latent(following, next - T::kBlockSteps, next_stage);
+          if (next == T::kBlockSteps) copy_epilogue_inputs(following, (i + 1) % 2);
+        }
+        device::CopyAsyncCommit();  // empty near the end: keeps one group per step
+      }
+
+      // Descriptor addresses are in 16-byte units: a stage is kStageBytes / 16 on, and each k16
+      // slice of the 128-byte rows 32 bytes (2) on.
+      const uint64_t stage_offset = static_cast<uint64_t>(stage * T::kStageBytes) >> 4;
+      device::FenceAccumulators(acc);
+      device::WgmmaFence();
+#pragma unroll
+      for (int k = 0; k < kStepK / 16; ++k) {
+        device::Wgmma64xN(acc, a_desc0 + stage_offset + 2 * k, b_desc0 + stage_offset + 2 * k);
+      }
+      device::WgmmaCommit();
+      device::WgmmaWaitAll();
+      device::FenceAccumulators(acc);
+    }
+
+    // Accumulator 4j + e of the m64 x kCols tile: row 16 * warp + group (+8 for
+    // e >= 2), column 8j + 2 * quarter + (e & 1). With split K, the block's partial tile goes to
+    // its shared memory; block `split` of the cluster then sums n8 tiles j of its share, over the
+    // cluster's blocks in rank order (the same order for every element: deterministic).
+    constexpr int kOutTiles = T::kOutCols / 8;
+    float out[kOutTiles * 4];
+    if constexpr (kSplit == 1) {
+  #pragma unroll
+      for (int j = 0; j < kCols / 2; ++j) out[j] = acc[j];
     } else {
-      device::CopyAsyncWait<kStages - 2>();
+      const uint32_t partial = smem_base + T::kPartialOffset;
+  #pragma unroll
+      for (int j = 0; j < kCols / 8; ++j) {
+        *reinterpret_cast<float4*>(smem + T::kPartialOffset + (j * kThreads + threadIdx.x) * 16) =
+            make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
+      }
+      ClusterSync();
+  #pragma unroll
+      for (int j = 0; j < kOutTiles * 4; ++j) out[j] = 0.0f;
+  #pragma unroll
+      for (int rank = 0; rank < kSplit; ++rank) {
+  #pragma unroll
+        for (int j = 0; j < kOutTiles; ++j) {
+          const float4 v = LoadCluster16(
+              partial + ((split * kOutTiles + j) * kThreads + threadIdx.x) * 16, rank);
+          out[4 * j] += v.x;
+          out[4 * j + 1] += v.y;
+          out[4 * j + 2] += v.z;
+          out[4 * j + 3] += v.w;
+        }
+      }
+      // No block may leave while another still reads its partial tile.
+      ClusterSync();
     }
-    device::FenceProxyAsyncShared();
+
+    const int lane = threadIdx.x % 32;
+    const int warp = threadIdx.x / 32;
+    const int group = lane / 4;
+    const int quarter = lane % 4;
+    // This tile's epilogue buffer: its gate tile, then its rows' lengths.
+    uint8_t* inputs = smem + T::kGateOffset + (kPersistent ? i % 2 : 0) * T::kEpilogueBytes;
+    const int32_t* lengths = reinterpret_cast<const int32_t*>(inputs + T::kLengthsOffset);
+    // Pair kOutTiles * half + j, gated a batch of halves at once (both for 64 columns; one at a
+    // time for 128, which keeps 32 pairs in registers beside the accumulators, not 64), then
+    // written over the gate words read.
+    constexpr int kHalvesPerBatch = kOutTiles <= 8 ? 2 : 1;
+    constexpr int kPairs = kHalvesPerBatch * kOutTiles;
+  #pragma unroll
+    for (int half0 = 0; half0 < 2; half0 += kHalvesPerBatch) {
+      float v[2 * kPairs];
+      uint32_t gates[kPairs];
+      bool active[kPairs];
+      uint32_t gated[kPairs];
+  #pragma unroll
+      for (int b = 0; b < kHalvesPerBatch; ++b) {
+        const int half = half0 + b;
+        const int row = 16 * warp + 8 * half + group;
+        const uint8_t* gate_row = inputs + row * T::kGateRowBytes + 4 * quarter;
+  #pragma unroll
+        for (int j = 0; j < kOutTiles; ++j) {
+          const int n = kOutTiles * b + j;
+          v[2 * n] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half]));
+          v[2 * n + 1] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half + 1]));
+          gates[n] = *reinterpret_cast<const uint32_t*>(gate_row + 16 * j);
+          active[n] = lengths[row] > 0;
+        }
+      }
+      device::GatePairs(v, gates, active, gated);
+  #pragma unroll
+      for (int b = 0; b < kHalvesPerBatch; ++b) {
+        uint8_t* gate_row =
+            inputs + (16 * warp + 8 * (half0 + b) + group) * T::kGateRowBytes + 4 * quarter;
+  #pragma unroll
+        for (int j = 0; j < kOutTiles; ++j) {
+          *reinterpret_cast<uint32_t*>(gate_row + 16 * j) = gated[kOutTiles * b + j];
+        }
+      }
+    }
     __syncthreads();
-    if (!T::kAllInFlight) {
-      const int next = step + kStages - 1;
-      if (next < T::kBlockSteps) {
-        copy_w(next);
-        copy_latent(next);
-        if (next == T::kBlockSteps - 1) device::LaunchDependents();
-      }
-      device::CopyAsyncCommit();  // empty near the end: keeps one group per step
+    // The output tile, 16 bytes a thread and copy: word w of row r.
+  #pragma unroll
+    for (int n = 0; n < T::kGateCopies; ++n) {
+      const int r = threadIdx.x / T::kGateWordsPerRow + n * T::kGateRowsPerPass;
+      const int word = threadIdx.x % T::kGateWordsPerRow;
+      const int t = tile.t0 + r;
+      if (t >= p.rows) continue;
+      *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + tile.head * kValueDim +
+                                out_column0(tile) + 8 * word) =
+          *reinterpret_cast<const uint4*>(inputs + r * T::kGateRowBytes + 16 * word);
     }
-
-    // Descriptor addresses are in 16-byte units: a stage is kStageBytes / 16 on, and each k16
-    // slice of the 128-byte rows 32 bytes (2) on.
-    const uint64_t stage = static_cast<uint64_t>((step % kStages) * T::kStageBytes) >> 4;
-    device::FenceAccumulators(acc);
-    device::WgmmaFence();
-#pragma unroll
-    for (int k = 0; k < kStepK / 16; ++k) {
-      device::Wgmma64xN(acc, a_desc0 + stage + 2 * k, b_desc0 + stage + 2 * k);
-    }
-    device::WgmmaCommit();
-    device::WgmmaWaitAll();
-    device::FenceAccumulators(acc);
-  }
-
-  // Accumulator 4j + e of the m64 x kCols tile: row 16 * warp + group (+8 for
-  // e >= 2), column 8j + 2 * quarter + (e & 1). With split K, the block's partial tile goes to
-  // its shared memory; block `split` of the cluster then sums n8 tiles j of its share, over the
-  // cluster's blocks in rank order (the same order for every element: deterministic).
-  constexpr int kOutTiles = T::kOutCols / 8;
-  float out[kOutTiles * 4];
-  if constexpr (kSplit == 1) {
-#pragma unroll
-    for (int i = 0; i < kCols / 2; ++i) out[i] = acc[i];
-  } else {
-    const uint32_t partial = smem_base + T::kPartialOffset;
-#pragma unroll
-    for (int j = 0; j < kCols / 8; ++j) {
-      *reinterpret_cast<float4*>(smem + T::kPartialOffset + (j * kThreads + threadIdx.x) * 16) =
-          make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
-    }
-    ClusterSync();
-#pragma unroll
-    for (int i = 0; i < kOutTiles * 4; ++i) out[i] = 0.0f;
-#pragma unroll
-    for (int rank = 0; rank < kSplit; ++rank) {
-#pragma unroll
-      for (int j = 0; j < kOutTiles; ++j) {
-        const float4 v = LoadCluster16(
-            partial + ((split * kOutTiles + j) * kThreads + threadIdx.x) * 16, rank);
-        out[4 * j] += v.x;
-        out[4 * j + 1] += v.y;
-        out[4 * j + 2] += v.z;
-        out[4 * j + 3] += v.w;
-      }
-    }
-    // No block may leave while another still reads its partial tile.
-    ClusterSync();
-  }
-
-  const int lane = threadIdx.x % 32;
-  const int warp = threadIdx.x / 32;
-  const int group = lane / 4;
-  const int quarter = lane % 4;
-  const int32_t* lengths = reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset);
-  // Pair kOutTiles * half + j, gated a batch of halves at once (both for 64 columns; one at a
-  // time for 128, which keeps 32 pairs in registers beside the accumulators, not 64), then
-  // written over the gate words read.
-  constexpr int kHalvesPerBatch = kOutTiles <= 8 ? 2 : 1;
-  constexpr int kPairs = kHalvesPerBatch * kOutTiles;
-#pragma unroll
-  for (int half0 = 0; half0 < 2; half0 += kHalvesPerBatch) {
-    float v[2 * kPairs];
-    uint32_t gates[kPairs];
-    bool active[kPairs];
-    uint32_t gated[kPairs];
-#pragma unroll
-    for (int b = 0; b < kHalvesPerBatch; ++b) {
-      const int half = half0 + b;
-      const int row = 16 * warp + 8 * half + group;
-      const uint8_t* gate_row = smem + T::kGateOffset + row * T::kGateRowBytes + 4 * quarter;
-#pragma unroll
-      for (int j = 0; j < kOutTiles; ++j) {
-        const int i = kOutTiles * b + j;
-        v[2 * i] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half]));
-        v[2 * i + 1] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half + 1]));
-        gates[i] = *reinterpret_cast<const uint32_t*>(gate_row + 16 * j);
-        active[i] = lengths[row] > 0;
-      }
-    }
-    device::GatePairs(v, gates, active, gated);
-#pragma unroll
-    for (int b = 0; b < kHalvesPerBatch; ++b) {
-      uint8_t* gate_row = smem + T::kGateOffset +
-                          (16 * warp + 8 * (half0 + b) + group) * T::kGateRowBytes + 4 * quarter;
-#pragma unroll
-      for (int j = 0; j < kOutTiles; ++j) {
-        *reinterpret_cast<uint32_t*>(gate_row + 16 * j) = gated[kOutTiles * b + j];
-      }
-    }
-  }
-  __syncthreads();
-  // The output tile, 16 bytes a thread and copy: word w of row r.
-#pragma unroll
-  for (int n = 0; n < T::kGateCopies; ++n) {
-    const int r = threadIdx.x / T::kGateWordsPerRow + n * T::kGateRowsPerPass;
-    const int word = threadIdx.x % T::kGateWordsPerRow;
-    const int t = t0 + r;
-    if (t >= p.rows) continue;
-    *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + head * kValueDim +
-                              out_column0 + 8 * word) =
-        *reinterpret_cast<const uint4*>(smem + T::kGateOffset + r * T::kGateRowBytes + 16 * word);
   }
 }
 
@@ -369,6 +416,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups,
 struct WgConfig {
   MlaValueVariant variant;
   int stages, split, cols, warpgroups;
+  bool persistent;
 };
 constexpr WgConfig kWgConfigs[] = {
     {MlaValueVariant::kWgmmaP4, 4, 1, 64, 1},
@@ -378,17 +426,34 @@ constexpr WgConfig kWgConfigs[] = {
     {MlaValueVariant::kWgmmaN128A8, 8, 1, 128, 1},
     {MlaValueVariant::kWgmmaM128P2, 2, 1, 128, 2},
     {MlaValueVariant::kWgmmaM128P4, 4, 1, 128, 2},
+    {MlaValueVariant::kWgmmaM128Persistent, 4, 1, 128, 2, true},
 };
 
 template <int kIndex>
 struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
-  using T = WgTile<kC.stages, kC.split, kC.cols, kC.warpgroups>;
+  using T = WgTile<kC.stages, kC.split, kC.cols, kC.warpgroups, kC.persistent>;
   static constexpr auto kKernel =
-      MlaValueWgmmaKernel<kC.stages, kC.split, kC.cols, kC.warpgroups>;
+      MlaValueWgmmaKernel<kC.stages, kC.split, kC.cols, kC.warpgroups, kC.persistent>;
 
   static cudaError_t Launch(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
-    const dim3 grid(kC.split * (kValueDim / kC.cols), p.heads, (p.rows + T::kRows - 1) / T::kRows);
+    const int column_blocks = kValueDim / kC.cols;
+    const int row_tiles = (p.rows + T::kRows - 1) / T::kRows;
+    dim3 grid(kC.split * column_blocks, p.heads, row_tiles);
+    if constexpr (kC.persistent) {
+      // As many blocks as fit on the GPU at once, each looping over its share of the tiles.
+      int device = 0;
+      int multiprocessors = 0;
+      cudaError_t e = cudaGetDevice(&device);
+      if (e == cudaSuccess) {
+        e = cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
+      }
+      if (e != cudaSuccess) return e;
+      const long long tiles = static_cast<long long>(column_blocks) * p.heads * row_tiles;
+      grid = dim3(static_cast<unsigned>(
+                      std::min<long long>(tiles, T::kBlocksPerSm * multiprocessors)),
+                  1, 1);
+    }
     return LaunchWithPdl(kKernel, grid, dim3(T::kThreads), T::kSmemBytes, stream, pdl, p,
                          dim3(kC.split, 1, 1));
   }
