@@ -112,7 +112,7 @@ struct WgTile {
                     kRows % kGateRowsPerPass == 0,
                 "every thread copies the same gate words");
   static_assert(kStageBytes % kAlign == 0 && kWBytes % kAlign == 0, "tiles on atom boundaries");
-  static_assert(kSmemBytes <= 227 * 1024, "shared memory of one block");
+  static_assert(kSmemBytes <= 227 * 1024 && kBlocksPerSm >= 1, "shared memory of one block");
 };
 
 // cp.async.wait_group with a count known once the step loop is unrolled (at most 7: WgTile).
