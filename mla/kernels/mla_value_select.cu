@@ -37,6 +37,10 @@ const char* MlaValueVariantName(MlaValueVariant variant) {
       return "wgmma-m128-p4";
     case MlaValueVariant::kWgmmaM128Persistent:
       return "wgmma-m128-ps";
+    case MlaValueVariant::kWgmmaM128Ps4:
+      return "wgmma-m128-ps4";
+    case MlaValueVariant::kWgmmaM128Ps5:
+      return "wgmma-m128-ps5";
   }
   return "?";
 }

@@ -71,16 +71,13 @@ struct WgTile {
   static constexpr int kPartialBytes = kSplit > 1 ? kRows * kCols * 4 : 0;
   // The columns this block gates and stores: all kCols, or its 1 / kSplit share of them.
   static constexpr int kOutCols = kCols / kSplit;
-  // The gate tile's rows are padded by 16 bytes so that the epilogue's 4-byte accesses by the 8
-  // rows of a warp's quarter land in different banks.
-  static constexpr int kGateRowBytes = kOutCols * 2 + 16;
-  // The epilogue's inputs (gate tile, then the rows' lengths): two buffers for a persistent
-  // block, whose next tile's inputs arrive while it gates the current one.
-  static constexpr int kGateBuffers = kPersistent ? 2 : 1;
+  // The gate tile: row r's 16-byte word w is stored at word w ^ (r % kGateSwizzle), so that
+  // the epilogue's 4-byte accesses to one word of 8 rows (a warp) land in different banks.
+  static constexpr int kGateRowBytes = kOutCols * 2;
+  // The epilogue's inputs: the gate tile, then the rows' lengths.
   static constexpr int kGateOffset = kPartialOffset + kPartialBytes;
-  static constexpr int kLengthsOffset = kRows * kGateRowBytes;  // within an epilogue buffer
-  static constexpr int kEpilogueBytes = kLengthsOffset + kRows * sizeof(int32_t);
-  static constexpr size_t kSmemBytes = kGateOffset + kGateBuffers * kEpilogueBytes + kAlign;
+  static constexpr int kLengthsOffset = kGateOffset + kRows * kGateRowBytes;
+  static constexpr size_t kSmemBytes = kLengthsOffset + kRows * sizeof(int32_t) + kAlign;
   // Blocks a multiprocessor by shared memory (228 KB, 1 KB reserved a block): a persistent
   // grid's size per multiprocessor.
   static constexpr int kBlocksPerSm = 228 * 1024 / (kSmemBytes + 1024);
@@ -96,6 +93,11 @@ struct WgTile {
   static constexpr int kGateWordsPerRow = kOutCols / 8;
   static constexpr int kGateRowsPerPass = kThreads / kGateWordsPerRow;
   static constexpr int kGateCopies = kRows / kGateRowsPerPass;
+  static constexpr int kGateSwizzle = kGateWordsPerRow < 8 ? kGateWordsPerRow : 8;
+  // The byte offset of 16-byte word w of the gate tile's row r.
+  static __device__ __forceinline__ int GateWord(int r, int w) {
+    return r * kGateRowBytes + 16 * (w ^ (r % kGateSwizzle));
+  }
 
   static_assert(kCols == 64 || kCols == 128, "wgmma's n: the block's columns");
   static_assert(kWarpgroups == 1 || kWarpgroups == 2, "warpgroups: 64 rows each");
@@ -222,8 +224,8 @@ __global__ void __launch_bounds__(
   };
   // The columns of a tile this block gates and stores: all, or its split's share.
   auto out_column0 = [&](const Tile& c) { return c.column0 + split * T::kOutCols; };
-  auto copy_epilogue_inputs = [&](const Tile& c, int buffer) {
-    uint8_t* inputs = smem + T::kGateOffset + buffer * T::kEpilogueBytes;
+  uint8_t* const gate_tile = smem + T::kGateOffset;
+  auto copy_epilogue_inputs = [&](const Tile& c) {
     const int row = threadIdx.x / T::kGateWordsPerRow;
     const int word = threadIdx.x % T::kGateWordsPerRow;
 #pragma unroll
@@ -234,12 +236,12 @@ __global__ void __launch_bounds__(
       const bf16* src = valid ? p.gate + t * p.gate_row_stride + c.head * kValueDim +
                                     out_column0(c) + 8 * word
                               : p.gate;
-      device::CopyAsync16(inputs + r * T::kGateRowBytes + 16 * word, src, valid);
+      device::CopyAsync16(gate_tile + T::GateWord(r, word), src, valid);
     }
     for (int r = threadIdx.x; r < kRows; r += kThreads) {
       const int t = c.t0 + r;
       const bool valid = t < p.rows;
-      device::CopyAsync4(inputs + T::kLengthsOffset + r * sizeof(int32_t),
+      device::CopyAsync4(smem + T::kLengthsOffset + r * sizeof(int32_t),
                          valid ? p.lengths + t / p.q : p.lengths, valid);
     }
   };
@@ -255,7 +257,7 @@ __global__ void __launch_bounds__(
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) {
     copy_latent(first, step, step);
-    if (step == 0) copy_epilogue_inputs(first, 0);
+    if (step == 0) copy_epilogue_inputs(first);
     device::CopyAsyncCommit();
   }
   // Every read of upstream-written data is in flight once the last step's copies are issued:
@@ -290,6 +292,9 @@ __global__ void __launch_bounds__(
       device::FenceProxyAsyncShared();
       __syncthreads();
       if (!T::kAllInFlight) {
+        // A persistent block's later tiles: their epilogue inputs once the previous tile's
+        // epilogue is done with the buffer (the barrier above), kStages - 1 steps ahead of use.
+        if (kPersistent && step == 0 && i > 0) copy_epilogue_inputs(tile);
         const int next = step + kStages - 1;
         const int next_stage = (stage + kStages - 1) % kStages;
         if (next < T::kBlockSteps) {
@@ -300,7 +305,6 @@ __global__ void __launch_bounds__(
           const Tile following = tile_at(i + 1);
           copy_w(following, next - T::kBlockSteps, next_stage);
           copy_latent(following, next - T::kBlockSteps, next_stage);
-          if (next == T::kBlockSteps) copy_epilogue_inputs(following, (i + 1) % 2);
         }
         device::CopyAsyncCommit();  // empty near the end: keeps one group per step
       }
@@ -326,21 +330,21 @@ __global__ void __launch_bounds__(
     constexpr int kOutTiles = T::kOutCols / 8;
     float out[kOutTiles * 4];
     if constexpr (kSplit == 1) {
-  #pragma unroll
+#pragma unroll
       for (int j = 0; j < kCols / 2; ++j) out[j] = acc[j];
     } else {
       const uint32_t partial = smem_base + T::kPartialOffset;
-  #pragma unroll
+#pragma unroll
       for (int j = 0; j < kCols / 8; ++j) {
         *reinterpret_cast<float4*>(smem + T::kPartialOffset + (j * kThreads + threadIdx.x) * 16) =
             make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
       }
       ClusterSync();
-  #pragma unroll
+#pragma unroll
       for (int j = 0; j < kOutTiles * 4; ++j) out[j] = 0.0f;
-  #pragma unroll
+#pragma unroll
       for (int rank = 0; rank < kSplit; ++rank) {
-  #pragma unroll
+#pragma unroll
         for (int j = 0; j < kOutTiles; ++j) {
           const float4 v = LoadCluster16(
               partial + ((split * kOutTiles + j) * kThreads + threadIdx.x) * 16, rank);
@@ -358,48 +362,46 @@ __global__ void __launch_bounds__(
     const int warp = threadIdx.x / 32;
     const int group = lane / 4;
     const int quarter = lane % 4;
-    // This tile's epilogue buffer: its gate tile, then its rows' lengths.
-    uint8_t* inputs = smem + T::kGateOffset + (kPersistent ? i % 2 : 0) * T::kEpilogueBytes;
-    const int32_t* lengths = reinterpret_cast<const int32_t*>(inputs + T::kLengthsOffset);
+    const int32_t* lengths = reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset);
     // Pair kOutTiles * half + j, gated a batch of halves at once (both for 64 columns; one at a
     // time for 128, which keeps 32 pairs in registers beside the accumulators, not 64), then
     // written over the gate words read.
     constexpr int kHalvesPerBatch = kOutTiles <= 8 ? 2 : 1;
     constexpr int kPairs = kHalvesPerBatch * kOutTiles;
-  #pragma unroll
+#pragma unroll
     for (int half0 = 0; half0 < 2; half0 += kHalvesPerBatch) {
       float v[2 * kPairs];
       uint32_t gates[kPairs];
       bool active[kPairs];
       uint32_t gated[kPairs];
-  #pragma unroll
+#pragma unroll
       for (int b = 0; b < kHalvesPerBatch; ++b) {
         const int half = half0 + b;
         const int row = 16 * warp + 8 * half + group;
-        const uint8_t* gate_row = inputs + row * T::kGateRowBytes + 4 * quarter;
-  #pragma unroll
+#pragma unroll
         for (int j = 0; j < kOutTiles; ++j) {
           const int n = kOutTiles * b + j;
           v[2 * n] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half]));
           v[2 * n + 1] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half + 1]));
-          gates[n] = *reinterpret_cast<const uint32_t*>(gate_row + 16 * j);
+          gates[n] = *reinterpret_cast<const uint32_t*>(gate_tile + T::GateWord(row, j) +
+                                                        4 * quarter);
           active[n] = lengths[row] > 0;
         }
       }
       device::GatePairs(v, gates, active, gated);
-  #pragma unroll
+#pragma unroll
       for (int b = 0; b < kHalvesPerBatch; ++b) {
-        uint8_t* gate_row =
-            inputs + (16 * warp + 8 * (half0 + b) + group) * T::kGateRowBytes + 4 * quarter;
-  #pragma unroll
+        const int row = 16 * warp + 8 * (half0 + b) + group;
+#pragma unroll
         for (int j = 0; j < kOutTiles; ++j) {
-          *reinterpret_cast<uint32_t*>(gate_row + 16 * j) = gated[kOutTiles * b + j];
+          *reinterpret_cast<uint32_t*>(gate_tile + T::GateWord(row, j) + 4 * quarter) =
+              gated[kOutTiles * b + j];
         }
       }
     }
     __syncthreads();
     // The output tile, 16 bytes a thread and copy: word w of row r.
-  #pragma unroll
+#pragma unroll
     for (int n = 0; n < T::kGateCopies; ++n) {
       const int r = threadIdx.x / T::kGateWordsPerRow + n * T::kGateRowsPerPass;
       const int word = threadIdx.x % T::kGateWordsPerRow;
@@ -407,7 +409,7 @@ __global__ void __launch_bounds__(
       if (t >= p.rows) continue;
       *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + tile.head * kValueDim +
                                 out_column0(tile) + 8 * word) =
-          *reinterpret_cast<const uint4*>(inputs + r * T::kGateRowBytes + 16 * word);
+          *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
     }
   }
 }
@@ -426,7 +428,9 @@ constexpr WgConfig kWgConfigs[] = {
     {MlaValueVariant::kWgmmaN128A8, 8, 1, 128, 1},
     {MlaValueVariant::kWgmmaM128P2, 2, 1, 128, 2},
     {MlaValueVariant::kWgmmaM128P4, 4, 1, 128, 2},
-    {MlaValueVariant::kWgmmaM128Persistent, 4, 1, 128, 2, true},
+    {MlaValueVariant::kWgmmaM128Persistent, 6, 1, 128, 2, true},
+    {MlaValueVariant::kWgmmaM128Ps4, 4, 1, 128, 2, true},
+    {MlaValueVariant::kWgmmaM128Ps5, 5, 1, 128, 2, true},
 };
 
 template <int kIndex>

@@ -122,8 +122,10 @@ enum class MlaValueVariant {
   kWgmmaN128A8,  // 64 rows a block (m64n128), all 8 steps in flight
   kWgmmaM128P2,  // 128 rows a block (two warpgroups sharing each W_UV slice), 2 stages
   kWgmmaM128P4,  // 128 rows a block (two warpgroups sharing each W_UV slice), 4 stages
-  kWgmmaM128Persistent,  // 128 x 128 tiles, 4 stages, one block a multiprocessor looping over
+  kWgmmaM128Persistent,  // 128 x 128 tiles, 6 stages, one block a multiprocessor looping over
                          // tiles: the pipeline runs on into the next tile during the epilogue
+  kWgmmaM128Ps4,
+  kWgmmaM128Ps5,
 };
 
 // Every kernel of the fused path, for callers that force each in turn (tests, benchmarks).
@@ -131,7 +133,8 @@ inline constexpr MlaValueVariant kMlaValueKernels[] = {
     MlaValueVariant::kColumnSplit, MlaValueVariant::kTile64, MlaValueVariant::kTile128,
     MlaValueVariant::kWgmmaP4,     MlaValueVariant::kWgmmaK2,     MlaValueVariant::kWgmmaA8,
     MlaValueVariant::kWgmmaN128P3, MlaValueVariant::kWgmmaN128A8, MlaValueVariant::kWgmmaM128P2,
-    MlaValueVariant::kWgmmaM128P4, MlaValueVariant::kWgmmaM128Persistent};
+    MlaValueVariant::kWgmmaM128P4, MlaValueVariant::kWgmmaM128Persistent,
+    MlaValueVariant::kWgmmaM128Ps4, MlaValueVariant::kWgmmaM128Ps5};
 
 const char* MlaValueVariantName(MlaValueVariant variant);
 
