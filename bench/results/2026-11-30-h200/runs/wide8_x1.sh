@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sixth session, third call: the persistent MlaValueWgmma with 4, 5 and 6 stages (one epilogue
-# at rows 16-1024 (the gate tile layout changed in every configuration); the fused kernels
-# buffer, swizzled gate tile) against the other configurations, the BMM path and the peer
-# tests; Nsight Compute of the 6-stage one at 64 x 1024 and 128 x 1024 rows.
+# buffer, swizzled gate tile) against the other configurations, the BMM path and the peer at
+# rows 16-1024 (the gate tile layout changed in every configuration); the fused kernels' tests;
+# Nsight Compute of the 6-stage one at 64 x 1024 and 128 x 1024 rows.
 # One H200, from the repo root after tools/stage_gpu.sh:
 #   timeout 590 bash bench/results/2026-11-30-h200/runs/wide8_x1.sh   (results under $OUT/wide8)
 S=.gpu_stage
