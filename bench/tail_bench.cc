@@ -9,12 +9,11 @@
 //     each); --replays rounds over all layers between two CUDA events, divided by the calls.
 //     The host time per Replay call is printed and recorded too.
 // The fused path with its kernel forced (TailOptions::fused_variant), embedded or replayed:
-// fused-split (MlaValue), fused-tile (MlaValueTile, columns by shape), fused-tile64,
-// fused-tile128, fused-wgmma-p4, fused-wgmma-k2, fused-wgmma-a8 (MlaValueWgmma), and each with
-// -replay.
+// fused-split (MlaValue), fused-wgmma-p4, fused-wgmma-k2, fused-wgmma-a8, fused-wgmma-n128,
+// fused-wgmma-persistent (MlaValueWgmma's configurations), and each with -replay.
 //
 //   tail_bench --heads=8,12,64 --rows=1,16,256 --modes=fused,auto,auto-replay --csv=out.csv
-//   tail_bench --heads=12,64,128 --rows=64,256,1024 --modes=fused-split,fused-tile64,fused-tile128
+//   tail_bench --heads=12,64,128 --rows=64,256,1024 --modes=fused-wgmma-p4,fused-wgmma-persistent
 
 #include <cuda_runtime.h>
 
@@ -53,8 +52,8 @@ ABSL_FLAG(std::string, modes, "fused,bmm,auto,peer,auto-replay",
           "comma-separated: fused, bmm, auto (dispatched), peer, all layers in one graph; "
           "fused-replay, bmm-replay, auto-replay: one TailGraphSet graph per layer, replayed back "
           "to back; fused-<kernel> (and -replay): the fused path with its kernel forced, "
-          "<kernel> one of split, tile, tile64, tile128, wgmma-p4, wgmma-k2, wgmma-a8 (MlaValue, "
-          "MlaValueTile with columns by shape, 64, 128, MlaValueWgmma's three variants)");
+          "<kernel> one of split (MlaValue), wgmma-p4, wgmma-k2, wgmma-a8, wgmma-n128, "
+          "wgmma-persistent (MlaValueWgmma's configurations)");
 ABSL_FLAG(int, min_layers, 16, "layers rotated at least");
 ABSL_FLAG(int, max_layers, 256, "layers rotated at most");
 ABSL_FLAG(int, replays, 20,
@@ -73,7 +72,7 @@ ABSL_FLAG(bool, upstream_writes_latent, true,
           "writes it (it is then in L2)");
 ABSL_FLAG(std::string, fused_kernel, "auto",
           "the fused kernel of the auto and up modes: auto (the rule) or a kernel's name (split, "
-          "tile64, ...)");
+          "wgmma-p4, ...)");
 ABSL_FLAG(bool, pdl, true, "launch the tail's kernels with PDL (the library's default)");
 ABSL_FLAG(bool, upstream_pdl, true, "launch the upstream kernel itself with PDL (after a tail)");
 
@@ -91,12 +90,9 @@ std::vector<int> ParseList(const std::string& text) {
 
 constexpr absl::string_view kReplaySuffix = "-replay";
 constexpr absl::string_view kPathModes[] = {"fused", "bmm", "auto"};
-// The variants a mode can force: kTile (columns by shape) and every fused kernel.
-const std::vector<mla::MlaValueVariant> kForcedVariants = [] {
-  std::vector<mla::MlaValueVariant> v = {mla::MlaValueVariant::kTile};
-  v.insert(v.end(), std::begin(mla::kMlaValueKernels), std::end(mla::kMlaValueKernels));
-  return v;
-}();
+// The variants a mode can force: every fused kernel.
+const std::vector<mla::MlaValueVariant> kForcedVariants(std::begin(mla::kMlaValueKernels),
+                                                        std::end(mla::kMlaValueKernels));
 
 bool IsReplayMode(absl::string_view mode) { return absl::EndsWith(mode, kReplaySuffix); }
 

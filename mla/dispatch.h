@@ -4,44 +4,44 @@
 // Which kernel a tail of `heads` heads and `rows` rows runs: the one measured rule, for the path
 // (fused or BMM) and for the fused path's kernel.
 //
-// Measured on an H200 at heads {8, 12, 16, 32, 64, 96, 128} x rows {1, 2, 4, ..., 1024}, q 1,
-// every kernel forced at every shape, L2 cold, W = heads x rows, with the kernels as they are
-// now (the branch-free gate, kernels/device.cuh GatePairs):
-// bench/results/2026-11-30-h200/history/gate8_52d6fa2/tail_bench.csv, and for all-in-flight
-// MlaValueWgmma history/a8_cec9b38/tail_bench.csv. The kernel picked was within 3% of the fastest
-// at every shape; tail_bench.csv checks it again.
+// Measured on an H200 (132 multiprocessors) at heads {8, 12, 16, 32, 64, 96, 128} x rows
+// {1, 2, 4, ..., 1024}, q 1, every kernel forced at every shape, L2 cold, W = heads x rows:
+// bench/results/2026-11-30-h200/history/wide8_7d820e6/tail_bench.csv for MlaValueWgmma's
+// configurations from 16 rows on, history/gate8_52d6fa2/tail_bench.csv for MlaValue. The kernel
+// picked was within 3% of the fastest at every shape; tail_bench.csv checks it again.
 // - MlaValue (column split, W_UV in registers) up to W = 512, and for rows <= 16 up to W = 1024
 //   at heads <= 96. It re-reads W_UV for every 16-32 rows, so its time grows with rows. At 64 x 16
-//   rows it ties the pipelined MlaValueWgmma in the grid but is the one whose W_UV fetch hides
-//   behind an upstream kernel (it loads all of it before the dependency wait, the pipeline only
-//   its first steps' slices): 2.9 against 4.4 us added after an upstream with a 5 us window
-//   (tail_bench_upstream.csv at b6f10b4 and a504da6).
+//   rows it is within 3% of the pipelined MlaValueWgmma in the grid and is the one whose W_UV
+//   fetch hides behind an upstream kernel (it loads all of it before the dependency wait, the
+//   pipeline only its first steps' slices): 2.9 against 4.4 us added after an upstream with a
+//   5 us window (tail_bench_upstream.csv at b6f10b4 and a504da6).
 // - MlaValueWgmma with K split over a cluster of 2 blocks for heads <= 16 up to W = 1024: few
 //   heads give few tiles, and splitting K spreads each tile's bytes over more multiprocessors.
-// - MlaValueWgmma with all 8 K steps in flight where its grid (2 x heads x rows / 64 blocks, one a
-//   multiprocessor) is at most 96 blocks: one memory round trip a tile instead of a pipeline,
-//   12-16% ahead of the pipelined one at 8 x 256, 12 x 128, 16 x 128, 32 x 32 and 32 x 64 rows
-//   (history/a8_cec9b38/tail_bench.csv); at 128 blocks it falls 5-15% behind.
-// - MlaValueTile for heads >= 64 from W = 8192 (64-column blocks) to 16384 (128-column blocks)
-//   where its grid (heads x rows / 64 tiles, two blocks a multiprocessor) fills whole waves of the
-//   H200's 132 multiprocessors: at most 132 tiles or at least 256 (up to 6% and 9% ahead at
-//   128 x 64 and 128 x 128). At fewer heads it trails MlaValueWgmma by 7-12%.
-// - The cuBLASLt batched GEMM + MlaGate for heads > 96 from W = 65536 (128 x 512: 5% ahead of
-//   MlaValueWgmma): its GEMM feeds the tensor cores better than these kernels at the largest
-//   batches, which outweighs the values' round trip through memory.
-// - MlaValueWgmma with a 4-stage pipeline everywhere else: since the gate lost its branches, the
-//   fastest kernel from the middle of the grid to 96 x 1024 rows.
+// - All 8 K steps in flight where the 64 x 64 grid (2 x heads x rows / 64 blocks, one a
+//   multiprocessor) is at most 96 blocks: one memory round trip a tile instead of a pipeline.
+// - The persistent 128 x 128 tiles from 128 rows where there are at least 128 tiles (heads x
+//   rows / 128): 8-24% ahead of the 64 x 64 pipeline and 3-19% ahead of the BMM path from 32 x
+//   1024, 64 x 256 and 96 x 256 rows on (128 x 1024: 67.2 against 82.5 us for the BMM path).
+//   With fewer tiles than multiprocessors, or with tiles mostly empty (128 heads x 16-64 rows),
+//   it trails.
+// - The 64 x 128 tiles where, with full 64-row tiles, their grid fills the multiprocessors once
+//   (heads x rows / 64 in 119-132 blocks: 8 x 1024, 16 x 512, 32 x 256, 64 x 128, 128 x 64):
+//   up to 13% ahead of the 64 x 64 pipeline, which reads each latent row twice. At 64 or 96
+//   blocks (SMs left idle) and at 192 (a second block on some) the 64 x 64 pipeline is ahead.
+// - The 64 x 64 pipeline everywhere else.
+// The cuBLASLt batched GEMM + MlaGate (the BMM path) is not the fastest at any measured shape
+// since the persistent kernel (it was at 128 heads x 512-1024 rows before): it stays selectable
+// with TailPath::kBmm.
 
 namespace mla {
 
 enum class TailKernel {
-  kColumnSplit,  // MlaValue
-  kWgmmaK2,      // MlaValueWgmma, K split over 2 blocks
-  kWgmmaA8,      // MlaValueWgmma, all 8 K steps in flight
-  kWgmmaP4,      // MlaValueWgmma, 4-stage pipeline
-  kTile64,       // MlaValueTile, 64-column blocks
-  kTile128,      // MlaValueTile, 128-column blocks
-  kBmm,          // cuBLASLt batched GEMM + MlaGate
+  kColumnSplit,      // MlaValue
+  kWgmmaK2,          // MlaValueWgmma, 64 x 64 tiles, K split over 2 blocks
+  kWgmmaA8,          // MlaValueWgmma, 64 x 64 tiles, all 8 K steps in flight
+  kWgmmaP4,          // MlaValueWgmma, 64 x 64 tiles, 4-stage pipeline
+  kWgmmaN128,        // MlaValueWgmma, 64 x 128 tiles
+  kWgmmaPersistent,  // MlaValueWgmma, 128 x 128 tiles, persistent
 };
 
 constexpr TailKernel DispatchTail(int heads, int rows) {
@@ -50,20 +50,15 @@ constexpr TailKernel DispatchTail(int heads, int rows) {
     return TailKernel::kColumnSplit;
   }
   if (heads <= 16 && work <= 1024) return TailKernel::kWgmmaK2;
-  if (2 * heads * ((rows + 63LL) / 64) <= 96) return TailKernel::kWgmmaA8;
-  const long long tile_blocks = heads * ((rows + 63LL) / 64);
-  const bool whole_waves = tile_blocks <= 132 || tile_blocks >= 256;
-  if (heads >= 64 && whole_waves && work >= 8192 && work <= 16384) {
-    return work <= 8192 ? TailKernel::kTile64 : TailKernel::kTile128;
-  }
-  if (heads > 96 && work >= 65536) return TailKernel::kBmm;
+  const long long tiles_64 = heads * ((rows + 63LL) / 64);
+  if (2 * tiles_64 <= 96) return TailKernel::kWgmmaA8;
+  if (rows >= 128 && heads * ((rows + 127LL) / 128) >= 128) return TailKernel::kWgmmaPersistent;
+  if (rows >= 64 && tiles_64 >= 119 && tiles_64 <= 132) return TailKernel::kWgmmaN128;
   return TailKernel::kWgmmaP4;
 }
 
-// The path half of the rule: true where the BMM path runs.
-constexpr bool value_bmm(int heads, int rows) {
-  return DispatchTail(heads, rows) == TailKernel::kBmm;
-}
+// The path half of the rule: true where the BMM path runs (at no measured shape, above).
+constexpr bool value_bmm(int /*heads*/, int /*rows*/) { return false; }
 
 }  // namespace mla
 

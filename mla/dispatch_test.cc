@@ -13,8 +13,8 @@
 namespace mla {
 namespace {
 
-// The fused path's kernel choice: forced variants stay, kAuto and kTile resolve to a kernel, and
-// the address graph/ looks for is the launched kernel's (distinct per kernel).
+// The fused path's kernel choice: forced variants stay, kAuto resolves to a kernel, and the
+// address graph/ looks for is the launched kernel's (distinct per kernel).
 TEST(MlaValueVariantTest, ResolvesToOneKernel) {
   using V = MlaValueVariant;
   for (int heads : {1, 12, 64, 128}) {
@@ -24,8 +24,6 @@ TEST(MlaValueVariantTest, ResolvesToOneKernel) {
       for (V forced : kernels) {
         EXPECT_EQ(ResolveMlaValueVariant(forced, heads, rows), forced);
       }
-      const V tile = ResolveMlaValueVariant(V::kTile, heads, rows);
-      EXPECT_TRUE(tile == V::kTile64 || tile == V::kTile128);
       const V automatic = ResolveMlaValueVariant(V::kAuto, heads, rows);
       EXPECT_NE(std::find(std::begin(kernels), std::end(kernels), automatic), std::end(kernels));
       EXPECT_EQ(MlaValueKernelAddress(heads, rows, V::kAuto),
@@ -51,23 +49,25 @@ TEST(DispatchTest, FollowsTheMeasurements) {
     int heads, rows;
     K kernel;
   } measured[] = {
-      {8, 1, K::kColumnSplit},   {8, 64, K::kColumnSplit},   {16, 32, K::kColumnSplit},
-      {32, 16, K::kColumnSplit}, {64, 8, K::kColumnSplit},   {64, 16, K::kColumnSplit},
-      {96, 8, K::kColumnSplit},  {128, 4, K::kColumnSplit},  {8, 128, K::kWgmmaK2},
-      {12, 64, K::kWgmmaK2},     {16, 64, K::kWgmmaK2},      {8, 256, K::kWgmmaA8},
-      {12, 128, K::kWgmmaA8},    {16, 128, K::kWgmmaA8},     {32, 32, K::kWgmmaA8},
-      {96, 16, K::kWgmmaP4},     {128, 8, K::kWgmmaP4},      {32, 256, K::kWgmmaP4},
-      {12, 256, K::kWgmmaA8},    {32, 64, K::kWgmmaA8},      {8, 512, K::kWgmmaP4},
-      {16, 256, K::kWgmmaP4},    {32, 128, K::kWgmmaP4},     {64, 32, K::kWgmmaP4},
-      {32, 512, K::kWgmmaP4},    {32, 1024, K::kWgmmaP4},    {64, 512, K::kWgmmaP4},
-      {64, 1024, K::kWgmmaP4},   {96, 128, K::kWgmmaP4},     {96, 1024, K::kWgmmaP4},
-      {128, 256, K::kWgmmaP4},   {64, 128, K::kTile64},      {128, 64, K::kTile64},
-      {64, 256, K::kTile128},    {128, 128, K::kTile128},    {128, 512, K::kBmm},
-      {128, 1024, K::kBmm},
+      {8, 1, K::kColumnSplit},    {8, 64, K::kColumnSplit},   {16, 32, K::kColumnSplit},
+      {32, 16, K::kColumnSplit},  {64, 8, K::kColumnSplit},   {64, 16, K::kColumnSplit},
+      {96, 8, K::kColumnSplit},   {128, 4, K::kColumnSplit},  {8, 128, K::kWgmmaK2},
+      {12, 64, K::kWgmmaK2},      {16, 64, K::kWgmmaK2},      {8, 256, K::kWgmmaA8},
+      {12, 128, K::kWgmmaA8},     {16, 128, K::kWgmmaA8},     {32, 32, K::kWgmmaA8},
+      {12, 256, K::kWgmmaA8},     {32, 64, K::kWgmmaA8},      {96, 16, K::kWgmmaP4},
+      {128, 8, K::kWgmmaP4},      {128, 16, K::kWgmmaP4},     {128, 32, K::kWgmmaP4},
+      {8, 512, K::kWgmmaP4},      {16, 256, K::kWgmmaP4},     {32, 128, K::kWgmmaP4},
+      {64, 32, K::kWgmmaP4},      {64, 64, K::kWgmmaP4},      {96, 128, K::kWgmmaP4},
+      {12, 512, K::kWgmmaP4},     {12, 1024, K::kWgmmaP4},    {8, 1024, K::kWgmmaN128},
+      {16, 512, K::kWgmmaN128},   {32, 256, K::kWgmmaN128},   {64, 128, K::kWgmmaN128},
+      {128, 64, K::kWgmmaN128},   {16, 1024, K::kWgmmaPersistent}, {32, 512, K::kWgmmaPersistent},
+      {32, 1024, K::kWgmmaPersistent}, {64, 256, K::kWgmmaPersistent},
+      {96, 256, K::kWgmmaPersistent},  {128, 128, K::kWgmmaPersistent},
+      {128, 1024, K::kWgmmaPersistent},
   };
   for (const auto& m : measured) {
     EXPECT_EQ(DispatchTail(m.heads, m.rows), m.kernel) << m.heads << " x " << m.rows;
-    EXPECT_EQ(value_bmm(m.heads, m.rows), m.kernel == K::kBmm) << m.heads << " x " << m.rows;
+    EXPECT_FALSE(value_bmm(m.heads, m.rows)) << m.heads << " x " << m.rows;
   }
 }
 

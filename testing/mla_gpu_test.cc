@@ -121,9 +121,9 @@ TEST_P(GridTest, BothPathsBitExact) {
 INSTANTIATE_TEST_SUITE_P(Heads, GridTest, ::testing::Values(1, 3, 8, 12, 16, 63, 64, 96, 128),
                          [](const auto& info) { return absl::StrCat("H", info.param); });
 
-// The fused kernels other than MlaValue, each forced, and MlaValueTile with columns by shape.
+// The fused kernels other than MlaValue (MlaValueWgmma's configurations), each forced.
 std::vector<MlaValueVariant> TileVariants() {
-  std::vector<MlaValueVariant> variants = {MlaValueVariant::kTile};
+  std::vector<MlaValueVariant> variants;
   for (MlaValueVariant v : mla::kMlaValueKernels) {
     if (v != MlaValueVariant::kColumnSplit) variants.push_back(v);
   }

@@ -14,12 +14,6 @@ namespace mla {
 cudaError_t LaunchMlaValueColumnSplit(const MlaValueParams& params, cudaStream_t stream, bool pdl);
 const void* MlaValueColumnSplitKernelAddress(int heads, int rows);
 
-// MlaValueTile (mla_value_tile.cu) with blocks of `columns` (128 or 64) columns.
-cudaError_t LaunchMlaValueTile(const MlaValueParams& params, cudaStream_t stream, bool pdl,
-                               int columns);
-const void* MlaValueTileKernelAddress(int columns);
-cudaError_t PrepareMlaValueTile();
-
 // MlaValueWgmma (mla_value_wgmma.cu) in the configuration a kWgmma* variant names;
 // IsMlaValueWgmma tells which variants those are.
 bool IsMlaValueWgmma(MlaValueVariant variant);

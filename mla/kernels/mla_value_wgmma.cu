@@ -1,19 +1,27 @@
 // MlaValueWgmma: the fused W_UV projection and sigmoid gate on Hopper's warpgroup MMA.
 //
-// One 128-thread block (one warpgroup) per (64 output columns, head, 64 rows, 512 / kSplit
-// latent values): one wgmma m64n64k16 per 16 latent values, both operands read by the tensor
-// cores from shared memory. It serves most of the grid past the smallest batches (mla/dispatch.h):
-// MlaValue (mla_value.cu) re-reads W_UV for every 16-32 rows, MlaValueTile (mla_value_tile.cu)
-// waits on one memory round trip per pipeline step; here fewer, larger copies are in flight.
+// A block computes tiles of (kCols output columns, head, kRows rows) over 512 / kSplit latent
+// values: each of its warpgroups one wgmma m64nNk16 (N = kCols) per 16 latent values on its 64
+// rows, both operands read by the tensor cores from shared memory. It serves the grid past the
+// smallest batches (mla/dispatch.h), where MlaValue (mla_value.cu) would re-read W_UV for every
+// 16-32 rows. The configurations (kWgConfigs, below):
+//   - 64 x 64 tiles (one warpgroup): a 4-stage pipeline, all 8 steps in flight, or K split over
+//     a cluster of 2;
+//   - 64 x 128 tiles: each latent row is read once, not once for each 64-column half;
+//   - 128 x 128 tiles on two warpgroups that share each W_UV slice (half the W_UV reads of 64
+//     rows), persistent: one block a multiprocessor loops over tiles blockIdx.x + n * gridDim.x,
+//     and its pipeline runs on from one tile into the next, so the copies never stop for an
+//     epilogue or a new block's start.
 //
-// K: the block's latent values in steps of 64 (128 bytes a row, one 128-byte swizzle atom).
-// Each step's W_UV slice [64 columns][64] and latent slice [64 rows][64] are copied by every
-// thread with cp.async into one of kStages buffers: either a pipeline over all 8 steps, or
-// every step of the block at once (one memory round trip): all 8 (a block a multiprocessor, for
-// grids smaller than the GPU), or, with K split over a cluster of kSplit blocks, the block's
-// share. W_UV copies are issued before the dependency wait: no upstream kernel writes weights
-// (the block's latent, gate and lengths only get an L2 prefetch hint, prefetch.cuh). Latent rows
-// past the last row are not copied: their products land in output rows that are never stored.
+// K: the latent values in steps of 64 (128 bytes a row, one 128-byte swizzle atom). Each step's
+// W_UV slice [kCols][64] and latent slice [kRows][64] are copied by every thread with cp.async
+// into one of kStages buffers: either a pipeline (kStages - 1 steps in flight while one is
+// computed), or every step of the block at once (one memory round trip): all 8 (a block a
+// multiprocessor, for grids smaller than the GPU), or, with K split over a cluster of kSplit
+// blocks, the block's share. The first tile's W_UV copies are issued before the dependency wait:
+// no upstream kernel writes weights (its latent, gate and lengths only get an L2 prefetch hint,
+// prefetch.cuh). Latent rows past the last row are not copied: their products land in output
+// rows that are never stored.
 //
 // Split K: each block of the cluster leaves its FP32 partial tile in its shared memory; after a
 // cluster barrier, block r sums the partials of its 1 / kSplit share of the columns over the
@@ -24,10 +32,11 @@
 // 128 bytes at r * 128; its 16-byte word w is stored at word w ^ (r % 8). Tiles start on
 // 1024-byte boundaries; 8-row groups are 1024 bytes apart (the descriptor's stride).
 //
-// Epilogue: the block's gate tile and its rows' lengths arrive in shared memory with the first
-// step. Each thread rounds its sums to bf16, applies the gate, and writes the result over the
-// gate word it read (its own word: no other thread touches it); after a barrier the tile leaves
-// in 16-byte stores, whole rows at a time.
+// Epilogue: a tile's gate and its rows' lengths arrive in shared memory with its first copies
+// (for a persistent block's later tiles, with the first copies after the previous epilogue).
+// Each thread rounds its sums to bf16, applies the gate, and writes the result over the gate
+// word it read (its own word: no other thread touches it); after a barrier the tile leaves in
+// 16-byte stores, whole rows at a time.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -81,10 +90,6 @@ struct WgTile {
   // Blocks a multiprocessor by shared memory (228 KB, 1 KB reserved a block): a persistent
   // grid's size per multiprocessor.
   static constexpr int kBlocksPerSm = 228 * 1024 / (kSmemBytes + 1024);
-  // Two 256-thread blocks a multiprocessor where their shared memory allows it (228 KB, 1 KB
-  // reserved a block): registers are capped at 128 a thread. 0 leaves ptxas its own choice.
-  static constexpr int kMinBlocks =
-      kWarpgroups == 2 && kSmemBytes + 1024 <= 228 * 1024 / 2 ? 2 : 0;
   // Copies per thread and step; thread i moves word i % 8 of rows i / 8 + n * kRowsPerPass,
   // a multiple of 8 rows apart, so that one swizzled offset serves all its copies.
   static constexpr int kRowsPerPass = kThreads / kWords;
@@ -155,9 +160,7 @@ __device__ __forceinline__ float4 LoadCluster16(uint32_t smem_address, int rank)
 }
 
 template <int kStages, int kSplit, int kCols, int kWarpgroups, bool kPersistent>
-__global__ void __launch_bounds__(
-    128 * kWarpgroups, WgTile<kStages, kSplit, kCols, kWarpgroups, kPersistent>::kMinBlocks)
-    MlaValueWgmmaKernel(const MlaValueParams p) {
+__global__ void __launch_bounds__(128 * kWarpgroups) MlaValueWgmmaKernel(const MlaValueParams p) {
   using T = WgTile<kStages, kSplit, kCols, kWarpgroups, kPersistent>;
   constexpr int kThreads = T::kThreads;
   constexpr int kRows = T::kRows;
@@ -421,16 +424,11 @@ struct WgConfig {
   bool persistent;
 };
 constexpr WgConfig kWgConfigs[] = {
-    {MlaValueVariant::kWgmmaP4, 4, 1, 64, 1},
-    {MlaValueVariant::kWgmmaK2, 4, 2, 64, 1},
-    {MlaValueVariant::kWgmmaA8, 8, 1, 64, 1},
-    {MlaValueVariant::kWgmmaN128P3, 3, 1, 128, 1},
-    {MlaValueVariant::kWgmmaN128A8, 8, 1, 128, 1},
-    {MlaValueVariant::kWgmmaM128P2, 2, 1, 128, 2},
-    {MlaValueVariant::kWgmmaM128P4, 4, 1, 128, 2},
-    {MlaValueVariant::kWgmmaM128Persistent, 6, 1, 128, 2, true},
-    {MlaValueVariant::kWgmmaM128Ps4, 4, 1, 128, 2, true},
-    {MlaValueVariant::kWgmmaM128Ps5, 5, 1, 128, 2, true},
+    {MlaValueVariant::kWgmmaP4, 4, 1, 64, 1, false},
+    {MlaValueVariant::kWgmmaK2, 4, 2, 64, 1, false},
+    {MlaValueVariant::kWgmmaA8, 8, 1, 64, 1, false},
+    {MlaValueVariant::kWgmmaN128, 3, 1, 128, 1, false},
+    {MlaValueVariant::kWgmmaPersistent, 6, 1, 128, 2, true},
 };
 
 template <int kIndex>

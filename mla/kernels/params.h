@@ -106,39 +106,27 @@ inline MlaGateParams MakeMlaGateParams(const TailShape& shape, const BmmPointerP
 enum class MlaValueVariant {
   kAuto,         // the measured rule (mla/dispatch.h) decides by shape
   kColumnSplit,  // MlaValue: 128 threads per (32 columns, head, 16 or 32 rows), W_UV in registers
-  kTile,         // MlaValueTile with its column width chosen by shape
-  kTile128,      // MlaValueTile: 256 threads per (head, 64 rows), all 128 columns
-  kTile64,       // MlaValueTile: 256 threads per (64 columns, head, 64 rows): twice the blocks
-  // MlaValueWgmma: 128 threads (one warpgroup) per (64 columns, head, 64 rows), wgmma from
-  // shared memory; the variants differ in how the 512 latent values are brought in.
-  kWgmmaP4,      // a 4-stage pipeline over 8 steps of 64
-  kWgmmaK2,      // K split over a cluster of 2 blocks (4 steps each, all in flight), which sum
-                 // their partial tiles through distributed shared memory
-  kWgmmaA8,      // all 8 steps in flight at once (one memory round trip; 140 KB of shared
-                 // memory, one block a multiprocessor): for grids smaller than the GPU
-  // MlaValueWgmma with blocks of all 128 columns of a head: each latent row is read once, not
-  // once for each 64-column half.
-  kWgmmaN128P3,  // 64 rows a block (m64n128), a 3-stage pipeline
-  kWgmmaN128A8,  // 64 rows a block (m64n128), all 8 steps in flight
-  kWgmmaM128P2,  // 128 rows a block (two warpgroups sharing each W_UV slice), 2 stages
-  kWgmmaM128P4,  // 128 rows a block (two warpgroups sharing each W_UV slice), 4 stages
-  kWgmmaM128Persistent,  // 128 x 128 tiles, 6 stages, one block a multiprocessor looping over
-                         // tiles: the pipeline runs on into the next tile during the epilogue
-  kWgmmaM128Ps4,
-  kWgmmaM128Ps5,
+  // MlaValueWgmma: wgmma from shared memory, 8 steps of 64 latent values; the variants differ
+  // in the tile and in how the steps are brought in.
+  kWgmmaP4,      // 64 rows x 64 columns a block (one warpgroup), a 4-stage pipeline
+  kWgmmaK2,      // 64 x 64, K split over a cluster of 2 blocks (4 steps each, all in flight),
+                 // which sum their partial tiles through distributed shared memory
+  kWgmmaA8,      // 64 x 64, all 8 steps in flight at once (one memory round trip; 140 KB of
+                 // shared memory, one block a multiprocessor): for grids smaller than the GPU
+  kWgmmaN128,    // 64 x 128 (all of a head's columns: each latent row read once), 3 stages
+  kWgmmaPersistent,  // 128 x 128 (two warpgroups sharing each W_UV slice), 6 stages, one block
+                     // a multiprocessor looping over tiles: the pipeline runs on from one tile
+                     // into the next, through the epilogues
 };
 
 // Every kernel of the fused path, for callers that force each in turn (tests, benchmarks).
 inline constexpr MlaValueVariant kMlaValueKernels[] = {
-    MlaValueVariant::kColumnSplit, MlaValueVariant::kTile64, MlaValueVariant::kTile128,
-    MlaValueVariant::kWgmmaP4,     MlaValueVariant::kWgmmaK2,     MlaValueVariant::kWgmmaA8,
-    MlaValueVariant::kWgmmaN128P3, MlaValueVariant::kWgmmaN128A8, MlaValueVariant::kWgmmaM128P2,
-    MlaValueVariant::kWgmmaM128P4, MlaValueVariant::kWgmmaM128Persistent,
-    MlaValueVariant::kWgmmaM128Ps4, MlaValueVariant::kWgmmaM128Ps5};
+    MlaValueVariant::kColumnSplit, MlaValueVariant::kWgmmaP4,   MlaValueVariant::kWgmmaK2,
+    MlaValueVariant::kWgmmaA8,     MlaValueVariant::kWgmmaN128, MlaValueVariant::kWgmmaPersistent};
 
 const char* MlaValueVariantName(MlaValueVariant variant);
 
-// The kernel that `variant` runs for a shape: kColumnSplit, kTile128, kTile64 or a kWgmma*.
+// The kernel that `variant` runs for a shape: kColumnSplit or a kWgmma*.
 MlaValueVariant ResolveMlaValueVariant(MlaValueVariant variant, int heads, int rows);
 
 // Rows of latent staged per MlaValue block: 16 * row_tiles. Each block keeps its 32 W_UV

@@ -11,8 +11,7 @@
 // Only for tails of heads x rows <= max_work: measured on the H200, the prefetch made the kernels
 // 2-30% faster at small W, and the multi-wave grids of large W 5-17% slower (their later blocks
 // start long after the wait is satisfied, and the prefetched lines compete with W_UV's stream
-// for L2 and DRAM). The limit is kMaxPrefetchWork (latent up to 8 MB), and half of it for
-// MlaValueTile, which was 8-11% slower with the prefetch at W = 8192.
+// for L2 and DRAM). The limit is kMaxPrefetchWork (latent up to 8 MB).
 
 #include <cuda_runtime.h>
 
