@@ -25,8 +25,6 @@ const char* MlaValueVariantName(MlaValueVariant variant) {
       return "wgmma-n128";
     case MlaValueVariant::kWgmmaPersistent:
       return "wgmma-persistent";
-    case MlaValueVariant::kWgmmaPersistent64:
-      return "wgmma-persistent64";
   }
   return "?";
 }

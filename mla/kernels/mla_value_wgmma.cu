@@ -429,7 +429,6 @@ constexpr WgConfig kWgConfigs[] = {
     {MlaValueVariant::kWgmmaA8, 8, 1, 64, 1, false},
     {MlaValueVariant::kWgmmaN128, 3, 1, 128, 1, false},
     {MlaValueVariant::kWgmmaPersistent, 6, 1, 128, 2, true},
-    {MlaValueVariant::kWgmmaPersistent64, 7, 1, 128, 1, true},
 };
 
 template <int kIndex>

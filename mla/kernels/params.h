@@ -117,14 +117,12 @@ enum class MlaValueVariant {
   kWgmmaPersistent,  // 128 x 128 (two warpgroups sharing each W_UV slice), 6 stages, one block
                      // a multiprocessor looping over tiles: the pipeline runs on from one tile
                      // into the next, through the epilogues
-  kWgmmaPersistent64,  // experiment: 64 x 128 tiles (one warpgroup), 7 stages, persistent
 };
 
 // Every kernel of the fused path, for callers that force each in turn (tests, benchmarks).
 inline constexpr MlaValueVariant kMlaValueKernels[] = {
     MlaValueVariant::kColumnSplit, MlaValueVariant::kWgmmaP4,   MlaValueVariant::kWgmmaK2,
-    MlaValueVariant::kWgmmaA8,     MlaValueVariant::kWgmmaN128, MlaValueVariant::kWgmmaPersistent,
-    MlaValueVariant::kWgmmaPersistent64};
+    MlaValueVariant::kWgmmaA8,     MlaValueVariant::kWgmmaN128, MlaValueVariant::kWgmmaPersistent};
 
 const char* MlaValueVariantName(MlaValueVariant variant);
 
