@@ -31,6 +31,13 @@ echo "# epilogue 3000, upstream without shared memory, rewrites the latent" \
 timeout 25 $S/bin/tail_bench --commit="$C" --upstream --heads=12,64 --rows=1,16 \
   --modes=up,up+pdl,up+nopdl --upstream_epilogue_ns=3000 --upstream_smem_bytes=0 \
   --csv="$O/tail_bench_upstream.csv" >>"$O/tail_bench_upstream.log" 2>&1
+# Diagnostics where those binaries were staged (built from the staged commit with the persistent
+# kernel's MMAs removed, or its later tiles' gate loads and all its output stores removed): what
+# its time is without them.
+for b in tail_bench_nomma tail_bench_noio; do
+  [ -x "$S/bin/$b" ] && timeout 30 $S/bin/$b --commit="$C-$b" --heads=64,128 --rows=512,1024 \
+    --modes=fused-wgmma-persistent --csv="$O/diag.$b.csv" >"$O/diag.$b.log" 2>&1
+done
 timeout 20 $S/bin/pdl_probe --epilogues_ns=1000 --dependent_blocks=48 --prefetch_words=16 \
   --upstream_smem=0,102400 --dependent_smem=0,17408 >"$O/pdl_probe.csv" 2>"$O/pdl_probe.err"
 python3 -c "import matplotlib" 2>/dev/null && python3 $S/scripts/report.py "$O" >"$O/table.md" 2>&1
