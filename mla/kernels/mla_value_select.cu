@@ -25,6 +25,14 @@ const char* MlaValueVariantName(MlaValueVariant variant) {
       return "wgmma-n128";
     case MlaValueVariant::kWgmmaPersistent:
       return "wgmma-persistent";
+    case MlaValueVariant::kWgmmaPersistentO:
+      return "wgmma-persistent-o";
+    case MlaValueVariant::kWgmmaA8O:
+      return "wgmma-a8-o";
+    case MlaValueVariant::kWgmmaK2O:
+      return "wgmma-k2-o";
+    case MlaValueVariant::kWgmmaP4O:
+      return "wgmma-p4-o";
   }
   return "?";
 }

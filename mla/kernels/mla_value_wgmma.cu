@@ -62,7 +62,7 @@ constexpr int kRowBytes = kStepK * 2;        // 128
 constexpr int kWords = kRowBytes / 16;       // 16-byte words per row: 8
 constexpr int kAlign = 1024;                 // swizzle atom: 8 rows of 128 bytes
 
-template <int kStages, int kSplit, int kCols, int kWarpgroups, bool kPersistent>
+template <int kStages, int kSplit, int kCols, int kWarpgroups, bool kPersistent, bool kOverlap>
 struct WgTile {
   static constexpr int kThreads = 128 * kWarpgroups;
   static constexpr int kRows = 64 * kWarpgroups;  // each warpgroup's wgmma has m = 64
@@ -73,7 +73,11 @@ struct WgTile {
   // With a buffer for every step, the prologue issues them all; otherwise kStages - 1 steps
   // fly while one is computed.
   static constexpr bool kAllInFlight = kStages == kBlockSteps;
-  static constexpr int kPrologueSteps = kAllInFlight ? kBlockSteps : kStages - 1;
+  // With kOverlap, a step's MMAs run on while the next step's copies are waited for and
+  // issued: a buffer is refilled one step later (its MMAs may still read it one step on), so
+  // one fewer step is in flight.
+  static constexpr int kPrologueSteps =
+      kAllInFlight ? kBlockSteps : kStages - 1 - (kOverlap ? 1 : 0);
   // Split K: the block's FP32 partial tile, in accumulator order (float4 j of thread i at
   // j * kThreads + i), read by the cluster's other blocks.
   static constexpr int kPartialOffset = kStages * kStageBytes;
@@ -159,9 +163,9 @@ __device__ __forceinline__ float4 LoadCluster16(uint32_t smem_address, int rank)
   return v;
 }
 
-template <int kStages, int kSplit, int kCols, int kWarpgroups, bool kPersistent>
+template <int kStages, int kSplit, int kCols, int kWarpgroups, bool kPersistent, bool kOverlap>
 __global__ void __launch_bounds__(128 * kWarpgroups) MlaValueWgmmaKernel(const MlaValueParams p) {
-  using T = WgTile<kStages, kSplit, kCols, kWarpgroups, kPersistent>;
+  using T = WgTile<kStages, kSplit, kCols, kWarpgroups, kPersistent, kOverlap>;
   constexpr int kThreads = T::kThreads;
   constexpr int kRows = T::kRows;
   constexpr int kColumnBlocks = kValueDim / kCols;
@@ -290,7 +294,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups) MlaValueWgmmaKernel(const M
       if (T::kAllInFlight) {
         CopyAsyncWaitUntil(T::kBlockSteps - 1 - step);
       } else {
-        device::CopyAsyncWait<kStages - 2>();
+        device::CopyAsyncWait<T::kPrologueSteps - 1>();
       }
       device::FenceProxyAsyncShared();
       __syncthreads();
@@ -298,8 +302,8 @@ __global__ void __launch_bounds__(128 * kWarpgroups) MlaValueWgmmaKernel(const M
         // A persistent block's later tiles: their epilogue inputs once the previous tile's
         // epilogue is done with the buffer (the barrier above), kStages - 1 steps ahead of use.
         if (kPersistent && step == 0 && i > 0) copy_epilogue_inputs(tile);
-        const int next = step + kStages - 1;
-        const int next_stage = (stage + kStages - 1) % kStages;
+        const int next = step + T::kPrologueSteps;
+        const int next_stage = (stage + T::kPrologueSteps) % kStages;
         if (next < T::kBlockSteps) {
           copy_w(tile, next, next_stage);
           copy_latent(tile, next, next_stage);
@@ -322,7 +326,11 @@ __global__ void __launch_bounds__(128 * kWarpgroups) MlaValueWgmmaKernel(const M
         device::Wgmma64xN(acc, a_desc0 + stage_offset + 2 * k, b_desc0 + stage_offset + 2 * k);
       }
       device::WgmmaCommit();
-      device::WgmmaWaitAll();
+      if (kOverlap && step + 1 < T::kBlockSteps) {
+        device::WgmmaWait<1>();  // step - 1's MMAs are done, this step's may run on
+      } else {
+        device::WgmmaWait<0>();
+      }
       device::FenceAccumulators(acc);
     }
 
@@ -421,7 +429,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups) MlaValueWgmmaKernel(const M
 struct WgConfig {
   MlaValueVariant variant;
   int stages, split, cols, warpgroups;
-  bool persistent;
+  bool persistent, overlap;
 };
 constexpr WgConfig kWgConfigs[] = {
     {MlaValueVariant::kWgmmaP4, 4, 1, 64, 1, false},
@@ -429,14 +437,18 @@ constexpr WgConfig kWgConfigs[] = {
     {MlaValueVariant::kWgmmaA8, 8, 1, 64, 1, false},
     {MlaValueVariant::kWgmmaN128, 3, 1, 128, 1, false},
     {MlaValueVariant::kWgmmaPersistent, 6, 1, 128, 2, true},
+    {MlaValueVariant::kWgmmaPersistentO, 6, 1, 128, 2, true, true},
+    {MlaValueVariant::kWgmmaA8O, 8, 1, 64, 1, false, true},
+    {MlaValueVariant::kWgmmaK2O, 4, 2, 64, 1, false, true},
+    {MlaValueVariant::kWgmmaP4O, 4, 1, 64, 1, false, true},
 };
 
 template <int kIndex>
 struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
-  using T = WgTile<kC.stages, kC.split, kC.cols, kC.warpgroups, kC.persistent>;
-  static constexpr auto kKernel =
-      MlaValueWgmmaKernel<kC.stages, kC.split, kC.cols, kC.warpgroups, kC.persistent>;
+  using T = WgTile<kC.stages, kC.split, kC.cols, kC.warpgroups, kC.persistent, kC.overlap>;
+  static constexpr auto kKernel = MlaValueWgmmaKernel<kC.stages, kC.split, kC.cols,
+                                                      kC.warpgroups, kC.persistent, kC.overlap>;
 
   static cudaError_t Launch(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
     const int column_blocks = kValueDim / kC.cols;

@@ -117,12 +117,15 @@ enum class MlaValueVariant {
   kWgmmaPersistent,  // 128 x 128 (two warpgroups sharing each W_UV slice), 6 stages, one block
                      // a multiprocessor looping over tiles: the pipeline runs on from one tile
                      // into the next, through the epilogues
+  kWgmmaPersistentO, kWgmmaA8O, kWgmmaK2O, kWgmmaP4O,  // experiment: MMAs overlapped
 };
 
 // Every kernel of the fused path, for callers that force each in turn (tests, benchmarks).
 inline constexpr MlaValueVariant kMlaValueKernels[] = {
     MlaValueVariant::kColumnSplit, MlaValueVariant::kWgmmaP4,   MlaValueVariant::kWgmmaK2,
-    MlaValueVariant::kWgmmaA8,     MlaValueVariant::kWgmmaN128, MlaValueVariant::kWgmmaPersistent};
+    MlaValueVariant::kWgmmaA8,     MlaValueVariant::kWgmmaN128, MlaValueVariant::kWgmmaPersistent,
+    MlaValueVariant::kWgmmaPersistentO, MlaValueVariant::kWgmmaA8O, MlaValueVariant::kWgmmaK2O,
+    MlaValueVariant::kWgmmaP4O};
 
 const char* MlaValueVariantName(MlaValueVariant variant);
 
