@@ -18,8 +18,8 @@ import os
 import sys
 
 
-KERNEL_MODES = ("fused", "fused-split", "fused-wgmma-p4", "fused-wgmma-k2", "fused-wgmma-a8",
-                "fused-wgmma-n128", "fused-wgmma-persistent", "bmm")
+KERNEL_MODES = ("fused", "fused-split", "fused-wgmma-p4", "fused-wgmma-a8", "fused-wgmma-n128",
+                "fused-wgmma-persistent", "bmm")
 
 
 def load(path):

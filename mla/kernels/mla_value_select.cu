@@ -17,22 +17,12 @@ const char* MlaValueVariantName(MlaValueVariant variant) {
       return "split";
     case MlaValueVariant::kWgmmaP4:
       return "wgmma-p4";
-    case MlaValueVariant::kWgmmaK2:
-      return "wgmma-k2";
     case MlaValueVariant::kWgmmaA8:
       return "wgmma-a8";
     case MlaValueVariant::kWgmmaN128:
       return "wgmma-n128";
     case MlaValueVariant::kWgmmaPersistent:
       return "wgmma-persistent";
-    case MlaValueVariant::kWgmmaPersistentO:
-      return "wgmma-persistent-o";
-    case MlaValueVariant::kWgmmaA8O:
-      return "wgmma-a8-o";
-    case MlaValueVariant::kWgmmaK2O:
-      return "wgmma-k2-o";
-    case MlaValueVariant::kWgmmaP4O:
-      return "wgmma-p4-o";
   }
   return "?";
 }
@@ -42,8 +32,6 @@ MlaValueVariant ResolveMlaValueVariant(MlaValueVariant variant, int heads, int r
   switch (DispatchTail(heads, rows)) {
     case TailKernel::kColumnSplit:
       return MlaValueVariant::kColumnSplit;
-    case TailKernel::kWgmmaK2:
-      return MlaValueVariant::kWgmmaK2;
     case TailKernel::kWgmmaA8:
       return MlaValueVariant::kWgmmaA8;
     case TailKernel::kWgmmaP4:

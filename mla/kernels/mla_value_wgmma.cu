@@ -1,12 +1,11 @@
 // MlaValueWgmma: the fused W_UV projection and sigmoid gate on Hopper's warpgroup MMA.
 //
-// A block computes tiles of (kCols output columns, head, kRows rows) over 512 / kSplit latent
-// values: each of its warpgroups one wgmma m64nNk16 (N = kCols) per 16 latent values on its 64
-// rows, both operands read by the tensor cores from shared memory. It serves the grid past the
-// smallest batches (mla/dispatch.h), where MlaValue (mla_value.cu) would re-read W_UV for every
-// 16-32 rows. The configurations (kWgConfigs, below):
-//   - 64 x 64 tiles (one warpgroup): a 4-stage pipeline, all 8 steps in flight, or K split over
-//     a cluster of 2;
+// A block computes tiles of (kCols output columns, head, kRows rows): each of its warpgroups one
+// wgmma m64nNk16 (N = kCols) per 16 latent values on its 64 rows, both operands read by the
+// tensor cores from shared memory. It serves the grid past the smallest batches
+// (mla/dispatch.h), where MlaValue (mla_value.cu) would re-read W_UV for every 16-32 rows. The
+// configurations (kWgConfigs, below):
+//   - 64 x 64 tiles (one warpgroup): a 4-stage pipeline, or all 8 steps in flight at once;
 //   - 64 x 128 tiles: each latent row is read once, not once for each 64-column half;
 //   - 128 x 128 tiles on two warpgroups that share each W_UV slice (half the W_UV reads of 64
 //     rows), persistent: one block a multiprocessor loops over tiles blockIdx.x + n * gridDim.x,
@@ -16,17 +15,13 @@
 // K: the latent values in steps of 64 (128 bytes a row, one 128-byte swizzle atom). Each step's
 // W_UV slice [kCols][64] and latent slice [kRows][64] are copied by every thread with cp.async
 // into one of kStages buffers: either a pipeline (kStages - 1 steps in flight while one is
-// computed), or every step of the block at once (one memory round trip): all 8 (a block a
-// multiprocessor, for grids smaller than the GPU), or, with K split over a cluster of kSplit
-// blocks, the block's share. The first tile's W_UV copies are issued before the dependency wait:
-// no upstream kernel writes weights (its latent, gate and lengths only get an L2 prefetch hint,
+// computed), or all 8 steps at once (one memory round trip; a block a multiprocessor, for grids
+// smaller than the GPU), whose MMAs then run on while the next step's copies are waited for:
+// no buffer is reused (with a pipeline, that overlap would cost a step in flight, which measured
+// slower). The first tile's W_UV copies are issued before the dependency wait: no upstream
+// kernel writes weights (its latent, gate and lengths only get an L2 prefetch hint,
 // prefetch.cuh). Latent rows past the last row are not copied: their products land in output
 // rows that are never stored.
-//
-// Split K: each block of the cluster leaves its FP32 partial tile in its shared memory; after a
-// cluster barrier, block r sums the partials of its 1 / kSplit share of the columns over the
-// cluster's blocks in rank order (distributed shared memory), the same order for every element,
-// so results do not depend on timing.
 //
 // Shared operand layout: the canonical K-major 128-byte swizzle of wgmma. Row r of a tile is
 // 128 bytes at r * 128; its 16-byte word w is stored at word w ^ (r % 8). Tiles start on
@@ -62,33 +57,22 @@ constexpr int kRowBytes = kStepK * 2;        // 128
 constexpr int kWords = kRowBytes / 16;       // 16-byte words per row: 8
 constexpr int kAlign = 1024;                 // swizzle atom: 8 rows of 128 bytes
 
-template <int kStages, int kSplit, int kCols, int kWarpgroups, bool kPersistent, bool kOverlap>
+template <int kStages, int kCols, int kWarpgroups, bool kPersistent>
 struct WgTile {
   static constexpr int kThreads = 128 * kWarpgroups;
   static constexpr int kRows = 64 * kWarpgroups;  // each warpgroup's wgmma has m = 64
-  static constexpr int kBlockSteps = kSteps / kSplit;         // K steps of one block
   static constexpr int kWBytes = kCols * kRowBytes;           // W_UV slice of a step
   static constexpr int kLatentBytes = kRows * kRowBytes;      // latent slice of a step
   static constexpr int kStageBytes = kWBytes + kLatentBytes;
   // With a buffer for every step, the prologue issues them all; otherwise kStages - 1 steps
   // fly while one is computed.
-  static constexpr bool kAllInFlight = kStages == kBlockSteps;
-  // With kOverlap, a step's MMAs run on while the next step's copies are waited for and
-  // issued: a buffer is refilled one step later (its MMAs may still read it one step on), so
-  // one fewer step is in flight.
-  static constexpr int kPrologueSteps =
-      kAllInFlight ? kBlockSteps : kStages - 1 - (kOverlap ? 1 : 0);
-  // Split K: the block's FP32 partial tile, in accumulator order (float4 j of thread i at
-  // j * kThreads + i), read by the cluster's other blocks.
-  static constexpr int kPartialOffset = kStages * kStageBytes;
-  static constexpr int kPartialBytes = kSplit > 1 ? kRows * kCols * 4 : 0;
-  // The columns this block gates and stores: all kCols, or its 1 / kSplit share of them.
-  static constexpr int kOutCols = kCols / kSplit;
-  // The gate tile: row r's 16-byte word w is stored at word w ^ (r % kGateSwizzle), so that
-  // the epilogue's 4-byte accesses to one word of 8 rows (a warp) land in different banks.
-  static constexpr int kGateRowBytes = kOutCols * 2;
+  static constexpr bool kAllInFlight = kStages == kSteps;
+  static constexpr int kPrologueSteps = kAllInFlight ? kSteps : kStages - 1;
+  // The gate tile: row r's 16-byte word w is stored at word w ^ (r % 8), so that the
+  // epilogue's 4-byte accesses to one word of 8 rows (a warp) land in different banks.
+  static constexpr int kGateRowBytes = kCols * 2;
   // The epilogue's inputs: the gate tile, then the rows' lengths.
-  static constexpr int kGateOffset = kPartialOffset + kPartialBytes;
+  static constexpr int kGateOffset = kStages * kStageBytes;
   static constexpr int kLengthsOffset = kGateOffset + kRows * kGateRowBytes;
   static constexpr size_t kSmemBytes = kLengthsOffset + kRows * sizeof(int32_t) + kAlign;
   // Blocks a multiprocessor by shared memory (228 KB, 1 KB reserved a block): a persistent
@@ -99,28 +83,22 @@ struct WgTile {
   static constexpr int kRowsPerPass = kThreads / kWords;
   static constexpr int kWCopies = kCols / kRowsPerPass;
   static constexpr int kLatentCopies = kRows / kRowsPerPass;
-  static constexpr int kGateWordsPerRow = kOutCols / 8;
+  static constexpr int kGateWordsPerRow = kCols / 8;
   static constexpr int kGateRowsPerPass = kThreads / kGateWordsPerRow;
   static constexpr int kGateCopies = kRows / kGateRowsPerPass;
-  static constexpr int kGateSwizzle = kGateWordsPerRow < 8 ? kGateWordsPerRow : 8;
   // The byte offset of 16-byte word w of the gate tile's row r.
   static __device__ __forceinline__ int GateWord(int r, int w) {
-    return r * kGateRowBytes + 16 * (w ^ (r % kGateSwizzle));
+    return r * kGateRowBytes + 16 * (w ^ (r % 8));
   }
 
   static_assert(kCols == 64 || kCols == 128, "wgmma's n: the block's columns");
   static_assert(kWarpgroups == 1 || kWarpgroups == 2, "warpgroups: 64 rows each");
-  static_assert(kSplit == 1 || kSplit == 2, "cluster of K splits");
-  static_assert(kStages >= 2 ? kStages <= kBlockSteps : kStages == kBlockSteps,
-                "pipeline depth: at most one buffer per step, all of them for a single step");
-  static_assert(kSplit == 1 || kAllInFlight, "split-K blocks issue all their steps at once");
-  static_assert(!kPersistent || (kSplit == 1 && !kAllInFlight),
+  static_assert(kStages >= 2 && kStages <= kSteps, "pipeline depth: at most one buffer a step");
+  static_assert(!kPersistent || !kAllInFlight,
                 "a persistent block pipelines its tiles' steps one after another");
-  static_assert(!kAllInFlight || kBlockSteps <= 8, "CopyAsyncWaitUntil waits on up to 8 groups");
   static_assert(kRowsPerPass % 8 == 0 && kCols % kRowsPerPass == 0 && kRows % kRowsPerPass == 0,
                 "every thread copies the same number of words, in one swizzle phase");
-  static_assert(kOutCols % 8 == 0 && kThreads % kGateWordsPerRow == 0 &&
-                    kRows % kGateRowsPerPass == 0,
+  static_assert(kThreads % kGateWordsPerRow == 0 && kRows % kGateRowsPerPass == 0,
                 "every thread copies the same gate words");
   static_assert(kStageBytes % kAlign == 0 && kWBytes % kAlign == 0, "tiles on atom boundaries");
   static_assert(kSmemBytes <= 227 * 1024 && kBlocksPerSm >= 1, "shared memory of one block");
@@ -140,32 +118,9 @@ __device__ __forceinline__ void CopyAsyncWaitUntil(int pending) {
   }
 }
 
-// The cluster's block rank and its barrier (release/acquire: shared-memory writes before the
-// arrival are visible to every block of the cluster after the wait).
-__device__ __forceinline__ int ClusterRank() {
-  uint32_t rank;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
-  return static_cast<int>(rank);
-}
-__device__ __forceinline__ void ClusterSync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::
-                   : "memory");
-}
-// 16 bytes at `smem_address` in the shared memory of the cluster's block `rank`.
-__device__ __forceinline__ float4 LoadCluster16(uint32_t smem_address, int rank) {
-  uint32_t remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_address), "r"(rank));
-  float4 v;
-  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-               : "r"(remote)
-               : "memory");
-  return v;
-}
-
-template <int kStages, int kSplit, int kCols, int kWarpgroups, bool kPersistent, bool kOverlap>
+template <int kStages, int kCols, int kWarpgroups, bool kPersistent>
 __global__ void __launch_bounds__(128 * kWarpgroups) MlaValueWgmmaKernel(const MlaValueParams p) {
-  using T = WgTile<kStages, kSplit, kCols, kWarpgroups, kPersistent, kOverlap>;
+  using T = WgTile<kStages, kCols, kWarpgroups, kPersistent>;
   constexpr int kThreads = T::kThreads;
   constexpr int kRows = T::kRows;
   constexpr int kColumnBlocks = kValueDim / kCols;
@@ -174,10 +129,6 @@ __global__ void __launch_bounds__(128 * kWarpgroups) MlaValueWgmmaKernel(const M
   const uint32_t smem_raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_words));
   const uint32_t smem_base = (smem_raw + kAlign - 1) & ~uint32_t{kAlign - 1};
   uint8_t* smem = reinterpret_cast<uint8_t*>(smem_words) + (smem_base - smem_raw);
-
-  // Blocks x: kSplit consecutive blocks (one cluster) share a column block and split its K.
-  const int split = kSplit > 1 ? ClusterRank() : 0;
-  const int k0 = split * T::kBlockSteps * kStepK;  // the block's first latent index
 
   // The block's tiles: the one its index names, or, persistent, tiles blockIdx.x, + gridDim.x,
   // ... numbered with the column block fastest and the head slowest, so that the blocks running
@@ -195,7 +146,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups) MlaValueWgmmaKernel(const M
       return Tile{j / kColumnBlocks / row_tiles, (j % kColumnBlocks) * kCols,
                   (j / kColumnBlocks) % row_tiles * kRows};
     } else {
-      return Tile{static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x / kSplit) * kCols,
+      return Tile{static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x) * kCols,
                   static_cast<int>(blockIdx.z) * kRows};
     }
   };
@@ -209,7 +160,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups) MlaValueWgmmaKernel(const M
   auto copy_w = [&](const Tile& c, int step, int stage) {
     uint8_t* dst = smem + stage * T::kStageBytes + copy_dst;
     const bf16* src = p.w_uv + c.head * p.w_head_stride + (c.column0 + copy_row) * p.w_row_stride +
-                      k0 + step * kStepK + 8 * copy_word;
+                      step * kStepK + 8 * copy_word;
 #pragma unroll
     for (int n = 0; n < T::kWCopies; ++n) {
       device::CopyAsync16(dst + n * T::kRowsPerPass * kRowBytes, src + n * w_pass_stride, true);
@@ -223,14 +174,12 @@ __global__ void __launch_bounds__(128 * kWarpgroups) MlaValueWgmmaKernel(const M
       const int t = c.t0 + copy_row + n * T::kRowsPerPass;
       if (t < p.rows) {
         device::CopyAsync16(dst + n * T::kRowsPerPass * kRowBytes,
-                            p.latent + t * p.latent_row_stride + c.head * kLatentDim + k0 +
+                            p.latent + t * p.latent_row_stride + c.head * kLatentDim +
                                 step * kStepK + 8 * copy_word,
                             true);
       }
     }
   };
-  // The columns of a tile this block gates and stores: all, or its split's share.
-  auto out_column0 = [&](const Tile& c) { return c.column0 + split * T::kOutCols; };
   uint8_t* const gate_tile = smem + T::kGateOffset;
   auto copy_epilogue_inputs = [&](const Tile& c) {
     const int row = threadIdx.x / T::kGateWordsPerRow;
@@ -241,7 +190,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups) MlaValueWgmmaKernel(const M
       const int t = c.t0 + r;
       const bool valid = t < p.rows;
       const bf16* src = valid ? p.gate + t * p.gate_row_stride + c.head * kValueDim +
-                                    out_column0(c) + 8 * word
+                                    c.column0 + 8 * word
                               : p.gate;
       device::CopyAsync16(gate_tile + T::GateWord(r, word), src, valid);
     }
@@ -258,8 +207,8 @@ __global__ void __launch_bounds__(128 * kWarpgroups) MlaValueWgmmaKernel(const M
   const Tile first = tile_at(0);
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) copy_w(first, step, step);
-  device::PrefetchBlockInputsL2(p, first.head, first.t0, kRows, k0, T::kBlockSteps * kStepK,
-                                out_column0(first), T::kOutCols);
+  device::PrefetchBlockInputsL2(p, first.head, first.t0, kRows, 0, kLatentDim, first.column0,
+                                kCols);
   device::GridDependencyWait();
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) {
@@ -279,7 +228,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups) MlaValueWgmmaKernel(const M
 
   // Global step g = kBlockSteps * i + step (tile i) uses stage buffer g % kStages: the pipeline
   // runs on from one tile into the next.
-  constexpr bool kStageOfStep = T::kBlockSteps % kStages == 0;  // g % kStages == step % kStages
+  constexpr bool kStageOfStep = kSteps % kStages == 0;  // g % kStages == step % kStages
   for (int i = 0; i < tiles; ++i) {
     const Tile tile = tile_at(i);
     float acc[kCols / 2];
@@ -287,12 +236,12 @@ __global__ void __launch_bounds__(128 * kWarpgroups) MlaValueWgmmaKernel(const M
     for (int j = 0; j < kCols / 2; ++j) acc[j] = 0.0f;
 
 #pragma unroll
-    for (int step = 0; step < T::kBlockSteps; ++step) {
-      const int stage = kStageOfStep ? step % kStages : (T::kBlockSteps * i + step) % kStages;
+    for (int step = 0; step < kSteps; ++step) {
+      const int stage = kStageOfStep ? step % kStages : (kSteps * i + step) % kStages;
       // Groups 0..g are complete; the barrier publishes every thread's copies and tells that
       // every thread finished step g - 1's MMAs, whose buffer the copies issued next overwrite.
       if (T::kAllInFlight) {
-        CopyAsyncWaitUntil(T::kBlockSteps - 1 - step);
+        CopyAsyncWaitUntil(kSteps - 1 - step);
       } else {
         device::CopyAsyncWait<T::kPrologueSteps - 1>();
       }
@@ -304,14 +253,14 @@ __global__ void __launch_bounds__(128 * kWarpgroups) MlaValueWgmmaKernel(const M
         if (kPersistent && step == 0 && i > 0) copy_epilogue_inputs(tile);
         const int next = step + T::kPrologueSteps;
         const int next_stage = (stage + T::kPrologueSteps) % kStages;
-        if (next < T::kBlockSteps) {
+        if (next < kSteps) {
           copy_w(tile, next, next_stage);
           copy_latent(tile, next, next_stage);
-          if (next == T::kBlockSteps - 1 && i == tiles - 1) device::LaunchDependents();
+          if (next == kSteps - 1 && i == tiles - 1) device::LaunchDependents();
         } else if (kPersistent && i + 1 < tiles) {
           const Tile following = tile_at(i + 1);
-          copy_w(following, next - T::kBlockSteps, next_stage);
-          copy_latent(following, next - T::kBlockSteps, next_stage);
+          copy_w(following, next - kSteps, next_stage);
+          copy_latent(following, next - kSteps, next_stage);
         }
         device::CopyAsyncCommit();  // empty near the end: keeps one group per step
       }
@@ -326,49 +275,18 @@ __global__ void __launch_bounds__(128 * kWarpgroups) MlaValueWgmmaKernel(const M
         device::Wgmma64xN(acc, a_desc0 + stage_offset + 2 * k, b_desc0 + stage_offset + 2 * k);
       }
       device::WgmmaCommit();
-      if (kOverlap && step + 1 < T::kBlockSteps) {
-        device::WgmmaWait<1>();  // step - 1's MMAs are done, this step's may run on
+      if (T::kAllInFlight && step + 1 < kSteps) {
+        device::WgmmaWait<1>();  // step - 1's MMAs are done; this step's run on (no reuse)
       } else {
         device::WgmmaWait<0>();
       }
       device::FenceAccumulators(acc);
     }
 
-    // Accumulator 4j + e of the m64 x kCols tile: row 16 * warp + group (+8 for
-    // e >= 2), column 8j + 2 * quarter + (e & 1). With split K, the block's partial tile goes to
-    // its shared memory; block `split` of the cluster then sums n8 tiles j of its share, over the
-    // cluster's blocks in rank order (the same order for every element: deterministic).
-    constexpr int kOutTiles = T::kOutCols / 8;
-    float out[kOutTiles * 4];
-    if constexpr (kSplit == 1) {
-#pragma unroll
-      for (int j = 0; j < kCols / 2; ++j) out[j] = acc[j];
-    } else {
-      const uint32_t partial = smem_base + T::kPartialOffset;
-#pragma unroll
-      for (int j = 0; j < kCols / 8; ++j) {
-        *reinterpret_cast<float4*>(smem + T::kPartialOffset + (j * kThreads + threadIdx.x) * 16) =
-            make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
-      }
-      ClusterSync();
-#pragma unroll
-      for (int j = 0; j < kOutTiles * 4; ++j) out[j] = 0.0f;
-#pragma unroll
-      for (int rank = 0; rank < kSplit; ++rank) {
-#pragma unroll
-        for (int j = 0; j < kOutTiles; ++j) {
-          const float4 v = LoadCluster16(
-              partial + ((split * kOutTiles + j) * kThreads + threadIdx.x) * 16, rank);
-          out[4 * j] += v.x;
-          out[4 * j + 1] += v.y;
-          out[4 * j + 2] += v.z;
-          out[4 * j + 3] += v.w;
-        }
-      }
-      // No block may leave while another still reads its partial tile.
-      ClusterSync();
-    }
-
+    // Accumulator 4j + e of the m64 x kCols tile: row 16 * warp + group (+8 for e >= 2),
+    // column 8j + 2 * quarter + (e & 1).
+    constexpr int kOutTiles = kCols / 8;
+    const float* out = acc;
     const int lane = threadIdx.x % 32;
     const int warp = threadIdx.x / 32;
     const int group = lane / 4;
@@ -419,41 +337,37 @@ __global__ void __launch_bounds__(128 * kWarpgroups) MlaValueWgmmaKernel(const M
       const int t = tile.t0 + r;
       if (t >= p.rows) continue;
       *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + tile.head * kValueDim +
-                                out_column0(tile) + 8 * word) =
+                                tile.column0 + 8 * word) =
           *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
     }
   }
 }
 
-// The configurations MlaValueVariant names: pipeline stages, K splits (the cluster size).
+// The configurations MlaValueVariant names: stages (8: all steps in flight), columns and
+// warpgroups (64 rows each) of a tile, persistent or a block a tile.
 struct WgConfig {
   MlaValueVariant variant;
-  int stages, split, cols, warpgroups;
-  bool persistent, overlap;
+  int stages, cols, warpgroups;
+  bool persistent;
 };
 constexpr WgConfig kWgConfigs[] = {
-    {MlaValueVariant::kWgmmaP4, 4, 1, 64, 1, false},
-    {MlaValueVariant::kWgmmaK2, 4, 2, 64, 1, false},
-    {MlaValueVariant::kWgmmaA8, 8, 1, 64, 1, false},
-    {MlaValueVariant::kWgmmaN128, 3, 1, 128, 1, false},
-    {MlaValueVariant::kWgmmaPersistent, 6, 1, 128, 2, true},
-    {MlaValueVariant::kWgmmaPersistentO, 6, 1, 128, 2, true, true},
-    {MlaValueVariant::kWgmmaA8O, 8, 1, 64, 1, false, true},
-    {MlaValueVariant::kWgmmaK2O, 4, 2, 64, 1, false, true},
-    {MlaValueVariant::kWgmmaP4O, 4, 1, 64, 1, false, true},
+    {MlaValueVariant::kWgmmaP4, 4, 64, 1, false},
+    {MlaValueVariant::kWgmmaA8, 8, 64, 1, false},
+    {MlaValueVariant::kWgmmaN128, 3, 128, 1, false},
+    {MlaValueVariant::kWgmmaPersistent, 6, 128, 2, true},
 };
 
 template <int kIndex>
 struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
-  using T = WgTile<kC.stages, kC.split, kC.cols, kC.warpgroups, kC.persistent, kC.overlap>;
-  static constexpr auto kKernel = MlaValueWgmmaKernel<kC.stages, kC.split, kC.cols,
-                                                      kC.warpgroups, kC.persistent, kC.overlap>;
+  using T = WgTile<kC.stages, kC.cols, kC.warpgroups, kC.persistent>;
+  static constexpr auto kKernel =
+      MlaValueWgmmaKernel<kC.stages, kC.cols, kC.warpgroups, kC.persistent>;
 
   static cudaError_t Launch(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
     const int column_blocks = kValueDim / kC.cols;
     const int row_tiles = (p.rows + T::kRows - 1) / T::kRows;
-    dim3 grid(kC.split * column_blocks, p.heads, row_tiles);
+    dim3 grid(column_blocks, p.heads, row_tiles);
     if constexpr (kC.persistent) {
       // As many blocks as fit on the GPU at once, each looping over its share of the tiles.
       int device = 0;
@@ -468,8 +382,7 @@ struct Wg {
                       std::min<long long>(tiles, T::kBlocksPerSm * multiprocessors)),
                   1, 1);
     }
-    return LaunchWithPdl(kKernel, grid, dim3(T::kThreads), T::kSmemBytes, stream, pdl, p,
-                         dim3(kC.split, 1, 1));
+    return LaunchWithPdl(kKernel, grid, dim3(T::kThreads), T::kSmemBytes, stream, pdl, p);
   }
   static cudaError_t AllowSmem() {
     return cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

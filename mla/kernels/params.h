@@ -109,23 +109,19 @@ enum class MlaValueVariant {
   // MlaValueWgmma: wgmma from shared memory, 8 steps of 64 latent values; the variants differ
   // in the tile and in how the steps are brought in.
   kWgmmaP4,      // 64 rows x 64 columns a block (one warpgroup), a 4-stage pipeline
-  kWgmmaK2,      // 64 x 64, K split over a cluster of 2 blocks (4 steps each, all in flight),
-                 // which sum their partial tiles through distributed shared memory
   kWgmmaA8,      // 64 x 64, all 8 steps in flight at once (one memory round trip; 140 KB of
-                 // shared memory, one block a multiprocessor): for grids smaller than the GPU
+                 // shared memory, one block a multiprocessor), each step's MMAs running on while
+                 // the next step's copies land: for grids smaller than the GPU
   kWgmmaN128,    // 64 x 128 (all of a head's columns: each latent row read once), 3 stages
   kWgmmaPersistent,  // 128 x 128 (two warpgroups sharing each W_UV slice), 6 stages, one block
                      // a multiprocessor looping over tiles: the pipeline runs on from one tile
                      // into the next, through the epilogues
-  kWgmmaPersistentO, kWgmmaA8O, kWgmmaK2O, kWgmmaP4O,  // experiment: MMAs overlapped
 };
 
 // Every kernel of the fused path, for callers that force each in turn (tests, benchmarks).
 inline constexpr MlaValueVariant kMlaValueKernels[] = {
-    MlaValueVariant::kColumnSplit, MlaValueVariant::kWgmmaP4,   MlaValueVariant::kWgmmaK2,
-    MlaValueVariant::kWgmmaA8,     MlaValueVariant::kWgmmaN128, MlaValueVariant::kWgmmaPersistent,
-    MlaValueVariant::kWgmmaPersistentO, MlaValueVariant::kWgmmaA8O, MlaValueVariant::kWgmmaK2O,
-    MlaValueVariant::kWgmmaP4O};
+    MlaValueVariant::kColumnSplit, MlaValueVariant::kWgmmaP4, MlaValueVariant::kWgmmaA8,
+    MlaValueVariant::kWgmmaN128, MlaValueVariant::kWgmmaPersistent};
 
 const char* MlaValueVariantName(MlaValueVariant variant);
 
