@@ -23,6 +23,12 @@ const char* MlaValueVariantName(MlaValueVariant variant) {
       return "wgmma-n128";
     case MlaValueVariant::kWgmmaPersistent:
       return "wgmma-persistent";
+    case MlaValueVariant::kWgmmaP4Pad:
+      return "wgmma-p4-pad";
+    case MlaValueVariant::kWgmmaA8Pad:
+      return "wgmma-a8-pad";
+    case MlaValueVariant::kWgmmaN128Pad:
+      return "wgmma-n128-pad";
   }
   return "?";
 }

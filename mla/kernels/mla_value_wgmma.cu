@@ -57,7 +57,7 @@ constexpr int kRowBytes = kStepK * 2;        // 128
 constexpr int kWords = kRowBytes / 16;       // 16-byte words per row: 8
 constexpr int kAlign = 1024;                 // swizzle atom: 8 rows of 128 bytes
 
-template <int kStages, int kCols, int kWarpgroups, bool kPersistent>
+template <int kStages, int kCols, int kWarpgroups, bool kPersistent, bool kPadGate>
 struct WgTile {
   static constexpr int kThreads = 128 * kWarpgroups;
   static constexpr int kRows = 64 * kWarpgroups;  // each warpgroup's wgmma has m = 64
@@ -70,7 +70,7 @@ struct WgTile {
   static constexpr int kPrologueSteps = kAllInFlight ? kSteps : kStages - 1;
   // The gate tile: row r's 16-byte word w is stored at word w ^ (r % 8), so that the
   // epilogue's 4-byte accesses to one word of 8 rows (a warp) land in different banks.
-  static constexpr int kGateRowBytes = kCols * 2;
+  static constexpr int kGateRowBytes = kCols * 2 + (kPadGate ? 16 : 0);
   // The epilogue's inputs: the gate tile, then the rows' lengths.
   static constexpr int kGateOffset = kStages * kStageBytes;
   static constexpr int kLengthsOffset = kGateOffset + kRows * kGateRowBytes;
@@ -88,7 +88,7 @@ struct WgTile {
   static constexpr int kGateCopies = kRows / kGateRowsPerPass;
   // The byte offset of 16-byte word w of the gate tile's row r.
   static __device__ __forceinline__ int GateWord(int r, int w) {
-    return r * kGateRowBytes + 16 * (w ^ (r % 8));
+    return kPadGate ? r * kGateRowBytes + 16 * w : r * kGateRowBytes + 16 * (w ^ (r % 8));
   }
 
   static_assert(kCols == 64 || kCols == 128, "wgmma's n: the block's columns");
@@ -118,9 +118,9 @@ __device__ __forceinline__ void CopyAsyncWaitUntil(int pending) {
   }
 }
 
-template <int kStages, int kCols, int kWarpgroups, bool kPersistent>
+template <int kStages, int kCols, int kWarpgroups, bool kPersistent, bool kPadGate>
 __global__ void __launch_bounds__(128 * kWarpgroups) MlaValueWgmmaKernel(const MlaValueParams p) {
-  using T = WgTile<kStages, kCols, kWarpgroups, kPersistent>;
+  using T = WgTile<kStages, kCols, kWarpgroups, kPersistent, kPadGate>;
   constexpr int kThreads = T::kThreads;
   constexpr int kRows = T::kRows;
   constexpr int kColumnBlocks = kValueDim / kCols;
@@ -348,21 +348,24 @@ __global__ void __launch_bounds__(128 * kWarpgroups) MlaValueWgmmaKernel(const M
 struct WgConfig {
   MlaValueVariant variant;
   int stages, cols, warpgroups;
-  bool persistent;
+  bool persistent, pad_gate;
 };
 constexpr WgConfig kWgConfigs[] = {
     {MlaValueVariant::kWgmmaP4, 4, 64, 1, false},
     {MlaValueVariant::kWgmmaA8, 8, 64, 1, false},
     {MlaValueVariant::kWgmmaN128, 3, 128, 1, false},
     {MlaValueVariant::kWgmmaPersistent, 6, 128, 2, true},
+    {MlaValueVariant::kWgmmaP4Pad, 4, 64, 1, false, true},
+    {MlaValueVariant::kWgmmaA8Pad, 8, 64, 1, false, true},
+    {MlaValueVariant::kWgmmaN128Pad, 3, 128, 1, false, true},
 };
 
 template <int kIndex>
 struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
-  using T = WgTile<kC.stages, kC.cols, kC.warpgroups, kC.persistent>;
+  using T = WgTile<kC.stages, kC.cols, kC.warpgroups, kC.persistent, kC.pad_gate>;
   static constexpr auto kKernel =
-      MlaValueWgmmaKernel<kC.stages, kC.cols, kC.warpgroups, kC.persistent>;
+      MlaValueWgmmaKernel<kC.stages, kC.cols, kC.warpgroups, kC.persistent, kC.pad_gate>;
 
   static cudaError_t Launch(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
     const int column_blocks = kValueDim / kC.cols;

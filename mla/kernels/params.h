@@ -116,12 +116,14 @@ enum class MlaValueVariant {
   kWgmmaPersistent,  // 128 x 128 (two warpgroups sharing each W_UV slice), 6 stages, one block
                      // a multiprocessor looping over tiles: the pipeline runs on from one tile
                      // into the next, through the epilogues
+  kWgmmaP4Pad, kWgmmaA8Pad, kWgmmaN128Pad,  // experiment: padded gate tile rows
 };
 
 // Every kernel of the fused path, for callers that force each in turn (tests, benchmarks).
 inline constexpr MlaValueVariant kMlaValueKernels[] = {
     MlaValueVariant::kColumnSplit, MlaValueVariant::kWgmmaP4, MlaValueVariant::kWgmmaA8,
-    MlaValueVariant::kWgmmaN128, MlaValueVariant::kWgmmaPersistent};
+    MlaValueVariant::kWgmmaN128, MlaValueVariant::kWgmmaPersistent, MlaValueVariant::kWgmmaP4Pad,
+    MlaValueVariant::kWgmmaA8Pad, MlaValueVariant::kWgmmaN128Pad};
 
 const char* MlaValueVariantName(MlaValueVariant variant);
 
