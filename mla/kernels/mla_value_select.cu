@@ -29,6 +29,12 @@ const char* MlaValueVariantName(MlaValueVariant variant) {
       return "wgmma-a8-pad";
     case MlaValueVariant::kWgmmaN128Pad:
       return "wgmma-n128-pad";
+    case MlaValueVariant::kWgmmaP4Lb1:
+      return "wgmma-p4-lb1";
+    case MlaValueVariant::kWgmmaA8Lb1:
+      return "wgmma-a8-lb1";
+    case MlaValueVariant::kWgmmaN128Lb1:
+      return "wgmma-n128-lb1";
   }
   return "?";
 }

@@ -118,8 +118,9 @@ __device__ __forceinline__ void CopyAsyncWaitUntil(int pending) {
   }
 }
 
-template <int kStages, int kCols, int kWarpgroups, bool kPersistent, bool kPadGate>
-__global__ void __launch_bounds__(128 * kWarpgroups) MlaValueWgmmaKernel(const MlaValueParams p) {
+template <int kStages, int kCols, int kWarpgroups, bool kPersistent, bool kPadGate, int kMinBlocks>
+__global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
+    MlaValueWgmmaKernel(const MlaValueParams p) {
   using T = WgTile<kStages, kCols, kWarpgroups, kPersistent, kPadGate>;
   constexpr int kThreads = T::kThreads;
   constexpr int kRows = T::kRows;
@@ -349,6 +350,7 @@ struct WgConfig {
   MlaValueVariant variant;
   int stages, cols, warpgroups;
   bool persistent, pad_gate;
+  int min_blocks;
 };
 constexpr WgConfig kWgConfigs[] = {
     {MlaValueVariant::kWgmmaP4, 4, 64, 1, false},
@@ -358,6 +360,9 @@ constexpr WgConfig kWgConfigs[] = {
     {MlaValueVariant::kWgmmaP4Pad, 4, 64, 1, false, true},
     {MlaValueVariant::kWgmmaA8Pad, 8, 64, 1, false, true},
     {MlaValueVariant::kWgmmaN128Pad, 3, 128, 1, false, true},
+    {MlaValueVariant::kWgmmaP4Lb1, 4, 64, 1, false, false, 1},
+    {MlaValueVariant::kWgmmaA8Lb1, 8, 64, 1, false, false, 1},
+    {MlaValueVariant::kWgmmaN128Lb1, 3, 128, 1, false, false, 1},
 };
 
 template <int kIndex>
@@ -365,7 +370,8 @@ struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
   using T = WgTile<kC.stages, kC.cols, kC.warpgroups, kC.persistent, kC.pad_gate>;
   static constexpr auto kKernel =
-      MlaValueWgmmaKernel<kC.stages, kC.cols, kC.warpgroups, kC.persistent, kC.pad_gate>;
+      MlaValueWgmmaKernel<kC.stages, kC.cols, kC.warpgroups, kC.persistent, kC.pad_gate,
+                          kC.min_blocks>;
 
   static cudaError_t Launch(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
     const int column_blocks = kValueDim / kC.cols;
