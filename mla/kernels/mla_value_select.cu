@@ -23,18 +23,6 @@ const char* MlaValueVariantName(MlaValueVariant variant) {
       return "wgmma-n128";
     case MlaValueVariant::kWgmmaPersistent:
       return "wgmma-persistent";
-    case MlaValueVariant::kWgmmaP4Pad:
-      return "wgmma-p4-pad";
-    case MlaValueVariant::kWgmmaA8Pad:
-      return "wgmma-a8-pad";
-    case MlaValueVariant::kWgmmaN128Pad:
-      return "wgmma-n128-pad";
-    case MlaValueVariant::kWgmmaP4Lb1:
-      return "wgmma-p4-lb1";
-    case MlaValueVariant::kWgmmaA8Lb1:
-      return "wgmma-a8-lb1";
-    case MlaValueVariant::kWgmmaN128Lb1:
-      return "wgmma-n128-lb1";
   }
   return "?";
 }

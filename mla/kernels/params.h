@@ -116,16 +116,12 @@ enum class MlaValueVariant {
   kWgmmaPersistent,  // 128 x 128 (two warpgroups sharing each W_UV slice), 6 stages, one block
                      // a multiprocessor looping over tiles: the pipeline runs on from one tile
                      // into the next, through the epilogues
-  kWgmmaP4Pad, kWgmmaA8Pad, kWgmmaN128Pad,  // experiment: padded gate tile rows
-  kWgmmaP4Lb1, kWgmmaA8Lb1, kWgmmaN128Lb1,  // experiment: launch bounds' minimum blocks
 };
 
 // Every kernel of the fused path, for callers that force each in turn (tests, benchmarks).
 inline constexpr MlaValueVariant kMlaValueKernels[] = {
     MlaValueVariant::kColumnSplit, MlaValueVariant::kWgmmaP4, MlaValueVariant::kWgmmaA8,
-    MlaValueVariant::kWgmmaN128, MlaValueVariant::kWgmmaPersistent, MlaValueVariant::kWgmmaP4Pad,
-    MlaValueVariant::kWgmmaA8Pad, MlaValueVariant::kWgmmaN128Pad, MlaValueVariant::kWgmmaP4Lb1,
-    MlaValueVariant::kWgmmaA8Lb1, MlaValueVariant::kWgmmaN128Lb1};
+    MlaValueVariant::kWgmmaN128, MlaValueVariant::kWgmmaPersistent};
 
 const char* MlaValueVariantName(MlaValueVariant variant);
 
