@@ -4,7 +4,8 @@
 # After the 4-stage MlaValueWgmma took launch bounds of one block a multiprocessor: every benchmark the README
 # quotes (bench4_x1.sh with the current kernels: graph_bench; the grid with every kernel forced,
 # the dispatched path embedded and back to back, the BMM path and the cuBLASLt peer; the q spot
-# checks; the PyTorch peer; the tail after an upstream kernel; the PDL probe), the whole plain
+# checks; the PyTorch peer; the tail after an upstream kernel; the PDL probe; 2048 and 4096
+# rows at 64 and 128 heads against the BMM path and the peer), the whole plain
 # suite, the four sanitizers over the fused kernels at 12 heads and their graph test, and the
 # main job.
 S=.gpu_stage
@@ -32,6 +33,8 @@ echo "# epilogue 3000, upstream without shared memory, rewrites the latent" \
 timeout 25 $S/bin/tail_bench --commit="$C" --upstream --heads=12,64 --rows=1,16 \
   --modes=up,up+pdl,up+nopdl --upstream_epilogue_ns=3000 --upstream_smem_bytes=0 \
   --csv="$O/tail_bench_upstream.csv" >>"$O/tail_bench_upstream.log" 2>&1
+timeout 60 $S/bin/tail_bench --commit="$C" --csv="$O/tail_bench_large.csv" \
+  --heads=64,128 --rows=2048,4096 --modes=auto,bmm,peer >"$O/tail_bench_large.log" 2>&1
 timeout 20 $S/bin/pdl_probe --epilogues_ns=1000 --dependent_blocks=48 --prefetch_words=16 \
   --upstream_smem=0,102400 --dependent_smem=0,17408 >"$O/pdl_probe.csv" 2>"$O/pdl_probe.err"
 python3 -c "import matplotlib" 2>/dev/null && python3 $S/scripts/report.py "$O" >"$O/table.md" 2>&1
