@@ -8,12 +8,13 @@
 // {1, 2, 4, ..., 1024}, q 1, every kernel forced at every shape, L2 cold, W = heads x rows:
 // bench/results/2026-11-30-h200/history/final12_f92bae3/tail_bench.csv (every kernel but the
 // all-in-flight one as it is now) and history/overlap10_92b7540/tail_bench_small.csv (that one,
-// "wgmma-a8-o" there, from 16 rows on). The kernel picked was within 3% of the fastest at every
-// shape; tail_bench.csv checks it again.
+// "wgmma-a8-o" there, from 16 rows on), and history/final14_5b70aff/tail_bench.csv for the
+// 4-stage pipeline with its launch bounds (since then ahead of MlaValue at 96 x 16). The kernel
+// picked was within 3% of the fastest at every shape; tail_bench.csv checks it again.
 // - MlaValue (column split, W_UV in registers) below 16 rows (at 128 heads up to W = 512), up
-//   to W = 384, at 8 heads up to W = 512, and at 96 heads x 16 rows. Its blocks are small and
-//   many and load W_UV into registers before the dependency wait, which wins while the rows are
-//   few; it re-reads W_UV for every 16-32 rows, so its time grows with rows.
+//   to W = 384 and at 8 heads up to W = 512. Its blocks are small and many and load W_UV into
+//   registers before the dependency wait, which wins while the rows are few; it re-reads W_UV
+//   for every 16-32 rows, so its time grows with rows.
 // - MlaValueWgmma with all 8 K steps in flight where its 64 x 64 grid (2 x heads x rows / 64
 //   blocks of 140 KB) fits the multiprocessors one block each: one memory round trip a tile
 //   instead of a pipeline, and (since overlap10) each step's MMAs run on while the next step
@@ -52,7 +53,6 @@ constexpr TailKernel DispatchTail(int heads, int rows) {
   }
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
   if (2 * tiles_64 <= 132) return TailKernel::kWgmmaA8;
-  if (rows <= 16 && heads <= 96) return TailKernel::kColumnSplit;
   if (rows >= 128 && heads * ((rows + 127LL) / 128) >= 128) return TailKernel::kWgmmaPersistent;
   if (rows >= 64 && tiles_64 >= 119 && tiles_64 <= 132) return TailKernel::kWgmmaN128;
   return TailKernel::kWgmmaP4;

@@ -57,7 +57,7 @@ TEST(DispatchTest, FollowsTheMeasurements) {
       {64, 8, K::kColumnSplit},
       {64, 16, K::kWgmmaA8},
       {96, 8, K::kColumnSplit},
-      {96, 16, K::kColumnSplit},
+      {96, 16, K::kWgmmaP4},
       {128, 4, K::kColumnSplit},
       {16, 32, K::kWgmmaA8},
       {32, 16, K::kWgmmaA8},
