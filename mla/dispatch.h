@@ -11,10 +11,16 @@
 // "wgmma-a8-o" there, from 16 rows on), and history/final14_5b70aff/tail_bench.csv for the
 // 4-stage pipeline with its launch bounds (since then ahead of MlaValue at 96 x 16). The kernel
 // picked was within 3% of the fastest at every shape; tail_bench.csv checks it again.
-// - MlaValue (column split, W_UV in registers) below 16 rows (at 128 heads up to W = 512), up
-//   to W = 384 and at 8 heads up to W = 512. Its blocks are small and many and load W_UV into
-//   registers before the dependency wait, which wins while the rows are few; it re-reads W_UV
-//   for every 16-32 rows, so its time grows with rows.
+// - MlaValue (column split, W_UV in registers) up to 16 rows at up to 96 heads (16 rows: up to
+//   64) and W = 512 at 128, up to W = 384, and at 8 heads up to W = 512. Its blocks are small
+//   (17 KB of shared memory) and many and load W_UV into registers before the dependency wait,
+//   which wins while the rows are few; it re-reads W_UV for every 16-32 rows, so its time grows
+//   with rows. At 32 x 16 and 64 x 16 the all-in-flight MlaValueWgmma is 2-4% ahead in the grid,
+//   but after an upstream kernel that holds 100 KB of shared memory a block (attention kernels
+//   hold much) its 140 KB blocks cannot join the multiprocessors until the upstream drains, so
+//   its W_UV fetch does not hide: at 64 x 16 it adds 4.09 us to MlaValue's 2.69 with a 5 us
+//   window (tail_bench_upstream.csv at c03324f and d21da82). The performance issue's goal 4
+//   is about exactly those shapes (heads <= 64, rows <= 16).
 // - MlaValueWgmma with all 8 K steps in flight where its 64 x 64 grid (2 x heads x rows / 64
 //   blocks of 140 KB) fits the multiprocessors one block each: one memory round trip a tile
 //   instead of a pipeline, and (since overlap10) each step's MMAs run on while the next step
@@ -48,9 +54,9 @@ enum class TailKernel {
 
 constexpr TailKernel DispatchTail(int heads, int rows) {
   const long long work = static_cast<long long>(heads) * rows;
-  if ((rows < 16 && (heads <= 96 || work <= 512)) || work <= 384 || (heads <= 8 && work <= 512)) {
-    return TailKernel::kColumnSplit;
-  }
+  const bool few_rows =
+      rows <= 16 && (work <= 512 || (heads <= 96 && (rows < 16 || work <= 1024)));
+  if (few_rows || work <= 384 || (heads <= 8 && work <= 512)) return TailKernel::kColumnSplit;
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
   if (2 * tiles_64 <= 132) return TailKernel::kWgmmaA8;
   if (rows >= 128 && heads * ((rows + 127LL) / 128) >= 128) return TailKernel::kWgmmaPersistent;
