@@ -19,14 +19,16 @@
 //   but after an upstream kernel that holds 100 KB of shared memory a block (attention kernels
 //   hold much) its 140 KB blocks cannot join the multiprocessors until the upstream drains, so
 //   its W_UV fetch does not hide: at 64 x 16 it adds 4.09 us to MlaValue's 2.69 with a 5 us
-//   window (tail_bench_upstream.csv at c03324f and d21da82). The performance issue's goal 4
-//   is about exactly those shapes (heads <= 64, rows <= 16).
+//   window (history/final15_c03324f/tail_bench_upstream.csv; 2.68 in tail_bench_upstream.csv).
+//   The performance issue's goal 4 is about exactly those shapes (heads <= 64, rows <= 16).
 // - MlaValueWgmma with all 8 K steps in flight where its 64 x 64 grid (2 x heads x rows / 64
 //   blocks of 140 KB) fits the multiprocessors one block each: one memory round trip a tile
 //   instead of a pipeline, and (since overlap10) each step's MMAs run on while the next step
 //   lands, 7-12% faster than before; it replaced the K split over a cluster of 2 blocks, which
-//   it now beats at every shape, and ties the 4-stage pipeline (within 2%) at 128 blocks. Like
-//   MlaValue it issues all its W_UV copies before the dependency wait.
+//   it now beats at every shape, and ties the 4-stage pipeline (within 2%) at 128 blocks. It
+//   issues all its W_UV copies before the dependency wait too, but after a 100 KB upstream they
+//   start late (above): there MlaValue adds 0.3-0.6 us less at 12-16 heads x 32-64 rows
+//   (tail_bench_upstream_a8.csv), a context this grid-measured rule does not see.
 // - The persistent 128 x 128 tiles from 128 rows where there are at least 128 tiles (heads x
 //   rows / 128): 8-24% ahead of the 64 x 64 pipeline and 3-19% ahead of the BMM path from 32 x
 //   1024, 64 x 256 and 96 x 256 rows on (128 x 1024: 67.2 against 82.5 us for the BMM path;
