@@ -24,7 +24,7 @@
 // - MlaValueWgmma with all 8 K steps in flight where its 64 x 64 grid (2 x heads x rows / 64
 //   blocks of 140 KB) fits the multiprocessors one block each: one memory round trip a tile
 //   instead of a pipeline, and (since overlap10) each step's MMAs run on while the next step
-//   lands, 7-12% faster than before; it replaced the K split over a cluster of 2 blocks, which
+//   lands, 5-12% faster than before; it replaced the K split over a cluster of 2 blocks, which
 //   it now beats at every shape, and ties the 4-stage pipeline (within 2%) at 128 blocks. It
 //   issues all its W_UV copies before the dependency wait too, but after a 100 KB upstream they
 //   start late (above): there MlaValue adds 0.3-0.6 us less at 12-16 heads x 32-64 rows
