@@ -227,7 +227,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
       device::SmemDescriptor(smem_base + T::kWBytes + warpgroup * 64 * kRowBytes);
   const uint64_t b_desc0 = device::SmemDescriptor(smem_base);
 
-  // Global step g = kBlockSteps * i + step (tile i) uses stage buffer g % kStages: the pipeline
+  // Global step g = kSteps * i + step (tile i) uses stage buffer g % kStages: the pipeline
   // runs on from one tile into the next.
   constexpr bool kStageOfStep = kSteps % kStages == 0;  // g % kStages == step % kStages
   for (int i = 0; i < tiles; ++i) {
