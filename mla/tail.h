@@ -28,7 +28,7 @@ namespace mla {
 
 enum class TailPath {
   kAuto,   // the measured rule decides (mla/dispatch.h)
-  kFused,  // MlaValue
+  kFused,  // a fused kernel: MlaValue or MlaValueWgmma (fused_variant, or the rule)
   kBmm,    // cuBLASLt batched GEMM + MlaGate
 };
 
