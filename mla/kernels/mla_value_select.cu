@@ -23,6 +23,8 @@ const char* MlaValueVariantName(MlaValueVariant variant) {
       return "wgmma-n128";
     case MlaValueVariant::kWgmmaPersistent:
       return "wgmma-persistent";
+    case MlaValueVariant::kWgmmaWs:
+      return "wgmma-ws";
   }
   return "?";
 }
@@ -46,6 +48,7 @@ MlaValueVariant ResolveMlaValueVariant(MlaValueVariant variant, int heads, int r
 
 const void* MlaValueKernelAddress(int heads, int rows, MlaValueVariant variant) {
   const MlaValueVariant resolved = ResolveMlaValueVariant(variant, heads, rows);
+  if (resolved == MlaValueVariant::kWgmmaWs) return MlaValueWsKernelAddress();
   if (IsMlaValueWgmma(resolved)) return MlaValueWgmmaKernelAddress(resolved);
   return MlaValueColumnSplitKernelAddress(heads, rows);
 }
@@ -53,10 +56,14 @@ const void* MlaValueKernelAddress(int heads, int rows, MlaValueVariant variant) 
 cudaError_t LaunchMlaValue(const MlaValueParams& p, cudaStream_t stream, bool pdl,
                            MlaValueVariant variant) {
   const MlaValueVariant resolved = ResolveMlaValueVariant(variant, p.heads, p.rows);
+  if (resolved == MlaValueVariant::kWgmmaWs) return LaunchMlaValueWs(p, stream, pdl);
   if (IsMlaValueWgmma(resolved)) return LaunchMlaValueWgmma(p, stream, pdl, resolved);
   return LaunchMlaValueColumnSplit(p, stream, pdl);
 }
 
-cudaError_t PrepareMlaValueKernels() { return PrepareMlaValueWgmma(); }
+cudaError_t PrepareMlaValueKernels() {
+  const cudaError_t e = PrepareMlaValueWgmma();
+  return e != cudaSuccess ? e : PrepareMlaValueWs();
+}
 
 }  // namespace mla

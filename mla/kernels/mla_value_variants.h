@@ -22,6 +22,11 @@ cudaError_t LaunchMlaValueWgmma(const MlaValueParams& params, cudaStream_t strea
 const void* MlaValueWgmmaKernelAddress(MlaValueVariant variant);
 cudaError_t PrepareMlaValueWgmma();
 
+// The warp-specialized persistent kernel (mla_value_ws.cu): kWgmmaWs.
+cudaError_t LaunchMlaValueWs(const MlaValueParams& params, cudaStream_t stream, bool pdl);
+const void* MlaValueWsKernelAddress();
+cudaError_t PrepareMlaValueWs();
+
 }  // namespace mla
 
 #endif  // MLA_KERNELS_MLA_VALUE_VARIANTS_H_

@@ -116,12 +116,15 @@ enum class MlaValueVariant {
   kWgmmaPersistent,  // 128 x 128 (two warpgroups sharing each W_UV slice), 6 stages, one block
                      // a multiprocessor looping over tiles: the pipeline runs on from one tile
                      // into the next, through the epilogues
+  kWgmmaWs,      // the persistent 128 x 128 tiles, warp-specialized: a producer warpgroup's
+                 // copies and two consumer warpgroups' MMAs hand 6 buffers over mbarriers
 };
 
 // Every kernel of the fused path, for callers that force each in turn (tests, benchmarks).
 inline constexpr MlaValueVariant kMlaValueKernels[] = {
     MlaValueVariant::kColumnSplit, MlaValueVariant::kWgmmaP4, MlaValueVariant::kWgmmaA8,
-    MlaValueVariant::kWgmmaN128, MlaValueVariant::kWgmmaPersistent};
+    MlaValueVariant::kWgmmaN128, MlaValueVariant::kWgmmaPersistent,
+    MlaValueVariant::kWgmmaWs};
 
 const char* MlaValueVariantName(MlaValueVariant variant);
 

@@ -44,6 +44,17 @@ __device__ __forceinline__ void FenceAccumulators(float (&d)[kN]) {
   for (int i = 0; i < kN; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
+// Warp-specialized kernels: a warpgroup gives registers back to the block's pool, or takes
+// them from it, leaving it kRegisters a thread (a multiple of 8, 24-256). All its threads call.
+template <int kRegisters>
+__device__ __forceinline__ void WarpgroupRegistersDown() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kRegisters));
+}
+template <int kRegisters>
+__device__ __forceinline__ void WarpgroupRegistersUp() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kRegisters));
+}
+
 #define MLA_WG_D8(i)                                                                       \
   "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]),         \
       "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])

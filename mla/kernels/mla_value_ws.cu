@@ -1,0 +1,324 @@
+// MlaValueWgmma, warp-specialized: the persistent 128 x 128 kernel for large batches, with its
+// copies and its MMAs in separate warps.
+//
+// A block (one a multiprocessor) loops over tiles blockIdx.x + n * gridDim.x of (head, 128 rows,
+// all 128 columns), numbered head-major so that the blocks running at one time share their
+// heads' W_UV in L2. Three warpgroups:
+//   - the producer (warpgroup 0) copies each K step's W_UV slice [128][64] and latent slice
+//     [128][64] with cp.async into a ring of kStages buffers, and each tile's gate and lengths
+//     into one epilogue buffer. It waits only for a buffer to be free ("empty" mbarrier) and
+//     signals each one full with cp.async.mbarrier.arrive, which fires when its copies land: it
+//     never waits for a copy, so every free buffer is always being filled.
+//   - two consumers (warpgroups 1-2), 64 rows each, wait for a step's buffer, run its four
+//     wgmma m64n128k16 on the shared W_UV slice, and free the buffer once those MMAs are done
+//     (one step later: each step's MMAs run on while the next step's buffer is awaited). After
+//     a tile's last step they gate their 64 rows (SPEC.md: bf16 v, FP32 sigmoid) and store them.
+// Why: in the block-synchronous kernel (mla_value_wgmma.cu), a buffer is refilled only after
+// every thread has passed the next step's barrier, so each step's MMA chain and each tile's
+// epilogue sat on the copy path; without its MMAs that kernel ran at the copy bandwidth
+// (bench/results/2026-11-30-h200/NOTES.md). Here no block-wide barrier remains in the loop.
+//
+// Shared layout: the canonical K-major 128-byte swizzle of wgmma (wgmma.cuh) for the operand
+// buffers; the gate tile with row r's 16-byte word w at word w ^ (r % 8), which the epilogue
+// overwrites with its results before storing them, 16 bytes a thread.
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "mla/kernels/device.cuh"
+#include "mla/kernels/launch.cuh"
+#include "mla/kernels/mbarrier.cuh"
+#include "mla/kernels/mla_value_variants.h"
+#include "mla/kernels/params.h"
+#include "mla/kernels/prefetch.cuh"
+#include "mla/kernels/wgmma.cuh"
+
+namespace mla {
+namespace {
+
+struct WsTile {
+  static constexpr int kStages = 6;
+  static constexpr int kStepK = 64;                   // latent values a step: one 128-byte row
+  static constexpr int kSteps = kLatentDim / kStepK;  // 8
+  static constexpr int kRowBytes = kStepK * 2;
+  static constexpr int kRows = 128;                   // two consumer warpgroups of 64
+  static constexpr int kCols = kValueDim;             // 128
+  static constexpr int kProducerThreads = 128;
+  static constexpr int kThreads = 3 * 128;
+  static constexpr int kConsumerWarps = 8;
+  // The register file split (launch bounds give 168 a thread): addresses for the producer,
+  // 64 accumulators and the epilogue for the consumers.
+  static constexpr int kProducerRegisters = 88;
+  static constexpr int kConsumerRegisters = 208;
+  static constexpr int kWBytes = kCols * kRowBytes;
+  static constexpr int kStageBytes = kWBytes + kRows * kRowBytes;
+  static constexpr int kGateRowBytes = kCols * 2;
+  static constexpr int kGateOffset = kStages * kStageBytes;
+  static constexpr int kLengthsOffset = kGateOffset + kRows * kGateRowBytes;
+  static constexpr int kBarriersOffset = kLengthsOffset + kRows * int(sizeof(int32_t));
+  static constexpr int kBarriers = 2 * kStages + 2;  // full[], empty[], gate full, gate empty
+  static constexpr int kAlign = 1024;                 // the swizzle's atom
+  static constexpr size_t kSmemBytes = kBarriersOffset + kBarriers * sizeof(uint64_t) + kAlign;
+  // The producer's copies: thread i moves word i % 8 of rows i / 8 + 16 n, a multiple of 8 rows
+  // apart, so one swizzled offset serves all of them.
+  static constexpr int kWords = kRowBytes / 16;
+  static constexpr int kRowsPerPass = kProducerThreads / kWords;  // 16
+  static constexpr int kCopies = kRows / kRowsPerPass;            // 8 (W_UV and latent alike)
+  static constexpr int kGateWordsPerRow = kGateRowBytes / 16;     // 16
+  static constexpr int kGateRowsPerPass = kProducerThreads / kGateWordsPerRow;  // 8
+  static constexpr int kGateCopies = kRows / kGateRowsPerPass;                  // 16
+
+  static __device__ __forceinline__ int GateWord(int r, int w) {
+    return r * kGateRowBytes + 16 * (w ^ (r % 8));
+  }
+  static_assert(kSmemBytes <= 227 * 1024, "one block a multiprocessor");
+  static_assert(kProducerThreads * kProducerRegisters + 2 * 128 * kConsumerRegisters <=
+                    kThreads * (65536 / kThreads / 8 * 8),
+                "the warpgroups' registers fit in what the launch gives the block");
+  static_assert(kStageBytes % kAlign == 0 && kWBytes % kAlign == 0, "tiles on atom boundaries");
+};
+
+__global__ void __launch_bounds__(WsTile::kThreads, 1)
+    MlaValueWsKernel(const MlaValueParams p) {
+  using T = WsTile;
+  extern __shared__ uint4 smem_words[];
+  const uint32_t smem_raw = device::SmemAddress(smem_words);
+  const uint32_t smem_base = (smem_raw + T::kAlign - 1) & ~uint32_t{T::kAlign - 1};
+  uint8_t* smem = reinterpret_cast<uint8_t*>(smem_words) + (smem_base - smem_raw);
+  uint8_t* const gate_tile = smem + T::kGateOffset;
+  int32_t* const lengths = reinterpret_cast<int32_t*>(smem + T::kLengthsOffset);
+  uint64_t* const full = reinterpret_cast<uint64_t*>(smem + T::kBarriersOffset);
+  uint64_t* const empty = full + T::kStages;
+  uint64_t* const gate_full = empty + T::kStages;
+  uint64_t* const gate_empty = gate_full + 1;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < T::kStages; ++s) {
+      device::MbarrierInit(&full[s], T::kProducerThreads);
+      device::MbarrierInit(&empty[s], T::kConsumerWarps);
+    }
+    device::MbarrierInit(gate_full, T::kProducerThreads);
+    device::MbarrierInit(gate_empty, T::kConsumerWarps);
+  }
+  __syncthreads();
+
+  const int row_tiles = (p.rows + T::kRows - 1) / T::kRows;
+  const int tiles = (p.heads * row_tiles - 1 - static_cast<int>(blockIdx.x)) / gridDim.x + 1;
+  struct Tile {
+    int head, t0;
+  };
+  auto tile_at = [&](int i) {
+    const int j = blockIdx.x + i * gridDim.x;
+    return Tile{j / row_tiles, j % row_tiles * T::kRows};
+  };
+  device::PrefetchBlockInputsL2(p, tile_at(0).head, tile_at(0).t0, T::kRows, 0, kLatentDim, 0,
+                                T::kCols);
+
+  if (threadIdx.x < T::kProducerThreads) {
+    // ---- Producer ----
+    device::WarpgroupRegistersDown<T::kProducerRegisters>();
+    const int copy_row = threadIdx.x / T::kWords;
+    const int copy_word = threadIdx.x % T::kWords;
+    const int copy_dst = copy_row * T::kRowBytes + 16 * (copy_word ^ (copy_row % 8));
+    auto copy_w = [&](const Tile& c, int step, int stage) {
+      uint8_t* dst = smem + stage * T::kStageBytes + copy_dst;
+      const bf16* src = p.w_uv + c.head * p.w_head_stride + copy_row * p.w_row_stride +
+                        step * T::kStepK + 8 * copy_word;
+#pragma unroll
+      for (int n = 0; n < T::kCopies; ++n) {
+        device::CopyAsync16(dst + n * T::kRowsPerPass * T::kRowBytes,
+                            src + n * T::kRowsPerPass * p.w_row_stride, true);
+      }
+    };
+    auto copy_latent = [&](const Tile& c, int step, int stage) {
+      uint8_t* dst = smem + stage * T::kStageBytes + T::kWBytes + copy_dst;
+#pragma unroll
+      for (int n = 0; n < T::kCopies; ++n) {
+        // Rows past the end are not copied: their products land in output rows never stored.
+        const int t = c.t0 + copy_row + n * T::kRowsPerPass;
+        if (t < p.rows) {
+          device::CopyAsync16(dst + n * T::kRowsPerPass * T::kRowBytes,
+                              p.latent + t * p.latent_row_stride + c.head * kLatentDim +
+                                  step * T::kStepK + 8 * copy_word,
+                              true);
+        }
+      }
+    };
+    auto copy_epilogue_inputs = [&](const Tile& c) {
+      const int row = threadIdx.x / T::kGateWordsPerRow;
+      const int word = threadIdx.x % T::kGateWordsPerRow;
+#pragma unroll
+      for (int n = 0; n < T::kGateCopies; ++n) {
+        const int r = row + n * T::kGateRowsPerPass;
+        const int t = c.t0 + r;
+        const bool valid = t < p.rows;
+        const bf16* src =
+            valid ? p.gate + t * p.gate_row_stride + c.head * kValueDim + 8 * word : p.gate;
+        device::CopyAsync16(gate_tile + T::GateWord(r, word), src, valid);
+      }
+      const int t = c.t0 + threadIdx.x;
+      const bool valid = t < p.rows;
+      device::CopyAsync4(lengths + threadIdx.x, valid ? p.lengths + t / p.q : p.lengths, valid);
+    };
+
+    // W_UV is no upstream kernel's output: the first buffers' share goes before the wait.
+    const Tile first = tile_at(0);
+    constexpr int kEarly = T::kStages < T::kSteps ? T::kStages : T::kSteps;
+#pragma unroll
+    for (int step = 0; step < kEarly; ++step) copy_w(first, step, step);
+    device::GridDependencyWait();
+
+    int stage = 0;
+    uint32_t phase = 0;  // of the buffers' use: the n-th fill of a buffer is phase n
+    for (int i = 0; i < tiles; ++i) {
+      const Tile tile = tile_at(i);
+#pragma unroll 1
+      for (int step = 0; step < T::kSteps; ++step) {
+        // The gate buffer is free once the previous tile's epilogue is done, which is when
+        // the consumers start on this tile; by step 6 the ring is full of this tile's steps,
+        // so waiting here holds back no copy.
+        if (step == T::kSteps - 2) {
+          if (i > 0) device::MbarrierWait(gate_empty, (i - 1) & 1);
+          copy_epilogue_inputs(tile);
+          device::MbarrierArriveOnCopies(gate_full);
+        }
+        if (i > 0 || step >= T::kStages) device::MbarrierWait(&empty[stage], (phase - 1) & 1);
+        if (i > 0 || step >= kEarly) copy_w(tile, step, stage);
+        copy_latent(tile, step, stage);
+        device::MbarrierArriveOnCopies(&full[stage]);
+        if (++stage == T::kStages) {
+          stage = 0;
+          ++phase;
+        }
+      }
+    }
+    // Every upstream-written read is issued: dependents may launch.
+    device::LaunchDependents();
+    device::CopyAsyncWait<0>();
+    return;
+  }
+
+  // ---- Consumers ----
+  device::WarpgroupRegistersUp<T::kConsumerRegisters>();
+  device::GridDependencyWait();  // orders the output stores after the upstream kernels
+  const int consumer = threadIdx.x - T::kProducerThreads;  // 0..255
+  const int warpgroup = consumer / 128;
+  const int warp = consumer % 128 / 32;  // within the warpgroup
+  const int lane = threadIdx.x % 32;
+  const uint64_t a_desc0 =
+      device::SmemDescriptor(smem_base + T::kWBytes + warpgroup * 64 * T::kRowBytes);
+  const uint64_t b_desc0 = device::SmemDescriptor(smem_base);
+
+  int stage = 0;
+  uint32_t phase = 0;
+  for (int i = 0; i < tiles; ++i) {
+    const Tile tile = tile_at(i);
+    float acc[T::kCols / 2];
+#pragma unroll
+    for (int j = 0; j < T::kCols / 2; ++j) acc[j] = 0.0f;
+
+    int previous = 0;  // the buffer of the step before
+#pragma unroll 1
+    for (int step = 0; step < T::kSteps; ++step) {
+      device::MbarrierWait(&full[stage], phase & 1);
+      device::FenceProxyAsyncShared();  // cp.async wrote it through the generic proxy
+      const uint64_t stage_offset = static_cast<uint64_t>(stage * T::kStageBytes) >> 4;
+      device::FenceAccumulators(acc);
+      device::WgmmaFence();
+#pragma unroll
+      for (int k = 0; k < T::kStepK / 16; ++k) {
+        device::Wgmma64xN(acc, a_desc0 + stage_offset + 2 * k, b_desc0 + stage_offset + 2 * k);
+      }
+      device::WgmmaCommit();
+      device::WgmmaWait<1>();  // the step before is done: free its buffer
+      device::FenceAccumulators(acc);
+      if (step > 0) {
+        __syncwarp();
+        if (lane == 0) device::MbarrierArrive(&empty[previous]);
+      }
+      previous = stage;
+      if (++stage == T::kStages) {
+        stage = 0;
+        ++phase;
+      }
+    }
+    device::WgmmaWait<0>();
+    device::FenceAccumulators(acc);
+    __syncwarp();
+    if (lane == 0) device::MbarrierArrive(&empty[previous]);
+
+    // Epilogue. Accumulator 4j + e: row 16 * warp + group (+8 for e >= 2) of the warpgroup's
+    // 64, column 8j + 2 * quarter + (e & 1). One half (8 rows) at a time: 16 pairs beside the
+    // accumulators.
+    device::MbarrierWait(gate_full, i & 1);
+    constexpr int kOutTiles = T::kCols / 8;
+    const int group = lane / 4;
+    const int quarter = lane % 4;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int row = 64 * warpgroup + 16 * warp + 8 * half + group;
+      float v[2 * kOutTiles];
+      uint32_t gates[kOutTiles];
+      bool active[kOutTiles];
+      uint32_t gated[kOutTiles];
+      const bool row_active = lengths[row] > 0;
+#pragma unroll
+      for (int j = 0; j < kOutTiles; ++j) {
+        v[2 * j] = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 * half]));
+        v[2 * j + 1] = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 * half + 1]));
+        gates[j] = *reinterpret_cast<const uint32_t*>(gate_tile + T::GateWord(row, j) +
+                                                      4 * quarter);
+        active[j] = row_active;
+      }
+      device::GatePairs(v, gates, active, gated);
+#pragma unroll
+      for (int j = 0; j < kOutTiles; ++j) {
+        *reinterpret_cast<uint32_t*>(gate_tile + T::GateWord(row, j) + 4 * quarter) = gated[j];
+      }
+    }
+    device::NamedBarrier(1 + warpgroup, 128);
+    // The warpgroup's 64 rows leave in 16-byte stores: word w of row r.
+    const int k = consumer % 128;
+    const int word = k % T::kGateWordsPerRow;
+#pragma unroll
+    for (int n = 0; n < 64 / 8; ++n) {
+      const int r = 64 * warpgroup + k / T::kGateWordsPerRow + 8 * n;
+      const int t = tile.t0 + r;
+      if (t >= p.rows) continue;
+      *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + tile.head * kValueDim +
+                                8 * word) =
+          *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
+    }
+    __syncwarp();
+    if (lane == 0) device::MbarrierArrive(gate_empty);
+  }
+}
+
+}  // namespace
+
+cudaError_t PrepareMlaValueWs() {
+  return cudaFuncSetAttribute(MlaValueWsKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              static_cast<int>(WsTile::kSmemBytes));
+}
+
+const void* MlaValueWsKernelAddress() { return reinterpret_cast<const void*>(MlaValueWsKernel); }
+
+cudaError_t LaunchMlaValueWs(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
+  int device = 0;
+  int multiprocessors = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) {
+    e = cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
+  }
+  if (e != cudaSuccess) return e;
+  const long long tiles =
+      static_cast<long long>(p.heads) * ((p.rows + WsTile::kRows - 1) / WsTile::kRows);
+  const dim3 grid(static_cast<unsigned>(std::min<long long>(tiles, multiprocessors)));
+  return LaunchWithPdl(MlaValueWsKernel, grid, dim3(WsTile::kThreads), WsTile::kSmemBytes,
+                       stream, pdl, p);
+}
+
+}  // namespace mla
