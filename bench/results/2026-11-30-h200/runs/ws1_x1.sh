@@ -10,6 +10,11 @@ O=${OUT:?}/ws1
 mkdir -p "$O"
 C=$(sed -n 's/^commit //p' $S/MANIFEST)
 export MLA_TAIL_REQUIRE_GPU=1
+# A hang (a barrier that never completes) stops the call here, not after every timeout below.
+timeout 30 $S/tests/mla_gpu_test --gtest_filter='Heads/TileKernelTest.*/H64' >"$O/smoke.log" 2>&1
+rc=$?
+echo "smoke rc $rc" >>"$O/rc.txt"
+if [ $rc -ne 0 ]; then cd "$OUT" && tar czf results.tgz ws1; exit 1; fi
 timeout 150 $S/run.sh --out="$O/suite" >"$O/suite.out" 2>&1
 echo "suite rc $?" >>"$O/rc.txt"
 timeout 90 $S/bin/tail_bench --commit="$C" --csv="$O/tail_bench.csv" \
