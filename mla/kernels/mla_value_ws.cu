@@ -1,31 +1,27 @@
 // MlaValueWgmma, warp-specialized: the persistent 128 x 128 kernel for large batches, with its
-// copies, its MMAs and its gate in separate warps.
+// copies and its MMAs in separate warps.
 //
 // A block (one a multiprocessor) loops over tiles blockIdx.x + n * gridDim.x of (head, 128 rows,
 // all 128 columns), numbered head-major so that the blocks running at one time share their
-// heads' W_UV in L2. Four warpgroups, handing buffers over shared-memory mbarriers:
-//   - the producer copies each K step's W_UV slice [128][64] and latent slice [128][64] with
-//     cp.async into a ring of kStages buffers. It waits only for a buffer to be free and signals
-//     it full with cp.async.mbarrier.arrive, which fires when its copies land: it never waits
-//     for a copy, so every free buffer is always being filled.
-//   - two consumers, 64 rows each, wait for a step's buffer, run its four wgmma m64n128k16 on
-//     the shared W_UV slice, and free it once those MMAs are done (one step later: each step's
-//     MMAs run on while the next buffer is awaited). After a tile's last step they round their
-//     sums to bf16 (SPEC.md's v) into the values buffer and go on to the next tile.
-//   - the gate warpgroup loads the tile's gate and lengths from global memory while the tile is
-//     computed, then gates the values buffer (FP32 sigmoid) and stores the output, coalesced.
-// Why: in the block-synchronous kernel (mla_value_wgmma.cu) a buffer is refilled only after
-// every thread has passed the next step's barrier, so each step's MMA chain sat on the copy
-// path; and during each tile's epilogue (its sigmoids take about as long as two K steps' copies)
-// no buffer was freed, so the copies stopped once the ring was full. Here the ring drains
-// through the epilogues. Without its MMAs the block-synchronous kernel ran at the copy bandwidth
-// (bench/results/2026-11-30-h200/NOTES.md).
+// heads' W_UV in L2. Three warpgroups:
+//   - the producer (warpgroup 0) copies each K step's W_UV slice [128][64] and latent slice
+//     [128][64] with cp.async into a ring of kStages buffers, and each tile's gate and lengths
+//     into one epilogue buffer. It waits only for a buffer to be free ("empty" mbarrier) and
+//     signals each one full with cp.async.mbarrier.arrive, which fires when its copies land: it
+//     never waits for a copy, so every free buffer is always being filled.
+//   - two consumers (warpgroups 1-2), 64 rows each, wait for a step's buffer, run its four
+//     wgmma m64n128k16 on the shared W_UV slice, and free the buffer once those MMAs are done
+//     (one step later: each step's MMAs run on while the next step's buffer is awaited). After
+//     a tile's last step they gate their 64 rows (SPEC.md: bf16 v, FP32 sigmoid) and store them.
+// Why: in the block-synchronous kernel (mla_value_wgmma.cu), a buffer is refilled only after
+// every thread has passed the next step's barrier, so each step's MMA chain and each tile's
+// epilogue sat on the copy path; without its MMAs that kernel ran at the copy bandwidth
+// (bench/results/2026-11-30-h200/NOTES.md). Here no block-wide barrier remains in the loop.
 //
 // Shared layout: the canonical K-major 128-byte swizzle of wgmma (wgmma.cuh) for the operand
-// buffers; the values tile with row r's 16-byte word w at word w ^ (r % 8), so that the
-// consumers' 4-byte writes (one word of 8 rows a warp) and the gate warpgroup's 16-byte reads
-// avoid bank conflicts. No L2 prefetch before the dependency wait (prefetch.cuh): the kernel
-// serves tails far above its limit.
+// buffers; the gate tile with row r's 16-byte word w at word w ^ (r % 8), which the epilogue
+// overwrites with its results before storing them, 16 bytes a thread. No L2 prefetch before the
+// dependency wait (prefetch.cuh): the kernel serves tails far above that hint's limit.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -50,44 +46,40 @@ struct WsTile {
   static constexpr int kRowBytes = kStepK * 2;
   static constexpr int kRows = 128;                   // two consumer warpgroups of 64
   static constexpr int kCols = kValueDim;             // 128
-  static constexpr int kThreads = 4 * 128;  // producer, two consumers, gate
-  static constexpr int kConsumerThreads = 256;
+  static constexpr int kProducerThreads = 128;
+  static constexpr int kThreads = 3 * 128;
   static constexpr int kConsumerWarps = 8;
-  static constexpr int kGateThreads = 128;
-  // The register file split (launch bounds give 128 a thread): addresses for the producer,
-  // 64 accumulators for the consumers, a tile's gate words in flight for the gate warpgroup.
-  static constexpr int kProducerRegisters = 56;
-  static constexpr int kConsumerRegisters = 176;
-  static constexpr int kGateRegisters = 104;
+  static constexpr int kConsumerThreads = 256;
+  // The register file split (launch bounds give 168 a thread): addresses for the producer,
+  // 64 accumulators and the epilogue for the consumers.
+  static constexpr int kProducerRegisters = 88;
+  static constexpr int kConsumerRegisters = 208;
   static constexpr int kWBytes = kCols * kRowBytes;
   static constexpr int kStageBytes = kWBytes + kRows * kRowBytes;
-  static constexpr int kValuesRowBytes = kCols * 2;
-  static constexpr int kValuesOffset = kStages * kStageBytes;
-  static constexpr int kLengthsOffset = kValuesOffset + kRows * kValuesRowBytes;  // [2][kRows]
-  static constexpr int kBarriersOffset = kLengthsOffset + 2 * kRows * int(sizeof(int32_t));
-  static constexpr int kBarriers = 2 * kStages + 2;  // full[], empty[], values full and empty
+  static constexpr int kGateRowBytes = kCols * 2;
+  static constexpr int kGateOffset = kStages * kStageBytes;
+  static constexpr int kLengthsOffset = kGateOffset + kRows * kGateRowBytes;
+  static constexpr int kBarriersOffset = kLengthsOffset + kRows * int(sizeof(int32_t));
+  static constexpr int kBarriers = 2 * kStages + 2;  // full[], empty[], gate full, gate empty
   static constexpr int kAlign = 1024;                 // the swizzle's atom
   static constexpr size_t kSmemBytes = kBarriersOffset + kBarriers * sizeof(uint64_t) + kAlign;
   // The producer's copies: thread i moves word i % 8 of rows i / 8 + 16 n, a multiple of 8 rows
   // apart, so one swizzled offset serves all of them.
   static constexpr int kWords = kRowBytes / 16;
-  static constexpr int kRowsPerPass = 128 / kWords;    // 16
-  static constexpr int kCopies = kRows / kRowsPerPass;  // 8 (W_UV and latent alike)
-  // The gate warpgroup: thread i gates word i % 16 of rows i / 16 + 8 n (a warp: two whole
-  // rows, 512 contiguous bytes of gate and output).
-  static constexpr int kValuesWords = kValuesRowBytes / 16;               // 16
-  static constexpr int kGateRowsPerPass = kGateThreads / kValuesWords;    // 8
-  static constexpr int kGateWords = kRows / kGateRowsPerPass;             // 16
+  static constexpr int kRowsPerPass = kProducerThreads / kWords;  // 16
+  static constexpr int kCopies = kRows / kRowsPerPass;            // 8 (W_UV and latent alike)
+  static constexpr int kGateWordsPerRow = kGateRowBytes / 16;     // 16
+  static constexpr int kGateRowsPerPass = kProducerThreads / kGateWordsPerRow;  // 8
+  static constexpr int kGateCopies = kRows / kGateRowsPerPass;                  // 16
 
-  static __device__ __forceinline__ int ValuesWord(int r, int w) {
-    return r * kValuesRowBytes + 16 * (w ^ (r % 8));
+  static __device__ __forceinline__ int GateWord(int r, int w) {
+    return r * kGateRowBytes + 16 * (w ^ (r % 8));
   }
   static_assert(kSmemBytes <= 227 * 1024, "one block a multiprocessor");
+  static_assert(kProducerThreads * kProducerRegisters + 2 * 128 * kConsumerRegisters <=
+                    kThreads * (65536 / kThreads / 8 * 8),
+                "the warpgroups' registers fit in what the launch gives the block");
   static_assert(kStageBytes % kAlign == 0 && kWBytes % kAlign == 0, "tiles on atom boundaries");
-  static_assert(128 * kProducerRegisters + kConsumerThreads * kConsumerRegisters +
-                        kGateThreads * kGateRegisters <=
-                    65536,
-                "the warpgroups' registers fit in the register file");
 };
 
 __global__ void __launch_bounds__(WsTile::kThreads, 1)
@@ -97,19 +89,20 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
   const uint32_t smem_raw = device::SmemAddress(smem_words);
   const uint32_t smem_base = (smem_raw + T::kAlign - 1) & ~uint32_t{T::kAlign - 1};
   uint8_t* smem = reinterpret_cast<uint8_t*>(smem_words) + (smem_base - smem_raw);
-  uint8_t* const values = smem + T::kValuesOffset;
+  uint8_t* const gate_tile = smem + T::kGateOffset;
+  int32_t* const lengths = reinterpret_cast<int32_t*>(smem + T::kLengthsOffset);
   uint64_t* const full = reinterpret_cast<uint64_t*>(smem + T::kBarriersOffset);
   uint64_t* const empty = full + T::kStages;
-  uint64_t* const values_full = empty + T::kStages;
-  uint64_t* const values_empty = values_full + 1;
+  uint64_t* const gate_full = empty + T::kStages;
+  uint64_t* const gate_empty = gate_full + 1;
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < T::kStages; ++s) {
-      device::MbarrierInit(&full[s], 128);
+      device::MbarrierInit(&full[s], T::kProducerThreads);
       device::MbarrierInit(&empty[s], T::kConsumerWarps);
     }
-    device::MbarrierInit(values_full, T::kConsumerThreads);
-    device::MbarrierInit(values_empty, T::kGateThreads);
+    device::MbarrierInit(gate_full, T::kProducerThreads);
+    device::MbarrierInit(gate_empty, T::kConsumerThreads);
   }
   __syncthreads();
 
@@ -122,10 +115,8 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
     const int j = blockIdx.x + i * gridDim.x;
     return Tile{j / row_tiles, j % row_tiles * T::kRows};
   };
-  const int warpgroup = threadIdx.x / 128;
-  const int lane = threadIdx.x % 32;
 
-  if (warpgroup == 0) {
+  if (threadIdx.x < T::kProducerThreads) {
     // ---- Producer ----
     device::WarpgroupRegistersDown<T::kProducerRegisters>();
     const int copy_row = threadIdx.x / T::kWords;
@@ -155,6 +146,22 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
         }
       }
     };
+    auto copy_epilogue_inputs = [&](const Tile& c) {
+      const int row = threadIdx.x / T::kGateWordsPerRow;
+      const int word = threadIdx.x % T::kGateWordsPerRow;
+#pragma unroll
+      for (int n = 0; n < T::kGateCopies; ++n) {
+        const int r = row + n * T::kGateRowsPerPass;
+        const int t = c.t0 + r;
+        const bool valid = t < p.rows;
+        const bf16* src =
+            valid ? p.gate + t * p.gate_row_stride + c.head * kValueDim + 8 * word : p.gate;
+        device::CopyAsync16(gate_tile + T::GateWord(r, word), src, valid);
+      }
+      const int t = c.t0 + threadIdx.x;
+      const bool valid = t < p.rows;
+      device::CopyAsync4(lengths + threadIdx.x, valid ? p.lengths + t / p.q : p.lengths, valid);
+    };
 
     // W_UV is no upstream kernel's output: the first buffers' share goes before the wait.
     const Tile first = tile_at(0);
@@ -164,11 +171,19 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
     device::GridDependencyWait();
 
     int stage = 0;
-    uint32_t phase = 0;  // the n-th fill of a buffer is its phase n
+    uint32_t phase = 0;  // of the buffers' use: the n-th fill of a buffer is phase n
     for (int i = 0; i < tiles; ++i) {
       const Tile tile = tile_at(i);
 #pragma unroll 1
       for (int step = 0; step < T::kSteps; ++step) {
+        // The gate buffer is free once the previous tile's epilogue is done, which is when
+        // the consumers start on this tile; by step 6 the ring is full of this tile's steps,
+        // so waiting here holds back no copy.
+        if (step == T::kSteps - 2) {
+          if (i > 0) device::MbarrierWait(gate_empty, (i - 1) & 1);
+          copy_epilogue_inputs(tile);
+          device::MbarrierArriveOnCopies(gate_full);
+        }
         if (i > 0 || step >= T::kStages) device::MbarrierWait(&empty[stage], (phase - 1) & 1);
         if (i > 0 || step >= kEarly) copy_w(tile, step, stage);
         copy_latent(tile, step, stage);
@@ -179,76 +194,27 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
         }
       }
     }
-    // Every copy is issued: dependents may launch (they wait for this grid's end to read).
+    // Every upstream-written read is issued: dependents may launch.
     device::LaunchDependents();
     device::CopyAsyncWait<0>();
     return;
   }
 
-  if (warpgroup == 3) {
-    // ---- Gate ----
-    device::WarpgroupRegistersDown<T::kGateRegisters>();
-    device::GridDependencyWait();
-    const int k = threadIdx.x % 128;
-    const int word = k % T::kValuesWords;
-    const int row0 = k / T::kValuesWords;
-    int32_t* const lengths = reinterpret_cast<int32_t*>(smem + T::kLengthsOffset);
-    for (int i = 0; i < tiles; ++i) {
-      const Tile tile = tile_at(i);
-      // The tile's gate words and one length a thread, in flight while the tile is computed.
-      uint4 gate[T::kGateWords];
-#pragma unroll
-      for (int n = 0; n < T::kGateWords; ++n) {
-        const int t = min(tile.t0 + row0 + T::kGateRowsPerPass * n, p.rows - 1);
-        gate[n] = *reinterpret_cast<const uint4*>(p.gate + t * p.gate_row_stride +
-                                                  tile.head * kValueDim + 8 * word);
-      }
-      const int length = p.lengths[min(tile.t0 + k, p.rows - 1) / p.q];
-      int32_t* const tile_lengths = lengths + (i & 1) * T::kRows;
-      tile_lengths[k] = length;
-      // Publishes the lengths; a thread is never two tiles ahead of another, so the other
-      // buffer's readers are done.
-      device::NamedBarrier(1, T::kGateThreads);
-      device::MbarrierWait(values_full, i & 1);
-#pragma unroll
-      for (int n = 0; n < T::kGateWords; ++n) {
-        const int r = row0 + T::kGateRowsPerPass * n;
-        const uint4 v = *reinterpret_cast<const uint4*>(values + T::ValuesWord(r, word));
-        float x[8];
-        uint32_t gates[4] = {gate[n].x, gate[n].y, gate[n].z, gate[n].w};
-        const uint32_t vw[4] = {v.x, v.y, v.z, v.w};
-        bool active[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float2 f = device::Bf16x2ToFloat2(vw[e]);
-          x[2 * e] = f.x;
-          x[2 * e + 1] = f.y;
-          active[e] = tile_lengths[r] > 0;
-        }
-        uint32_t out[4];
-        device::GatePairs(x, gates, active, out);
-        const int t = tile.t0 + r;
-        if (t < p.rows) {
-          *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + tile.head * kValueDim +
-                                    8 * word) = make_uint4(out[0], out[1], out[2], out[3]);
-        }
-      }
-      device::MbarrierArrive(values_empty);
-    }
-    return;
-  }
-
   // ---- Consumers ----
   device::WarpgroupRegistersUp<T::kConsumerRegisters>();
-  const int consumer = warpgroup - 1;  // its 64 rows of the tile
-  const int warp = threadIdx.x % 128 / 32;
+  device::GridDependencyWait();  // orders the output stores after the upstream kernels
+  const int consumer = threadIdx.x - T::kProducerThreads;  // 0..255
+  const int warpgroup = consumer / 128;
+  const int warp = consumer % 128 / 32;  // within the warpgroup
+  const int lane = threadIdx.x % 32;
   const uint64_t a_desc0 =
-      device::SmemDescriptor(smem_base + T::kWBytes + consumer * 64 * T::kRowBytes);
+      device::SmemDescriptor(smem_base + T::kWBytes + warpgroup * 64 * T::kRowBytes);
   const uint64_t b_desc0 = device::SmemDescriptor(smem_base);
 
   int stage = 0;
   uint32_t phase = 0;
   for (int i = 0; i < tiles; ++i) {
+    const Tile tile = tile_at(i);
     float acc[T::kCols / 2];
 #pragma unroll
     for (int j = 0; j < T::kCols / 2; ++j) acc[j] = 0.0f;
@@ -283,23 +249,50 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
     __syncwarp();
     if (lane == 0) device::MbarrierArrive(&empty[previous]);
 
-    // v = bf16(sum) into the values buffer, once the gate warpgroup is done with the tile
-    // before. Accumulator 4j + e: row 16 * warp + group (+8 for e >= 2) of the consumer's 64,
-    // column 8j + 2 * quarter + (e & 1).
-    if (i > 0) device::MbarrierWait(values_empty, (i - 1) & 1);
+    // Epilogue. Accumulator 4j + e: row 16 * warp + group (+8 for e >= 2) of the warpgroup's
+    // 64, column 8j + 2 * quarter + (e & 1). One half (8 rows) at a time: 16 pairs beside the
+    // accumulators.
+    device::MbarrierWait(gate_full, i & 1);
+    constexpr int kOutTiles = T::kCols / 8;
     const int group = lane / 4;
     const int quarter = lane % 4;
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const int row = 64 * consumer + 16 * warp + 8 * half + group;
+      const int row = 64 * warpgroup + 16 * warp + 8 * half + group;
+      float v[2 * kOutTiles];
+      uint32_t gates[kOutTiles];
+      bool active[kOutTiles];
+      uint32_t gated[kOutTiles];
+      const bool row_active = lengths[row] > 0;
 #pragma unroll
-      for (int j = 0; j < T::kCols / 8; ++j) {
-        const __nv_bfloat162 v =
-            __floats2bfloat162_rn(acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1]);
-        *reinterpret_cast<__nv_bfloat162*>(values + T::ValuesWord(row, j) + 4 * quarter) = v;
+      for (int j = 0; j < kOutTiles; ++j) {
+        v[2 * j] = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 * half]));
+        v[2 * j + 1] = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 * half + 1]));
+        gates[j] = *reinterpret_cast<const uint32_t*>(gate_tile + T::GateWord(row, j) +
+                                                      4 * quarter);
+        active[j] = row_active;
+      }
+      device::GatePairs(v, gates, active, gated);
+#pragma unroll
+      for (int j = 0; j < kOutTiles; ++j) {
+        *reinterpret_cast<uint32_t*>(gate_tile + T::GateWord(row, j) + 4 * quarter) = gated[j];
       }
     }
-    device::MbarrierArrive(values_full);
+    device::NamedBarrier(1 + warpgroup, 128);
+    // The warpgroup's 64 rows leave in 16-byte stores: word w of row r.
+    const int k = consumer % 128;
+    const int word = k % T::kGateWordsPerRow;
+#pragma unroll
+    for (int n = 0; n < 64 / 8; ++n) {
+      const int r = 64 * warpgroup + k / T::kGateWordsPerRow + 8 * n;
+      const int t = tile.t0 + r;
+      if (t >= p.rows) continue;
+      *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + tile.head * kValueDim +
+                                8 * word) =
+          *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
+    }
+    // Every thread arrives: its own reads of the gate buffer happen before the refill.
+    device::MbarrierArrive(gate_empty);
   }
 }
 

@@ -118,13 +118,14 @@ enum class MlaValueVariant {
                      // into the next, through the epilogues
   kWgmmaWs,      // the persistent 128 x 128 tiles, warp-specialized: a producer warpgroup's
                  // copies and two consumer warpgroups' MMAs hand 6 buffers over mbarriers
+  kWgmmaWs4,     // EXPERIMENT: kWgmmaWs with the gate in a fourth warpgroup
 };
 
 // Every kernel of the fused path, for callers that force each in turn (tests, benchmarks).
 inline constexpr MlaValueVariant kMlaValueKernels[] = {
     MlaValueVariant::kColumnSplit, MlaValueVariant::kWgmmaP4, MlaValueVariant::kWgmmaA8,
     MlaValueVariant::kWgmmaN128, MlaValueVariant::kWgmmaPersistent,
-    MlaValueVariant::kWgmmaWs};
+    MlaValueVariant::kWgmmaWs, MlaValueVariant::kWgmmaWs4};
 
 const char* MlaValueVariantName(MlaValueVariant variant);
 
