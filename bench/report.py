@@ -19,7 +19,7 @@ import sys
 
 
 KERNEL_MODES = ("fused", "fused-split", "fused-wgmma-p4", "fused-wgmma-a8", "fused-wgmma-n128",
-                "fused-wgmma-persistent", "fused-wgmma-ws", "fused-wgmma-ws4", "bmm")
+                "fused-wgmma-persistent", "fused-wgmma-ws", "bmm")
 
 
 def load(path):

@@ -9,11 +9,12 @@
 //     each); --replays rounds over all layers between two CUDA events, divided by the calls.
 //     The host time per Replay call is printed and recorded too.
 // The fused path with its kernel forced (TailOptions::fused_variant), embedded or replayed:
-// fused-split (MlaValue), fused-wgmma-p4, fused-wgmma-a8, fused-wgmma-n128,
-// fused-wgmma-persistent (MlaValueWgmma's configurations), and each with -replay.
+// fused-split (MlaValue), fused-wgmma-p4, fused-wgmma-a8, fused-wgmma-n128 (MlaValueWgmma's
+// configurations), fused-wgmma-ws (the warp-specialized persistent kernel), and each with
+// -replay.
 //
 //   tail_bench --heads=8,12,64 --rows=1,16,256 --modes=fused,auto,auto-replay --csv=out.csv
-//   tail_bench --heads=12,64,128 --rows=64,256,1024 --modes=fused-wgmma-p4,fused-wgmma-persistent
+//   tail_bench --heads=12,64,128 --rows=64,256,1024 --modes=fused-wgmma-p4,fused-wgmma-ws
 
 #include <cuda_runtime.h>
 
@@ -52,8 +53,8 @@ ABSL_FLAG(std::string, modes, "fused,bmm,auto,peer,auto-replay",
           "comma-separated: fused, bmm, auto (dispatched), peer, all layers in one graph; "
           "fused-replay, bmm-replay, auto-replay: one TailGraphSet graph per layer, replayed back "
           "to back; fused-<kernel> (and -replay): the fused path with its kernel forced, "
-          "<kernel> one of split (MlaValue), wgmma-p4, wgmma-a8, wgmma-n128, "
-          "wgmma-persistent (MlaValueWgmma's configurations)");
+          "<kernel> one of split (MlaValue), wgmma-p4, wgmma-a8, wgmma-n128 (MlaValueWgmma's "
+          "configurations), wgmma-ws (its warp-specialized persistent kernel)");
 ABSL_FLAG(int, min_layers, 16, "layers rotated at least");
 ABSL_FLAG(int, max_layers, 256, "layers rotated at most");
 ABSL_FLAG(int, replays, 20,

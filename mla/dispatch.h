@@ -30,10 +30,13 @@
 //   start late (above): there MlaValue adds 0.3-0.6 us less at 12-16 heads x 32-64 rows
 //   (tail_bench_upstream_a8.csv), a context this grid-measured rule does not see.
 // - The persistent 128 x 128 tiles from 128 rows where there are at least 128 tiles (heads x
-//   rows / 128): 8-24% ahead of the 64 x 64 pipeline and 3-19% ahead of the BMM path from 32 x
-//   1024, 64 x 256 and 96 x 256 rows on (128 x 1024: 67.2 against 82.5 us for the BMM path;
-//   13-15% ahead of it at 2048 and 4096 rows, history/check9_6ed775b). With fewer tiles than
-//   multiprocessors, or with tiles mostly empty (128 heads x 16-64 rows), it trails.
+//   rows / 128), since the seventh session warp-specialized (MlaValueWgmma-ws,
+//   history/ws3_1138687): 2-10% ahead of the block-synchronous persistent kernel it replaced
+//   from 512 rows at 32-128 heads and at 96-128 x 256 (128 x 1024: 60.7 against 67.1 us; the
+//   BMM path took 82), 5-11% ahead at 2048 and 4096 rows, at most 1.7% behind it where each
+//   block has one tile (128 tiles). That kernel was itself 8-24% ahead of the 64 x 64 pipeline
+//   from 32 x 1024, 64 x 256 and 96 x 256 on. With fewer tiles than multiprocessors, or with
+//   tiles mostly empty (128 heads x 16-64 rows), the persistent tiles trail.
 // - The 64 x 128 tiles where, with full 64-row tiles, their grid fills the multiprocessors once
 //   (heads x rows / 64 in 119-132 blocks: 8 x 1024, 16 x 512, 32 x 256, 64 x 128, 128 x 64):
 //   up to 13% ahead of the 64 x 64 pipeline, which reads each latent row twice. At 64 or 96
@@ -41,7 +44,7 @@
 //   is ahead.
 // - The 64 x 64 pipeline everywhere else.
 // The cuBLASLt batched GEMM + MlaGate (the BMM path) is the fastest at no measured shape since
-// the persistent kernel (it was at 128 heads x 512-1024 rows before): it stays selectable with
+// the persistent kernels (it was at 128 heads x 512-1024 rows before): it stays selectable with
 // TailPath::kBmm.
 
 namespace mla {
@@ -51,7 +54,7 @@ enum class TailKernel {
   kWgmmaA8,          // MlaValueWgmma, 64 x 64 tiles, all 8 K steps in flight
   kWgmmaP4,          // MlaValueWgmma, 64 x 64 tiles, 4-stage pipeline
   kWgmmaN128,        // MlaValueWgmma, 64 x 128 tiles
-  kWgmmaPersistent,  // MlaValueWgmma, 128 x 128 tiles, persistent
+  kWgmmaWs,          // MlaValueWgmma-ws, 128 x 128 tiles, persistent, warp-specialized
 };
 
 constexpr TailKernel DispatchTail(int heads, int rows) {
@@ -61,7 +64,7 @@ constexpr TailKernel DispatchTail(int heads, int rows) {
   if (few_rows || work <= 384 || (heads <= 8 && work <= 512)) return TailKernel::kColumnSplit;
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
   if (2 * tiles_64 <= 132) return TailKernel::kWgmmaA8;
-  if (rows >= 128 && heads * ((rows + 127LL) / 128) >= 128) return TailKernel::kWgmmaPersistent;
+  if (rows >= 128 && heads * ((rows + 127LL) / 128) >= 128) return TailKernel::kWgmmaWs;
   if (rows >= 64 && tiles_64 >= 119 && tiles_64 <= 132) return TailKernel::kWgmmaN128;
   return TailKernel::kWgmmaP4;
 }

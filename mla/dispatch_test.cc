@@ -87,13 +87,13 @@ TEST(DispatchTest, FollowsTheMeasurements) {
       {32, 256, K::kWgmmaN128},
       {64, 128, K::kWgmmaN128},
       {128, 64, K::kWgmmaN128},
-      {16, 1024, K::kWgmmaPersistent},
-      {32, 512, K::kWgmmaPersistent},
-      {32, 1024, K::kWgmmaPersistent},
-      {64, 256, K::kWgmmaPersistent},
-      {96, 256, K::kWgmmaPersistent},
-      {128, 128, K::kWgmmaPersistent},
-      {128, 1024, K::kWgmmaPersistent},
+      {16, 1024, K::kWgmmaWs},
+      {32, 512, K::kWgmmaWs},
+      {32, 1024, K::kWgmmaWs},
+      {64, 256, K::kWgmmaWs},
+      {96, 256, K::kWgmmaWs},
+      {128, 128, K::kWgmmaWs},
+      {128, 1024, K::kWgmmaWs},
   };
   for (const auto& m : measured) {
     EXPECT_EQ(DispatchTail(m.heads, m.rows), m.kernel) << m.heads << " x " << m.rows;

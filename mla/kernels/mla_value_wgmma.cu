@@ -1,16 +1,13 @@
 // MlaValueWgmma: the fused W_UV projection and sigmoid gate on Hopper's warpgroup MMA.
 //
-// A block computes tiles of (kCols output columns, head, kRows rows): each of its warpgroups one
-// wgmma m64nNk16 (N = kCols) per 16 latent values on its 64 rows, both operands read by the
-// tensor cores from shared memory. It serves the grid past the smallest batches
-// (mla/dispatch.h), where MlaValue (mla_value.cu) would re-read W_UV for every 16-32 rows. The
-// configurations (kWgConfigs, below):
-//   - 64 x 64 tiles (one warpgroup): a 4-stage pipeline, or all 8 steps in flight at once;
-//   - 64 x 128 tiles: each latent row is read once, not once for each 64-column half;
-//   - 128 x 128 tiles on two warpgroups that share each W_UV slice (half the W_UV reads of 64
-//     rows), persistent: one block a multiprocessor loops over tiles blockIdx.x + n * gridDim.x,
-//     and its pipeline runs on from one tile into the next, so the copies never stop for an
-//     epilogue or a new block's start.
+// A block (one warpgroup) computes one tile of (kCols output columns, head, 64 rows): one wgmma
+// m64nNk16 (N = kCols) per 16 latent values, both operands read by the tensor cores from shared
+// memory. It serves the grid between the smallest batches, where MlaValue (mla_value.cu) would
+// re-read W_UV for every 16-32 rows, and the largest, where the warp-specialized persistent
+// kernel (mla_value_ws.cu) shares each W_UV slice between 128 rows. The configurations
+// (kWgConfigs, below):
+//   - 64 x 64 tiles: a 4-stage pipeline, or all 8 steps in flight at once;
+//   - 64 x 128 tiles: each latent row is read once, not once for each 64-column half.
 //
 // K: the latent values in steps of 64 (128 bytes a row, one 128-byte swizzle atom). Each step's
 // W_UV slice [kCols][64] and latent slice [kRows][64] are copied by every thread with cp.async
@@ -27,8 +24,7 @@
 // 128 bytes at r * 128; its 16-byte word w is stored at word w ^ (r % 8). Tiles start on
 // 1024-byte boundaries; 8-row groups are 1024 bytes apart (the descriptor's stride).
 //
-// Epilogue: a tile's gate and its rows' lengths arrive in shared memory with its first copies
-// (for a persistent block's later tiles, with the first copies after the previous epilogue).
+// Epilogue: a tile's gate and its rows' lengths arrive in shared memory with its first copies.
 // Each thread rounds its sums to bf16, applies the gate, and writes the result over the gate
 // word it read (its own word: no other thread touches it); after a barrier the tile leaves in
 // 16-byte stores, whole rows at a time.
@@ -36,7 +32,6 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <iterator>
 #include <utility>
@@ -57,10 +52,10 @@ constexpr int kRowBytes = kStepK * 2;        // 128
 constexpr int kWords = kRowBytes / 16;       // 16-byte words per row: 8
 constexpr int kAlign = 1024;                 // swizzle atom: 8 rows of 128 bytes
 
-template <int kStages, int kCols, int kWarpgroups, bool kPersistent>
+template <int kStages, int kCols>
 struct WgTile {
-  static constexpr int kThreads = 128 * kWarpgroups;
-  static constexpr int kRows = 64 * kWarpgroups;  // each warpgroup's wgmma has m = 64
+  static constexpr int kThreads = 128;  // one warpgroup
+  static constexpr int kRows = 64;      // wgmma's m
   static constexpr int kWBytes = kCols * kRowBytes;           // W_UV slice of a step
   static constexpr int kLatentBytes = kRows * kRowBytes;      // latent slice of a step
   static constexpr int kStageBytes = kWBytes + kLatentBytes;
@@ -75,9 +70,6 @@ struct WgTile {
   static constexpr int kGateOffset = kStages * kStageBytes;
   static constexpr int kLengthsOffset = kGateOffset + kRows * kGateRowBytes;
   static constexpr size_t kSmemBytes = kLengthsOffset + kRows * sizeof(int32_t) + kAlign;
-  // Blocks a multiprocessor by shared memory (228 KB, 1 KB reserved a block): a persistent
-  // grid's size per multiprocessor.
-  static constexpr int kBlocksPerSm = 228 * 1024 / (kSmemBytes + 1024);
   // Copies per thread and step; thread i moves word i % 8 of rows i / 8 + n * kRowsPerPass,
   // a multiple of 8 rows apart, so that one swizzled offset serves all its copies.
   static constexpr int kRowsPerPass = kThreads / kWords;
@@ -92,16 +84,13 @@ struct WgTile {
   }
 
   static_assert(kCols == 64 || kCols == 128, "wgmma's n: the block's columns");
-  static_assert(kWarpgroups == 1 || kWarpgroups == 2, "warpgroups: 64 rows each");
   static_assert(kStages >= 2 && kStages <= kSteps, "pipeline depth: at most one buffer a step");
-  static_assert(!kPersistent || !kAllInFlight,
-                "a persistent block pipelines its tiles' steps one after another");
   static_assert(kRowsPerPass % 8 == 0 && kCols % kRowsPerPass == 0 && kRows % kRowsPerPass == 0,
                 "every thread copies the same number of words, in one swizzle phase");
   static_assert(kThreads % kGateWordsPerRow == 0 && kRows % kGateRowsPerPass == 0,
                 "every thread copies the same gate words");
   static_assert(kStageBytes % kAlign == 0 && kWBytes % kAlign == 0, "tiles on atom boundaries");
-  static_assert(kSmemBytes <= 227 * 1024 && kBlocksPerSm >= 1, "shared memory of one block");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory of one block");
 };
 
 // cp.async.wait_group with a count known once the step loop is unrolled (at most 7: WgTile).
@@ -118,39 +107,22 @@ __device__ __forceinline__ void CopyAsyncWaitUntil(int pending) {
   }
 }
 
-template <int kStages, int kCols, int kWarpgroups, bool kPersistent, int kMinBlocks>
-__global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
-    MlaValueWgmmaKernel(const MlaValueParams p) {
-  using T = WgTile<kStages, kCols, kWarpgroups, kPersistent>;
+template <int kStages, int kCols, int kMinBlocks>
+__global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const MlaValueParams p) {
+  using T = WgTile<kStages, kCols>;
   constexpr int kThreads = T::kThreads;
   constexpr int kRows = T::kRows;
-  constexpr int kColumnBlocks = kValueDim / kCols;
   extern __shared__ uint4 smem_words[];
   // The swizzle is a function of the address: align the tiles to its 1024-byte atom.
   const uint32_t smem_raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_words));
   const uint32_t smem_base = (smem_raw + kAlign - 1) & ~uint32_t{kAlign - 1};
   uint8_t* smem = reinterpret_cast<uint8_t*>(smem_words) + (smem_base - smem_raw);
 
-  // The block's tiles: the one its index names, or, persistent, tiles blockIdx.x, + gridDim.x,
-  // ... numbered with the column block fastest and the head slowest, so that the blocks running
-  // at one time share their heads' W_UV in L2.
-  const int row_tiles = (p.rows + kRows - 1) / kRows;
-  const int tiles = kPersistent ? (p.heads * row_tiles * kColumnBlocks - 1 - blockIdx.x) /
-                                          gridDim.x + 1
-                                : 1;
   struct Tile {
     int head, column0, t0;  // column0: the first of its kCols columns of the head's 128
   };
-  auto tile_at = [&](int i) {
-    if constexpr (kPersistent) {
-      const int j = blockIdx.x + i * gridDim.x;
-      return Tile{j / kColumnBlocks / row_tiles, (j % kColumnBlocks) * kCols,
-                  (j / kColumnBlocks) % row_tiles * kRows};
-    } else {
-      return Tile{static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x) * kCols,
+  const Tile tile{static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x) * kCols,
                   static_cast<int>(blockIdx.z) * kRows};
-    }
-  };
 
   const int copy_row = threadIdx.x / kWords;
   const int copy_word = threadIdx.x % kWords;
@@ -203,190 +175,154 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
     }
   };
 
-  // Prologue: groups 0..kPrologueSteps-1 hold the first tile's steps 0..kPrologueSteps-1;
-  // group 0 also its epilogue's inputs.
-  const Tile first = tile_at(0);
+  // Prologue: groups 0..kPrologueSteps-1 hold steps 0..kPrologueSteps-1; group 0 also the
+  // epilogue's inputs.
 #pragma unroll
-  for (int step = 0; step < T::kPrologueSteps; ++step) copy_w(first, step, step);
-  device::PrefetchBlockInputsL2(p, first.head, first.t0, kRows, 0, kLatentDim, first.column0,
-                                kCols);
+  for (int step = 0; step < T::kPrologueSteps; ++step) copy_w(tile, step, step);
+  device::PrefetchBlockInputsL2(p, tile.head, tile.t0, kRows, 0, kLatentDim, tile.column0, kCols);
   device::GridDependencyWait();
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) {
-    copy_latent(first, step, step);
-    if (step == 0) copy_epilogue_inputs(first);
+    copy_latent(tile, step, step);
+    if (step == 0) copy_epilogue_inputs(tile);
     device::CopyAsyncCommit();
   }
   // Every read of upstream-written data is in flight once the last step's copies are issued:
   // dependents may launch (their prologues would compete with these copies before that).
   if (T::kAllInFlight) device::LaunchDependents();
 
-  // Warpgroup g multiplies latent rows 64g..64g+63 by the block's one W_UV slice.
-  const int warpgroup = threadIdx.x / 128;
-  const uint64_t a_desc0 =
-      device::SmemDescriptor(smem_base + T::kWBytes + warpgroup * 64 * kRowBytes);
+  const uint64_t a_desc0 = device::SmemDescriptor(smem_base + T::kWBytes);
   const uint64_t b_desc0 = device::SmemDescriptor(smem_base);
 
-  // Global step g = kSteps * i + step (tile i) uses stage buffer g % kStages: the pipeline
-  // runs on from one tile into the next.
-  constexpr bool kStageOfStep = kSteps % kStages == 0;  // g % kStages == step % kStages
-  for (int i = 0; i < tiles; ++i) {
-    const Tile tile = tile_at(i);
-    float acc[kCols / 2];
+  float acc[kCols / 2];
 #pragma unroll
-    for (int j = 0; j < kCols / 2; ++j) acc[j] = 0.0f;
+  for (int j = 0; j < kCols / 2; ++j) acc[j] = 0.0f;
 
 #pragma unroll
-    for (int step = 0; step < kSteps; ++step) {
-      const int stage = kStageOfStep ? step % kStages : (kSteps * i + step) % kStages;
-      // Groups 0..g are complete; the barrier publishes every thread's copies and tells that
-      // every thread finished step g - 1's MMAs, whose buffer the copies issued next overwrite.
-      if (T::kAllInFlight) {
-        CopyAsyncWaitUntil(kSteps - 1 - step);
-      } else {
-        device::CopyAsyncWait<T::kPrologueSteps - 1>();
-      }
-      device::FenceProxyAsyncShared();
-      __syncthreads();
-      if (!T::kAllInFlight) {
-        // A persistent block's later tiles: their epilogue inputs once the previous tile's
-        // epilogue is done with the buffer (the barrier above), kStages - 1 steps ahead of use.
-        if (kPersistent && step == 0 && i > 0) copy_epilogue_inputs(tile);
-        const int next = step + T::kPrologueSteps;
-        const int next_stage = (stage + T::kPrologueSteps) % kStages;
-        if (next < kSteps) {
-          copy_w(tile, next, next_stage);
-          copy_latent(tile, next, next_stage);
-          if (next == kSteps - 1 && i == tiles - 1) device::LaunchDependents();
-        } else if (kPersistent && i + 1 < tiles) {
-          const Tile following = tile_at(i + 1);
-          copy_w(following, next - kSteps, next_stage);
-          copy_latent(following, next - kSteps, next_stage);
-        }
-        device::CopyAsyncCommit();  // empty near the end: keeps one group per step
-      }
-
-      // Descriptor addresses are in 16-byte units: a stage is kStageBytes / 16 on, and each k16
-      // slice of the 128-byte rows 32 bytes (2) on.
-      const uint64_t stage_offset = static_cast<uint64_t>(stage * T::kStageBytes) >> 4;
-      device::FenceAccumulators(acc);
-      device::WgmmaFence();
-#pragma unroll
-      for (int k = 0; k < kStepK / 16; ++k) {
-        device::Wgmma64xN(acc, a_desc0 + stage_offset + 2 * k, b_desc0 + stage_offset + 2 * k);
-      }
-      device::WgmmaCommit();
-      if (T::kAllInFlight && step + 1 < kSteps) {
-        device::WgmmaWait<1>();  // step - 1's MMAs are done; this step's run on (no reuse)
-      } else {
-        device::WgmmaWait<0>();
-      }
-      device::FenceAccumulators(acc);
+  for (int step = 0; step < kSteps; ++step) {
+    const int stage = step % kStages;
+    // Groups 0..step are complete; the barrier publishes every thread's copies and tells
+    // that every thread finished step - 1's MMAs, whose buffer the copies issued next
+    // overwrite.
+    if (T::kAllInFlight) {
+      CopyAsyncWaitUntil(kSteps - 1 - step);
+    } else {
+      device::CopyAsyncWait<T::kPrologueSteps - 1>();
     }
-
-    // Accumulator 4j + e of the m64 x kCols tile: row 16 * warp + group (+8 for e >= 2),
-    // column 8j + 2 * quarter + (e & 1).
-    constexpr int kOutTiles = kCols / 8;
-    const float* out = acc;
-    const int lane = threadIdx.x % 32;
-    const int warp = threadIdx.x / 32;
-    const int group = lane / 4;
-    const int quarter = lane % 4;
-    const int32_t* lengths = reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset);
-    // Pair kOutTiles * half + j, gated a batch of halves at once (both for 64 columns; one at a
-    // time for 128, which keeps 32 pairs in registers beside the accumulators, not 64), then
-    // written over the gate words read.
-    constexpr int kHalvesPerBatch = kOutTiles <= 8 ? 2 : 1;
-    constexpr int kPairs = kHalvesPerBatch * kOutTiles;
-#pragma unroll
-    for (int half0 = 0; half0 < 2; half0 += kHalvesPerBatch) {
-      float v[2 * kPairs];
-      uint32_t gates[kPairs];
-      bool active[kPairs];
-      uint32_t gated[kPairs];
-#pragma unroll
-      for (int b = 0; b < kHalvesPerBatch; ++b) {
-        const int half = half0 + b;
-        const int row = 16 * warp + 8 * half + group;
-#pragma unroll
-        for (int j = 0; j < kOutTiles; ++j) {
-          const int n = kOutTiles * b + j;
-          v[2 * n] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half]));
-          v[2 * n + 1] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half + 1]));
-          gates[n] = *reinterpret_cast<const uint32_t*>(gate_tile + T::GateWord(row, j) +
-                                                        4 * quarter);
-          active[n] = lengths[row] > 0;
-        }
-      }
-      device::GatePairs(v, gates, active, gated);
-#pragma unroll
-      for (int b = 0; b < kHalvesPerBatch; ++b) {
-        const int row = 16 * warp + 8 * (half0 + b) + group;
-#pragma unroll
-        for (int j = 0; j < kOutTiles; ++j) {
-          *reinterpret_cast<uint32_t*>(gate_tile + T::GateWord(row, j) + 4 * quarter) =
-              gated[kOutTiles * b + j];
-        }
-      }
-    }
+    device::FenceProxyAsyncShared();
     __syncthreads();
-    // The output tile, 16 bytes a thread and copy: word w of row r.
-#pragma unroll
-    for (int n = 0; n < T::kGateCopies; ++n) {
-      const int r = threadIdx.x / T::kGateWordsPerRow + n * T::kGateRowsPerPass;
-      const int word = threadIdx.x % T::kGateWordsPerRow;
-      const int t = tile.t0 + r;
-      if (t >= p.rows) continue;
-      *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + tile.head * kValueDim +
-                                tile.column0 + 8 * word) =
-          *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
+    if (!T::kAllInFlight) {
+      const int next = step + T::kPrologueSteps;
+      const int next_stage = (stage + T::kPrologueSteps) % kStages;
+      if (next < kSteps) {
+        copy_w(tile, next, next_stage);
+        copy_latent(tile, next, next_stage);
+        if (next == kSteps - 1) device::LaunchDependents();
+      }
+      device::CopyAsyncCommit();  // empty near the end: keeps one group per step
     }
+
+    // Descriptor addresses are in 16-byte units: a stage is kStageBytes / 16 on, and each k16
+    // slice of the 128-byte rows 32 bytes (2) on.
+    const uint64_t stage_offset = static_cast<uint64_t>(stage * T::kStageBytes) >> 4;
+    device::FenceAccumulators(acc);
+    device::WgmmaFence();
+#pragma unroll
+    for (int k = 0; k < kStepK / 16; ++k) {
+      device::Wgmma64xN(acc, a_desc0 + stage_offset + 2 * k, b_desc0 + stage_offset + 2 * k);
+    }
+    device::WgmmaCommit();
+    if (T::kAllInFlight && step + 1 < kSteps) {
+      device::WgmmaWait<1>();  // step - 1's MMAs are done; this step's run on (no reuse)
+    } else {
+      device::WgmmaWait<0>();
+    }
+    device::FenceAccumulators(acc);
+  }
+
+  // Accumulator 4j + e of the m64 x kCols tile: row 16 * warp + group (+8 for e >= 2),
+  // column 8j + 2 * quarter + (e & 1).
+  constexpr int kOutTiles = kCols / 8;
+  const float* out = acc;
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  const int group = lane / 4;
+  const int quarter = lane % 4;
+  const int32_t* lengths = reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset);
+  // Pair kOutTiles * half + j, gated a batch of halves at once (both for 64 columns; one at a
+  // time for 128, which keeps 32 pairs in registers beside the accumulators, not 64), then
+  // written over the gate words read.
+  constexpr int kHalvesPerBatch = kOutTiles <= 8 ? 2 : 1;
+  constexpr int kPairs = kHalvesPerBatch * kOutTiles;
+#pragma unroll
+  for (int half0 = 0; half0 < 2; half0 += kHalvesPerBatch) {
+    float v[2 * kPairs];
+    uint32_t gates[kPairs];
+    bool active[kPairs];
+    uint32_t gated[kPairs];
+#pragma unroll
+    for (int b = 0; b < kHalvesPerBatch; ++b) {
+      const int half = half0 + b;
+      const int row = 16 * warp + 8 * half + group;
+#pragma unroll
+      for (int j = 0; j < kOutTiles; ++j) {
+        const int n = kOutTiles * b + j;
+        v[2 * n] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half]));
+        v[2 * n + 1] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half + 1]));
+        gates[n] = *reinterpret_cast<const uint32_t*>(gate_tile + T::GateWord(row, j) +
+                                                      4 * quarter);
+        active[n] = lengths[row] > 0;
+      }
+    }
+    device::GatePairs(v, gates, active, gated);
+#pragma unroll
+    for (int b = 0; b < kHalvesPerBatch; ++b) {
+      const int row = 16 * warp + 8 * (half0 + b) + group;
+#pragma unroll
+      for (int j = 0; j < kOutTiles; ++j) {
+        *reinterpret_cast<uint32_t*>(gate_tile + T::GateWord(row, j) + 4 * quarter) =
+            gated[kOutTiles * b + j];
+      }
+    }
+  }
+  __syncthreads();
+  // The output tile, 16 bytes a thread and copy: word w of row r.
+#pragma unroll
+  for (int n = 0; n < T::kGateCopies; ++n) {
+    const int r = threadIdx.x / T::kGateWordsPerRow + n * T::kGateRowsPerPass;
+    const int word = threadIdx.x % T::kGateWordsPerRow;
+    const int t = tile.t0 + r;
+    if (t >= p.rows) continue;
+    *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + tile.head * kValueDim +
+                              tile.column0 + 8 * word) =
+        *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
   }
 }
 
-// The configurations MlaValueVariant names: stages (8: all steps in flight), columns and
-// warpgroups (64 rows each) of a tile, persistent or a block a tile, and the minimum blocks a
-// multiprocessor its launch bounds name (0: none). With 1 the 4-stage pipeline keeps 135
+// The configurations MlaValueVariant names: stages (8: all steps in flight), the tile's
+// columns, and the minimum blocks a multiprocessor its launch bounds name (0: none). With 1 the 4-stage pipeline keeps 135
 // registers instead of 96 and is 3-6% faster at 64-96 heads x 16-64 rows, at most 1.5% slower
 // at 128 x 128-512 (history/lb12_29707b8); the other configurations do not change with it.
 struct WgConfig {
   MlaValueVariant variant;
-  int stages, cols, warpgroups;
-  bool persistent;
-  int min_blocks;
+  int stages, cols, min_blocks;
 };
 constexpr WgConfig kWgConfigs[] = {
-    {MlaValueVariant::kWgmmaP4, 4, 64, 1, false, 1},
-    {MlaValueVariant::kWgmmaA8, 8, 64, 1, false, 0},
-    {MlaValueVariant::kWgmmaN128, 3, 128, 1, false, 0},
-    {MlaValueVariant::kWgmmaPersistent, 6, 128, 2, true, 0},
+    {MlaValueVariant::kWgmmaP4, 4, 64, 1},
+    {MlaValueVariant::kWgmmaA8, 8, 64, 0},
+    {MlaValueVariant::kWgmmaN128, 3, 128, 0},
 };
 
 template <int kIndex>
 struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
-  using T = WgTile<kC.stages, kC.cols, kC.warpgroups, kC.persistent>;
-  static constexpr auto kKernel =
-      MlaValueWgmmaKernel<kC.stages, kC.cols, kC.warpgroups, kC.persistent, kC.min_blocks>;
+  using T = WgTile<kC.stages, kC.cols>;
+  static constexpr auto kKernel = MlaValueWgmmaKernel<kC.stages, kC.cols, kC.min_blocks>;
 
   static cudaError_t Launch(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
     const int column_blocks = kValueDim / kC.cols;
     const int row_tiles = (p.rows + T::kRows - 1) / T::kRows;
-    dim3 grid(column_blocks, p.heads, row_tiles);
-    if constexpr (kC.persistent) {
-      // As many blocks as fit on the GPU at once, each looping over its share of the tiles.
-      int device = 0;
-      int multiprocessors = 0;
-      cudaError_t e = cudaGetDevice(&device);
-      if (e == cudaSuccess) {
-        e = cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
-      }
-      if (e != cudaSuccess) return e;
-      const long long tiles = static_cast<long long>(column_blocks) * p.heads * row_tiles;
-      grid = dim3(static_cast<unsigned>(
-                      std::min<long long>(tiles, T::kBlocksPerSm * multiprocessors)),
-                  1, 1);
-    }
+    const dim3 grid(column_blocks, p.heads, row_tiles);
     return LaunchWithPdl(kKernel, grid, dim3(T::kThreads), T::kSmemBytes, stream, pdl, p);
   }
   static cudaError_t AllowSmem() {

@@ -1,5 +1,5 @@
-// MlaValueWgmma, warp-specialized: the persistent 128 x 128 kernel for large batches, with its
-// copies and its MMAs in separate warps.
+// MlaValueWgmma-ws: the persistent 128 x 128 kernel for large batches, warp-specialized: its
+// copies and its MMAs run in separate warps.
 //
 // A block (one a multiprocessor) loops over tiles blockIdx.x + n * gridDim.x of (head, 128 rows,
 // all 128 columns), numbered head-major so that the blocks running at one time share their
@@ -13,10 +13,12 @@
 //     wgmma m64n128k16 on the shared W_UV slice, and free the buffer once those MMAs are done
 //     (one step later: each step's MMAs run on while the next step's buffer is awaited). After
 //     a tile's last step they gate their 64 rows (SPEC.md: bf16 v, FP32 sigmoid) and store them.
-// Why: in the block-synchronous kernel (mla_value_wgmma.cu), a buffer is refilled only after
-// every thread has passed the next step's barrier, so each step's MMA chain and each tile's
-// epilogue sat on the copy path; without its MMAs that kernel ran at the copy bandwidth
-// (bench/results/2026-11-30-h200/NOTES.md). Here no block-wide barrier remains in the loop.
+// Why: in the block-synchronous persistent kernel it replaced (MlaValueWgmma's loop with a
+// __syncthreads a step), a buffer was refilled only after every thread had passed the next
+// step's barrier, so each step's MMA chain sat on the copy path; without its MMAs that kernel
+// ran at the copy bandwidth (bench/results/2026-11-30-h200/NOTES.md). This one is 2-10% faster
+// from 512 rows (history/ws3_1138687). Moving the gate into a fourth warpgroup, so that the
+// ring would drain through the epilogues too, measured 10% slower (history/ws2_49ae693).
 //
 // Shared layout: the canonical K-major 128-byte swizzle of wgmma (wgmma.cuh) for the operand
 // buffers; the gate tile with row r's 16-byte word w at word w ^ (r % 8), which the epilogue

@@ -113,19 +113,16 @@ enum class MlaValueVariant {
                  // shared memory, one block a multiprocessor), each step's MMAs running on while
                  // the next step's copies land: for grids smaller than the GPU
   kWgmmaN128,    // 64 x 128 (all of a head's columns: each latent row read once), 3 stages
-  kWgmmaPersistent,  // 128 x 128 (two warpgroups sharing each W_UV slice), 6 stages, one block
-                     // a multiprocessor looping over tiles: the pipeline runs on from one tile
-                     // into the next, through the epilogues
-  kWgmmaWs,      // the persistent 128 x 128 tiles, warp-specialized: a producer warpgroup's
-                 // copies and two consumer warpgroups' MMAs hand 6 buffers over mbarriers
-  kWgmmaWs4,     // EXPERIMENT: kWgmmaWs with the gate in a fourth warpgroup
+  // MlaValueWgmma-ws (mla_value_ws.cu): 128 x 128 tiles, one block a multiprocessor looping over
+  // them; a producer warpgroup's copies and two consumer warpgroups' MMAs (sharing each W_UV
+  // slice) hand a ring of 6 buffers over mbarriers, so the copies run on through every epilogue
+  kWgmmaWs,
 };
 
 // Every kernel of the fused path, for callers that force each in turn (tests, benchmarks).
 inline constexpr MlaValueVariant kMlaValueKernels[] = {
     MlaValueVariant::kColumnSplit, MlaValueVariant::kWgmmaP4, MlaValueVariant::kWgmmaA8,
-    MlaValueVariant::kWgmmaN128, MlaValueVariant::kWgmmaPersistent,
-    MlaValueVariant::kWgmmaWs, MlaValueVariant::kWgmmaWs4};
+    MlaValueVariant::kWgmmaN128, MlaValueVariant::kWgmmaWs};
 
 const char* MlaValueVariantName(MlaValueVariant variant);
 
