@@ -23,8 +23,6 @@ const char* MlaValueVariantName(MlaValueVariant variant) {
       return "wgmma-n128";
     case MlaValueVariant::kWgmmaWs:
       return "wgmma-ws";
-    case MlaValueVariant::kWgmmaWs4:
-      return "wgmma-ws4";
   }
   return "?";
 }
@@ -49,7 +47,6 @@ MlaValueVariant ResolveMlaValueVariant(MlaValueVariant variant, int heads, int r
 const void* MlaValueKernelAddress(int heads, int rows, MlaValueVariant variant) {
   const MlaValueVariant resolved = ResolveMlaValueVariant(variant, heads, rows);
   if (resolved == MlaValueVariant::kWgmmaWs) return MlaValueWsKernelAddress();
-  if (resolved == MlaValueVariant::kWgmmaWs4) return MlaValueWs4KernelAddress();
   if (IsMlaValueWgmma(resolved)) return MlaValueWgmmaKernelAddress(resolved);
   return MlaValueColumnSplitKernelAddress(heads, rows);
 }
@@ -58,16 +55,13 @@ cudaError_t LaunchMlaValue(const MlaValueParams& p, cudaStream_t stream, bool pd
                            MlaValueVariant variant) {
   const MlaValueVariant resolved = ResolveMlaValueVariant(variant, p.heads, p.rows);
   if (resolved == MlaValueVariant::kWgmmaWs) return LaunchMlaValueWs(p, stream, pdl);
-  if (resolved == MlaValueVariant::kWgmmaWs4) return LaunchMlaValueWs4(p, stream, pdl);
   if (IsMlaValueWgmma(resolved)) return LaunchMlaValueWgmma(p, stream, pdl, resolved);
   return LaunchMlaValueColumnSplit(p, stream, pdl);
 }
 
 cudaError_t PrepareMlaValueKernels() {
   const cudaError_t e = PrepareMlaValueWgmma();
-  if (e != cudaSuccess) return e;
-  const cudaError_t f = PrepareMlaValueWs();
-  return f != cudaSuccess ? f : PrepareMlaValueWs4();
+  return e != cudaSuccess ? e : PrepareMlaValueWs();
 }
 
 }  // namespace mla

@@ -26,10 +26,6 @@ cudaError_t PrepareMlaValueWgmma();
 cudaError_t LaunchMlaValueWs(const MlaValueParams& params, cudaStream_t stream, bool pdl);
 const void* MlaValueWsKernelAddress();
 cudaError_t PrepareMlaValueWs();
-// EXPERIMENT: the same with the gate in a fourth warpgroup (mla_value_ws4.cu): kWgmmaWs4.
-cudaError_t LaunchMlaValueWs4(const MlaValueParams& params, cudaStream_t stream, bool pdl);
-const void* MlaValueWs4KernelAddress();
-cudaError_t PrepareMlaValueWs4();
 
 }  // namespace mla
 

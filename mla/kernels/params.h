@@ -117,14 +117,12 @@ enum class MlaValueVariant {
   // them; a producer warpgroup's copies and two consumer warpgroups' MMAs (sharing each W_UV
   // slice) hand a ring of 6 buffers over mbarriers, so the copies run on through every epilogue
   kWgmmaWs,
-  kWgmmaWs4,  // EXPERIMENT
 };
 
 // Every kernel of the fused path, for callers that force each in turn (tests, benchmarks).
 inline constexpr MlaValueVariant kMlaValueKernels[] = {
     MlaValueVariant::kColumnSplit, MlaValueVariant::kWgmmaP4, MlaValueVariant::kWgmmaA8,
-    MlaValueVariant::kWgmmaN128, MlaValueVariant::kWgmmaWs,
-    MlaValueVariant::kWgmmaWs4};
+    MlaValueVariant::kWgmmaN128, MlaValueVariant::kWgmmaWs};
 
 const char* MlaValueVariantName(MlaValueVariant variant);
 
