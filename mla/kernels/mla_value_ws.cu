@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/launch.cuh"
@@ -317,7 +318,14 @@ cudaError_t LaunchMlaValueWs(const MlaValueParams& p, cudaStream_t stream, bool 
   if (e != cudaSuccess) return e;
   const long long tiles =
       static_cast<long long>(p.heads) * ((p.rows + WsTile::kRows - 1) / WsTile::kRows);
-  const dim3 grid(static_cast<unsigned>(std::min<long long>(tiles, multiprocessors)));
+  long long blocks = std::min<long long>(tiles, multiprocessors);
+  // EXPERIMENT: the fewest blocks that keep the same number of rounds, every block as busy.
+  static const bool even = getenv("MLA_WS_EVEN") != nullptr;
+  if (even) {
+    const long long rounds = (tiles + blocks - 1) / blocks;
+    blocks = (tiles + rounds - 1) / rounds;
+  }
+  const dim3 grid(static_cast<unsigned>(blocks));
   return LaunchWithPdl(MlaValueWsKernel, grid, dim3(WsTile::kThreads), WsTile::kSmemBytes,
                        stream, pdl, p);
 }
