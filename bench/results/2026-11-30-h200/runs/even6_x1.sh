@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Seventh session, sixth call (one H200), from the repo root after tools/stage_gpu.sh:
 #   timeout 200 bash bench/results/2026-11-30-h200/runs/even6_x1.sh   (results under $OUT/even6)
-# EXPERIMENT: MlaValueWgmma-ws's grid as the fewest blocks with the same number of rounds of
+# MlaValueWgmma-ws's grid as the fewest blocks with the same number of rounds of
 # tiles (MLA_WS_EVEN=1; 96 x 256: 96 blocks of 2 tiles instead of 132 with 60 of them doing a
 # second), against the grid of min(tiles, multiprocessors), three alternations.
 S=.gpu_stage
