@@ -448,7 +448,7 @@ TEST_P(GraphGpuTest, ErrorsLeaveTheSetUsable) {
 }
 
 // The fused path with each MlaValueWgmma configuration forced (at 64 heads x 256 rows the
-// warp-specialized one runs one 128-row tile a block; TileKernelTest loops it over 3-4 at
+// warp-specialized one runs one 128-row tile a block; TileKernelTest loops it over 4 at
 // 64 heads x 1000 rows): the captured node is found (the capture fails otherwise), replays equal the eager tail with the same kernel bit for bit, and they follow a
 // pointer update without a new instantiation.
 TEST(GraphTileKernelTest, ReplayEqualsEagerAndFollowsUpdates) {
