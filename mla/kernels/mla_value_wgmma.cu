@@ -41,16 +41,16 @@
 #include "mla/kernels/mla_value_variants.h"
 #include "mla/kernels/params.h"
 #include "mla/kernels/prefetch.cuh"
-#include "mla/kernels/wg_tile.cuh"
 #include "mla/kernels/wgmma.cuh"
 
 namespace mla {
 namespace {
 
-constexpr int kStepK = device::kWgStepK;
-constexpr int kSteps = device::kWgSteps;
-constexpr int kRowBytes = device::kWgRowBytes;
-constexpr int kAlign = 1024;  // swizzle atom: 8 rows of 128 bytes
+constexpr int kStepK = 64;                   // latent values per step: one 128-byte row
+constexpr int kSteps = kLatentDim / kStepK;  // 8
+constexpr int kRowBytes = kStepK * 2;        // 128
+constexpr int kWords = kRowBytes / 16;       // 16-byte words per row: 8
+constexpr int kAlign = 1024;                 // swizzle atom: 8 rows of 128 bytes
 
 template <int kStages, int kCols>
 struct WgTile {
@@ -63,14 +63,32 @@ struct WgTile {
   // fly while one is computed.
   static constexpr bool kAllInFlight = kStages == kSteps;
   static constexpr int kPrologueSteps = kAllInFlight ? kSteps : kStages - 1;
-  using Gate = device::WgGateTile<kRows, kCols>;
+  // The gate tile: row r's 16-byte word w is stored at word w ^ (r % 8), so that the
+  // epilogue's 4-byte accesses to one word of 8 rows (a warp) land in different banks.
+  static constexpr int kGateRowBytes = kCols * 2;
   // The epilogue's inputs: the gate tile, then the rows' lengths.
   static constexpr int kGateOffset = kStages * kStageBytes;
-  static constexpr int kLengthsOffset = kGateOffset + Gate::kBytes;
+  static constexpr int kLengthsOffset = kGateOffset + kRows * kGateRowBytes;
   static constexpr size_t kSmemBytes = kLengthsOffset + kRows * sizeof(int32_t) + kAlign;
+  // Copies per thread and step; thread i moves word i % 8 of rows i / 8 + n * kRowsPerPass,
+  // a multiple of 8 rows apart, so that one swizzled offset serves all its copies.
+  static constexpr int kRowsPerPass = kThreads / kWords;
+  static constexpr int kWCopies = kCols / kRowsPerPass;
+  static constexpr int kLatentCopies = kRows / kRowsPerPass;
+  static constexpr int kGateWordsPerRow = kCols / 8;
+  static constexpr int kGateRowsPerPass = kThreads / kGateWordsPerRow;
+  static constexpr int kGateCopies = kRows / kGateRowsPerPass;
+  // The byte offset of 16-byte word w of the gate tile's row r.
+  static __device__ __forceinline__ int GateWord(int r, int w) {
+    return r * kGateRowBytes + 16 * (w ^ (r % 8));
+  }
 
   static_assert(kCols == 64 || kCols == 128, "wgmma's n: the block's columns");
   static_assert(kStages >= 2 && kStages <= kSteps, "pipeline depth: at most one buffer a step");
+  static_assert(kRowsPerPass % 8 == 0 && kCols % kRowsPerPass == 0 && kRows % kRowsPerPass == 0,
+                "every thread copies the same number of words, in one swizzle phase");
+  static_assert(kThreads % kGateWordsPerRow == 0 && kRows % kGateRowsPerPass == 0,
+                "every thread copies the same gate words");
   static_assert(kStageBytes % kAlign == 0 && kWBytes % kAlign == 0, "tiles on atom boundaries");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory of one block");
 };
@@ -92,6 +110,7 @@ __device__ __forceinline__ void CopyAsyncWaitUntil(int pending) {
 template <int kStages, int kCols, int kMinBlocks>
 __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const MlaValueParams p) {
   using T = WgTile<kStages, kCols>;
+  constexpr int kThreads = T::kThreads;
   constexpr int kRows = T::kRows;
   extern __shared__ uint4 smem_words[];
   // The swizzle is a function of the address: align the tiles to its 1024-byte atom.
@@ -105,29 +124,67 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
   const Tile tile{static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x) * kCols,
                   static_cast<int>(blockIdx.z) * kRows};
 
-  const device::WgStepCopier copier(threadIdx.x);
-  // Step `step` into stage buffer `stage`.
-  auto copy_w = [&](int step, int stage) {
-    copier.W<kCols>(p, tile.head, tile.column0, step, smem + stage * T::kStageBytes);
+  const int copy_row = threadIdx.x / kWords;
+  const int copy_word = threadIdx.x % kWords;
+  const int copy_dst = copy_row * kRowBytes + 16 * (copy_word ^ (copy_row % 8));
+  const int64_t w_pass_stride = T::kRowsPerPass * p.w_row_stride;
+
+  // Step `step` of tile `c` into stage buffer `stage`.
+  auto copy_w = [&](const Tile& c, int step, int stage) {
+    uint8_t* dst = smem + stage * T::kStageBytes + copy_dst;
+    const bf16* src = p.w_uv + c.head * p.w_head_stride + (c.column0 + copy_row) * p.w_row_stride +
+                      step * kStepK + 8 * copy_word;
+#pragma unroll
+    for (int n = 0; n < T::kWCopies; ++n) {
+      device::CopyAsync16(dst + n * T::kRowsPerPass * kRowBytes, src + n * w_pass_stride, true);
+    }
   };
-  auto copy_latent = [&](int step, int stage) {
-    copier.Latent<kRows>(p, tile.head, tile.t0, step, smem + stage * T::kStageBytes + T::kWBytes);
+  auto copy_latent = [&](const Tile& c, int step, int stage) {
+    uint8_t* dst = smem + stage * T::kStageBytes + T::kWBytes + copy_dst;
+#pragma unroll
+    for (int n = 0; n < T::kLatentCopies; ++n) {
+      // Rows past the end are not copied: their products land in output rows never stored.
+      const int t = c.t0 + copy_row + n * T::kRowsPerPass;
+      if (t < p.rows) {
+        device::CopyAsync16(dst + n * T::kRowsPerPass * kRowBytes,
+                            p.latent + t * p.latent_row_stride + c.head * kLatentDim +
+                                step * kStepK + 8 * copy_word,
+                            true);
+      }
+    }
   };
   uint8_t* const gate_tile = smem + T::kGateOffset;
-  int32_t* const lengths = reinterpret_cast<int32_t*>(smem + T::kLengthsOffset);
+  auto copy_epilogue_inputs = [&](const Tile& c) {
+    const int row = threadIdx.x / T::kGateWordsPerRow;
+    const int word = threadIdx.x % T::kGateWordsPerRow;
+#pragma unroll
+    for (int n = 0; n < T::kGateCopies; ++n) {
+      const int r = row + n * T::kGateRowsPerPass;
+      const int t = c.t0 + r;
+      const bool valid = t < p.rows;
+      const bf16* src = valid ? p.gate + t * p.gate_row_stride + c.head * kValueDim +
+                                    c.column0 + 8 * word
+                              : p.gate;
+      device::CopyAsync16(gate_tile + T::GateWord(r, word), src, valid);
+    }
+    for (int r = threadIdx.x; r < kRows; r += kThreads) {
+      const int t = c.t0 + r;
+      const bool valid = t < p.rows;
+      device::CopyAsync4(smem + T::kLengthsOffset + r * sizeof(int32_t),
+                         valid ? p.lengths + t / p.q : p.lengths, valid);
+    }
+  };
 
   // Prologue: groups 0..kPrologueSteps-1 hold steps 0..kPrologueSteps-1; group 0 also the
   // epilogue's inputs.
 #pragma unroll
-  for (int step = 0; step < T::kPrologueSteps; ++step) copy_w(step, step);
+  for (int step = 0; step < T::kPrologueSteps; ++step) copy_w(tile, step, step);
   device::PrefetchBlockInputsL2(p, tile.head, tile.t0, kRows, 0, kLatentDim, tile.column0, kCols);
   device::GridDependencyWait();
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) {
-    copy_latent(step, step);
-    if (step == 0) {
-      T::Gate::Copy(p, tile.head, tile.column0, tile.t0, gate_tile, lengths, threadIdx.x);
-    }
+    copy_latent(tile, step, step);
+    if (step == 0) copy_epilogue_inputs(tile);
     device::CopyAsyncCommit();
   }
   // Every read of upstream-written data is in flight once the last step's copies are issued:
@@ -158,8 +215,8 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
       const int next = step + T::kPrologueSteps;
       const int next_stage = (stage + T::kPrologueSteps) % kStages;
       if (next < kSteps) {
-        copy_w(next, next_stage);
-        copy_latent(next, next_stage);
+        copy_w(tile, next, next_stage);
+        copy_latent(tile, next, next_stage);
         if (next == kSteps - 1) device::LaunchDependents();
       }
       device::CopyAsyncCommit();  // empty near the end: keeps one group per step
@@ -183,9 +240,63 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
     device::FenceAccumulators(acc);
   }
 
-  T::Gate::Gate(acc, gate_tile, lengths, 0, threadIdx.x);
+  // Accumulator 4j + e of the m64 x kCols tile: row 16 * warp + group (+8 for e >= 2),
+  // column 8j + 2 * quarter + (e & 1).
+  constexpr int kOutTiles = kCols / 8;
+  const float* out = acc;
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  const int group = lane / 4;
+  const int quarter = lane % 4;
+  const int32_t* lengths = reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset);
+  // Pair kOutTiles * half + j, gated a batch of halves at once (both for 64 columns; one at a
+  // time for 128, which keeps 32 pairs in registers beside the accumulators, not 64), then
+  // written over the gate words read.
+  constexpr int kHalvesPerBatch = kOutTiles <= 8 ? 2 : 1;
+  constexpr int kPairs = kHalvesPerBatch * kOutTiles;
+#pragma unroll
+  for (int half0 = 0; half0 < 2; half0 += kHalvesPerBatch) {
+    float v[2 * kPairs];
+    uint32_t gates[kPairs];
+    bool active[kPairs];
+    uint32_t gated[kPairs];
+#pragma unroll
+    for (int b = 0; b < kHalvesPerBatch; ++b) {
+      const int half = half0 + b;
+      const int row = 16 * warp + 8 * half + group;
+#pragma unroll
+      for (int j = 0; j < kOutTiles; ++j) {
+        const int n = kOutTiles * b + j;
+        v[2 * n] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half]));
+        v[2 * n + 1] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half + 1]));
+        gates[n] = *reinterpret_cast<const uint32_t*>(gate_tile + T::GateWord(row, j) +
+                                                      4 * quarter);
+        active[n] = lengths[row] > 0;
+      }
+    }
+    device::GatePairs(v, gates, active, gated);
+#pragma unroll
+    for (int b = 0; b < kHalvesPerBatch; ++b) {
+      const int row = 16 * warp + 8 * (half0 + b) + group;
+#pragma unroll
+      for (int j = 0; j < kOutTiles; ++j) {
+        *reinterpret_cast<uint32_t*>(gate_tile + T::GateWord(row, j) + 4 * quarter) =
+            gated[kOutTiles * b + j];
+      }
+    }
+  }
   __syncthreads();
-  T::Gate::Store64(p, tile.head, tile.column0, tile.t0, 0, gate_tile, threadIdx.x);
+  // The output tile, 16 bytes a thread and copy: word w of row r.
+#pragma unroll
+  for (int n = 0; n < T::kGateCopies; ++n) {
+    const int r = threadIdx.x / T::kGateWordsPerRow + n * T::kGateRowsPerPass;
+    const int word = threadIdx.x % T::kGateWordsPerRow;
+    const int t = tile.t0 + r;
+    if (t >= p.rows) continue;
+    *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + tile.head * kValueDim +
+                              tile.column0 + 8 * word) =
+        *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
+  }
 }
 
 // The configurations MlaValueVariant names: stages (8: all steps in flight), the tile's

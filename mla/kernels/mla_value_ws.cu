@@ -36,7 +36,6 @@
 #include "mla/kernels/mbarrier.cuh"
 #include "mla/kernels/mla_value_variants.h"
 #include "mla/kernels/params.h"
-#include "mla/kernels/wg_tile.cuh"
 #include "mla/kernels/wgmma.cuh"
 
 namespace mla {
@@ -44,9 +43,9 @@ namespace {
 
 struct WsTile {
   static constexpr int kStages = 6;
-  static constexpr int kStepK = device::kWgStepK;
-  static constexpr int kSteps = device::kWgSteps;
-  static constexpr int kRowBytes = device::kWgRowBytes;
+  static constexpr int kStepK = 64;                   // latent values a step: one 128-byte row
+  static constexpr int kSteps = kLatentDim / kStepK;  // 8
+  static constexpr int kRowBytes = kStepK * 2;
   static constexpr int kRows = 128;                   // two consumer warpgroups of 64
   static constexpr int kCols = kValueDim;             // 128
   static constexpr int kProducerThreads = 128;
@@ -59,13 +58,25 @@ struct WsTile {
   static constexpr int kConsumerRegisters = 208;
   static constexpr int kWBytes = kCols * kRowBytes;
   static constexpr int kStageBytes = kWBytes + kRows * kRowBytes;
-  using Gate = device::WgGateTile<kRows, kCols>;
+  static constexpr int kGateRowBytes = kCols * 2;
   static constexpr int kGateOffset = kStages * kStageBytes;
-  static constexpr int kLengthsOffset = kGateOffset + Gate::kBytes;
+  static constexpr int kLengthsOffset = kGateOffset + kRows * kGateRowBytes;
   static constexpr int kBarriersOffset = kLengthsOffset + kRows * int(sizeof(int32_t));
   static constexpr int kBarriers = 2 * kStages + 2;  // full[], empty[], gate full, gate empty
   static constexpr int kAlign = 1024;                 // the swizzle's atom
   static constexpr size_t kSmemBytes = kBarriersOffset + kBarriers * sizeof(uint64_t) + kAlign;
+  // The producer's copies: thread i moves word i % 8 of rows i / 8 + 16 n, a multiple of 8 rows
+  // apart, so one swizzled offset serves all of them.
+  static constexpr int kWords = kRowBytes / 16;
+  static constexpr int kRowsPerPass = kProducerThreads / kWords;  // 16
+  static constexpr int kCopies = kRows / kRowsPerPass;            // 8 (W_UV and latent alike)
+  static constexpr int kGateWordsPerRow = kGateRowBytes / 16;     // 16
+  static constexpr int kGateRowsPerPass = kProducerThreads / kGateWordsPerRow;  // 8
+  static constexpr int kGateCopies = kRows / kGateRowsPerPass;                  // 16
+
+  static __device__ __forceinline__ int GateWord(int r, int w) {
+    return r * kGateRowBytes + 16 * (w ^ (r % 8));
+  }
   static_assert(kSmemBytes <= 227 * 1024, "one block a multiprocessor");
   static_assert(kProducerThreads * kProducerRegisters + 2 * 128 * kConsumerRegisters <=
                     kThreads * (65536 / kThreads / 8 * 8),
@@ -110,13 +121,48 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
   if (threadIdx.x < T::kProducerThreads) {
     // ---- Producer ----
     device::WarpgroupRegistersDown<T::kProducerRegisters>();
-    // The producer's 128 threads copy as one warpgroup would (wg_tile.cuh).
-    const device::WgStepCopier copier(threadIdx.x);
+    const int copy_row = threadIdx.x / T::kWords;
+    const int copy_word = threadIdx.x % T::kWords;
+    const int copy_dst = copy_row * T::kRowBytes + 16 * (copy_word ^ (copy_row % 8));
     auto copy_w = [&](const Tile& c, int step, int stage) {
-      copier.W<T::kCols>(p, c.head, 0, step, smem + stage * T::kStageBytes);
+      uint8_t* dst = smem + stage * T::kStageBytes + copy_dst;
+      const bf16* src = p.w_uv + c.head * p.w_head_stride + copy_row * p.w_row_stride +
+                        step * T::kStepK + 8 * copy_word;
+#pragma unroll
+      for (int n = 0; n < T::kCopies; ++n) {
+        device::CopyAsync16(dst + n * T::kRowsPerPass * T::kRowBytes,
+                            src + n * T::kRowsPerPass * p.w_row_stride, true);
+      }
     };
     auto copy_latent = [&](const Tile& c, int step, int stage) {
-      copier.Latent<T::kRows>(p, c.head, c.t0, step, smem + stage * T::kStageBytes + T::kWBytes);
+      uint8_t* dst = smem + stage * T::kStageBytes + T::kWBytes + copy_dst;
+#pragma unroll
+      for (int n = 0; n < T::kCopies; ++n) {
+        // Rows past the end are not copied: their products land in output rows never stored.
+        const int t = c.t0 + copy_row + n * T::kRowsPerPass;
+        if (t < p.rows) {
+          device::CopyAsync16(dst + n * T::kRowsPerPass * T::kRowBytes,
+                              p.latent + t * p.latent_row_stride + c.head * kLatentDim +
+                                  step * T::kStepK + 8 * copy_word,
+                              true);
+        }
+      }
+    };
+    auto copy_epilogue_inputs = [&](const Tile& c) {
+      const int row = threadIdx.x / T::kGateWordsPerRow;
+      const int word = threadIdx.x % T::kGateWordsPerRow;
+#pragma unroll
+      for (int n = 0; n < T::kGateCopies; ++n) {
+        const int r = row + n * T::kGateRowsPerPass;
+        const int t = c.t0 + r;
+        const bool valid = t < p.rows;
+        const bf16* src =
+            valid ? p.gate + t * p.gate_row_stride + c.head * kValueDim + 8 * word : p.gate;
+        device::CopyAsync16(gate_tile + T::GateWord(r, word), src, valid);
+      }
+      const int t = c.t0 + threadIdx.x;
+      const bool valid = t < p.rows;
+      device::CopyAsync4(lengths + threadIdx.x, valid ? p.lengths + t / p.q : p.lengths, valid);
     };
 
     // W_UV is no upstream kernel's output: the first buffers' share goes before the wait.
@@ -137,7 +183,7 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
         // so waiting here holds back no copy.
         if (step == T::kSteps - 2) {
           if (i > 0) device::MbarrierWait(gate_empty, (i - 1) & 1);
-          T::Gate::Copy(p, tile.head, 0, tile.t0, gate_tile, lengths, threadIdx.x);
+          copy_epilogue_inputs(tile);
           device::MbarrierArriveOnCopies(gate_full);
         }
         if (i > 0 || step >= T::kStages) device::MbarrierWait(&empty[stage], (phase - 1) & 1);
@@ -161,6 +207,7 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
   device::GridDependencyWait();  // orders the output stores after the upstream kernels
   const int consumer = threadIdx.x - T::kProducerThreads;  // 0..255
   const int warpgroup = consumer / 128;
+  const int warp = consumer % 128 / 32;  // within the warpgroup
   const int lane = threadIdx.x % 32;
   const uint64_t a_desc0 =
       device::SmemDescriptor(smem_base + T::kWBytes + warpgroup * 64 * T::kRowBytes);
@@ -204,11 +251,48 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
     __syncwarp();
     if (lane == 0) device::MbarrierArrive(&empty[previous]);
 
-    // Epilogue: the warpgroup's 64 rows gated in the gate buffer, then stored.
+    // Epilogue. Accumulator 4j + e: row 16 * warp + group (+8 for e >= 2) of the warpgroup's
+    // 64, column 8j + 2 * quarter + (e & 1). One half (8 rows) at a time: 16 pairs beside the
+    // accumulators.
     device::MbarrierWait(gate_full, i & 1);
-    T::Gate::Gate(acc, gate_tile, lengths, 64 * warpgroup, consumer % 128);
+    constexpr int kOutTiles = T::kCols / 8;
+    const int group = lane / 4;
+    const int quarter = lane % 4;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int row = 64 * warpgroup + 16 * warp + 8 * half + group;
+      float v[2 * kOutTiles];
+      uint32_t gates[kOutTiles];
+      bool active[kOutTiles];
+      uint32_t gated[kOutTiles];
+      const bool row_active = lengths[row] > 0;
+#pragma unroll
+      for (int j = 0; j < kOutTiles; ++j) {
+        v[2 * j] = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 * half]));
+        v[2 * j + 1] = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 * half + 1]));
+        gates[j] = *reinterpret_cast<const uint32_t*>(gate_tile + T::GateWord(row, j) +
+                                                      4 * quarter);
+        active[j] = row_active;
+      }
+      device::GatePairs(v, gates, active, gated);
+#pragma unroll
+      for (int j = 0; j < kOutTiles; ++j) {
+        *reinterpret_cast<uint32_t*>(gate_tile + T::GateWord(row, j) + 4 * quarter) = gated[j];
+      }
+    }
     device::NamedBarrier(1 + warpgroup, 128);
-    T::Gate::Store64(p, tile.head, 0, tile.t0, 64 * warpgroup, gate_tile, consumer % 128);
+    // The warpgroup's 64 rows leave in 16-byte stores: word w of row r.
+    const int k = consumer % 128;
+    const int word = k % T::kGateWordsPerRow;
+#pragma unroll
+    for (int n = 0; n < 64 / 8; ++n) {
+      const int r = 64 * warpgroup + k / T::kGateWordsPerRow + 8 * n;
+      const int t = tile.t0 + r;
+      if (t >= p.rows) continue;
+      *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + tile.head * kValueDim +
+                                8 * word) =
+          *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
+    }
     // Every thread arrives: its own reads of the gate buffer happen before the refill.
     device::MbarrierArrive(gate_empty);
   }
