@@ -22,6 +22,11 @@ __device__ __forceinline__ void LaunchDependents() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
+// The shared-memory address of a generic pointer into shared memory, as PTX operands take it.
+__device__ __forceinline__ uint32_t SmemAddress(const void* pointer) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(pointer));
+}
+
 // 16-byte read-only load of data no kernel writes during this grid (weights).
 __device__ __forceinline__ uint4 LoadWeight16(const void* pointer) {
   uint4 v;
@@ -34,7 +39,7 @@ __device__ __forceinline__ uint4 LoadWeight16(const void* pointer) {
 // 16-byte global -> shared copy; with `valid` false the 16 bytes are zero-filled and `src` is
 // not read.
 __device__ __forceinline__ void CopyAsync16(void* smem, const void* src, bool valid) {
-  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const uint32_t dst = SmemAddress(smem);
   const int src_bytes = valid ? 16 : 0;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
                "r"(src_bytes)
@@ -44,7 +49,7 @@ __device__ __forceinline__ void CopyAsync16(void* smem, const void* src, bool va
 // 4-byte global -> shared copy (through L1: cp.async of fewer than 16 bytes must use .ca); with
 // `valid` false the 4 bytes are zero-filled and `src` is not read.
 __device__ __forceinline__ void CopyAsync4(void* smem, const void* src, bool valid) {
-  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const uint32_t dst = SmemAddress(smem);
   const int src_bytes = valid ? 4 : 0;
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src),
                "r"(src_bytes)

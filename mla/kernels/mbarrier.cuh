@@ -9,12 +9,10 @@
 
 #include <cstdint>
 
+#include "mla/kernels/device.cuh"
+
 namespace mla {
 namespace device {
-
-__device__ __forceinline__ uint32_t SmemAddress(const void* pointer) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(pointer));
-}
 
 // One thread initializes; a block barrier publishes it before any use.
 __device__ __forceinline__ void MbarrierInit(uint64_t* barrier, int arrivals) {

@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
   constexpr int kRows = T::kRows;
   extern __shared__ uint4 smem_words[];
   // The swizzle is a function of the address: align the tiles to its 1024-byte atom.
-  const uint32_t smem_raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_words));
+  const uint32_t smem_raw = device::SmemAddress(smem_words);
   const uint32_t smem_base = (smem_raw + kAlign - 1) & ~uint32_t{kAlign - 1};
   uint8_t* smem = reinterpret_cast<uint8_t*>(smem_words) + (smem_base - smem_raw);
 
@@ -311,6 +311,8 @@ constexpr WgConfig kWgConfigs[] = {
     {MlaValueVariant::kWgmmaP4, 4, 64, 1},
     {MlaValueVariant::kWgmmaA8, 8, 64, 0},
     {MlaValueVariant::kWgmmaN128, 3, 128, 0},
+    {MlaValueVariant::kWgmmaA8N128, 8, 128, 0},
+    {MlaValueVariant::kWgmmaP6, 6, 64, 1},
 };
 
 template <int kIndex>
