@@ -18,7 +18,7 @@ import os
 import sys
 
 
-KERNEL_MODES = ("fused", "fused-split", "fused-wgmma-p4", "fused-wgmma-a8", "fused-wgmma-n128", "fused-wgmma-a8n128", "fused-wgmma-p6",
+KERNEL_MODES = ("fused", "fused-split", "fused-wgmma-p4", "fused-wgmma-a8", "fused-wgmma-n128", "fused-wgmma-a8n32", "fused-wgmma-p6",
                 "fused-wgmma-persistent", "fused-wgmma-ws", "bmm")
 
 

@@ -21,8 +21,8 @@ const char* MlaValueVariantName(MlaValueVariant variant) {
       return "wgmma-a8";
     case MlaValueVariant::kWgmmaN128:
       return "wgmma-n128";
-    case MlaValueVariant::kWgmmaA8N128:
-      return "wgmma-a8n128";
+    case MlaValueVariant::kWgmmaA8N32:
+      return "wgmma-a8n32";
     case MlaValueVariant::kWgmmaP6:
       return "wgmma-p6";
     case MlaValueVariant::kWgmmaWs:

@@ -63,9 +63,12 @@ struct WgTile {
   // fly while one is computed.
   static constexpr bool kAllInFlight = kStages == kSteps;
   static constexpr int kPrologueSteps = kAllInFlight ? kSteps : kStages - 1;
-  // The gate tile: row r's 16-byte word w is stored at word w ^ (r % 8), so that the
-  // epilogue's 4-byte accesses to one word of 8 rows (a warp) land in different banks.
+  // The gate tile: row r's 16-byte word w is stored at word w ^ (r % 8) (rows of 32 columns,
+  // two to 128 bytes: w ^ (r / 2 % 4)), so that the epilogue's 4-byte accesses to one word of 8
+  // rows (a warp) land in different banks.
   static constexpr int kGateRowBytes = kCols * 2;
+  static constexpr int kGateSwizzle = kCols >= 64 ? 8 : kCols / 8;
+  static constexpr int kGateRowsPerLine = 8 / kGateSwizzle;
   // The epilogue's inputs: the gate tile, then the rows' lengths.
   static constexpr int kGateOffset = kStages * kStageBytes;
   static constexpr int kLengthsOffset = kGateOffset + kRows * kGateRowBytes;
@@ -80,10 +83,10 @@ struct WgTile {
   static constexpr int kGateCopies = kRows / kGateRowsPerPass;
   // The byte offset of 16-byte word w of the gate tile's row r.
   static __device__ __forceinline__ int GateWord(int r, int w) {
-    return r * kGateRowBytes + 16 * (w ^ (r % 8));
+    return r * kGateRowBytes + 16 * (w ^ (r / kGateRowsPerLine % kGateSwizzle));
   }
 
-  static_assert(kCols == 64 || kCols == 128, "wgmma's n: the block's columns");
+  static_assert(kCols == 32 || kCols == 64 || kCols == 128, "wgmma's n: the block's columns");
   static_assert(kStages >= 2 && kStages <= kSteps, "pipeline depth: at most one buffer a step");
   static_assert(kRowsPerPass % 8 == 0 && kCols % kRowsPerPass == 0 && kRows % kRowsPerPass == 0,
                 "every thread copies the same number of words, in one swizzle phase");
@@ -311,7 +314,7 @@ constexpr WgConfig kWgConfigs[] = {
     {MlaValueVariant::kWgmmaP4, 4, 64, 1},
     {MlaValueVariant::kWgmmaA8, 8, 64, 0},
     {MlaValueVariant::kWgmmaN128, 3, 128, 0},
-    {MlaValueVariant::kWgmmaA8N128, 8, 128, 0},
+    {MlaValueVariant::kWgmmaA8N32, 8, 32, 0},
     {MlaValueVariant::kWgmmaP6, 6, 64, 1},
 };
 

@@ -113,7 +113,7 @@ enum class MlaValueVariant {
                  // shared memory, one block a multiprocessor), each step's MMAs running on while
                  // the next step's copies land: for grids smaller than the GPU
   kWgmmaN128,    // 64 x 128 (all of a head's columns: each latent row read once), 3 stages
-  kWgmmaA8N128,  // 64 x 128, all 8 steps in flight (209 KB of shared memory)
+  kWgmmaA8N32,   // 64 x 32, all 8 steps in flight (101 KB: two blocks a multiprocessor)
   kWgmmaP6,      // 64 x 64, a 6-stage pipeline (105 KB: two blocks a multiprocessor)
   // MlaValueWgmma-ws (mla_value_ws.cu): 128 x 128 tiles, one block a multiprocessor looping over
   // them; a producer warpgroup's copies and two consumer warpgroups' MMAs (sharing each W_UV
@@ -124,7 +124,7 @@ enum class MlaValueVariant {
 // Every kernel of the fused path, for callers that force each in turn (tests, benchmarks).
 inline constexpr MlaValueVariant kMlaValueKernels[] = {
     MlaValueVariant::kColumnSplit, MlaValueVariant::kWgmmaP4, MlaValueVariant::kWgmmaA8,
-    MlaValueVariant::kWgmmaN128, MlaValueVariant::kWgmmaA8N128, MlaValueVariant::kWgmmaP6,
+    MlaValueVariant::kWgmmaN128, MlaValueVariant::kWgmmaA8N32, MlaValueVariant::kWgmmaP6,
     MlaValueVariant::kWgmmaWs};
 
 const char* MlaValueVariantName(MlaValueVariant variant);
