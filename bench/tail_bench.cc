@@ -9,7 +9,7 @@
 //     each); --replays rounds over all layers between two CUDA events, divided by the calls.
 //     The host time per Replay call is printed and recorded too.
 // The fused path with its kernel forced (TailOptions::fused_variant), embedded or replayed:
-// fused-split (MlaValue), fused-wgmma-p4, fused-wgmma-a8, fused-wgmma-n128 (MlaValueWgmma's
+// fused-split (MlaValue), fused-wgmma-a8n32, -a8, -p6, -p4, -n128 (MlaValueWgmma's
 // configurations), fused-wgmma-ws (the warp-specialized persistent kernel), and each with
 // -replay.
 //
@@ -53,8 +53,8 @@ ABSL_FLAG(std::string, modes, "fused,bmm,auto,peer,auto-replay",
           "comma-separated: fused, bmm, auto (dispatched), peer, all layers in one graph; "
           "fused-replay, bmm-replay, auto-replay: one TailGraphSet graph per layer, replayed back "
           "to back; fused-<kernel> (and -replay): the fused path with its kernel forced, "
-          "<kernel> one of split (MlaValue), wgmma-p4, wgmma-a8, wgmma-n128 (MlaValueWgmma's "
-          "configurations), wgmma-ws (its warp-specialized persistent kernel)");
+          "<kernel> one of split (MlaValue), wgmma-a8n32, wgmma-a8, wgmma-p6, wgmma-p4, wgmma-n128 "
+          "(MlaValueWgmma's configurations), wgmma-ws (its warp-specialized persistent kernel)");
 ABSL_FLAG(int, min_layers, 16, "layers rotated at least");
 ABSL_FLAG(int, max_layers, 256, "layers rotated at most");
 ABSL_FLAG(int, replays, 20,

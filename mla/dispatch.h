@@ -4,45 +4,39 @@
 // Which kernel a tail of `heads` heads and `rows` rows runs: the one measured rule, for the path
 // (fused or BMM) and for the fused path's kernel.
 //
-// Measured on an H200 (132 multiprocessors) at heads {8, 12, 16, 32, 64, 96, 128} x rows
-// {1, 2, 4, ..., 1024}, q 1, every kernel forced at every shape, L2 cold, W = heads x rows:
-// bench/results/2026-11-30-h200/history/final12_f92bae3/tail_bench.csv (every kernel but the
-// all-in-flight one as it is now) and history/overlap10_92b7540/tail_bench_small.csv (that one,
-// "wgmma-a8-o" there, from 16 rows on), and history/final14_5b70aff/tail_bench.csv for the
-// 4-stage pipeline with its launch bounds (since then ahead of MlaValue at 96 x 16). The kernel
-// picked was within 3% of the fastest at every shape; tail_bench.csv checks it again.
-// - MlaValue (column split, W_UV in registers) up to 16 rows at up to 96 heads (16 rows: up to
-//   64) and W = 512 at 128, up to W = 384, and at 8 heads up to W = 512. Its blocks are small
-//   (17 KB of shared memory) and many and load W_UV into registers before the dependency wait,
-//   which wins while the rows are few; it re-reads W_UV for every 16-32 rows, so its time grows
-//   with rows. At 32 x 16 and 64 x 16 the all-in-flight MlaValueWgmma is 2-4% ahead in the grid,
-//   but after an upstream kernel that holds 100 KB of shared memory a block (attention kernels
-//   hold much) its 140 KB blocks cannot join the multiprocessors until the upstream drains, so
-//   its W_UV fetch does not hide: at 64 x 16 it adds 4.09 us to MlaValue's 2.69 with a 5 us
-//   window (history/final15_c03324f/tail_bench_upstream.csv; 2.68 in tail_bench_upstream.csv).
-//   The performance issue's goal 4 is about exactly those shapes (heads <= 64, rows <= 16).
-// - MlaValueWgmma with all 8 K steps in flight where its 64 x 64 grid (2 x heads x rows / 64
-//   blocks of 140 KB) fits the multiprocessors one block each: one memory round trip a tile
-//   instead of a pipeline, and (since overlap10) each step's MMAs run on while the next step
-//   lands, 5-12% faster than before; it replaced the K split over a cluster of 2 blocks, which
-//   it now beats at every shape, and ties the 4-stage pipeline (within 2%) at 128 blocks. It
-//   issues all its W_UV copies before the dependency wait too, but after a 100 KB upstream they
-//   start late (above): there MlaValue adds 0.3-0.6 us less at 12-16 heads x 32-64 rows
-//   (tail_bench_upstream_a8.csv), a context this grid-measured rule does not see.
-// - The persistent 128 x 128 tiles from 128 rows where there are at least 128 tiles (heads x
-//   rows / 128), since the seventh session warp-specialized (MlaValueWgmma-ws,
-//   history/ws3_1138687): 2-10% ahead of the block-synchronous persistent kernel it replaced
-//   from 512 rows at 32-128 heads and at 96-128 x 256 (128 x 1024: 60.7 against 67.1 us; the
-//   BMM path took 82), 5-11% ahead at 2048 and 4096 rows, at most 1.7% behind it where each
-//   block has one tile (128 tiles). That kernel was itself 8-24% ahead of the 64 x 64 pipeline
-//   from 32 x 1024, 64 x 256 and 96 x 256 on. With fewer tiles than multiprocessors, or with
-//   tiles mostly empty (128 heads x 16-64 rows), the persistent tiles trail.
-// - The 64 x 128 tiles where, with full 64-row tiles, their grid fills the multiprocessors once
-//   (heads x rows / 64 in 119-132 blocks: 8 x 1024, 16 x 512, 32 x 256, 64 x 128, 128 x 64):
-//   up to 13% ahead of the 64 x 64 pipeline, which reads each latent row twice. At 64 or 96
-//   blocks (multiprocessors left idle) and at 192 (a second block on some) the 64 x 64 pipeline
-//   is ahead.
-// - The 64 x 64 pipeline everywhere else.
+// Measured on H200s (132 multiprocessors) at heads {8, 12, 16, 32, 64, 96, 128} x rows
+// {1, 2, 4, ..., 1024}, q 1, every kernel forced at every shape, L2 cold, the tails of all layers
+// in one graph; W = heads x rows, T = heads x ceil(rows / 64) (64-row tiles). Files under
+// bench/results/2026-11-30-h200/: history/cfg22_41a9d4f, cfg23_41a9d4f and cfg24_39d1f62 (the
+// eighth session's configurations against the others, each twice), history/final18_ffd2599 and
+// the sixth and seventh sessions' files named below. The kernel picked is within 3% of the
+// fastest at every shape but those named as deliberate; tail_bench.csv checks it again.
+// - MlaValue (column split, W_UV in registers, 17 KB blocks) up to 16 rows at up to 64 heads,
+//   and up to W = 768 (96 x 8, 128 x 4). Its blocks are small and load W_UV before the
+//   dependency wait, so after an upstream kernel that holds much shared memory (attention
+//   kernels do; the benchmark's stand-in holds 100 KB a block) they join its multiprocessors and
+//   fetch W_UV in its shadow, which blocks of 100 KB and more cannot: with a 5 us window at
+//   64 x 1-16 it adds 2.35-2.66 us where the 6-stage pipeline adds 3.69-3.79, and 2.78-3.20 us
+//   at 96 x 1-8 against 4.48-4.57 (history/cfg24_39d1f62/tail_bench_upstream.csv). Goal 4 of the
+//   performance issue is about exactly these shapes. Deliberate: with tails back to back (the
+//   grid), where the next tail's blocks do join, the 64 x 32 all-in-flight tiles are 3-5% faster
+//   at 32 x 1-16, the 6-stage pipeline 4-7% at 64 x 1-16 and 96 x 1-8.
+// - MlaValueWgmma with 64 x 32 tiles and all 8 K steps in flight (101 KB, two blocks a
+//   multiprocessor) while 4T <= 96 blocks: one memory round trip, twice the blocks of the 64 x 64
+//   tiles; 4-15% ahead of every other kernel at 8-16 heads x 16-128 rows (12 x 64: 2.39 against
+//   2.82 us for the 64 x 64 tiles).
+// - The 64 x 64 tiles with all 8 steps in flight (140 KB, one block a multiprocessor) while
+//   2T <= 96 blocks.
+// - The persistent warp-specialized 128 x 128 tiles (MlaValueWgmma-ws, history/ws3_1138687,
+//   even6_d5e7849) from 128 rows where there are at least 128 of them: the largest batches.
+// - The 64 x 128 tiles where T is 119-132 (8 x 1024, 16 x 512, 32 x 256, 64 x 128, 128 x 64):
+//   each latent row read once, the multiprocessors filled once (history/wide6_b499142).
+// - The 6-stage 64 x 64 pipeline (105 KB: two blocks a multiprocessor, so the next tail's
+//   blocks join while this one drains) while 2T <= 256 blocks: 8-12% ahead of the 4-stage
+//   pipeline and of the all-in-flight tiles at 128 blocks (32 x 128, 64 x 32-64, 8 x 512,
+//   16 x 256) and at 128 x 8-32.
+// - The 4-stage 64 x 64 pipeline (73 KB, three blocks a multiprocessor) beyond: 96 x 128,
+//   12 x 1024.
 // The cuBLASLt batched GEMM + MlaGate (the BMM path) is the fastest at no measured shape since
 // the persistent kernels (it was at 128 heads x 512-1024 rows before): it stays selectable with
 // TailPath::kBmm.
@@ -50,22 +44,24 @@
 namespace mla {
 
 enum class TailKernel {
-  kColumnSplit,      // MlaValue
-  kWgmmaA8,          // MlaValueWgmma, 64 x 64 tiles, all 8 K steps in flight
-  kWgmmaP4,          // MlaValueWgmma, 64 x 64 tiles, 4-stage pipeline
-  kWgmmaN128,        // MlaValueWgmma, 64 x 128 tiles
-  kWgmmaWs,          // MlaValueWgmma-ws, 128 x 128 tiles, persistent, warp-specialized
+  kColumnSplit,  // MlaValue
+  kWgmmaA8N32,   // MlaValueWgmma, 64 x 32 tiles, all 8 K steps in flight
+  kWgmmaA8,      // MlaValueWgmma, 64 x 64 tiles, all 8 K steps in flight
+  kWgmmaP6,      // MlaValueWgmma, 64 x 64 tiles, 6-stage pipeline
+  kWgmmaP4,      // MlaValueWgmma, 64 x 64 tiles, 4-stage pipeline
+  kWgmmaN128,    // MlaValueWgmma, 64 x 128 tiles
+  kWgmmaWs,      // MlaValueWgmma-ws, 128 x 128 tiles, persistent, warp-specialized
 };
 
 constexpr TailKernel DispatchTail(int heads, int rows) {
   const long long work = static_cast<long long>(heads) * rows;
-  const bool few_rows =
-      rows <= 16 && (work <= 512 || (heads <= 96 && (rows < 16 || work <= 1024)));
-  if (few_rows || work <= 384 || (heads <= 8 && work <= 512)) return TailKernel::kColumnSplit;
+  if (rows <= 16 && (heads <= 64 || work <= 768)) return TailKernel::kColumnSplit;
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
-  if (2 * tiles_64 <= 132) return TailKernel::kWgmmaA8;
+  if (4 * tiles_64 <= 96) return TailKernel::kWgmmaA8N32;
+  if (2 * tiles_64 <= 96) return TailKernel::kWgmmaA8;
   if (rows >= 128 && heads * ((rows + 127LL) / 128) >= 128) return TailKernel::kWgmmaWs;
   if (rows >= 64 && tiles_64 >= 119 && tiles_64 <= 132) return TailKernel::kWgmmaN128;
+  if (2 * tiles_64 <= 256) return TailKernel::kWgmmaP6;
   return TailKernel::kWgmmaP4;
 }
 

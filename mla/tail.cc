@@ -38,7 +38,7 @@ absl::StatusOr<std::unique_ptr<MlaTail>> MlaTail::Create(int device, const TailO
   MLA_RETURN_IF_ERROR(guard.Enter(device));
 
   // Per device, and never during a capture: Run() may be the first launch and be captured.
-  MLA_RETURN_IF_CUDA_ERROR(PrepareMlaValueKernels(), "PrepareMlaValueKernels");
+  MLA_RETURN_IF_CUDA_ERROR(PrepareTailKernels(), "PrepareTailKernels");
 
   // Destroyed (with whatever was allocated) on any early return.
   std::unique_ptr<MlaTail> tail(new MlaTail(device, options));

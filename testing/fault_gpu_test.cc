@@ -17,6 +17,7 @@
 #include "graph/buckets.h"
 #include "gtest/gtest.h"
 #include "mla/tail.h"
+#include "testing/device_filler.h"
 #include "testing/gpu.h"
 #include "testing/gpu_stream_test.h"
 #include "testing/problem.h"
@@ -230,32 +231,6 @@ TEST_F(FaultGpuTest, NoBmmAlgorithmIsReportedAndRetried) {
   EXPECT_EQ(asked, asked_before_retry + 2);
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
 }
-
-// Allocations that take every byte the device has left (large chunks, then smaller ones down to
-// 256 bytes), freed on destruction.
-class DeviceFiller {
- public:
-  ~DeviceFiller() { Release(); }
-  size_t Fill() {
-    size_t taken = 0;
-    for (size_t chunk = size_t{1} << 30; chunk >= 256; chunk /= 2) {
-      void* p = nullptr;
-      while (cudaMalloc(&p, chunk) == cudaSuccess) {
-        blocks_.push_back(p);
-        taken += chunk;
-      }
-      cudaGetLastError();  // the failed allocation's error is not sticky; clear it
-    }
-    return taken;
-  }
-  void Release() {
-    for (void* p : blocks_) cudaFree(p);
-    blocks_.clear();
-  }
-
- private:
-  std::vector<void*> blocks_;
-};
 
 // Device memory exhausted: with every byte taken, capturing and instantiating graphs (ahead of
 // time and lazily) fails with a status; no graph that failed is published; once memory is back,

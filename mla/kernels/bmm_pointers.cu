@@ -29,6 +29,8 @@ __global__ void BmmPointersKernel(const BmmPointerParams p) {
 
 const void* BmmPointersKernelAddress() { return reinterpret_cast<const void*>(&BmmPointersKernel); }
 
+cudaError_t PrepareBmmPointers() { return LoadKernel(BmmPointersKernel, 0); }
+
 cudaError_t LaunchBmmPointers(const BmmPointerParams& p, cudaStream_t stream, bool pdl) {
   return LaunchWithPdl(BmmPointersKernel, dim3(1), dim3(kMaxHeads), 0, stream, pdl, p);
 }

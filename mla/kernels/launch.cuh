@@ -23,6 +23,20 @@ cudaError_t LaunchWithPdl(void (*kernel)(Params), dim3 grid, dim3 block, size_t 
   return cudaLaunchKernelEx(&config, kernel, params);
 }
 
+// Loads `kernel` on the current device now and lets it use `smem_bytes` of dynamic shared memory
+// (more than 48 KB needs an opt-in). CUDA loads kernels lazily, at their first launch or graph
+// instantiation, and a load takes device memory: a runtime that fills the device first (its KV
+// cache) would see that load fail, and CUDA then refuses the kernel for the rest of the process
+// (cudaErrorLaunchOutOfResources). cudaFuncGetAttributes makes the runtime load it.
+template <typename Params>
+cudaError_t LoadKernel(void (*kernel)(Params), size_t smem_bytes) {
+  cudaFuncAttributes attributes;
+  const cudaError_t e = cudaFuncGetAttributes(&attributes, kernel);
+  if (e != cudaSuccess || smem_bytes <= 48 * 1024) return e;
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              static_cast<int>(smem_bytes));
+}
+
 }  // namespace mla
 
 #endif  // MLA_KERNELS_LAUNCH_CUH_

@@ -55,6 +55,8 @@ __global__ void __launch_bounds__(kThreads) MlaGateKernel(const MlaGateParams p)
 
 const void* MlaGateKernelAddress() { return reinterpret_cast<const void*>(&MlaGateKernel); }
 
+cudaError_t PrepareMlaGate() { return LoadKernel(MlaGateKernel, 0); }
+
 cudaError_t LaunchMlaGate(const MlaGateParams& p, cudaStream_t stream, bool pdl) {
   const dim3 grid((p.rows + kRowsPerBlock - 1) / kRowsPerBlock, p.heads);
   return LaunchWithPdl(MlaGateKernel, grid, dim3(kThreads), 0, stream, pdl, p);

@@ -167,6 +167,11 @@ const void* MlaValueColumnSplitKernelAddress(int heads, int rows) {
                                             : reinterpret_cast<const void*>(MlaValueKernel<1>);
 }
 
+cudaError_t PrepareMlaValueColumnSplit() {
+  const cudaError_t e = LoadKernel(MlaValueKernel<1>, SmemBytes<1>());
+  return e != cudaSuccess ? e : LoadKernel(MlaValueKernel<2>, SmemBytes<2>());
+}
+
 cudaError_t LaunchMlaValueColumnSplit(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
   return MlaValueRowTiles(p.heads, p.rows) == 2 ? Launch<2>(p, stream, pdl)
                                                 : Launch<1>(p, stream, pdl);

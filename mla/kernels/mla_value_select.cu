@@ -1,7 +1,10 @@
 // Which fused kernel runs: the one place that maps MlaValueVariant and a shape to a kernel, for
-// the launch and for graph/, which finds the captured node by the kernel's address.
+// the launch and for graph/, which finds the captured node by the kernel's address; and the one
+// place that loads every kernel of the tail.
 
 #include <cuda_runtime.h>
+
+#include <initializer_list>
 
 #include "mla/dispatch.h"
 #include "mla/kernels/mla_value_variants.h"
@@ -36,8 +39,12 @@ MlaValueVariant ResolveMlaValueVariant(MlaValueVariant variant, int heads, int r
   switch (DispatchTail(heads, rows)) {
     case TailKernel::kColumnSplit:
       return MlaValueVariant::kColumnSplit;
+    case TailKernel::kWgmmaA8N32:
+      return MlaValueVariant::kWgmmaA8N32;
     case TailKernel::kWgmmaA8:
       return MlaValueVariant::kWgmmaA8;
+    case TailKernel::kWgmmaP6:
+      return MlaValueVariant::kWgmmaP6;
     case TailKernel::kWgmmaP4:
       return MlaValueVariant::kWgmmaP4;
     case TailKernel::kWgmmaN128:
@@ -63,9 +70,13 @@ cudaError_t LaunchMlaValue(const MlaValueParams& p, cudaStream_t stream, bool pd
   return LaunchMlaValueColumnSplit(p, stream, pdl);
 }
 
-cudaError_t PrepareMlaValueKernels() {
-  const cudaError_t e = PrepareMlaValueWgmma();
-  return e != cudaSuccess ? e : PrepareMlaValueWs();
+cudaError_t PrepareTailKernels() {
+  for (cudaError_t (*prepare)() : {PrepareMlaValueColumnSplit, PrepareMlaValueWgmma,
+                                   PrepareMlaValueWs, PrepareMlaGate, PrepareBmmPointers}) {
+    const cudaError_t e = prepare();
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
 }
 
 }  // namespace mla

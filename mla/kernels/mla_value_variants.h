@@ -1,8 +1,9 @@
 #ifndef MLA_KERNELS_MLA_VALUE_VARIANTS_H_
 #define MLA_KERNELS_MLA_VALUE_VARIANTS_H_
 
-// The fused kernels' own entry points, behind LaunchMlaValue and MlaValueKernelAddress
-// (params.h), which pick one by MlaValueVariant.
+// The fused kernels' own entry points, behind LaunchMlaValue, MlaValueKernelAddress and
+// PrepareTailKernels (params.h), which pick one by MlaValueVariant or load them all. Each
+// Prepare* loads its kernels (LoadKernel, launch.cuh).
 
 #include <cuda_runtime_api.h>
 
@@ -12,6 +13,7 @@ namespace mla {
 
 // MlaValue (mla_value.cu): 16 * MlaValueRowTiles(heads, rows) rows a block.
 cudaError_t LaunchMlaValueColumnSplit(const MlaValueParams& params, cudaStream_t stream, bool pdl);
+cudaError_t PrepareMlaValueColumnSplit();
 const void* MlaValueColumnSplitKernelAddress(int heads, int rows);
 
 // MlaValueWgmma (mla_value_wgmma.cu) in the configuration a kWgmma* variant names;

@@ -330,10 +330,7 @@ struct Wg {
     const dim3 grid(column_blocks, p.heads, row_tiles);
     return LaunchWithPdl(kKernel, grid, dim3(T::kThreads), T::kSmemBytes, stream, pdl, p);
   }
-  static cudaError_t AllowSmem() {
-    return cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                static_cast<int>(T::kSmemBytes));
-  }
+  static cudaError_t Load() { return LoadKernel(kKernel, T::kSmemBytes); }
 };
 
 // Calls f(Wg<i>) for the configuration of `variant`; false if it has none.
@@ -351,12 +348,12 @@ bool WithConfig(MlaValueVariant variant, F&& f) {
 }
 
 template <int kIndex = 0>
-cudaError_t AllowSmemAll() {
+cudaError_t LoadAll() {
   if constexpr (kIndex == std::size(kWgConfigs)) {
     return cudaSuccess;
   } else {
-    const cudaError_t e = Wg<kIndex>::AllowSmem();
-    return e != cudaSuccess ? e : AllowSmemAll<kIndex + 1>();
+    const cudaError_t e = Wg<kIndex>::Load();
+    return e != cudaSuccess ? e : LoadAll<kIndex + 1>();
   }
 }
 
@@ -366,7 +363,7 @@ bool IsMlaValueWgmma(MlaValueVariant variant) {
   return WithConfig(variant, [](auto) {});
 }
 
-cudaError_t PrepareMlaValueWgmma() { return AllowSmemAll(); }
+cudaError_t PrepareMlaValueWgmma() { return LoadAll(); }
 
 const void* MlaValueWgmmaKernelAddress(MlaValueVariant variant) {
   const void* address = nullptr;

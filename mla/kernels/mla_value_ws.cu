@@ -300,10 +300,7 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
 
 }  // namespace
 
-cudaError_t PrepareMlaValueWs() {
-  return cudaFuncSetAttribute(MlaValueWsKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              static_cast<int>(WsTile::kSmemBytes));
-}
+cudaError_t PrepareMlaValueWs() { return LoadKernel(MlaValueWsKernel, WsTile::kSmemBytes); }
 
 const void* MlaValueWsKernelAddress() { return reinterpret_cast<const void*>(MlaValueWsKernel); }
 

@@ -1,0 +1,45 @@
+#ifndef TESTING_DEVICE_FILLER_H_
+#define TESTING_DEVICE_FILLER_H_
+
+// Takes every byte of device memory cudaMalloc will give (down to 256-byte blocks) until
+// Release or destruction: a runtime that filled the device with its KV cache.
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <vector>
+
+namespace mla_testing {
+
+class DeviceFiller {
+ public:
+  DeviceFiller() = default;
+  DeviceFiller(const DeviceFiller&) = delete;
+  DeviceFiller& operator=(const DeviceFiller&) = delete;
+  ~DeviceFiller() { Release(); }
+
+  // The bytes taken.
+  size_t Fill() {
+    size_t taken = 0;
+    for (size_t chunk = size_t{1} << 30; chunk >= 256; chunk /= 2) {
+      void* p = nullptr;
+      while (cudaMalloc(&p, chunk) == cudaSuccess) {
+        blocks_.push_back(p);
+        taken += chunk;
+      }
+      cudaGetLastError();  // the failed allocation's error is not sticky; clear it
+    }
+    return taken;
+  }
+  void Release() {
+    for (void* p : blocks_) cudaFree(p);
+    blocks_.clear();
+  }
+
+ private:
+  std::vector<void*> blocks_;
+};
+
+}  // namespace mla_testing
+
+#endif  // TESTING_DEVICE_FILLER_H_
