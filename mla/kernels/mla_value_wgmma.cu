@@ -6,7 +6,10 @@
 // re-read W_UV for every 16-32 rows, and the largest, where the warp-specialized persistent
 // kernel (mla_value_ws.cu) shares each W_UV slice between 128 rows. The configurations
 // (kWgConfigs, below):
-//   - 64 x 64 tiles: a 4-stage pipeline, or all 8 steps in flight at once;
+//   - all 8 steps in flight at once, 64 x 32 tiles (two blocks a multiprocessor) or 64 x 64
+//     (one): one memory round trip, for grids smaller than the GPU;
+//   - a 6-stage 64 x 64 pipeline (two blocks a multiprocessor: the next tail's blocks join while
+//     this one drains) or a 4-stage one (three);
 //   - 64 x 128 tiles: each latent row is read once, not once for each 64-column half.
 //
 // K: the latent values in steps of 64 (128 bytes a row, one 128-byte swizzle atom). Each step's
@@ -303,9 +306,11 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
 }
 
 // The configurations MlaValueVariant names: stages (8: all steps in flight), the tile's
-// columns, and the minimum blocks a multiprocessor its launch bounds name (0: none). With 1 the 4-stage pipeline keeps 135
-// registers instead of 96 and is 3-6% faster at 64-96 heads x 16-64 rows, at most 1.5% slower
-// at 128 x 128-512 (history/lb12_29707b8); the other configurations do not change with it.
+// columns, and the minimum blocks a multiprocessor its launch bounds name (0: none). With 1 the
+// 4-stage pipeline keeps 135 registers instead of 96 and is 3-6% faster at 64-96 heads x 16-64
+// rows, at most 1.5% slower at 128 x 128-512 (history/lb12_29707b8); the 6-stage pipeline takes
+// the same bounds. The shared memory of each (WgTile::kSmemBytes) decides how many of its blocks
+// share a multiprocessor, which the rule (mla/dispatch.h) leans on.
 struct WgConfig {
   MlaValueVariant variant;
   int stages, cols, min_blocks;
