@@ -1,10 +1,8 @@
-// MlaTail::Create loads every kernel of the tail (PrepareTailKernels, mla/kernels/params.h), so
-// that a runtime filling the device after creating it, as it fills it with its KV cache, meets
-// no kernel load on a full device. Such a load happened in this project's own suite (NOTES.md,
-// eighth session): a graph instantiated on a full device, its kernel never loaded, failed as it
-// should, and from then on every instantiation of that kernel failed with
-// cudaErrorLaunchOutOfResources, memory freed or not. Alone in its binary, so that no earlier
-// test has loaded a kernel for it.
+// A runtime fills the device (its KV cache) after creating the tail: every fused kernel still
+// runs, eagerly and through graphs, and once memory is back its graphs instantiate and replay.
+// MlaTail::Create loads every kernel (PrepareTailKernels, mla/kernels/params.h), so none is
+// loaded on the full device. Alone in its binary, so that no earlier test has loaded a kernel
+// for it. (It also passed with the loading taken out, on an H200: NOTES.md, eighth session.)
 
 #include <cuda_runtime.h>
 

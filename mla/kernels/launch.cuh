@@ -23,11 +23,10 @@ cudaError_t LaunchWithPdl(void (*kernel)(Params), dim3 grid, dim3 block, size_t 
   return cudaLaunchKernelEx(&config, kernel, params);
 }
 
-// Loads `kernel` on the current device now and lets it use `smem_bytes` of dynamic shared memory
-// (more than 48 KB needs an opt-in). CUDA loads kernels lazily, at their first launch or graph
-// instantiation, and a load takes device memory: a runtime that fills the device first (its KV
-// cache) would see that load fail, and CUDA then refuses the kernel for the rest of the process
-// (cudaErrorLaunchOutOfResources). cudaFuncGetAttributes makes the runtime load it.
+// Loads `kernel` on the current device now (cudaFuncGetAttributes makes the runtime load it) and
+// lets it use `smem_bytes` of dynamic shared memory (more than 48 KB needs an opt-in). CUDA
+// otherwise loads each kernel at its first launch or graph instantiation; loaded when the tail
+// is created, none is loaded during a decode step or on a device the runtime has filled since.
 template <typename Params>
 cudaError_t LoadKernel(void (*kernel)(Params), size_t smem_bytes) {
   cudaFuncAttributes attributes;

@@ -136,12 +136,11 @@ MlaValueVariant ResolveMlaValueVariant(MlaValueVariant variant, int heads, int r
 // columns in registers across all its tiles, so larger tiles re-read W_UV less often.
 int MlaValueRowTiles(int heads, int rows);
 
-// Loads every kernel of the tail on the current device and lets the fused kernels use their
-// shared memory (above the 48 KB default). Once per device before their first launch, outside
-// any stream capture: MlaTail::Create calls it. Loaded then, the kernels launch and instantiate
-// in graphs even once the caller has filled the device (CUDA would otherwise load each at its
-// first use, and a load that finds no memory leaves the kernel unusable for the process).
-// cuBLASLt's own kernels, on the BMM path, still load at their first launch.
+// Loads every kernel of the tail on the current device (CUDA would load each at its first launch
+// or graph instantiation) and lets the fused kernels use their shared memory (above the 48 KB
+// default). Once per device before their first launch, outside any stream capture:
+// MlaTail::Create calls it. cuBLASLt's own kernels, on the BMM path, still load at their first
+// launch.
 cudaError_t PrepareTailKernels();
 
 cudaError_t LaunchMlaValue(const MlaValueParams& params, cudaStream_t stream, bool pdl,
