@@ -232,10 +232,10 @@ TEST_F(FaultGpuTest, NoBmmAlgorithmIsReportedAndRetried) {
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
 }
 
-// Device memory exhausted: with every byte taken, capturing and instantiating graphs (ahead of
-// time and lazily) fails with a status; no graph that failed is published; once memory is back,
-// the same set captures the rest and every graph replays correctly. The set's own scratch was
-// allocated at Create, before the device filled up.
+// Device memory exhausted: with every byte taken, capturing and instantiating graphs ahead of
+// time fails with a status, and a lazy capture either fails too or computes the tail; no graph
+// that failed is published; once memory is back, the same set captures the rest and every graph
+// replays correctly. The set's own scratch was allocated at Create, before the device filled up.
 TEST_F(FaultGpuTest, DeviceMemoryExhaustedDuringCaptureIsReportedAndRetried) {
   constexpr int kLayers = 8;
   std::unique_ptr<Problem> problem = MakeProblem(12, 256, 13);
@@ -268,10 +268,18 @@ TEST_F(FaultGpuTest, DeviceMemoryExhaustedDuringCaptureIsReportedAndRetried) {
   const int graphs = kLayers * static_cast<int>(options.buckets.size());
   EXPECT_LT(full.graphs_captured, graphs);
   // The last layer's largest bucket comes last in CaptureAll's order: not captured. Replaying it
-  // tries a lazy capture, which fails the same way, and writes nothing.
+  // tries a lazy capture. That fails the same way and writes nothing, or, where the failed
+  // CaptureAll left enough memory free for one more graph (once, at 39d1f62: NOTES.md, eighth
+  // session), succeeds and computes the tail.
   const absl::Status replay = (*set)->Replay(kLayers - 1, 256, stream_);
-  EXPECT_FALSE(replay.ok());
-  ExpectUntouched(*problem);
+  RecordProperty("lazy_capture_while_full", replay.ok() ? "succeeded" : "failed");
+  if (replay.ok()) {
+    ExpectCorrect(*problem);
+    ASSERT_OK(problem->PoisonOutput(b.output, stream_));
+  } else {
+    EXPECT_EQ(replay.code(), absl::StatusCode::kResourceExhausted) << replay;
+    ExpectUntouched(*problem);
+  }
   cudaGetLastError();
 
   filler.Release();
