@@ -19,12 +19,13 @@
 //   64 x 1-16 it adds 2.35-2.66 us where the 6-stage pipeline adds 3.69-3.79, and 2.78-3.20 us
 //   at 96 x 1-8 against 4.48-4.57 (history/cfg24_39d1f62/tail_bench_upstream.csv). Goal 4 of the
 //   performance issue is about exactly these shapes. Deliberate: with tails back to back (the
-//   grid), where the next tail's blocks do join, the 64 x 32 all-in-flight tiles are 3-5% faster
-//   at 32 x 1-16, the 6-stage pipeline 4-7% at 64 x 1-16 and 96 x 1-8.
+//   grid), where the next tail's blocks do join, the 64 x 32 all-in-flight tiles are 3-7% faster
+//   at 32 x 1-16, the 6-stage pipeline 4-9% at 64 x 1-16, 96 x 1-8 and 128 x 1-4 (cfg23-24,
+//   final25 = tail_bench.csv, history/grid30_ecdee44).
 // - MlaValueWgmma with 64 x 32 tiles and all 8 K steps in flight (101 KB, two blocks a
 //   multiprocessor) while 4T <= 96 blocks: one memory round trip, twice the blocks of the 64 x 64
-//   tiles; 4-15% ahead of every other kernel at 8-16 heads x 16-128 rows (12 x 64: 2.39 against
-//   2.82 us for the 64 x 64 tiles).
+//   tiles; 5-15% ahead of every other kernel at 8-16 heads x 32-128 rows in cfg24 and grid30
+//   (12 x 64: 2.39 against 2.82 us for the 64 x 64 tiles), 0-14% in final25.
 // - The 64 x 64 tiles with all 8 steps in flight (140 KB, one block a multiprocessor) while
 //   2T <= 96 blocks.
 // - The persistent warp-specialized 128 x 128 tiles (MlaValueWgmma-ws, history/ws3_1138687,
@@ -32,9 +33,10 @@
 // - The 64 x 128 tiles where T is 119-132 (8 x 1024, 16 x 512, 32 x 256, 64 x 128, 128 x 64):
 //   each latent row read once, the multiprocessors filled once (history/wide6_b499142).
 // - The 6-stage 64 x 64 pipeline (105 KB: two blocks a multiprocessor, so the next tail's
-//   blocks join while this one drains) while 2T <= 256 blocks: 8-12% ahead of the 4-stage
+//   blocks join while this one drains) while 2T <= 256 blocks: 5-12% ahead of the 4-stage
 //   pipeline and of the all-in-flight tiles at 128 blocks (32 x 128, 64 x 32-64, 8 x 512,
-//   16 x 256) and at 128 x 8-32.
+//   16 x 256) and at 128 x 8-32 in cfg22-24 and grid30; on final25's H200 level (-4% to +1%) at
+//   128 blocks.
 // - The 4-stage 64 x 64 pipeline (73 KB, three blocks a multiprocessor) beyond: 96 x 128,
 //   12 x 1024.
 // The cuBLASLt batched GEMM + MlaGate (the BMM path) is the fastest at no measured shape since
