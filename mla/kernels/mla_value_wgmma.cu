@@ -323,6 +323,17 @@ constexpr WgConfig kWgConfigs[] = {
     {MlaValueVariant::kWgmmaP6, 6, 64, 1},
 };
 
+// The rule (mla/dispatch.h) counts on how many blocks of each share a multiprocessor: 228 KB
+// of shared memory an H200 multiprocessor, 1 KB of it reserved for each block.
+constexpr size_t BlocksPerMultiprocessor(size_t smem_bytes) {
+  return (228 * 1024) / (smem_bytes + 1024);
+}
+static_assert(BlocksPerMultiprocessor(WgTile<8, 32>::kSmemBytes) == 2, "a8n32: two");
+static_assert(BlocksPerMultiprocessor(WgTile<8, 64>::kSmemBytes) == 1, "a8: one");
+static_assert(BlocksPerMultiprocessor(WgTile<6, 64>::kSmemBytes) == 2, "p6: two");
+static_assert(BlocksPerMultiprocessor(WgTile<4, 64>::kSmemBytes) == 3, "p4: three");
+static_assert(BlocksPerMultiprocessor(WgTile<3, 128>::kSmemBytes) == 2, "n128: two");
+
 template <int kIndex>
 struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
