@@ -111,20 +111,38 @@ __device__ __forceinline__ float ReciprocalInRange(float d) {
   return __fmaf_rn(r, -__fmaf_rn(d, r, -1.0f), r);
 }
 
-// GatePair without a branch, for gates g > -87.3 (1 + exp(-g) < 2^126), where it is equal to
-// GatePair bit for bit; clears `in_range` on an active row whose gate is lower or NaN.
-__device__ __forceinline__ uint32_t GatePairInRange(float v0, float v1, uint32_t gate_word,
-                                                    bool active, bool& in_range) {
+// s for two adjacent columns as GatePair computes it (the division), whatever the gate.
+__device__ __forceinline__ float2 SigmoidPair(uint32_t gate_word) {
+  const float2 g = Bf16x2ToFloat2(gate_word);
+  return {Sigmoid(g.x), Sigmoid(g.y)};
+}
+
+// SigmoidPair without a branch, for gates g > -87.3 (1 + exp(-g) < 2^126), where it is equal to
+// SigmoidPair bit for bit; clears `in_range` on an active row whose gate is lower or NaN.
+__device__ __forceinline__ float2 SigmoidPairInRange(uint32_t gate_word, bool active,
+                                                     bool& in_range) {
   const float2 g = Bf16x2ToFloat2(gate_word);
   const float d0 = 1.0f + expf(-g.x);
   const float d1 = 1.0f + expf(-g.y);
   // Bitwise, not short-circuit, operators: a short circuit is a branch.
   in_range = in_range & (!active | ((d0 < 0x1p126f) & (d1 < 0x1p126f)));
-  const __nv_bfloat162 out =
-      __floats2bfloat162_rn(v0 * ReciprocalInRange(d0), v1 * ReciprocalInRange(d1));
+  return {ReciprocalInRange(d0), ReciprocalInRange(d1)};
+}
+
+// out = active ? bf16(v * s) : +0 for two adjacent columns, v already bf16-exact; with s from
+// SigmoidPair this is GatePair bit for bit.
+__device__ __forceinline__ uint32_t GateWithSigmoid(float v0, float v1, float2 s, bool active) {
+  const __nv_bfloat162 out = __floats2bfloat162_rn(v0 * s.x, v1 * s.y);
   uint32_t word;
   memcpy(&word, &out, sizeof(word));
   return word & (0u - static_cast<uint32_t>(active));  // a mask, not a branch: +0.0 twice
+}
+
+// GatePair without a branch, for gates g > -87.3, where it is equal to GatePair bit for bit;
+// clears `in_range` on an active row whose gate is lower or NaN.
+__device__ __forceinline__ uint32_t GatePairInRange(float v0, float v1, uint32_t gate_word,
+                                                    bool active, bool& in_range) {
+  return GateWithSigmoid(v0, v1, SigmoidPairInRange(gate_word, active, in_range), active);
 }
 
 // out[i] = GatePair(v[2i], v[2i + 1], gate[i], active[i]) for a thread's kN pairs. Why not
@@ -143,7 +161,9 @@ __device__ __forceinline__ void GatePairs(const float (&v)[2 * kN], const uint32
   }
   if (!in_range) {
 #pragma unroll
-    for (int i = 0; i < kN; ++i) out[i] = GatePair(v[2 * i], v[2 * i + 1], gate[i], active[i]);
+    for (int i = 0; i < kN; ++i) {
+      out[i] = GateWithSigmoid(v[2 * i], v[2 * i + 1], SigmoidPair(gate[i]), active[i]);
+    }
   }
 }
 

@@ -204,6 +204,29 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
 #pragma unroll
   for (int j = 0; j < kCols / 2; ++j) acc[j] = 0.0f;
 
+  // Accumulator 4j + e of the m64 x kCols tile: row 16 * warp + group (+8 for e >= 2),
+  // column 8j + 2 * quarter + (e & 1). Pair n = 2j + half is accumulators 4j + 2 * half and
+  // 4j + 2 * half + 1, one 4-byte gate word.
+  constexpr int kOutTiles = kCols / 8;
+  constexpr int kPairs = 2 * kOutTiles;
+  constexpr int kPairsPerStep = kPairs / kSteps;
+  static_assert(kPairs % kSteps == 0, "the same number of sigmoids every step");
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  const int group = lane / 4;
+  const int quarter = lane % 4;
+  const int32_t* lengths = reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset);
+  auto pair_row = [&](int n) { return 16 * warp + 8 * (n % 2) + group; };
+  auto pair_gate = [&](int n) -> uint32_t* {
+    return reinterpret_cast<uint32_t*>(gate_tile + T::GateWord(pair_row(n), n / 2) +
+                                       4 * quarter);
+  };
+  // The gate's sigmoids (SPEC.md's s), kPairsPerStep pairs a step while that step's MMAs run
+  // and later steps' copies fly: computed after the last MMA, as before, they were a chain of
+  // exp and reciprocals on the multiprocessor's MUFU unit with nothing left to overlap it.
+  float2 sigmoid[kPairs];
+  bool in_range = true;
+
 #pragma unroll
   for (int step = 0; step < kSteps; ++step) {
     const int stage = step % kStages;
@@ -238,6 +261,12 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
       device::Wgmma64xN(acc, a_desc0 + stage_offset + 2 * k, b_desc0 + stage_offset + 2 * k);
     }
     device::WgmmaCommit();
+    // The gate tile landed with step 0 (group 0) and the barrier above published it.
+#pragma unroll
+    for (int i = 0; i < kPairsPerStep; ++i) {
+      const int n = step * kPairsPerStep + i;
+      sigmoid[n] = device::SigmoidPairInRange(*pair_gate(n), lengths[pair_row(n)] > 0, in_range);
+    }
     if (T::kAllInFlight && step + 1 < kSteps) {
       device::WgmmaWait<1>();  // step - 1's MMAs are done; this step's run on (no reuse)
     } else {
@@ -246,50 +275,18 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
     device::FenceAccumulators(acc);
   }
 
-  // Accumulator 4j + e of the m64 x kCols tile: row 16 * warp + group (+8 for e >= 2),
-  // column 8j + 2 * quarter + (e & 1).
-  constexpr int kOutTiles = kCols / 8;
-  const float* out = acc;
-  const int lane = threadIdx.x % 32;
-  const int warp = threadIdx.x / 32;
-  const int group = lane / 4;
-  const int quarter = lane % 4;
-  const int32_t* lengths = reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset);
-  // Pair kOutTiles * half + j, gated a batch of halves at once (both for 64 columns; one at a
-  // time for 128, which keeps 32 pairs in registers beside the accumulators, not 64), then
-  // written over the gate words read.
-  constexpr int kHalvesPerBatch = kOutTiles <= 8 ? 2 : 1;
-  constexpr int kPairs = kHalvesPerBatch * kOutTiles;
+  // A gate below -87.3 or NaN on an active row: this thread's sigmoids the general way.
+  if (!in_range) {
 #pragma unroll
-  for (int half0 = 0; half0 < 2; half0 += kHalvesPerBatch) {
-    float v[2 * kPairs];
-    uint32_t gates[kPairs];
-    bool active[kPairs];
-    uint32_t gated[kPairs];
+    for (int n = 0; n < kPairs; ++n) sigmoid[n] = device::SigmoidPair(*pair_gate(n));
+  }
+  // Each pair rounded to bf16, gated and written over the gate word it read (its own).
 #pragma unroll
-    for (int b = 0; b < kHalvesPerBatch; ++b) {
-      const int half = half0 + b;
-      const int row = 16 * warp + 8 * half + group;
-#pragma unroll
-      for (int j = 0; j < kOutTiles; ++j) {
-        const int n = kOutTiles * b + j;
-        v[2 * n] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half]));
-        v[2 * n + 1] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half + 1]));
-        gates[n] = *reinterpret_cast<const uint32_t*>(gate_tile + T::GateWord(row, j) +
-                                                      4 * quarter);
-        active[n] = lengths[row] > 0;
-      }
-    }
-    device::GatePairs(v, gates, active, gated);
-#pragma unroll
-    for (int b = 0; b < kHalvesPerBatch; ++b) {
-      const int row = 16 * warp + 8 * (half0 + b) + group;
-#pragma unroll
-      for (int j = 0; j < kOutTiles; ++j) {
-        *reinterpret_cast<uint32_t*>(gate_tile + T::GateWord(row, j) + 4 * quarter) =
-            gated[kOutTiles * b + j];
-      }
-    }
+  for (int n = 0; n < kPairs; ++n) {
+    const int e = 4 * (n / 2) + 2 * (n % 2);
+    *pair_gate(n) = device::GateWithSigmoid(__bfloat162float(__float2bfloat16_rn(acc[e])),
+                                            __bfloat162float(__float2bfloat16_rn(acc[e + 1])),
+                                            sigmoid[n], lengths[pair_row(n)] > 0);
   }
   __syncthreads();
   // The output tile, 16 bytes a thread and copy: word w of row r.

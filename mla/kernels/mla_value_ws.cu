@@ -180,8 +180,9 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
       for (int step = 0; step < T::kSteps; ++step) {
         // The gate buffer is free once the previous tile's epilogue is done, which is when
         // the consumers start on this tile; by step 6 the ring is full of this tile's steps,
-        // so waiting here holds back no copy.
-        if (step == T::kSteps - 2) {
+        // so waiting here holds back no copy. The first tile's gate goes first: the consumers
+        // need it from their step kSigmoidFrom on, long before its epilogue.
+        if (step == (i == 0 ? 0 : T::kSteps - 2)) {
           if (i > 0) device::MbarrierWait(gate_empty, (i - 1) & 1);
           copy_epilogue_inputs(tile);
           device::MbarrierArriveOnCopies(gate_full);
@@ -209,6 +210,19 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
   const int warpgroup = consumer / 128;
   const int warp = consumer % 128 / 32;  // within the warpgroup
   const int lane = threadIdx.x % 32;
+  // Accumulator 4j + e: row 16 * warp + group (+8 for e >= 2) of the warpgroup's 64, column
+  // 8j + 2 * quarter + (e & 1). Pair n = 2j + half is accumulators 4j + 2 * half and
+  // 4j + 2 * half + 1, one 4-byte gate word.
+  constexpr int kPairs = T::kCols / 4;
+  constexpr int kSigmoidFrom = T::kSteps / 2;
+  constexpr int kPairsPerStep = kPairs / (T::kSteps - kSigmoidFrom);
+  const int group = lane / 4;
+  const int quarter = lane % 4;
+  auto pair_row = [&](int n) { return 64 * warpgroup + 16 * warp + 8 * (n % 2) + group; };
+  auto pair_gate = [&](int n) -> uint32_t* {
+    return reinterpret_cast<uint32_t*>(gate_tile + T::GateWord(pair_row(n), n / 2) +
+                                       4 * quarter);
+  };
   const uint64_t a_desc0 =
       device::SmemDescriptor(smem_base + T::kWBytes + warpgroup * 64 * T::kRowBytes);
   const uint64_t b_desc0 = device::SmemDescriptor(smem_base);
@@ -221,8 +235,15 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
 #pragma unroll
     for (int j = 0; j < T::kCols / 2; ++j) acc[j] = 0.0f;
 
+    // The gate's sigmoids (SPEC.md's s), kPairsPerStep pairs in each of the last steps while
+    // their MMAs run: computed after the last MMA, as before, they were a chain of exp and
+    // reciprocals on the multiprocessor's MUFU unit (about 1 us a tile) during which no buffer
+    // was freed.
+    float2 sigmoid[kPairs];
+    bool in_range = true;
+
     int previous = 0;  // the buffer of the step before
-#pragma unroll 1
+#pragma unroll
     for (int step = 0; step < T::kSteps; ++step) {
       device::MbarrierWait(&full[stage], phase & 1);
       device::FenceProxyAsyncShared();  // cp.async wrote it through the generic proxy
@@ -234,6 +255,15 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
         device::Wgmma64xN(acc, a_desc0 + stage_offset + 2 * k, b_desc0 + stage_offset + 2 * k);
       }
       device::WgmmaCommit();
+      if (step >= kSigmoidFrom) {
+        if (step == kSigmoidFrom) device::MbarrierWait(gate_full, i & 1);
+#pragma unroll
+        for (int m = 0; m < kPairsPerStep; ++m) {
+          const int n = (step - kSigmoidFrom) * kPairsPerStep + m;
+          sigmoid[n] =
+              device::SigmoidPairInRange(*pair_gate(n), lengths[pair_row(n)] > 0, in_range);
+        }
+      }
       device::WgmmaWait<1>();  // the step before is done: free its buffer
       device::FenceAccumulators(acc);
       if (step > 0) {
@@ -251,34 +281,18 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
     __syncwarp();
     if (lane == 0) device::MbarrierArrive(&empty[previous]);
 
-    // Epilogue. Accumulator 4j + e: row 16 * warp + group (+8 for e >= 2) of the warpgroup's
-    // 64, column 8j + 2 * quarter + (e & 1). One half (8 rows) at a time: 16 pairs beside the
-    // accumulators.
-    device::MbarrierWait(gate_full, i & 1);
-    constexpr int kOutTiles = T::kCols / 8;
-    const int group = lane / 4;
-    const int quarter = lane % 4;
+    // Epilogue: each pair rounded to bf16, gated and written over the gate word it read (its
+    // own). A gate below -87.3 or NaN on an active row: this thread's sigmoids the general way.
+    if (!in_range) {
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int row = 64 * warpgroup + 16 * warp + 8 * half + group;
-      float v[2 * kOutTiles];
-      uint32_t gates[kOutTiles];
-      bool active[kOutTiles];
-      uint32_t gated[kOutTiles];
-      const bool row_active = lengths[row] > 0;
+      for (int n = 0; n < kPairs; ++n) sigmoid[n] = device::SigmoidPair(*pair_gate(n));
+    }
 #pragma unroll
-      for (int j = 0; j < kOutTiles; ++j) {
-        v[2 * j] = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 * half]));
-        v[2 * j + 1] = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 * half + 1]));
-        gates[j] = *reinterpret_cast<const uint32_t*>(gate_tile + T::GateWord(row, j) +
-                                                      4 * quarter);
-        active[j] = row_active;
-      }
-      device::GatePairs(v, gates, active, gated);
-#pragma unroll
-      for (int j = 0; j < kOutTiles; ++j) {
-        *reinterpret_cast<uint32_t*>(gate_tile + T::GateWord(row, j) + 4 * quarter) = gated[j];
-      }
+    for (int n = 0; n < kPairs; ++n) {
+      const int e = 4 * (n / 2) + 2 * (n % 2);
+      *pair_gate(n) = device::GateWithSigmoid(__bfloat162float(__float2bfloat16_rn(acc[e])),
+                                              __bfloat162float(__float2bfloat16_rn(acc[e + 1])),
+                                              sigmoid[n], lengths[pair_row(n)] > 0);
     }
     device::NamedBarrier(1 + warpgroup, 128);
     // The warpgroup's 64 rows leave in 16-byte stores: word w of row r.
