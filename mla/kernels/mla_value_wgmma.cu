@@ -113,7 +113,7 @@ __device__ __forceinline__ void CopyAsyncWaitUntil(int pending) {
   }
 }
 
-template <int kStages, int kCols, int kMinBlocks>
+template <int kStages, int kCols, int kMinBlocks, bool kEarlySigmoids>
 __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const MlaValueParams p) {
   using T = WgTile<kStages, kCols>;
   constexpr int kThreads = T::kThreads;
@@ -221,11 +221,16 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
     return reinterpret_cast<uint32_t*>(gate_tile + T::GateWord(pair_row(n), n / 2) +
                                        4 * quarter);
   };
-  // The gate's sigmoids (SPEC.md's s), kPairsPerStep pairs a step while that step's MMAs run
-  // and later steps' copies fly: computed after the last MMA, as before, they were a chain of
-  // exp and reciprocals on the multiprocessor's MUFU unit with nothing left to overlap it.
+  // The gate's sigmoids (SPEC.md's s): with kEarlySigmoids kPairsPerStep pairs a step while
+  // that step's MMAs run and later steps' copies fly, else all at once after the last MMA.
   float2 sigmoid[kPairs];
   bool in_range = true;
+  auto compute_sigmoids = [&](int n0, int count) {
+#pragma unroll
+    for (int n = n0; n < n0 + count; ++n) {
+      sigmoid[n] = device::SigmoidPairInRange(*pair_gate(n), lengths[pair_row(n)] > 0, in_range);
+    }
+  };
 
 #pragma unroll
   for (int step = 0; step < kSteps; ++step) {
@@ -262,11 +267,7 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
     }
     device::WgmmaCommit();
     // The gate tile landed with step 0 (group 0) and the barrier above published it.
-#pragma unroll
-    for (int i = 0; i < kPairsPerStep; ++i) {
-      const int n = step * kPairsPerStep + i;
-      sigmoid[n] = device::SigmoidPairInRange(*pair_gate(n), lengths[pair_row(n)] > 0, in_range);
-    }
+    if constexpr (kEarlySigmoids) compute_sigmoids(step * kPairsPerStep, kPairsPerStep);
     if (T::kAllInFlight && step + 1 < kSteps) {
       device::WgmmaWait<1>();  // step - 1's MMAs are done; this step's run on (no reuse)
     } else {
@@ -275,18 +276,25 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
     device::FenceAccumulators(acc);
   }
 
-  // A gate below -87.3 or NaN on an active row: this thread's sigmoids the general way.
-  if (!in_range) {
+  // Each pair rounded to bf16, gated and written over the gate word it read (its own); without
+  // kEarlySigmoids the sigmoids first, in batches (half the pairs at 128 columns: fewer
+  // registers beside the accumulators).
+  constexpr int kBatch = kEarlySigmoids || kCols <= 64 ? kPairs : kPairs / 2;
 #pragma unroll
-    for (int n = 0; n < kPairs; ++n) sigmoid[n] = device::SigmoidPair(*pair_gate(n));
-  }
-  // Each pair rounded to bf16, gated and written over the gate word it read (its own).
+  for (int n0 = 0; n0 < kPairs; n0 += kBatch) {
+    if constexpr (!kEarlySigmoids) compute_sigmoids(n0, kBatch);
+    // A gate below -87.3 or NaN on an active row: this thread's sigmoids the general way.
+    if (!in_range) {
 #pragma unroll
-  for (int n = 0; n < kPairs; ++n) {
-    const int e = 4 * (n / 2) + 2 * (n % 2);
-    *pair_gate(n) = device::GateWithSigmoid(__bfloat162float(__float2bfloat16_rn(acc[e])),
-                                            __bfloat162float(__float2bfloat16_rn(acc[e + 1])),
-                                            sigmoid[n], lengths[pair_row(n)] > 0);
+      for (int n = n0; n < n0 + kBatch; ++n) sigmoid[n] = device::SigmoidPair(*pair_gate(n));
+    }
+#pragma unroll
+    for (int n = n0; n < n0 + kBatch; ++n) {
+      const int e = 4 * (n / 2) + 2 * (n % 2);
+      *pair_gate(n) = device::GateWithSigmoid(__bfloat162float(__float2bfloat16_rn(acc[e])),
+                                              __bfloat162float(__float2bfloat16_rn(acc[e + 1])),
+                                              sigmoid[n], lengths[pair_row(n)] > 0);
+    }
   }
   __syncthreads();
   // The output tile, 16 bytes a thread and copy: word w of row r.
@@ -311,13 +319,14 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
 struct WgConfig {
   MlaValueVariant variant;
   int stages, cols, min_blocks;
+  bool early_sigmoids;
 };
 constexpr WgConfig kWgConfigs[] = {
-    {MlaValueVariant::kWgmmaP4, 4, 64, 1},
-    {MlaValueVariant::kWgmmaA8, 8, 64, 0},
-    {MlaValueVariant::kWgmmaN128, 3, 128, 0},
-    {MlaValueVariant::kWgmmaA8N32, 8, 32, 0},
-    {MlaValueVariant::kWgmmaP6, 6, 64, 1},
+    {MlaValueVariant::kWgmmaP4, 4, 64, 1, true},
+    {MlaValueVariant::kWgmmaA8, 8, 64, 0, false},
+    {MlaValueVariant::kWgmmaN128, 3, 128, 0, false},
+    {MlaValueVariant::kWgmmaA8N32, 8, 32, 0, false},
+    {MlaValueVariant::kWgmmaP6, 6, 64, 1, false},
 };
 
 // The rule (mla/dispatch.h) counts on how many blocks of each share a multiprocessor: 228 KB
@@ -335,7 +344,7 @@ template <int kIndex>
 struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
   using T = WgTile<kC.stages, kC.cols>;
-  static constexpr auto kKernel = MlaValueWgmmaKernel<kC.stages, kC.cols, kC.min_blocks>;
+  static constexpr auto kKernel = MlaValueWgmmaKernel<kC.stages, kC.cols, kC.min_blocks, kC.early_sigmoids>;
 
   static cudaError_t Launch(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
     const int column_blocks = kValueDim / kC.cols;

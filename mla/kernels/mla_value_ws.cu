@@ -29,6 +29,7 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstdint>
 
 #include "mla/kernels/device.cuh"
@@ -84,6 +85,7 @@ struct WsTile {
   static_assert(kStageBytes % kAlign == 0 && kWBytes % kAlign == 0, "tiles on atom boundaries");
 };
 
+template <int kSigmoidFrom>
 __global__ void __launch_bounds__(WsTile::kThreads, 1)
     MlaValueWsKernel(const MlaValueParams p) {
   using T = WsTile;
@@ -214,8 +216,7 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
   // 8j + 2 * quarter + (e & 1). Pair n = 2j + half is accumulators 4j + 2 * half and
   // 4j + 2 * half + 1, one 4-byte gate word.
   constexpr int kPairs = T::kCols / 4;
-  constexpr int kSigmoidFrom = T::kSteps / 2;
-  constexpr int kPairsPerStep = kPairs / (T::kSteps - kSigmoidFrom);
+  constexpr int kPairsPerStep = kSigmoidFrom < T::kSteps ? kPairs / (T::kSteps - kSigmoidFrom) : 0;
   const int group = lane / 4;
   const int quarter = lane % 4;
   auto pair_row = [&](int n) { return 64 * warpgroup + 16 * warp + 8 * (n % 2) + group; };
@@ -241,6 +242,13 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
     // was freed.
     float2 sigmoid[kPairs];
     bool in_range = true;
+    auto compute_sigmoids = [&](int n0, int count) {
+#pragma unroll
+      for (int n = n0; n < n0 + count; ++n) {
+        sigmoid[n] =
+            device::SigmoidPairInRange(*pair_gate(n), lengths[pair_row(n)] > 0, in_range);
+      }
+    };
 
     int previous = 0;  // the buffer of the step before
 #pragma unroll
@@ -257,12 +265,7 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
       device::WgmmaCommit();
       if (step >= kSigmoidFrom) {
         if (step == kSigmoidFrom) device::MbarrierWait(gate_full, i & 1);
-#pragma unroll
-        for (int m = 0; m < kPairsPerStep; ++m) {
-          const int n = (step - kSigmoidFrom) * kPairsPerStep + m;
-          sigmoid[n] =
-              device::SigmoidPairInRange(*pair_gate(n), lengths[pair_row(n)] > 0, in_range);
-        }
+        compute_sigmoids((step - kSigmoidFrom) * kPairsPerStep, kPairsPerStep);
       }
       device::WgmmaWait<1>();  // the step before is done: free its buffer
       device::FenceAccumulators(acc);
@@ -282,17 +285,26 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
     if (lane == 0) device::MbarrierArrive(&empty[previous]);
 
     // Epilogue: each pair rounded to bf16, gated and written over the gate word it read (its
-    // own). A gate below -87.3 or NaN on an active row: this thread's sigmoids the general way.
-    if (!in_range) {
+    // own); sigmoids not computed yet first, half the pairs at a time (fewer registers).
+    constexpr bool kLate = kSigmoidFrom >= T::kSteps;
+    if (kLate) device::MbarrierWait(gate_full, i & 1);
+    constexpr int kBatch = kLate ? kPairs / 2 : kPairs;
 #pragma unroll
-      for (int n = 0; n < kPairs; ++n) sigmoid[n] = device::SigmoidPair(*pair_gate(n));
-    }
+    for (int n0 = 0; n0 < kPairs; n0 += kBatch) {
+      if constexpr (kLate) compute_sigmoids(n0, kBatch);
+      // A gate below -87.3 or NaN on an active row: this thread's sigmoids the general way.
+      if (!in_range) {
 #pragma unroll
-    for (int n = 0; n < kPairs; ++n) {
-      const int e = 4 * (n / 2) + 2 * (n % 2);
-      *pair_gate(n) = device::GateWithSigmoid(__bfloat162float(__float2bfloat16_rn(acc[e])),
-                                              __bfloat162float(__float2bfloat16_rn(acc[e + 1])),
-                                              sigmoid[n], lengths[pair_row(n)] > 0);
+        for (int n = n0; n < n0 + kBatch; ++n) sigmoid[n] = device::SigmoidPair(*pair_gate(n));
+      }
+#pragma unroll
+      for (int n = n0; n < n0 + kBatch; ++n) {
+        const int e = 4 * (n / 2) + 2 * (n % 2);
+        *pair_gate(n) = device::GateWithSigmoid(
+            __bfloat162float(__float2bfloat16_rn(acc[e])),
+            __bfloat162float(__float2bfloat16_rn(acc[e + 1])), sigmoid[n],
+            lengths[pair_row(n)] > 0);
+      }
     }
     device::NamedBarrier(1 + warpgroup, 128);
     // The warpgroup's 64 rows leave in 16-byte stores: word w of row r.
@@ -312,11 +324,30 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
   }
 }
 
+// EXPERIMENT (ninth session): MLA_TAIL_WS_SIGMOID_FROM = 4, 6 or 8 (after the last step).
+using WsKernelFn = void (*)(MlaValueParams);
+WsKernelFn WsKernel() {
+  static const WsKernelFn kernel = [] {
+    const char* v = std::getenv("MLA_TAIL_WS_SIGMOID_FROM");
+    const int from = v != nullptr ? std::atoi(v) : 4;
+    if (from == 6) return static_cast<WsKernelFn>(MlaValueWsKernel<6>);
+    if (from == 8) return static_cast<WsKernelFn>(MlaValueWsKernel<8>);
+    return static_cast<WsKernelFn>(MlaValueWsKernel<4>);
+  }();
+  return kernel;
+}
+
 }  // namespace
 
-cudaError_t PrepareMlaValueWs() { return LoadKernel(MlaValueWsKernel, WsTile::kSmemBytes); }
+cudaError_t PrepareMlaValueWs() {
+  for (WsKernelFn k : {MlaValueWsKernel<4>, MlaValueWsKernel<6>, MlaValueWsKernel<8>}) {
+    const cudaError_t e = LoadKernel(k, WsTile::kSmemBytes);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
 
-const void* MlaValueWsKernelAddress() { return reinterpret_cast<const void*>(MlaValueWsKernel); }
+const void* MlaValueWsKernelAddress() { return reinterpret_cast<const void*>(WsKernel()); }
 
 // The multiprocessors of the current device, asked once per device.
 cudaError_t MultiprocessorCount(int* count) {
@@ -345,7 +376,7 @@ cudaError_t LaunchMlaValueWs(const MlaValueParams& p, cudaStream_t stream, bool 
       static_cast<long long>(p.heads) * ((p.rows + WsTile::kRows - 1) / WsTile::kRows);
   const long long rounds = (tiles + multiprocessors - 1) / multiprocessors;
   const dim3 grid(static_cast<unsigned>((tiles + rounds - 1) / rounds));
-  return LaunchWithPdl(MlaValueWsKernel, grid, dim3(WsTile::kThreads), WsTile::kSmemBytes,
+  return LaunchWithPdl(WsKernel(), grid, dim3(WsTile::kThreads), WsTile::kSmemBytes,
                        stream, pdl, p);
 }
 
