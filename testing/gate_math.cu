@@ -36,8 +36,22 @@ __global__ void GateMathKernel(unsigned long long* counters, unsigned* first_mis
   uint32_t both[1];
   mla::device::GatePairs<1>(vs, gates, actives, both);
 
+  // The sigmoids first, then the gate (MlaValueWgmma's early sigmoids): the branch-free ones
+  // where they keep in_range; the general ones, which a thread falls back to for all its pairs,
+  // everywhere.
+  bool sigmoid_in_range = true;
+  const float2 s = mla::device::SigmoidPairInRange(word, active, sigmoid_in_range);
+  const uint32_t general =
+      mla::device::GateWithSigmoid(v0, v1, mla::device::SigmoidPair(word), active);
+  const uint32_t sigmoid_first =
+      sigmoid_in_range ? mla::device::GateWithSigmoid(v0, v1, s, active) : general;
+
   atomicAdd(&counters[0], 1ull);
   bool mismatch = false;
+  if (sigmoid_first != exact || general != exact || sigmoid_in_range != in_range) {
+    atomicAdd(&counters[5], 1ull);
+    mismatch = true;
+  }
   if (in_range && fast != exact) {
     atomicAdd(&counters[1], 1ull);
     mismatch = true;
@@ -60,12 +74,12 @@ __global__ void GateMathKernel(unsigned long long* counters, unsigned* first_mis
 cudaError_t CheckGateMath(cudaStream_t stream, GateMathCounts* counts) {
   unsigned long long* counters = nullptr;
   unsigned* first = nullptr;
-  cudaError_t e = cudaMalloc(&counters, 5 * sizeof(unsigned long long) + sizeof(unsigned));
+  cudaError_t e = cudaMalloc(&counters, 6 * sizeof(unsigned long long) + sizeof(unsigned));
   if (e != cudaSuccess) return e;
-  first = reinterpret_cast<unsigned*>(counters + 5);
-  unsigned long long host[5] = {};
+  first = reinterpret_cast<unsigned*>(counters + 6);
+  unsigned long long host[6] = {};
   unsigned host_first = 0xFFFFFFFFu;
-  if ((e = cudaMemsetAsync(counters, 0, 5 * sizeof(unsigned long long), stream)) == cudaSuccess &&
+  if ((e = cudaMemsetAsync(counters, 0, 6 * sizeof(unsigned long long), stream)) == cudaSuccess &&
       (e = cudaMemsetAsync(first, 0xFF, sizeof(unsigned), stream)) == cudaSuccess) {
     constexpr int kThreads = 256;
     const int total = 65536 * 2 * kValueCount;
@@ -86,6 +100,7 @@ cudaError_t CheckGateMath(cudaStream_t stream, GateMathCounts* counts) {
   counts->gate_pairs_mismatch = static_cast<int64_t>(host[2]);
   counts->out_of_range = static_cast<int64_t>(host[3]);
   counts->out_of_range_above = static_cast<int64_t>(host[4]);
+  counts->sigmoid_first_mismatch = static_cast<int64_t>(host[5]);
   counts->first_mismatch_gate = host_first;
   return cudaSuccess;
 }

@@ -1,9 +1,10 @@
 #ifndef TESTING_GATE_MATH_H_
 #define TESTING_GATE_MATH_H_
 
-// Every bf16 gate through the kernels' two gate computations (mla/kernels/device.cuh): the
-// branch-free GatePairInRange against GatePair's IEEE division, and GatePairs (what the kernels
-// call) against GatePair.
+// Every bf16 gate through the kernels' gate computations (mla/kernels/device.cuh): the
+// branch-free GatePairInRange against GatePair's IEEE division, GatePairs (what most kernels
+// call) against GatePair, and the sigmoids first (SigmoidPairInRange, else SigmoidPair, then
+// GateWithSigmoid: MlaValueWgmma's early sigmoids) against GatePair.
 
 #include <cuda_runtime_api.h>
 
@@ -17,6 +18,7 @@ struct GateMathCounts {
   int64_t gate_pairs_mismatch = 0;  // GatePairs != GatePair, anywhere
   int64_t out_of_range = 0;       // active cases where GatePairInRange cleared in_range
   int64_t out_of_range_above = 0;  // ... of them with a gate >= -87 (must be none)
+  int64_t sigmoid_first_mismatch = 0;  // the sigmoids first != GatePair, or another in_range
   uint32_t first_mismatch_gate = 0;  // bf16 bits of the first mismatching gate, if any
 };
 

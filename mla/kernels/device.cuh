@@ -139,10 +139,21 @@ __device__ __forceinline__ uint32_t GateWithSigmoid(float v0, float v1, float2 s
 }
 
 // GatePair without a branch, for gates g > -87.3, where it is equal to GatePair bit for bit;
-// clears `in_range` on an active row whose gate is lower or NaN.
+// clears `in_range` on an active row whose gate is lower or NaN. GateWithSigmoid of
+// SigmoidPairInRange, written out: composed from them, ptxas scheduled the 64 x 128 MlaValueWgmma
+// epilogue differently, and the kernels keep the code that was measured.
 __device__ __forceinline__ uint32_t GatePairInRange(float v0, float v1, uint32_t gate_word,
                                                     bool active, bool& in_range) {
-  return GateWithSigmoid(v0, v1, SigmoidPairInRange(gate_word, active, in_range), active);
+  const float2 g = Bf16x2ToFloat2(gate_word);
+  const float d0 = 1.0f + expf(-g.x);
+  const float d1 = 1.0f + expf(-g.y);
+  // Bitwise, not short-circuit, operators: a short circuit is a branch.
+  in_range = in_range & (!active | ((d0 < 0x1p126f) & (d1 < 0x1p126f)));
+  const __nv_bfloat162 out =
+      __floats2bfloat162_rn(v0 * ReciprocalInRange(d0), v1 * ReciprocalInRange(d1));
+  uint32_t word;
+  memcpy(&word, &out, sizeof(word));
+  return word & (0u - static_cast<uint32_t>(active));  // a mask, not a branch: +0.0 twice
 }
 
 // out[i] = GatePair(v[2i], v[2i + 1], gate[i], active[i]) for a thread's kN pairs. Why not
@@ -161,9 +172,7 @@ __device__ __forceinline__ void GatePairs(const float (&v)[2 * kN], const uint32
   }
   if (!in_range) {
 #pragma unroll
-    for (int i = 0; i < kN; ++i) {
-      out[i] = GateWithSigmoid(v[2 * i], v[2 * i + 1], SigmoidPair(gate[i]), active[i]);
-    }
+    for (int i = 0; i < kN; ++i) out[i] = GatePair(v[2 * i], v[2 * i + 1], gate[i], active[i]);
   }
 }
 

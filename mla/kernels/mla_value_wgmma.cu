@@ -30,7 +30,8 @@
 // Epilogue: a tile's gate and its rows' lengths arrive in shared memory with its first copies.
 // Each thread rounds its sums to bf16, applies the gate, and writes the result over the gate
 // word it read (its own word: no other thread touches it); after a barrier the tile leaves in
-// 16-byte stores, whole rows at a time.
+// 16-byte stores, whole rows at a time. The 4-stage pipeline computes the gate's sigmoids during
+// the K steps instead (EarlySigmoids, where it measured faster), the others in the epilogue.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -112,6 +113,65 @@ __device__ __forceinline__ void CopyAsyncWaitUntil(int pending) {
     default: device::CopyAsyncWait<7>(); break;
   }
 }
+
+// The gate's sigmoids (SPEC.md's s) computed during the K steps, a few pairs a step while that
+// step's MMAs run and later steps' copies fly, so that the epilogue only multiplies and rounds:
+// 5-7% faster for the 4-stage pipeline at 12 x 1024 and 96 x 128, 3-7% slower for the
+// all-in-flight tiles and the 6-stage pipeline at the shapes the rule gives them (a step's few
+// sigmoids lengthen the chain of MMAs once the copies have landed), 1-4% slower for the 64 x 128
+// tiles there (bench/results/2026-11-30-h200/history/sig32_448de1d, sig33_bf9badd). With kEnabled
+// false: nothing, and the epilogue computes them.
+template <typename T, bool kEnabled>
+struct EarlySigmoids {
+  __device__ __forceinline__ void Step(int, const uint8_t*, const int32_t*) {}
+};
+
+template <typename T>
+struct EarlySigmoids<T, true> {
+  // Accumulator 4j + e of the m64 x kCols tile: row 16 * warp + group (+8 for e >= 2), column
+  // 8j + 2 * quarter + (e & 1). Pair n = 2j + half: accumulators 4j + 2 * half and
+  // 4j + 2 * half + 1, one 4-byte gate word.
+  static constexpr int kPairs = 2 * T::kGateWordsPerRow;  // 2 halves x kCols / 8
+  static constexpr int kPairsPerStep = kPairs / kSteps;
+  static_assert(kPairs % kSteps == 0, "the same number of pairs every step");
+  float2 sigmoid[kPairs];
+  bool in_range = true;
+
+  static __device__ __forceinline__ int Row(int n) {
+    return 16 * (threadIdx.x / 32) + 8 * (n % 2) + threadIdx.x % 32 / 4;
+  }
+  static __device__ __forceinline__ int GateOffset(int n) {
+    return T::GateWord(Row(n), n / 2) + 4 * (threadIdx.x % 4);
+  }
+  // Step `step`'s pairs; the gate tile and lengths are in shared memory (they came with step 0).
+  __device__ __forceinline__ void Step(int step, const uint8_t* gate_tile,
+                                       const int32_t* lengths) {
+#pragma unroll
+    for (int n = step * kPairsPerStep; n < (step + 1) * kPairsPerStep; ++n) {
+      const uint32_t gate = *reinterpret_cast<const uint32_t*>(gate_tile + GateOffset(n));
+      sigmoid[n] = device::SigmoidPairInRange(gate, lengths[Row(n)] > 0, in_range);
+    }
+  }
+  // Each pair rounded to bf16, gated and written over the gate word it was computed from (this
+  // thread's own). A gate below -87.3 or NaN on an active row: the sigmoids the general way.
+  __device__ __forceinline__ void Gate(const float* acc, uint8_t* gate_tile,
+                                       const int32_t* lengths) {
+    if (!in_range) {
+#pragma unroll
+      for (int n = 0; n < kPairs; ++n) {
+        sigmoid[n] = device::SigmoidPair(
+            *reinterpret_cast<const uint32_t*>(gate_tile + GateOffset(n)));
+      }
+    }
+#pragma unroll
+    for (int n = 0; n < kPairs; ++n) {
+      const int e = 4 * (n / 2) + 2 * (n % 2);
+      *reinterpret_cast<uint32_t*>(gate_tile + GateOffset(n)) = device::GateWithSigmoid(
+          __bfloat162float(__float2bfloat16_rn(acc[e])),
+          __bfloat162float(__float2bfloat16_rn(acc[e + 1])), sigmoid[n], lengths[Row(n)] > 0);
+    }
+  }
+};
 
 template <int kStages, int kCols, int kMinBlocks, bool kEarlySigmoids>
 __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const MlaValueParams p) {
@@ -203,34 +263,7 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
   float acc[kCols / 2];
 #pragma unroll
   for (int j = 0; j < kCols / 2; ++j) acc[j] = 0.0f;
-
-  // Accumulator 4j + e of the m64 x kCols tile: row 16 * warp + group (+8 for e >= 2),
-  // column 8j + 2 * quarter + (e & 1). Pair n = 2j + half is accumulators 4j + 2 * half and
-  // 4j + 2 * half + 1, one 4-byte gate word.
-  constexpr int kOutTiles = kCols / 8;
-  constexpr int kPairs = 2 * kOutTiles;
-  constexpr int kPairsPerStep = kPairs / kSteps;
-  static_assert(kPairs % kSteps == 0, "the same number of sigmoids every step");
-  const int lane = threadIdx.x % 32;
-  const int warp = threadIdx.x / 32;
-  const int group = lane / 4;
-  const int quarter = lane % 4;
-  const int32_t* lengths = reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset);
-  auto pair_row = [&](int n) { return 16 * warp + 8 * (n % 2) + group; };
-  auto pair_gate = [&](int n) -> uint32_t* {
-    return reinterpret_cast<uint32_t*>(gate_tile + T::GateWord(pair_row(n), n / 2) +
-                                       4 * quarter);
-  };
-  // The gate's sigmoids (SPEC.md's s): with kEarlySigmoids kPairsPerStep pairs a step while
-  // that step's MMAs run and later steps' copies fly, else all at once after the last MMA.
-  float2 sigmoid[kPairs];
-  bool in_range = true;
-  auto compute_sigmoids = [&](int n0, int count) {
-#pragma unroll
-    for (int n = n0; n < n0 + count; ++n) {
-      sigmoid[n] = device::SigmoidPairInRange(*pair_gate(n), lengths[pair_row(n)] > 0, in_range);
-    }
-  };
+  EarlySigmoids<T, kEarlySigmoids> early;
 
 #pragma unroll
   for (int step = 0; step < kSteps; ++step) {
@@ -266,8 +299,9 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
       device::Wgmma64xN(acc, a_desc0 + stage_offset + 2 * k, b_desc0 + stage_offset + 2 * k);
     }
     device::WgmmaCommit();
-    // The gate tile landed with step 0 (group 0) and the barrier above published it.
-    if constexpr (kEarlySigmoids) compute_sigmoids(step * kPairsPerStep, kPairsPerStep);
+    // The gate tile landed with step 0 (group 0), and the barrier above published it.
+    early.Step(step, smem + T::kGateOffset,
+               reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset));
     if (T::kAllInFlight && step + 1 < kSteps) {
       device::WgmmaWait<1>();  // step - 1's MMAs are done; this step's run on (no reuse)
     } else {
@@ -276,24 +310,53 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
     device::FenceAccumulators(acc);
   }
 
-  // Each pair rounded to bf16, gated and written over the gate word it read (its own); without
-  // kEarlySigmoids the sigmoids first, in batches (half the pairs at 128 columns: fewer
-  // registers beside the accumulators).
-  constexpr int kBatch = kEarlySigmoids || kCols <= 64 ? kPairs : kPairs / 2;
+  if constexpr (kEarlySigmoids) {
+    early.Gate(acc, gate_tile, reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset));
+  } else {
+    // Accumulator 4j + e of the m64 x kCols tile: row 16 * warp + group (+8 for e >= 2),
+    // column 8j + 2 * quarter + (e & 1).
+    constexpr int kOutTiles = kCols / 8;
+    const float* out = acc;
+    const int lane = threadIdx.x % 32;
+    const int warp = threadIdx.x / 32;
+    const int group = lane / 4;
+    const int quarter = lane % 4;
+    const int32_t* lengths = reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset);
+    // Pair kOutTiles * half + j, gated a batch of halves at once (both for 64 columns; one at a
+    // time for 128, which keeps 32 pairs in registers beside the accumulators, not 64), then
+    // written over the gate words read.
+    constexpr int kHalvesPerBatch = kOutTiles <= 8 ? 2 : 1;
+    constexpr int kPairs = kHalvesPerBatch * kOutTiles;
 #pragma unroll
-  for (int n0 = 0; n0 < kPairs; n0 += kBatch) {
-    if constexpr (!kEarlySigmoids) compute_sigmoids(n0, kBatch);
-    // A gate below -87.3 or NaN on an active row: this thread's sigmoids the general way.
-    if (!in_range) {
+    for (int half0 = 0; half0 < 2; half0 += kHalvesPerBatch) {
+      float v[2 * kPairs];
+      uint32_t gates[kPairs];
+      bool active[kPairs];
+      uint32_t gated[kPairs];
 #pragma unroll
-      for (int n = n0; n < n0 + kBatch; ++n) sigmoid[n] = device::SigmoidPair(*pair_gate(n));
-    }
+      for (int b = 0; b < kHalvesPerBatch; ++b) {
+        const int half = half0 + b;
+        const int row = 16 * warp + 8 * half + group;
 #pragma unroll
-    for (int n = n0; n < n0 + kBatch; ++n) {
-      const int e = 4 * (n / 2) + 2 * (n % 2);
-      *pair_gate(n) = device::GateWithSigmoid(__bfloat162float(__float2bfloat16_rn(acc[e])),
-                                              __bfloat162float(__float2bfloat16_rn(acc[e + 1])),
-                                              sigmoid[n], lengths[pair_row(n)] > 0);
+        for (int j = 0; j < kOutTiles; ++j) {
+          const int n = kOutTiles * b + j;
+          v[2 * n] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half]));
+          v[2 * n + 1] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half + 1]));
+          gates[n] = *reinterpret_cast<const uint32_t*>(gate_tile + T::GateWord(row, j) +
+                                                        4 * quarter);
+          active[n] = lengths[row] > 0;
+        }
+      }
+      device::GatePairs(v, gates, active, gated);
+#pragma unroll
+      for (int b = 0; b < kHalvesPerBatch; ++b) {
+        const int row = 16 * warp + 8 * (half0 + b) + group;
+#pragma unroll
+        for (int j = 0; j < kOutTiles; ++j) {
+          *reinterpret_cast<uint32_t*>(gate_tile + T::GateWord(row, j) + 4 * quarter) =
+              gated[kOutTiles * b + j];
+        }
+      }
     }
   }
   __syncthreads();
@@ -319,7 +382,7 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
 struct WgConfig {
   MlaValueVariant variant;
   int stages, cols, min_blocks;
-  bool early_sigmoids;
+  bool early_sigmoids;  // EarlySigmoids
 };
 constexpr WgConfig kWgConfigs[] = {
     {MlaValueVariant::kWgmmaP4, 4, 64, 1, true},
@@ -344,7 +407,8 @@ template <int kIndex>
 struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
   using T = WgTile<kC.stages, kC.cols>;
-  static constexpr auto kKernel = MlaValueWgmmaKernel<kC.stages, kC.cols, kC.min_blocks, kC.early_sigmoids>;
+  static constexpr auto kKernel =
+      MlaValueWgmmaKernel<kC.stages, kC.cols, kC.min_blocks, kC.early_sigmoids>;
 
   static cudaError_t Launch(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
     const int column_blocks = kValueDim / kC.cols;

@@ -29,7 +29,6 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <cstdint>
 
 #include "mla/kernels/device.cuh"
@@ -85,7 +84,6 @@ struct WsTile {
   static_assert(kStageBytes % kAlign == 0 && kWBytes % kAlign == 0, "tiles on atom boundaries");
 };
 
-template <int kSigmoidFrom>
 __global__ void __launch_bounds__(WsTile::kThreads, 1)
     MlaValueWsKernel(const MlaValueParams p) {
   using T = WsTile;
@@ -182,9 +180,8 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
       for (int step = 0; step < T::kSteps; ++step) {
         // The gate buffer is free once the previous tile's epilogue is done, which is when
         // the consumers start on this tile; by step 6 the ring is full of this tile's steps,
-        // so waiting here holds back no copy. The first tile's gate goes first: the consumers
-        // need it from their step kSigmoidFrom on, long before its epilogue.
-        if (step == (i == 0 ? 0 : T::kSteps - 2)) {
+        // so waiting here holds back no copy.
+        if (step == T::kSteps - 2) {
           if (i > 0) device::MbarrierWait(gate_empty, (i - 1) & 1);
           copy_epilogue_inputs(tile);
           device::MbarrierArriveOnCopies(gate_full);
@@ -212,18 +209,6 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
   const int warpgroup = consumer / 128;
   const int warp = consumer % 128 / 32;  // within the warpgroup
   const int lane = threadIdx.x % 32;
-  // Accumulator 4j + e: row 16 * warp + group (+8 for e >= 2) of the warpgroup's 64, column
-  // 8j + 2 * quarter + (e & 1). Pair n = 2j + half is accumulators 4j + 2 * half and
-  // 4j + 2 * half + 1, one 4-byte gate word.
-  constexpr int kPairs = T::kCols / 4;
-  constexpr int kPairsPerStep = kSigmoidFrom < T::kSteps ? kPairs / (T::kSteps - kSigmoidFrom) : 0;
-  const int group = lane / 4;
-  const int quarter = lane % 4;
-  auto pair_row = [&](int n) { return 64 * warpgroup + 16 * warp + 8 * (n % 2) + group; };
-  auto pair_gate = [&](int n) -> uint32_t* {
-    return reinterpret_cast<uint32_t*>(gate_tile + T::GateWord(pair_row(n), n / 2) +
-                                       4 * quarter);
-  };
   const uint64_t a_desc0 =
       device::SmemDescriptor(smem_base + T::kWBytes + warpgroup * 64 * T::kRowBytes);
   const uint64_t b_desc0 = device::SmemDescriptor(smem_base);
@@ -236,22 +221,8 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
 #pragma unroll
     for (int j = 0; j < T::kCols / 2; ++j) acc[j] = 0.0f;
 
-    // The gate's sigmoids (SPEC.md's s), kPairsPerStep pairs in each of the last steps while
-    // their MMAs run: computed after the last MMA, as before, they were a chain of exp and
-    // reciprocals on the multiprocessor's MUFU unit (about 1 us a tile) during which no buffer
-    // was freed.
-    float2 sigmoid[kPairs];
-    bool in_range = true;
-    auto compute_sigmoids = [&](int n0, int count) {
-#pragma unroll
-      for (int n = n0; n < n0 + count; ++n) {
-        sigmoid[n] =
-            device::SigmoidPairInRange(*pair_gate(n), lengths[pair_row(n)] > 0, in_range);
-      }
-    };
-
     int previous = 0;  // the buffer of the step before
-#pragma unroll
+#pragma unroll 1
     for (int step = 0; step < T::kSteps; ++step) {
       device::MbarrierWait(&full[stage], phase & 1);
       device::FenceProxyAsyncShared();  // cp.async wrote it through the generic proxy
@@ -263,10 +234,6 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
         device::Wgmma64xN(acc, a_desc0 + stage_offset + 2 * k, b_desc0 + stage_offset + 2 * k);
       }
       device::WgmmaCommit();
-      if (step >= kSigmoidFrom) {
-        if (step == kSigmoidFrom) device::MbarrierWait(gate_full, i & 1);
-        compute_sigmoids((step - kSigmoidFrom) * kPairsPerStep, kPairsPerStep);
-      }
       device::WgmmaWait<1>();  // the step before is done: free its buffer
       device::FenceAccumulators(acc);
       if (step > 0) {
@@ -284,26 +251,33 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
     __syncwarp();
     if (lane == 0) device::MbarrierArrive(&empty[previous]);
 
-    // Epilogue: each pair rounded to bf16, gated and written over the gate word it read (its
-    // own); sigmoids not computed yet first, half the pairs at a time (fewer registers).
-    constexpr bool kLate = kSigmoidFrom >= T::kSteps;
-    if (kLate) device::MbarrierWait(gate_full, i & 1);
-    constexpr int kBatch = kLate ? kPairs / 2 : kPairs;
+    // Epilogue. Accumulator 4j + e: row 16 * warp + group (+8 for e >= 2) of the warpgroup's
+    // 64, column 8j + 2 * quarter + (e & 1). One half (8 rows) at a time: 16 pairs beside the
+    // accumulators.
+    device::MbarrierWait(gate_full, i & 1);
+    constexpr int kOutTiles = T::kCols / 8;
+    const int group = lane / 4;
+    const int quarter = lane % 4;
 #pragma unroll
-    for (int n0 = 0; n0 < kPairs; n0 += kBatch) {
-      if constexpr (kLate) compute_sigmoids(n0, kBatch);
-      // A gate below -87.3 or NaN on an active row: this thread's sigmoids the general way.
-      if (!in_range) {
+    for (int half = 0; half < 2; ++half) {
+      const int row = 64 * warpgroup + 16 * warp + 8 * half + group;
+      float v[2 * kOutTiles];
+      uint32_t gates[kOutTiles];
+      bool active[kOutTiles];
+      uint32_t gated[kOutTiles];
+      const bool row_active = lengths[row] > 0;
 #pragma unroll
-        for (int n = n0; n < n0 + kBatch; ++n) sigmoid[n] = device::SigmoidPair(*pair_gate(n));
+      for (int j = 0; j < kOutTiles; ++j) {
+        v[2 * j] = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 * half]));
+        v[2 * j + 1] = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 * half + 1]));
+        gates[j] = *reinterpret_cast<const uint32_t*>(gate_tile + T::GateWord(row, j) +
+                                                      4 * quarter);
+        active[j] = row_active;
       }
+      device::GatePairs(v, gates, active, gated);
 #pragma unroll
-      for (int n = n0; n < n0 + kBatch; ++n) {
-        const int e = 4 * (n / 2) + 2 * (n % 2);
-        *pair_gate(n) = device::GateWithSigmoid(
-            __bfloat162float(__float2bfloat16_rn(acc[e])),
-            __bfloat162float(__float2bfloat16_rn(acc[e + 1])), sigmoid[n],
-            lengths[pair_row(n)] > 0);
+      for (int j = 0; j < kOutTiles; ++j) {
+        *reinterpret_cast<uint32_t*>(gate_tile + T::GateWord(row, j) + 4 * quarter) = gated[j];
       }
     }
     device::NamedBarrier(1 + warpgroup, 128);
@@ -324,30 +298,11 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
   }
 }
 
-// EXPERIMENT (ninth session): MLA_TAIL_WS_SIGMOID_FROM = 4, 6 or 8 (after the last step).
-using WsKernelFn = void (*)(MlaValueParams);
-WsKernelFn WsKernel() {
-  static const WsKernelFn kernel = [] {
-    const char* v = std::getenv("MLA_TAIL_WS_SIGMOID_FROM");
-    const int from = v != nullptr ? std::atoi(v) : 4;
-    if (from == 6) return static_cast<WsKernelFn>(MlaValueWsKernel<6>);
-    if (from == 8) return static_cast<WsKernelFn>(MlaValueWsKernel<8>);
-    return static_cast<WsKernelFn>(MlaValueWsKernel<4>);
-  }();
-  return kernel;
-}
-
 }  // namespace
 
-cudaError_t PrepareMlaValueWs() {
-  for (WsKernelFn k : {MlaValueWsKernel<4>, MlaValueWsKernel<6>, MlaValueWsKernel<8>}) {
-    const cudaError_t e = LoadKernel(k, WsTile::kSmemBytes);
-    if (e != cudaSuccess) return e;
-  }
-  return cudaSuccess;
-}
+cudaError_t PrepareMlaValueWs() { return LoadKernel(MlaValueWsKernel, WsTile::kSmemBytes); }
 
-const void* MlaValueWsKernelAddress() { return reinterpret_cast<const void*>(WsKernel()); }
+const void* MlaValueWsKernelAddress() { return reinterpret_cast<const void*>(MlaValueWsKernel); }
 
 // The multiprocessors of the current device, asked once per device.
 cudaError_t MultiprocessorCount(int* count) {
@@ -376,7 +331,7 @@ cudaError_t LaunchMlaValueWs(const MlaValueParams& p, cudaStream_t stream, bool 
       static_cast<long long>(p.heads) * ((p.rows + WsTile::kRows - 1) / WsTile::kRows);
   const long long rounds = (tiles + multiprocessors - 1) / multiprocessors;
   const dim3 grid(static_cast<unsigned>((tiles + rounds - 1) / rounds));
-  return LaunchWithPdl(WsKernel(), grid, dim3(WsTile::kThreads), WsTile::kSmemBytes,
+  return LaunchWithPdl(MlaValueWsKernel, grid, dim3(WsTile::kThreads), WsTile::kSmemBytes,
                        stream, pdl, p);
 }
 
