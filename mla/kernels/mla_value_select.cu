@@ -57,7 +57,7 @@ MlaValueVariant ResolveMlaValueVariant(MlaValueVariant variant, int heads, int r
 
 const void* MlaValueKernelAddress(int heads, int rows, MlaValueVariant variant) {
   const MlaValueVariant resolved = ResolveMlaValueVariant(variant, heads, rows);
-  if (resolved == MlaValueVariant::kWgmmaWs) return MlaValueWsKernelAddress();
+  if (resolved == MlaValueVariant::kWgmmaWs) return MlaValueWsKernelAddress(heads, rows);
   if (IsMlaValueWgmma(resolved)) return MlaValueWgmmaKernelAddress(resolved);
   return MlaValueColumnSplitKernelAddress(heads, rows);
 }

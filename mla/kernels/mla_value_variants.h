@@ -24,9 +24,11 @@ cudaError_t LaunchMlaValueWgmma(const MlaValueParams& params, cudaStream_t strea
 const void* MlaValueWgmmaKernelAddress(MlaValueVariant variant);
 cudaError_t PrepareMlaValueWgmma();
 
-// The warp-specialized persistent kernel (mla_value_ws.cu): kWgmmaWs.
+// The warp-specialized persistent kernel (mla_value_ws.cu): kWgmmaWs. Its address depends on the
+// shape (with one tile a block, the kernel with early sigmoids); null if the device's
+// multiprocessor count cannot be read.
 cudaError_t LaunchMlaValueWs(const MlaValueParams& params, cudaStream_t stream, bool pdl);
-const void* MlaValueWsKernelAddress();
+const void* MlaValueWsKernelAddress(int heads, int rows);
 cudaError_t PrepareMlaValueWs();
 
 }  // namespace mla

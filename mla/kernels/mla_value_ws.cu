@@ -84,8 +84,75 @@ struct WsTile {
   static_assert(kStageBytes % kAlign == 0 && kWBytes % kAlign == 0, "tiles on atom boundaries");
 };
 
+// The gate's sigmoids (SPEC.md's s) computed during a tile's last K steps, 8 pairs a step while
+// that step's MMAs run, so that the epilogue only multiplies and rounds (about 1 us of exp and
+// reciprocals a tile on the multiprocessor's MUFU unit otherwise). Only where each block has one
+// tile (correct with more, but slower): the gate buffer is free at a block's first tile, so its
+// gate is copied with the first step; a later tile's gate waits for the previous tile's
+// epilogue, and awaiting it mid-tile measured 2-5% slower
+// (bench/results/2026-11-30-h200/history/sig32_448de1d, sig33_bf9badd).
+// With kEnabled false: nothing, and the epilogue computes them.
+template <bool kEnabled>
+struct WsEarlySigmoids {
+  static constexpr int kGateStep = WsTile::kSteps - 2;  // the producer's gate copy
+  __device__ __forceinline__ void Step(int, uint64_t*, uint32_t, const uint8_t*, const int32_t*) {}
+};
+
+template <>
+struct WsEarlySigmoids<true> {
+  static constexpr int kGateStep = 0;
+  // Accumulator 4j + e: row 16 * warp + group (+8 for e >= 2) of the warpgroup's 64, column
+  // 8j + 2 * quarter + (e & 1). Pair n = 2j + half: accumulators 4j + 2 * half and
+  // 4j + 2 * half + 1, one 4-byte gate word.
+  static constexpr int kPairs = 2 * (WsTile::kCols / 8);
+  static constexpr int kFrom = WsTile::kSteps / 2;  // the gate is awaited from this step
+  static constexpr int kPairsPerStep = kPairs / (WsTile::kSteps - kFrom);
+  float2 sigmoid[kPairs];
+  bool in_range = true;
+
+  static __device__ __forceinline__ int Row(int n) {
+    const int consumer = threadIdx.x - WsTile::kProducerThreads;
+    return 64 * (consumer / 128) + 16 * (consumer % 128 / 32) + 8 * (n % 2) +
+           threadIdx.x % 32 / 4;
+  }
+  static __device__ __forceinline__ int GateOffset(int n) {
+    return WsTile::GateWord(Row(n), n / 2) + 4 * (threadIdx.x % 4);
+  }
+  __device__ __forceinline__ void Step(int step, uint64_t* gate_full, uint32_t gate_phase,
+                                       const uint8_t* gate_tile, const int32_t* lengths) {
+    if (step < kFrom) return;
+    if (step == kFrom) device::MbarrierWait(gate_full, gate_phase);
+#pragma unroll
+    for (int n = (step - kFrom) * kPairsPerStep; n < (step - kFrom + 1) * kPairsPerStep; ++n) {
+      const uint32_t gate = *reinterpret_cast<const uint32_t*>(gate_tile + GateOffset(n));
+      sigmoid[n] = device::SigmoidPairInRange(gate, lengths[Row(n)] > 0, in_range);
+    }
+  }
+  // Each pair rounded to bf16, gated and written over the gate word it was computed from (this
+  // thread's own). A gate below -87.3 or NaN on an active row: the sigmoids the general way.
+  __device__ __forceinline__ void Gate(const float* acc, uint8_t* gate_tile,
+                                       const int32_t* lengths) {
+    if (!in_range) {
+#pragma unroll
+      for (int n = 0; n < kPairs; ++n) {
+        sigmoid[n] = device::SigmoidPair(
+            *reinterpret_cast<const uint32_t*>(gate_tile + GateOffset(n)));
+      }
+    }
+#pragma unroll
+    for (int n = 0; n < kPairs; ++n) {
+      const int e = 4 * (n / 2) + 2 * (n % 2);
+      *reinterpret_cast<uint32_t*>(gate_tile + GateOffset(n)) = device::GateWithSigmoid(
+          __bfloat162float(__float2bfloat16_rn(acc[e])),
+          __bfloat162float(__float2bfloat16_rn(acc[e + 1])), sigmoid[n], lengths[Row(n)] > 0);
+    }
+  }
+};
+
+template <bool kEarlySigmoids>
 __global__ void __launch_bounds__(WsTile::kThreads, 1)
     MlaValueWsKernel(const MlaValueParams p) {
+  using Early = WsEarlySigmoids<kEarlySigmoids>;
   using T = WsTile;
   extern __shared__ uint4 smem_words[];
   const uint32_t smem_raw = device::SmemAddress(smem_words);
@@ -181,7 +248,7 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
         // The gate buffer is free once the previous tile's epilogue is done, which is when
         // the consumers start on this tile; by step 6 the ring is full of this tile's steps,
         // so waiting here holds back no copy.
-        if (step == T::kSteps - 2) {
+        if (step == Early::kGateStep) {
           if (i > 0) device::MbarrierWait(gate_empty, (i - 1) & 1);
           copy_epilogue_inputs(tile);
           device::MbarrierArriveOnCopies(gate_full);
@@ -221,8 +288,9 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
 #pragma unroll
     for (int j = 0; j < T::kCols / 2; ++j) acc[j] = 0.0f;
 
+    Early early;
     int previous = 0;  // the buffer of the step before
-#pragma unroll 1
+#pragma unroll(kEarlySigmoids ? T::kSteps : 1)
     for (int step = 0; step < T::kSteps; ++step) {
       device::MbarrierWait(&full[stage], phase & 1);
       device::FenceProxyAsyncShared();  // cp.async wrote it through the generic proxy
@@ -234,6 +302,7 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
         device::Wgmma64xN(acc, a_desc0 + stage_offset + 2 * k, b_desc0 + stage_offset + 2 * k);
       }
       device::WgmmaCommit();
+      early.Step(step, gate_full, i & 1, gate_tile, lengths);
       device::WgmmaWait<1>();  // the step before is done: free its buffer
       device::FenceAccumulators(acc);
       if (step > 0) {
@@ -251,33 +320,37 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
     __syncwarp();
     if (lane == 0) device::MbarrierArrive(&empty[previous]);
 
-    // Epilogue. Accumulator 4j + e: row 16 * warp + group (+8 for e >= 2) of the warpgroup's
-    // 64, column 8j + 2 * quarter + (e & 1). One half (8 rows) at a time: 16 pairs beside the
-    // accumulators.
-    device::MbarrierWait(gate_full, i & 1);
-    constexpr int kOutTiles = T::kCols / 8;
-    const int group = lane / 4;
-    const int quarter = lane % 4;
+    if constexpr (kEarlySigmoids) {
+      early.Gate(acc, gate_tile, lengths);
+    } else {
+      // Epilogue. Accumulator 4j + e: row 16 * warp + group (+8 for e >= 2) of the warpgroup's
+      // 64, column 8j + 2 * quarter + (e & 1). One half (8 rows) at a time: 16 pairs beside the
+      // accumulators.
+      device::MbarrierWait(gate_full, i & 1);
+      constexpr int kOutTiles = T::kCols / 8;
+      const int group = lane / 4;
+      const int quarter = lane % 4;
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int row = 64 * warpgroup + 16 * warp + 8 * half + group;
-      float v[2 * kOutTiles];
-      uint32_t gates[kOutTiles];
-      bool active[kOutTiles];
-      uint32_t gated[kOutTiles];
-      const bool row_active = lengths[row] > 0;
+      for (int half = 0; half < 2; ++half) {
+        const int row = 64 * warpgroup + 16 * warp + 8 * half + group;
+        float v[2 * kOutTiles];
+        uint32_t gates[kOutTiles];
+        bool active[kOutTiles];
+        uint32_t gated[kOutTiles];
+        const bool row_active = lengths[row] > 0;
 #pragma unroll
-      for (int j = 0; j < kOutTiles; ++j) {
-        v[2 * j] = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 * half]));
-        v[2 * j + 1] = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 * half + 1]));
-        gates[j] = *reinterpret_cast<const uint32_t*>(gate_tile + T::GateWord(row, j) +
-                                                      4 * quarter);
-        active[j] = row_active;
-      }
-      device::GatePairs(v, gates, active, gated);
+        for (int j = 0; j < kOutTiles; ++j) {
+          v[2 * j] = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 * half]));
+          v[2 * j + 1] = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 * half + 1]));
+          gates[j] = *reinterpret_cast<const uint32_t*>(gate_tile + T::GateWord(row, j) +
+                                                        4 * quarter);
+          active[j] = row_active;
+        }
+        device::GatePairs(v, gates, active, gated);
 #pragma unroll
-      for (int j = 0; j < kOutTiles; ++j) {
-        *reinterpret_cast<uint32_t*>(gate_tile + T::GateWord(row, j) + 4 * quarter) = gated[j];
+        for (int j = 0; j < kOutTiles; ++j) {
+          *reinterpret_cast<uint32_t*>(gate_tile + T::GateWord(row, j) + 4 * quarter) = gated[j];
+        }
       }
     }
     device::NamedBarrier(1 + warpgroup, 128);
@@ -298,12 +371,6 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
   }
 }
 
-}  // namespace
-
-cudaError_t PrepareMlaValueWs() { return LoadKernel(MlaValueWsKernel, WsTile::kSmemBytes); }
-
-const void* MlaValueWsKernelAddress() { return reinterpret_cast<const void*>(MlaValueWsKernel); }
-
 // The multiprocessors of the current device, asked once per device.
 cudaError_t MultiprocessorCount(int* count) {
   constexpr int kDevices = 64;
@@ -315,24 +382,53 @@ cudaError_t MultiprocessorCount(int* count) {
     return cudaSuccess;
   }
   e = cudaDeviceGetAttribute(count, cudaDevAttrMultiProcessorCount, device);
-  if (e == cudaSuccess && device < kDevices) cached[device].store(*count, std::memory_order_relaxed);
+  if (e == cudaSuccess && device < kDevices) {
+    cached[device].store(*count, std::memory_order_relaxed);
+  }
   return e;
 }
 
-cudaError_t LaunchMlaValueWs(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
+// The launch for `heads` x `rows` on the current device: as many rounds of tiles as the GPU
+// needs, on the fewest blocks that keep that many (every block as busy, and more bandwidth for
+// each: 96 x 256 runs 96 blocks of 2 tiles, not 132 of which 60 take a second; 3% faster there,
+// up to 1% at 96-128 x 512-1024, the rest equal: bench/results/2026-11-30-h200/history/
+// even6_d5e7849); with one round, the kernel with early sigmoids. One mapping for the launch and
+// for graph/, which finds the captured node by its kernel.
+struct WsLaunch {
+  void (*kernel)(MlaValueParams);
+  unsigned blocks;
+};
+cudaError_t PlanWsLaunch(int heads, int rows, WsLaunch* launch) {
   int multiprocessors = 0;
   const cudaError_t e = MultiprocessorCount(&multiprocessors);
   if (e != cudaSuccess) return e;
-  // As many rounds of tiles as the GPU needs, on the fewest blocks that keep that many: every
-  // block as busy, and more bandwidth for each (96 x 256: 96 blocks of 2 tiles, not 132 of
-  // which 60 take a second; 3% faster there, up to 1% at 96-128 x 512-1024, the rest equal:
-  // bench/results/2026-11-30-h200/history/even6_d5e7849).
   const long long tiles =
-      static_cast<long long>(p.heads) * ((p.rows + WsTile::kRows - 1) / WsTile::kRows);
+      static_cast<long long>(heads) * ((rows + WsTile::kRows - 1) / WsTile::kRows);
   const long long rounds = (tiles + multiprocessors - 1) / multiprocessors;
-  const dim3 grid(static_cast<unsigned>((tiles + rounds - 1) / rounds));
-  return LaunchWithPdl(MlaValueWsKernel, grid, dim3(WsTile::kThreads), WsTile::kSmemBytes,
-                       stream, pdl, p);
+  launch->kernel = rounds == 1 ? MlaValueWsKernel<true> : MlaValueWsKernel<false>;
+  launch->blocks = static_cast<unsigned>((tiles + rounds - 1) / rounds);
+  return cudaSuccess;
+}
+
+}  // namespace
+
+cudaError_t PrepareMlaValueWs() {
+  const cudaError_t e = LoadKernel(MlaValueWsKernel<true>, WsTile::kSmemBytes);
+  return e != cudaSuccess ? e : LoadKernel(MlaValueWsKernel<false>, WsTile::kSmemBytes);
+}
+
+const void* MlaValueWsKernelAddress(int heads, int rows) {
+  WsLaunch launch;
+  if (PlanWsLaunch(heads, rows, &launch) != cudaSuccess) return nullptr;
+  return reinterpret_cast<const void*>(launch.kernel);
+}
+
+cudaError_t LaunchMlaValueWs(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
+  WsLaunch launch;
+  const cudaError_t e = PlanWsLaunch(p.heads, p.rows, &launch);
+  if (e != cudaSuccess) return e;
+  return LaunchWithPdl(launch.kernel, dim3(launch.blocks), dim3(WsTile::kThreads),
+                       WsTile::kSmemBytes, stream, pdl, p);
 }
 
 }  // namespace mla
