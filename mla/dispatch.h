@@ -21,7 +21,7 @@
 //   performance issue is about exactly these shapes. Deliberate: with tails back to back (the
 //   grid), where the next tail's blocks do join, the 64 x 32 all-in-flight tiles are 3-7% faster
 //   at 32 x 1-16, the 6-stage pipeline 4-9% at 64 x 1-16, 96 x 1-8 and 128 x 1-4 (cfg23-24,
-//   history/final25_387633d, history/grid30_ecdee44, and tail_bench.csv, final34).
+//   history/final25_387633d, history/grid30_ecdee44, and tail_bench.csv, ws36).
 // - MlaValueWgmma with 64 x 32 tiles and all 8 K steps in flight (101 KB, two blocks a
 //   multiprocessor) while 4T <= 96 blocks: one memory round trip, twice the blocks of the 64 x 64
 //   tiles; 5-15% ahead of every other kernel at 8-16 heads x 32-128 rows in cfg24 and grid30
