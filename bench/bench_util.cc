@@ -1,12 +1,15 @@
 #include "bench/bench_util.h"
 
+#include <cublasLt.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "bench/limit_kernels.h"
 #include "mla/cuda_status.h"
+#include "mla/value_bmm.h"
 #include "testing/fill.h"
 
 namespace mla_bench {
@@ -127,6 +130,76 @@ absl::StatusOr<double> MeasureCopyBandwidth(cudaStream_t stream) {
       10);
   if (!us.ok()) return us.status();
   return 2.0 * kBytes / (*us * 1e-6);
+}
+
+double TailFlops(const mla::TailShape& s) {
+  return 2.0 * s.rows * s.heads * kLatentDim * kValueDim;
+}
+
+absl::StatusOr<double> MeasureMatrixRate(cudaStream_t stream) {
+  constexpr int64_t kN = 8192;
+  constexpr size_t kMatrixBytes = size_t{kN} * kN * sizeof(bf16);
+  constexpr size_t kWorkspaceBytes = size_t{32} << 20;
+  absl::StatusOr<DeviceMemory> a = DeviceMemory::Allocate(kMatrixBytes);
+  if (!a.ok()) return a.status();
+  absl::StatusOr<DeviceMemory> b = DeviceMemory::Allocate(kMatrixBytes);
+  if (!b.ok()) return b.status();
+  absl::StatusOr<DeviceMemory> d = DeviceMemory::Allocate(kMatrixBytes);
+  if (!d.ok()) return d.status();
+  absl::StatusOr<DeviceMemory> workspace = DeviceMemory::Allocate(kWorkspaceBytes);
+  if (!workspace.ok()) return workspace.status();
+  // Small nonzero operands (bf16 0x3c3c, about 0.0115): zeros would spare the multipliers power.
+  for (DeviceMemory* m : {&*a, &*b}) {
+    MLA_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(m->get(), 0x3c, kMatrixBytes, stream), "memset");
+  }
+
+  // The descriptors, destroyed however this returns.
+  struct Lt {
+    cublasLtHandle_t handle = nullptr;
+    cublasLtMatmulDesc_t matmul = nullptr;
+    cublasLtMatrixLayout_t layout = nullptr;  // A, B and D alike: kN x kN, column-major
+    cublasLtMatmulPreference_t preference = nullptr;
+    ~Lt() {
+      if (preference != nullptr) cublasLtMatmulPreferenceDestroy(preference);
+      if (layout != nullptr) cublasLtMatrixLayoutDestroy(layout);
+      if (matmul != nullptr) cublasLtMatmulDescDestroy(matmul);
+      if (handle != nullptr) cublasLtDestroy(handle);
+    }
+  } lt;
+  using mla::CublasStatus;
+  MLA_RETURN_IF_ERROR(CublasStatus(cublasLtCreate(&lt.handle), "cublasLtCreate"));
+  MLA_RETURN_IF_ERROR(CublasStatus(
+      cublasLtMatmulDescCreate(&lt.matmul, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+      "cublasLtMatmulDescCreate"));
+  MLA_RETURN_IF_ERROR(CublasStatus(cublasLtMatrixLayoutCreate(&lt.layout, CUDA_R_16BF, kN, kN, kN),
+                                   "cublasLtMatrixLayoutCreate"));
+  MLA_RETURN_IF_ERROR(CublasStatus(cublasLtMatmulPreferenceCreate(&lt.preference),
+                                   "cublasLtMatmulPreferenceCreate"));
+  MLA_RETURN_IF_ERROR(CublasStatus(
+      cublasLtMatmulPreferenceSetAttribute(lt.preference,
+                                           CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                           &kWorkspaceBytes, sizeof(kWorkspaceBytes)),
+      "cublasLtMatmulPreferenceSetAttribute"));
+  cublasLtMatmulHeuristicResult_t heuristic = {};
+  int found = 0;
+  MLA_RETURN_IF_ERROR(CublasStatus(
+      cublasLtMatmulAlgoGetHeuristic(lt.handle, lt.matmul, lt.layout, lt.layout, lt.layout,
+                                     lt.layout, lt.preference, 1, &heuristic, &found),
+      "cublasLtMatmulAlgoGetHeuristic"));
+  if (found == 0) return absl::NotFoundError("cuBLASLt found no algorithm for the rate GEMM");
+  const float alpha = 1.0f, beta = 0.0f;
+  absl::StatusOr<double> us = TimeCapturedGraph(
+      stream,
+      [&](cudaStream_t s) {
+        return CublasStatus(
+            cublasLtMatmul(lt.handle, lt.matmul, &alpha, a->get(), lt.layout, b->get(),
+                           lt.layout, &beta, d->get(), lt.layout, d->get(), lt.layout,
+                           &heuristic.algo, workspace->get(), kWorkspaceBytes, s),
+            "cublasLtMatmul");
+      },
+      20);
+  if (!us.ok()) return us.status();
+  return 2.0 * kN * kN * kN / (*us * 1e-6);
 }
 
 std::string DeviceDescription() {

@@ -44,6 +44,13 @@ absl::StatusOr<double> TimeCapturedGraph(cudaStream_t stream,
 // Device-to-device copy bandwidth in bytes/s (read + write), measured on a 1 GiB buffer.
 absl::StatusOr<double> MeasureCopyBandwidth(cudaStream_t stream);
 
+// The bf16 matrix rate in FLOP/s: a cuBLASLt GEMM of 8192 x 8192 x 8192, bf16 operands and
+// output, FP32 accumulation (the tail's own types), the median of 20 replays.
+absl::StatusOr<double> MeasureMatrixRate(cudaStream_t stream);
+
+// The tail's multiply-adds as FLOPs: 2 x rows x heads x 512 x 128.
+double TailFlops(const mla::TailShape& shape);
+
 // "NVIDIA H200, driver 580.x" and so on, for result headers.
 std::string DeviceDescription();
 

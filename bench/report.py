@@ -8,8 +8,9 @@
 Reads tail_bench.csv (our paths, the limit, the cuBLASLt + gate peer) and torch_peer.csv (the
 PyTorch formulation). Per shape: the dispatched path, the fastest of the kernels the run forced
 (every fused kernel and bmm, as the run forced them), the
-back-to-back replays (auto-replay rows, when present), the limit and the performance issue's goal
-1 bound max(limit / 0.8, limit + 1 us), then a line counting the shapes that meet goals 1-3.
+back-to-back replays (auto-replay rows, when present), the limit (the bytes' time), the FLOPs' time
+at the run's bf16 matrix rate (when the run recorded it) and the performance issue's goal 1 bound
+max(limit / 0.8, limit + 1 us), then a line counting the shapes that meet goals 1-3.
 The plot needs matplotlib (Debian: python3-matplotlib).
 """
 import argparse
@@ -51,10 +52,13 @@ def main():
     shapes = sorted({(h, b) for h, b, q, m in ours if m == "auto" and q == 1})
     replays = any((h, b, 1, "auto-replay") in ours for h, b in shapes)
     replay_head = " back-to-back replays (µs) |" if replays else ""
-    print(f"| heads | rows | ours, dispatched (µs) | fastest kernel (µs) |{replay_head} limit (µs) | "
-          "goal 1 (µs) | efficiency | PyTorch (µs) | cuBLASLt+gate (µs) | vs PyTorch | "
-          "vs cuBLASLt+gate |")
-    print("|---:|---:|---:|---:|" + ("---:|" if replays else "") + "---:|---:|---:|---:|---:|---:|---:|")
+    flops = any(ours[(h, b, 1, "auto")].get("flop_us") is not None for h, b in shapes)
+    flop_head = " FLOP time (µs) |" if flops else ""
+    print(f"| heads | rows | ours, dispatched (µs) | fastest kernel (µs) |{replay_head} limit (µs) |"
+          f"{flop_head} goal 1 (µs) | efficiency | PyTorch (µs) | cuBLASLt+gate (µs) | "
+          "vs PyTorch | vs cuBLASLt+gate |")
+    print("|---:|---:|---:|---:|" + ("---:|" if replays else "") + "---:|" +
+          ("---:|" if flops else "") + "---:|---:|---:|---:|---:|---:|")
     met = {"goal1": 0, "torch2x": 0, "within3": 0}
     for h, b in shapes:
         auto = ours[(h, b, 1, "auto")]
@@ -73,8 +77,13 @@ def main():
         if replays:
             replay = ours.get((h, b, 1, "auto-replay"))
             replay_cell = f" {replay['us_per_layer']:.2f} |" if replay else " – |"
+        flop_cell = ""
+        if flops:
+            flop_us = auto.get("flop_us")
+            flop_cell = f" {flop_us:.2f} |" if flop_us is not None else " – |"
         print(f"| {h} | {b} | {us:.2f} | {forced[fastest]:.2f} {fastest} |{replay_cell} "
-              f"{limit:.2f} | {goal:.2f}{' ✓' if us <= goal else ''} | {100 * limit / us:.0f}% | "
+              f"{limit:.2f} |{flop_cell} {goal:.2f}{' ✓' if us <= goal else ''} | "
+              f"{100 * limit / us:.0f}% | "
               f"{pt:.2f} | {peer:.2f} | {pt / us:.2f}× | {peer / us:.2f}× |")
     n = len(shapes)
     print(f"\nOf {n} shapes: goal 1 met at {met['goal1']}; at least 2x PyTorch at "

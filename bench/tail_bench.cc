@@ -1,5 +1,6 @@
 // The tail's speed per layer on the GPU, with L2 kept cold by rotating through enough layers,
-// beside its limits (bytes at the measured copy bandwidth, the launch floor) and the unfused peer
+// beside its limits (bytes at the measured copy bandwidth, FLOPs at the measured bf16 matrix
+// rate, the launch floor) and the unfused peer
 // (strided cuBLASLt batched GEMM + a gate kernel, no PDL). Two measurements:
 //   - embedded (modes fused, bmm, auto, peer): every layer's tail captured into ONE CUDA graph,
 //     as a runtime embeds the tails in its step graph; the median of --replays replays of that
@@ -273,6 +274,11 @@ int Main() {
     std::fprintf(stderr, "copy bandwidth: %s\n", bandwidth.status().ToString().c_str());
     return 1;
   }
+  absl::StatusOr<double> matrix_rate = MeasureMatrixRate(stream);
+  if (!matrix_rate.ok()) {
+    std::fprintf(stderr, "matrix rate: %s\n", matrix_rate.status().ToString().c_str());
+    return 1;
+  }
   // The launch floor: per node of a graph of 64 one-block PDL kernels.
   absl::StatusOr<double> floor = TimeCapturedGraph(
       stream,
@@ -286,10 +292,10 @@ int Main() {
   const double floor_us = floor.ok() ? *floor / 64 : -1;
   const std::string device = DeviceDescription();
   const std::string date = absl::FormatTime("%Y-%m-%d", absl::Now(), absl::UTCTimeZone());
-  std::printf("# tail_bench  commit %s  %s  %s\n# copy bandwidth %.2f TB/s, launch floor %.2f "
-              "us/node (PDL, 1 block)\n",
+  std::printf("# tail_bench  commit %s  %s  %s\n# copy bandwidth %.2f TB/s, bf16 matrix rate "
+              "%.0f TFLOP/s, launch floor %.2f us/node (PDL, 1 block)\n",
               absl::GetFlag(FLAGS_commit).c_str(), device.c_str(), date.c_str(),
-              *bandwidth / 1e12, floor_us);
+              *bandwidth / 1e12, *matrix_rate / 1e12, floor_us);
   std::printf("%5s %5s %2s %12s %6s %10s %9s %6s %13s\n", "heads", "rows", "q", "mode", "layers",
               "us/layer", "limit us", "eff", "host us/call");
 
@@ -297,9 +303,12 @@ int Main() {
   if (!absl::GetFlag(FLAGS_csv).empty()) {
     csv.open(absl::GetFlag(FLAGS_csv), std::ios::app);
     csv << "# commit " << absl::GetFlag(FLAGS_commit) << ", " << device << ", " << date
-        << ", copy " << *bandwidth / 1e12 << " TB/s, floor " << floor_us << " us/node\n";
-    // host_us_per_replay: the -replay modes only, empty for the others.
-    csv << "heads,rows,q,mode,layers,us_per_layer,limit_us,bytes_per_layer,host_us_per_replay\n";
+        << ", copy " << *bandwidth / 1e12 << " TB/s, matrix " << *matrix_rate / 1e12
+        << " TFLOP/s, floor " << floor_us << " us/node\n";
+    // host_us_per_replay: the -replay modes only, empty for the others. flop_us: the tail's
+    // FLOPs at the matrix rate (limit_us is the bytes' time, the performance goals' limit).
+    csv << "heads,rows,q,mode,layers,us_per_layer,limit_us,bytes_per_layer,host_us_per_replay,"
+           "flop_us\n";
   }
 
   mla::TailOptions options;
@@ -362,6 +371,7 @@ int Main() {
           return 1;
         }
         const double limit_us = TailBytes(shape) / *bandwidth * 1e6;
+        const double flop_us = TailFlops(shape) / *matrix_rate * 1e6;
         auto record = [&](const std::string& mode, double per_layer,
                           std::optional<double> host_us_per_replay) {
           const std::string host =
@@ -373,7 +383,7 @@ int Main() {
             csv << heads << "," << rows << "," << q << "," << mode << "," << layer_count << ","
                 << per_layer << "," << limit_us << "," << TailBytes(shape) << ",";
             if (host_us_per_replay) csv << *host_us_per_replay;
-            csv << "\n";
+            csv << "," << flop_us << "\n";
           }
         };
         std::unique_ptr<Peer> peer;
