@@ -13,6 +13,8 @@
 //     wgmma m64n128k16 on the shared W_UV slice, and free the buffer once those MMAs are done
 //     (one step later: each step's MMAs run on while the next step's buffer is awaited). After
 //     a tile's last step they gate their 64 rows (SPEC.md: bf16 v, FP32 sigmoid) and store them.
+//     With one tile a block (the launch decides: WsEarlySigmoids), they compute the sigmoids
+//     during the tile's last four steps instead, and the epilogue only multiplies and rounds.
 // Why: in the block-synchronous persistent kernel it replaced (MlaValueWgmma's loop with a
 // __syncthreads a step), a buffer was refilled only after every thread had passed the next
 // step's barrier, so each step's MMA chain sat on the copy path; without its MMAs that kernel
@@ -89,8 +91,8 @@ struct WsTile {
 // reciprocals a tile on the multiprocessor's MUFU unit otherwise). Only where each block has one
 // tile (correct with more, but slower): the gate buffer is free at a block's first tile, so its
 // gate is copied with the first step; a later tile's gate waits for the previous tile's
-// epilogue, and awaiting it mid-tile measured 2-5% slower
-// (bench/results/2026-11-30-h200/history/sig32_448de1d, sig33_bf9badd).
+// epilogue, and awaiting it mid-tile measured 2-5% slower. With one tile a block: 2-3% faster
+// (bench/results/2026-11-30-h200/history/sig32_448de1d, sig33_bf9badd, ws36_59779da).
 // With kEnabled false: nothing, and the epilogue computes them.
 template <bool kEnabled>
 struct WsEarlySigmoids {
@@ -247,7 +249,8 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
       for (int step = 0; step < T::kSteps; ++step) {
         // The gate buffer is free once the previous tile's epilogue is done, which is when
         // the consumers start on this tile; by step 6 the ring is full of this tile's steps,
-        // so waiting here holds back no copy.
+        // so waiting here holds back no copy. With early sigmoids the gate goes first: the
+        // consumers await it from step 4 (and a block has one tile, so nothing is waited for).
         if (step == Early::kGateStep) {
           if (i > 0) device::MbarrierWait(gate_empty, (i - 1) & 1);
           copy_epilogue_inputs(tile);
