@@ -41,6 +41,7 @@
 #include <utility>
 
 #include "mla/kernels/device.cuh"
+#include "mla/kernels/early_sigmoids.cuh"
 #include "mla/kernels/launch.cuh"
 #include "mla/kernels/mla_value_variants.h"
 #include "mla/kernels/params.h"
@@ -129,47 +130,28 @@ struct EarlySigmoids {
 template <typename T>
 struct EarlySigmoids<T, true> {
   // Accumulator 4j + e of the m64 x kCols tile: row 16 * warp + group (+8 for e >= 2), column
-  // 8j + 2 * quarter + (e & 1). Pair n = 2j + half: accumulators 4j + 2 * half and
-  // 4j + 2 * half + 1, one 4-byte gate word.
+  // 8j + 2 * quarter + (e & 1).
+  struct Layout {
+    static __device__ __forceinline__ int Row(int n) {
+      return 16 * (threadIdx.x / 32) + 8 * (n % 2) + threadIdx.x % 32 / 4;
+    }
+    static __device__ __forceinline__ int GateOffset(int n) {
+      return T::GateWord(Row(n), n / 2) + 4 * (threadIdx.x % 4);
+    }
+  };
   static constexpr int kPairs = 2 * T::kGateWordsPerRow;  // 2 halves x kCols / 8
   static constexpr int kPairsPerStep = kPairs / kSteps;
   static_assert(kPairs % kSteps == 0, "the same number of pairs every step");
-  float2 sigmoid[kPairs];
-  bool in_range = true;
+  device::EarlySigmoidPairs<Layout, kPairs> pairs;
 
-  static __device__ __forceinline__ int Row(int n) {
-    return 16 * (threadIdx.x / 32) + 8 * (n % 2) + threadIdx.x % 32 / 4;
-  }
-  static __device__ __forceinline__ int GateOffset(int n) {
-    return T::GateWord(Row(n), n / 2) + 4 * (threadIdx.x % 4);
-  }
   // Step `step`'s pairs; the gate tile and lengths are in shared memory (they came with step 0).
   __device__ __forceinline__ void Step(int step, const uint8_t* gate_tile,
                                        const int32_t* lengths) {
-#pragma unroll
-    for (int n = step * kPairsPerStep; n < (step + 1) * kPairsPerStep; ++n) {
-      const uint32_t gate = *reinterpret_cast<const uint32_t*>(gate_tile + GateOffset(n));
-      sigmoid[n] = device::SigmoidPairInRange(gate, lengths[Row(n)] > 0, in_range);
-    }
+    pairs.Compute(step * kPairsPerStep, (step + 1) * kPairsPerStep, gate_tile, lengths);
   }
-  // Each pair rounded to bf16, gated and written over the gate word it was computed from (this
-  // thread's own). A gate below -87.3 or NaN on an active row: the sigmoids the general way.
   __device__ __forceinline__ void Gate(const float* acc, uint8_t* gate_tile,
                                        const int32_t* lengths) {
-    if (!in_range) {
-#pragma unroll
-      for (int n = 0; n < kPairs; ++n) {
-        sigmoid[n] = device::SigmoidPair(
-            *reinterpret_cast<const uint32_t*>(gate_tile + GateOffset(n)));
-      }
-    }
-#pragma unroll
-    for (int n = 0; n < kPairs; ++n) {
-      const int e = 4 * (n / 2) + 2 * (n % 2);
-      *reinterpret_cast<uint32_t*>(gate_tile + GateOffset(n)) = device::GateWithSigmoid(
-          __bfloat162float(__float2bfloat16_rn(acc[e])),
-          __bfloat162float(__float2bfloat16_rn(acc[e + 1])), sigmoid[n], lengths[Row(n)] > 0);
-    }
+    pairs.Gate(acc, gate_tile, lengths);
   }
 };
 

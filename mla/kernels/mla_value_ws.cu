@@ -34,6 +34,7 @@
 #include <cstdint>
 
 #include "mla/kernels/device.cuh"
+#include "mla/kernels/early_sigmoids.cuh"
 #include "mla/kernels/launch.cuh"
 #include "mla/kernels/mbarrier.cuh"
 #include "mla/kernels/mla_value_variants.h"
@@ -104,50 +105,32 @@ template <>
 struct WsEarlySigmoids<true> {
   static constexpr int kGateStep = 0;
   // Accumulator 4j + e: row 16 * warp + group (+8 for e >= 2) of the warpgroup's 64, column
-  // 8j + 2 * quarter + (e & 1). Pair n = 2j + half: accumulators 4j + 2 * half and
-  // 4j + 2 * half + 1, one 4-byte gate word.
+  // 8j + 2 * quarter + (e & 1).
+  struct Layout {
+    static __device__ __forceinline__ int Row(int n) {
+      const int consumer = threadIdx.x - WsTile::kProducerThreads;
+      return 64 * (consumer / 128) + 16 * (consumer % 128 / 32) + 8 * (n % 2) +
+             threadIdx.x % 32 / 4;
+    }
+    static __device__ __forceinline__ int GateOffset(int n) {
+      return WsTile::GateWord(Row(n), n / 2) + 4 * (threadIdx.x % 4);
+    }
+  };
   static constexpr int kPairs = 2 * (WsTile::kCols / 8);
   static constexpr int kFrom = WsTile::kSteps / 2;  // the gate is awaited from this step
   static constexpr int kPairsPerStep = kPairs / (WsTile::kSteps - kFrom);
-  float2 sigmoid[kPairs];
-  bool in_range = true;
+  device::EarlySigmoidPairs<Layout, kPairs> pairs;
 
-  static __device__ __forceinline__ int Row(int n) {
-    const int consumer = threadIdx.x - WsTile::kProducerThreads;
-    return 64 * (consumer / 128) + 16 * (consumer % 128 / 32) + 8 * (n % 2) +
-           threadIdx.x % 32 / 4;
-  }
-  static __device__ __forceinline__ int GateOffset(int n) {
-    return WsTile::GateWord(Row(n), n / 2) + 4 * (threadIdx.x % 4);
-  }
   __device__ __forceinline__ void Step(int step, uint64_t* gate_full, uint32_t gate_phase,
                                        const uint8_t* gate_tile, const int32_t* lengths) {
     if (step < kFrom) return;
     if (step == kFrom) device::MbarrierWait(gate_full, gate_phase);
-#pragma unroll
-    for (int n = (step - kFrom) * kPairsPerStep; n < (step - kFrom + 1) * kPairsPerStep; ++n) {
-      const uint32_t gate = *reinterpret_cast<const uint32_t*>(gate_tile + GateOffset(n));
-      sigmoid[n] = device::SigmoidPairInRange(gate, lengths[Row(n)] > 0, in_range);
-    }
+    pairs.Compute((step - kFrom) * kPairsPerStep, (step - kFrom + 1) * kPairsPerStep, gate_tile,
+                  lengths);
   }
-  // Each pair rounded to bf16, gated and written over the gate word it was computed from (this
-  // thread's own). A gate below -87.3 or NaN on an active row: the sigmoids the general way.
   __device__ __forceinline__ void Gate(const float* acc, uint8_t* gate_tile,
                                        const int32_t* lengths) {
-    if (!in_range) {
-#pragma unroll
-      for (int n = 0; n < kPairs; ++n) {
-        sigmoid[n] = device::SigmoidPair(
-            *reinterpret_cast<const uint32_t*>(gate_tile + GateOffset(n)));
-      }
-    }
-#pragma unroll
-    for (int n = 0; n < kPairs; ++n) {
-      const int e = 4 * (n / 2) + 2 * (n % 2);
-      *reinterpret_cast<uint32_t*>(gate_tile + GateOffset(n)) = device::GateWithSigmoid(
-          __bfloat162float(__float2bfloat16_rn(acc[e])),
-          __bfloat162float(__float2bfloat16_rn(acc[e + 1])), sigmoid[n], lengths[Row(n)] > 0);
-    }
+    pairs.Gate(acc, gate_tile, lengths);
   }
 };
 
