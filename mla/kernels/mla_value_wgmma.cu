@@ -282,8 +282,7 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
     }
     device::WgmmaCommit();
     // The gate tile landed with step 0 (group 0), and the barrier above published it.
-    early.Step(step, smem + T::kGateOffset,
-               reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset));
+    early.Step(step, gate_tile, reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset));
     if (T::kAllInFlight && step + 1 < kSteps) {
       device::WgmmaWait<1>();  // step - 1's MMAs are done; this step's run on (no reuse)
     } else {
