@@ -40,9 +40,11 @@
 #include <iterator>
 #include <utility>
 
+#include "mla/kernels/cluster.cuh"
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/early_sigmoids.cuh"
 #include "mla/kernels/launch.cuh"
+#include "mla/kernels/mbarrier.cuh"
 #include "mla/kernels/mla_value_variants.h"
 #include "mla/kernels/params.h"
 #include "mla/kernels/prefetch.cuh"
@@ -57,7 +59,12 @@ constexpr int kRowBytes = kStepK * 2;        // 128
 constexpr int kWords = kRowBytes / 16;       // 16-byte words per row: 8
 constexpr int kAlign = 1024;                 // swizzle atom: 8 rows of 128 bytes
 
-template <int kStages, int kCols>
+// kShareX, kShareZ: the blocks of a cluster that share what they read (all steps in flight
+// only). The kShareX column blocks of a head's 64 rows each copy 1 / kShareX of the latent
+// slice and push it to the others; the kShareZ row tiles of a column block each copy
+// 1 / kShareZ of the W_UV slice and push it likewise. Each operand byte then crosses L2 once a
+// cluster instead of once a block.
+template <int kStages, int kCols, int kShareX = 1, int kShareZ = 1>
 struct WgTile {
   static constexpr int kThreads = 128;  // one warpgroup
   static constexpr int kRows = 64;      // wgmma's m
@@ -68,6 +75,9 @@ struct WgTile {
   // fly while one is computed.
   static constexpr bool kAllInFlight = kStages == kSteps;
   static constexpr int kPrologueSteps = kAllInFlight ? kSteps : kStages - 1;
+  static constexpr bool kShared = kShareX * kShareZ > 1;
+  static constexpr int kLatentShareRows = kRows / kShareX;  // copied by this block
+  static constexpr int kWShareRows = kCols / kShareZ;
   // The gate tile: row r's 16-byte word w is stored at word w ^ (r % 8) (rows of 32 columns,
   // two to 128 bytes: w ^ (r / 2 % 4)), so that the epilogue's 4-byte accesses to one word of 8
   // rows (a warp) land in different banks.
@@ -77,12 +87,15 @@ struct WgTile {
   // The epilogue's inputs: the gate tile, then the rows' lengths.
   static constexpr int kGateOffset = kStages * kStageBytes;
   static constexpr int kLengthsOffset = kGateOffset + kRows * kGateRowBytes;
-  static constexpr size_t kSmemBytes = kLengthsOffset + kRows * sizeof(int32_t) + kAlign;
+  // With sharing: a barrier a step, completed by the other blocks' pushes.
+  static constexpr int kBarriersOffset = kLengthsOffset + kRows * sizeof(int32_t);
+  static constexpr size_t kSmemBytes =
+      kBarriersOffset + (kShared ? kSteps * sizeof(uint64_t) : 0) + kAlign;
   // Copies per thread and step; thread i moves word i % 8 of rows i / 8 + n * kRowsPerPass,
   // a multiple of 8 rows apart, so that one swizzled offset serves all its copies.
   static constexpr int kRowsPerPass = kThreads / kWords;
-  static constexpr int kWCopies = kCols / kRowsPerPass;
-  static constexpr int kLatentCopies = kRows / kRowsPerPass;
+  static constexpr int kWCopies = kWShareRows / kRowsPerPass;
+  static constexpr int kLatentCopies = kLatentShareRows / kRowsPerPass;
   static constexpr int kGateWordsPerRow = kCols / 8;
   static constexpr int kGateRowsPerPass = kThreads / kGateWordsPerRow;
   static constexpr int kGateCopies = kRows / kGateRowsPerPass;
@@ -93,8 +106,12 @@ struct WgTile {
 
   static_assert(kCols == 32 || kCols == 64 || kCols == 128, "wgmma's n: the block's columns");
   static_assert(kStages >= 2 && kStages <= kSteps, "pipeline depth: at most one buffer a step");
-  static_assert(kRowsPerPass % 8 == 0 && kCols % kRowsPerPass == 0 && kRows % kRowsPerPass == 0,
+  static_assert(kRowsPerPass % 8 == 0 && kWShareRows % kRowsPerPass == 0 &&
+                    kLatentShareRows % kRowsPerPass == 0,
                 "every thread copies the same number of words, in one swizzle phase");
+  static_assert(!kShared || (kAllInFlight && (kValueDim / kCols) % kShareX == 0),
+                "sharing: every step in its own buffer (none is refilled), whole clusters of a "
+                "head's column blocks");
   static_assert(kThreads % kGateWordsPerRow == 0 && kRows % kGateRowsPerPass == 0,
                 "every thread copies the same gate words");
   static_assert(kStageBytes % kAlign == 0 && kWBytes % kAlign == 0, "tiles on atom boundaries");
@@ -155,9 +172,9 @@ struct EarlySigmoids<T, true> {
   }
 };
 
-template <int kStages, int kCols, int kMinBlocks, bool kEarlySigmoids>
+template <int kStages, int kCols, int kMinBlocks, bool kEarlySigmoids, int kShareX, int kShareZ>
 __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const MlaValueParams p) {
-  using T = WgTile<kStages, kCols>;
+  using T = WgTile<kStages, kCols, kShareX, kShareZ>;
   constexpr int kThreads = T::kThreads;
   constexpr int kRows = T::kRows;
   extern __shared__ uint4 smem_words[];
@@ -171,6 +188,10 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
   };
   const Tile tile{static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x) * kCols,
                   static_cast<int>(blockIdx.z) * kRows};
+  // This block's shares: latent rows [share_x * kLatentShareRows, ...) of the tile and W_UV
+  // rows [share_z * kWShareRows, ...) of the slice (the cluster tiles x by kShareX, z by kShareZ).
+  const int share_x = T::kShared ? static_cast<int>(blockIdx.x) % kShareX : 0;
+  const int share_z = T::kShared ? static_cast<int>(blockIdx.z) % kShareZ : 0;
 
   const int copy_row = threadIdx.x / kWords;
   const int copy_word = threadIdx.x % kWords;
@@ -179,8 +200,9 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
 
   // Step `step` of tile `c` into stage buffer `stage`.
   auto copy_w = [&](const Tile& c, int step, int stage) {
-    uint8_t* dst = smem + stage * T::kStageBytes + copy_dst;
-    const bf16* src = p.w_uv + c.head * p.w_head_stride + (c.column0 + copy_row) * p.w_row_stride +
+    const int row = share_z * T::kWShareRows + copy_row;
+    uint8_t* dst = smem + stage * T::kStageBytes + share_z * T::kWShareRows * kRowBytes + copy_dst;
+    const bf16* src = p.w_uv + c.head * p.w_head_stride + (c.column0 + row) * p.w_row_stride +
                       step * kStepK + 8 * copy_word;
 #pragma unroll
     for (int n = 0; n < T::kWCopies; ++n) {
@@ -188,11 +210,13 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
     }
   };
   auto copy_latent = [&](const Tile& c, int step, int stage) {
-    uint8_t* dst = smem + stage * T::kStageBytes + T::kWBytes + copy_dst;
+    const int row = share_x * T::kLatentShareRows + copy_row;
+    uint8_t* dst = smem + stage * T::kStageBytes + T::kWBytes + share_x * T::kLatentShareRows *
+                   kRowBytes + copy_dst;
 #pragma unroll
     for (int n = 0; n < T::kLatentCopies; ++n) {
       // Rows past the end are not copied: their products land in output rows never stored.
-      const int t = c.t0 + copy_row + n * T::kRowsPerPass;
+      const int t = c.t0 + row + n * T::kRowsPerPass;
       if (t < p.rows) {
         device::CopyAsync16(dst + n * T::kRowsPerPass * kRowBytes,
                             p.latent + t * p.latent_row_stride + c.head * kLatentDim +
@@ -223,8 +247,25 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
     }
   };
 
+  uint64_t* const step_barriers = reinterpret_cast<uint64_t*>(smem + T::kBarriersOffset);
+  if constexpr (T::kShared) {
+    // Bytes each step's barrier expects from the other blocks of the cluster.
+    constexpr int kReceivedBytes = (kShareX - 1) * T::kLatentShareRows * kRowBytes +
+                                   (kShareZ - 1) * T::kWShareRows * kRowBytes;
+    if (threadIdx.x == 0) {
+#pragma unroll
+      for (int step = 0; step < kSteps; ++step) device::MbarrierInit(&step_barriers[step], 1);
+      device::FenceMbarrierInitCluster();
+#pragma unroll
+      for (int step = 0; step < kSteps; ++step) {
+        device::MbarrierArriveExpectBytes(&step_barriers[step], kReceivedBytes);
+      }
+    }
+    device::ClusterArrive();  // waited for before the first push
+  }
+
   // Prologue: groups 0..kPrologueSteps-1 hold steps 0..kPrologueSteps-1; group 0 also the
-  // epilogue's inputs.
+  // epilogue's inputs (and, being issued first, every step's W_UV).
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) copy_w(tile, step, step);
   device::PrefetchBlockInputsL2(p, tile.head, tile.t0, kRows, 0, kLatentDim, tile.column0, kCols);
@@ -260,6 +301,37 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
     }
     device::FenceProxyAsyncShared();
     __syncthreads();
+    if constexpr (T::kShared) {
+      // This block's shares of the step (and at step 0, its W_UV shares of every step: they
+      // all came with group 0) go to the blocks that share them; theirs arrive on the step's
+      // barrier.
+      if (step == 0) device::ClusterWait();  // every block's barriers are set up
+      if (threadIdx.x == 0) {
+        const uint32_t stage_address = smem_base + stage * T::kStageBytes;
+        const uint32_t latent_share =
+            stage_address + T::kWBytes + share_x * T::kLatentShareRows * kRowBytes;
+#pragma unroll
+        for (int x = 0; x < kShareX; ++x) {
+          if (x == share_x) continue;
+          device::PushSharedToBlock(latent_share, T::kLatentShareRows * kRowBytes,
+                                    &step_barriers[step], x + kShareX * share_z);
+        }
+        if (step == 0) {
+#pragma unroll
+          for (int s = 0; s < kSteps; ++s) {
+            const uint32_t w_share =
+                smem_base + s * T::kStageBytes + share_z * T::kWShareRows * kRowBytes;
+#pragma unroll
+            for (int z = 0; z < kShareZ; ++z) {
+              if (z == share_z) continue;
+              device::PushSharedToBlock(w_share, T::kWShareRows * kRowBytes, &step_barriers[s],
+                                        share_x + kShareX * z);
+            }
+          }
+        }
+      }
+      device::MbarrierWait(&step_barriers[step], 0);
+    }
     if (!T::kAllInFlight) {
       const int next = step + T::kPrologueSteps;
       const int next_stage = (stage + T::kPrologueSteps) % kStages;
@@ -340,6 +412,9 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
       }
     }
   }
+  // This block's pushes have read their sources before its shared memory goes; every push
+  // into it has landed (its step barriers completed).
+  if (T::kShared && threadIdx.x == 0) device::PushesCommitAndWaitRead();
   __syncthreads();
   // The output tile, 16 bytes a thread and copy: word w of row r.
 #pragma unroll
@@ -364,6 +439,7 @@ struct WgConfig {
   MlaValueVariant variant;
   int stages, cols, min_blocks;
   bool early_sigmoids;  // EarlySigmoids
+  int share_x = 1, share_z = 1;  // WgTile's kShareX, kShareZ: the cluster's shape
 };
 constexpr WgConfig kWgConfigs[] = {
     {MlaValueVariant::kWgmmaP4, 4, 64, 1, true},
@@ -371,6 +447,10 @@ constexpr WgConfig kWgConfigs[] = {
     {MlaValueVariant::kWgmmaN128, 3, 128, 0, false},
     {MlaValueVariant::kWgmmaA8N32, 8, 32, 0, false},
     {MlaValueVariant::kWgmmaP6, 6, 64, 1, false},
+    {MlaValueVariant::kWgmmaA8X2, 8, 64, 0, false, 2, 1},
+    {MlaValueVariant::kWgmmaA8X2Z2, 8, 64, 0, false, 2, 2},
+    {MlaValueVariant::kWgmmaA8N32X4, 8, 32, 0, false, 4, 1},
+    {MlaValueVariant::kWgmmaA8N32X4Z2, 8, 32, 0, false, 4, 2},
 };
 
 // The rule (mla/dispatch.h) counts on how many blocks of each share a multiprocessor: 228 KB
@@ -383,19 +463,25 @@ static_assert(BlocksPerMultiprocessor(WgTile<8, 64>::kSmemBytes) == 1, "a8: one"
 static_assert(BlocksPerMultiprocessor(WgTile<6, 64>::kSmemBytes) == 2, "p6: two");
 static_assert(BlocksPerMultiprocessor(WgTile<4, 64>::kSmemBytes) == 3, "p4: three");
 static_assert(BlocksPerMultiprocessor(WgTile<3, 128>::kSmemBytes) == 2, "n128: two");
+static_assert(BlocksPerMultiprocessor(WgTile<8, 64, 2, 2>::kSmemBytes) == 1, "a8, shared: one");
+static_assert(BlocksPerMultiprocessor(WgTile<8, 32, 4, 2>::kSmemBytes) == 2, "a8n32, shared: two");
 
 template <int kIndex>
 struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
-  using T = WgTile<kC.stages, kC.cols>;
-  static constexpr auto kKernel =
-      MlaValueWgmmaKernel<kC.stages, kC.cols, kC.min_blocks, kC.early_sigmoids>;
+  using T = WgTile<kC.stages, kC.cols, kC.share_x, kC.share_z>;
+  static constexpr auto kKernel = MlaValueWgmmaKernel<kC.stages, kC.cols, kC.min_blocks,
+                                                      kC.early_sigmoids, kC.share_x, kC.share_z>;
 
   static cudaError_t Launch(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
     const int column_blocks = kValueDim / kC.cols;
-    const int row_tiles = (p.rows + T::kRows - 1) / T::kRows;
+    // Whole clusters of row tiles: a tile past the last row still copies and pushes its share
+    // of W_UV (it stores nothing).
+    const int row_tiles = (p.rows + T::kRows * kC.share_z - 1) / (T::kRows * kC.share_z) *
+                          kC.share_z;
     const dim3 grid(column_blocks, p.heads, row_tiles);
-    return LaunchWithPdl(kKernel, grid, dim3(T::kThreads), T::kSmemBytes, stream, pdl, p);
+    return LaunchWithPdl(kKernel, grid, dim3(T::kThreads), T::kSmemBytes, stream, pdl, p,
+                         dim3(kC.share_x, 1, kC.share_z));
   }
   static cudaError_t Load() { return LoadKernel(kKernel, T::kSmemBytes); }
 };
