@@ -66,7 +66,10 @@ constexpr int kAlign = 1024;                 // swizzle atom: 8 rows of 128 byte
 // cluster instead of once a block.
 template <int kStages, int kCols, int kShareX = 1, int kShareZ = 1>
 struct WgTile {
-  static constexpr int kThreads = 128;  // one warpgroup
+  static constexpr int kThreads = 128;  // one warpgroup computes
+  static constexpr bool kShared = kShareX * kShareZ > 1;
+  // With sharing, a fifth warp pushes this block's shares to the cluster's other blocks.
+  static constexpr int kBlockThreads = kThreads + (kShared ? 32 : 0);
   static constexpr int kRows = 64;      // wgmma's m
   static constexpr int kWBytes = kCols * kRowBytes;           // W_UV slice of a step
   static constexpr int kLatentBytes = kRows * kRowBytes;      // latent slice of a step
@@ -75,7 +78,6 @@ struct WgTile {
   // fly while one is computed.
   static constexpr bool kAllInFlight = kStages == kSteps;
   static constexpr int kPrologueSteps = kAllInFlight ? kSteps : kStages - 1;
-  static constexpr bool kShared = kShareX * kShareZ > 1;
   static constexpr int kLatentShareRows = kRows / kShareX;  // copied by this block
   static constexpr int kWShareRows = kCols / kShareZ;
   // The gate tile: row r's 16-byte word w is stored at word w ^ (r % 8) (rows of 32 columns,
@@ -87,10 +89,10 @@ struct WgTile {
   // The epilogue's inputs: the gate tile, then the rows' lengths.
   static constexpr int kGateOffset = kStages * kStageBytes;
   static constexpr int kLengthsOffset = kGateOffset + kRows * kGateRowBytes;
-  // With sharing: a barrier a step, completed by the other blocks' pushes.
+  // With sharing: two barriers a step (landed, received).
   static constexpr int kBarriersOffset = kLengthsOffset + kRows * sizeof(int32_t);
   static constexpr size_t kSmemBytes =
-      kBarriersOffset + (kShared ? kSteps * sizeof(uint64_t) : 0) + kAlign;
+      kBarriersOffset + (kShared ? 2 * kSteps * sizeof(uint64_t) : 0) + kAlign;
   // Copies per thread and step; thread i moves word i % 8 of rows i / 8 + n * kRowsPerPass,
   // a multiple of 8 rows apart, so that one swizzled offset serves all its copies.
   static constexpr int kRowsPerPass = kThreads / kWords;
@@ -173,7 +175,8 @@ struct EarlySigmoids<T, true> {
 };
 
 template <int kStages, int kCols, int kMinBlocks, bool kEarlySigmoids, int kShareX, int kShareZ>
-__global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const MlaValueParams p) {
+__global__ void __launch_bounds__(WgTile<kStages, kCols, kShareX, kShareZ>::kBlockThreads,
+                                  kMinBlocks) MlaValueWgmmaKernel(const MlaValueParams p) {
   using T = WgTile<kStages, kCols, kShareX, kShareZ>;
   constexpr int kThreads = T::kThreads;
   constexpr int kRows = T::kRows;
@@ -247,34 +250,83 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
     }
   };
 
-  uint64_t* const step_barriers = reinterpret_cast<uint64_t*>(smem + T::kBarriersOffset);
+  // With sharing: landed[s] completes once every compute thread's copies of step s (and
+  // before) have landed, received[s] once the other blocks' shares of step s have.
+  uint64_t* const landed = reinterpret_cast<uint64_t*>(smem + T::kBarriersOffset);
+  uint64_t* const received = landed + kSteps;
+  const bool computes = !T::kShared || threadIdx.x < kThreads;
   if constexpr (T::kShared) {
-    // Bytes each step's barrier expects from the other blocks of the cluster.
     constexpr int kReceivedBytes = (kShareX - 1) * T::kLatentShareRows * kRowBytes +
                                    (kShareZ - 1) * T::kWShareRows * kRowBytes;
     if (threadIdx.x == 0) {
 #pragma unroll
-      for (int step = 0; step < kSteps; ++step) device::MbarrierInit(&step_barriers[step], 1);
+      for (int step = 0; step < kSteps; ++step) {
+        device::MbarrierInit(&landed[step], kThreads);
+        device::MbarrierInit(&received[step], 1);
+      }
       device::FenceMbarrierInitCluster();
 #pragma unroll
       for (int step = 0; step < kSteps; ++step) {
-        device::MbarrierArriveExpectBytes(&step_barriers[step], kReceivedBytes);
+        device::MbarrierArriveExpectBytes(&received[step], kReceivedBytes);
       }
     }
-    device::ClusterArrive();  // waited for before the first push
+    __syncthreads();
+    device::ClusterArrive();  // the pusher waits for it before its first push
   }
 
   // Prologue: groups 0..kPrologueSteps-1 hold steps 0..kPrologueSteps-1; group 0 also the
   // epilogue's inputs (and, being issued first, every step's W_UV).
+  if (computes) {
 #pragma unroll
-  for (int step = 0; step < T::kPrologueSteps; ++step) copy_w(tile, step, step);
+    for (int step = 0; step < T::kPrologueSteps; ++step) copy_w(tile, step, step);
+  }
   device::PrefetchBlockInputsL2(p, tile.head, tile.t0, kRows, 0, kLatentDim, tile.column0, kCols);
+  if constexpr (T::kShared) {
+    if (!computes) {
+      // The pusher warp: each step's shares go out once this block's copies of it have landed
+      // (at step 0 its W_UV shares of every step too: they all came with group 0), whatever
+      // the other blocks have sent, so that no block's progress waits on another's.
+      device::ClusterWait();  // every block's barriers are set up
+      const int lane = threadIdx.x % 32;
+#pragma unroll
+      for (int step = 0; step < kSteps; ++step) {
+        device::MbarrierWait(&landed[step], 0);
+        device::FenceProxyAsyncShared();  // cp.async wrote it through the generic proxy
+        if (lane != 0) continue;
+        const uint32_t latent_share = smem_base + step * T::kStageBytes + T::kWBytes +
+                                      share_x * T::kLatentShareRows * kRowBytes;
+#pragma unroll
+        for (int x = 0; x < kShareX; ++x) {
+          if (x == share_x) continue;
+          device::PushSharedToBlock(latent_share, T::kLatentShareRows * kRowBytes,
+                                    &received[step], x + kShareX * share_z);
+        }
+        if (step > 0) continue;
+#pragma unroll
+        for (int s = 0; s < kSteps; ++s) {
+          const uint32_t w_share =
+              smem_base + s * T::kStageBytes + share_z * T::kWShareRows * kRowBytes;
+#pragma unroll
+          for (int z = 0; z < kShareZ; ++z) {
+            if (z == share_z) continue;
+            device::PushSharedToBlock(w_share, T::kWShareRows * kRowBytes, &received[s],
+                                      share_x + kShareX * z);
+          }
+        }
+      }
+      // Its pushes have read their sources before the block's shared memory goes; every push
+      // into this block lands before the compute warps get past its step's barrier.
+      if (lane == 0) device::PushesCommitAndWaitRead();
+      return;
+    }
+  }
   device::GridDependencyWait();
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) {
     copy_latent(tile, step, step);
     if (step == 0) copy_epilogue_inputs(tile);
     device::CopyAsyncCommit();
+    if constexpr (T::kShared) device::MbarrierArriveOnCopies(&landed[step]);
   }
   // Every read of upstream-written data is in flight once the last step's copies are issued:
   // dependents may launch (their prologues would compete with these copies before that).
@@ -294,43 +346,18 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
     // Groups 0..step are complete; the barrier publishes every thread's copies and tells
     // that every thread finished step - 1's MMAs, whose buffer the copies issued next
     // overwrite.
-    if (T::kAllInFlight) {
-      CopyAsyncWaitUntil(kSteps - 1 - step);
-    } else {
-      device::CopyAsyncWait<T::kPrologueSteps - 1>();
-    }
-    device::FenceProxyAsyncShared();
-    __syncthreads();
     if constexpr (T::kShared) {
-      // This block's shares of the step (and at step 0, its W_UV shares of every step: they
-      // all came with group 0) go to the blocks that share them; theirs arrive on the step's
-      // barrier.
-      if (step == 0) device::ClusterWait();  // every block's barriers are set up
-      if (threadIdx.x == 0) {
-        const uint32_t stage_address = smem_base + stage * T::kStageBytes;
-        const uint32_t latent_share =
-            stage_address + T::kWBytes + share_x * T::kLatentShareRows * kRowBytes;
-#pragma unroll
-        for (int x = 0; x < kShareX; ++x) {
-          if (x == share_x) continue;
-          device::PushSharedToBlock(latent_share, T::kLatentShareRows * kRowBytes,
-                                    &step_barriers[step], x + kShareX * share_z);
-        }
-        if (step == 0) {
-#pragma unroll
-          for (int s = 0; s < kSteps; ++s) {
-            const uint32_t w_share =
-                smem_base + s * T::kStageBytes + share_z * T::kWShareRows * kRowBytes;
-#pragma unroll
-            for (int z = 0; z < kShareZ; ++z) {
-              if (z == share_z) continue;
-              device::PushSharedToBlock(w_share, T::kWShareRows * kRowBytes, &step_barriers[s],
-                                        share_x + kShareX * z);
-            }
-          }
-        }
+      device::MbarrierWait(&landed[step], 0);
+      device::MbarrierWait(&received[step], 0);
+      device::FenceProxyAsyncShared();  // cp.async wrote this block's part (generic proxy)
+    } else {
+      if (T::kAllInFlight) {
+        CopyAsyncWaitUntil(kSteps - 1 - step);
+      } else {
+        device::CopyAsyncWait<T::kPrologueSteps - 1>();
       }
-      device::MbarrierWait(&step_barriers[step], 0);
+      device::FenceProxyAsyncShared();
+      __syncthreads();
     }
     if (!T::kAllInFlight) {
       const int next = step + T::kPrologueSteps;
@@ -412,10 +439,11 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
       }
     }
   }
-  // This block's pushes have read their sources before its shared memory goes; every push
-  // into it has landed (its step barriers completed).
-  if (T::kShared && threadIdx.x == 0) device::PushesCommitAndWaitRead();
-  __syncthreads();
+  if constexpr (T::kShared) {
+    device::NamedBarrier(1, kThreads);  // the compute warps (the pusher may have exited)
+  } else {
+    __syncthreads();
+  }
   // The output tile, 16 bytes a thread and copy: word w of row r.
 #pragma unroll
   for (int n = 0; n < T::kGateCopies; ++n) {
@@ -480,7 +508,7 @@ struct Wg {
     const int row_tiles = (p.rows + T::kRows * kC.share_z - 1) / (T::kRows * kC.share_z) *
                           kC.share_z;
     const dim3 grid(column_blocks, p.heads, row_tiles);
-    return LaunchWithPdl(kKernel, grid, dim3(T::kThreads), T::kSmemBytes, stream, pdl, p,
+    return LaunchWithPdl(kKernel, grid, dim3(T::kBlockThreads), T::kSmemBytes, stream, pdl, p,
                          dim3(kC.share_x, 1, kC.share_z));
   }
   static cudaError_t Load() { return LoadKernel(kKernel, T::kSmemBytes); }
