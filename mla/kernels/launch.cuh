@@ -7,25 +7,19 @@ namespace mla {
 
 // Launches `kernel(params)` with cudaLaunchKernelEx; with `pdl`, the launch may begin while the
 // previous kernel in the stream runs (the kernel itself waits before reading its inputs).
-// Blocks are grouped in clusters of `cluster` blocks where that is more than one.
 template <typename Params>
 cudaError_t LaunchWithPdl(void (*kernel)(Params), dim3 grid, dim3 block, size_t smem_bytes,
-                          cudaStream_t stream, bool pdl, const Params& params,
-                          dim3 cluster = dim3(1, 1, 1)) {
-  cudaLaunchAttribute attributes[2];
+                          cudaStream_t stream, bool pdl, const Params& params) {
+  cudaLaunchAttribute attributes[1];
   attributes[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attributes[0].val.programmaticStreamSerializationAllowed = pdl ? 1 : 0;
-  attributes[1].id = cudaLaunchAttributeClusterDimension;
-  attributes[1].val.clusterDim.x = cluster.x;
-  attributes[1].val.clusterDim.y = cluster.y;
-  attributes[1].val.clusterDim.z = cluster.z;
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = smem_bytes;
   config.stream = stream;
   config.attrs = attributes;
-  config.numAttrs = cluster.x * cluster.y * cluster.z > 1 ? 2 : 1;
+  config.numAttrs = 1;
   return cudaLaunchKernelEx(&config, kernel, params);
 }
 

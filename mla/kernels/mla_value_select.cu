@@ -30,14 +30,6 @@ const char* MlaValueVariantName(MlaValueVariant variant) {
       return "wgmma-p6";
     case MlaValueVariant::kWgmmaWs:
       return "wgmma-ws";
-    case MlaValueVariant::kWgmmaA8X2:
-      return "wgmma-a8x2";
-    case MlaValueVariant::kWgmmaA8X2Z2:
-      return "wgmma-a8x2z2";
-    case MlaValueVariant::kWgmmaA8N32X4:
-      return "wgmma-a8n32x4";
-    case MlaValueVariant::kWgmmaA8N32X4Z2:
-      return "wgmma-a8n32x4z2";
   }
   return "?";
 }

@@ -40,11 +40,9 @@
 #include <iterator>
 #include <utility>
 
-#include "mla/kernels/cluster.cuh"
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/early_sigmoids.cuh"
 #include "mla/kernels/launch.cuh"
-#include "mla/kernels/mbarrier.cuh"
 #include "mla/kernels/mla_value_variants.h"
 #include "mla/kernels/params.h"
 #include "mla/kernels/prefetch.cuh"
@@ -59,17 +57,9 @@ constexpr int kRowBytes = kStepK * 2;        // 128
 constexpr int kWords = kRowBytes / 16;       // 16-byte words per row: 8
 constexpr int kAlign = 1024;                 // swizzle atom: 8 rows of 128 bytes
 
-// kShareX, kShareZ: the blocks of a cluster that share what they read (all steps in flight
-// only). The kShareX column blocks of a head's 64 rows each copy 1 / kShareX of the latent
-// slice and push it to the others; the kShareZ row tiles of a column block each copy
-// 1 / kShareZ of the W_UV slice and push it likewise. Each operand byte then crosses L2 once a
-// cluster instead of once a block.
-template <int kStages, int kCols, int kShareX = 1, int kShareZ = 1>
+template <int kStages, int kCols>
 struct WgTile {
-  static constexpr int kThreads = 128;  // one warpgroup computes
-  static constexpr bool kShared = kShareX * kShareZ > 1;
-  // With sharing, a fifth warp pushes this block's shares to the cluster's other blocks.
-  static constexpr int kBlockThreads = kThreads + (kShared ? 32 : 0);
+  static constexpr int kThreads = 128;  // one warpgroup
   static constexpr int kRows = 64;      // wgmma's m
   static constexpr int kWBytes = kCols * kRowBytes;           // W_UV slice of a step
   static constexpr int kLatentBytes = kRows * kRowBytes;      // latent slice of a step
@@ -78,8 +68,6 @@ struct WgTile {
   // fly while one is computed.
   static constexpr bool kAllInFlight = kStages == kSteps;
   static constexpr int kPrologueSteps = kAllInFlight ? kSteps : kStages - 1;
-  static constexpr int kLatentShareRows = kRows / kShareX;  // copied by this block
-  static constexpr int kWShareRows = kCols / kShareZ;
   // The gate tile: row r's 16-byte word w is stored at word w ^ (r % 8) (rows of 32 columns,
   // two to 128 bytes: w ^ (r / 2 % 4)), so that the epilogue's 4-byte accesses to one word of 8
   // rows (a warp) land in different banks.
@@ -89,15 +77,12 @@ struct WgTile {
   // The epilogue's inputs: the gate tile, then the rows' lengths.
   static constexpr int kGateOffset = kStages * kStageBytes;
   static constexpr int kLengthsOffset = kGateOffset + kRows * kGateRowBytes;
-  // With sharing: two barriers a step (landed, received).
-  static constexpr int kBarriersOffset = kLengthsOffset + kRows * sizeof(int32_t);
-  static constexpr size_t kSmemBytes =
-      kBarriersOffset + (kShared ? 2 * kSteps * sizeof(uint64_t) : 0) + kAlign;
+  static constexpr size_t kSmemBytes = kLengthsOffset + kRows * sizeof(int32_t) + kAlign;
   // Copies per thread and step; thread i moves word i % 8 of rows i / 8 + n * kRowsPerPass,
   // a multiple of 8 rows apart, so that one swizzled offset serves all its copies.
   static constexpr int kRowsPerPass = kThreads / kWords;
-  static constexpr int kWCopies = kWShareRows / kRowsPerPass;
-  static constexpr int kLatentCopies = kLatentShareRows / kRowsPerPass;
+  static constexpr int kWCopies = kCols / kRowsPerPass;
+  static constexpr int kLatentCopies = kRows / kRowsPerPass;
   static constexpr int kGateWordsPerRow = kCols / 8;
   static constexpr int kGateRowsPerPass = kThreads / kGateWordsPerRow;
   static constexpr int kGateCopies = kRows / kGateRowsPerPass;
@@ -108,12 +93,8 @@ struct WgTile {
 
   static_assert(kCols == 32 || kCols == 64 || kCols == 128, "wgmma's n: the block's columns");
   static_assert(kStages >= 2 && kStages <= kSteps, "pipeline depth: at most one buffer a step");
-  static_assert(kRowsPerPass % 8 == 0 && kWShareRows % kRowsPerPass == 0 &&
-                    kLatentShareRows % kRowsPerPass == 0,
+  static_assert(kRowsPerPass % 8 == 0 && kCols % kRowsPerPass == 0 && kRows % kRowsPerPass == 0,
                 "every thread copies the same number of words, in one swizzle phase");
-  static_assert(!kShared || (kAllInFlight && (kValueDim / kCols) % kShareX == 0),
-                "sharing: every step in its own buffer (none is refilled), whole clusters of a "
-                "head's column blocks");
   static_assert(kThreads % kGateWordsPerRow == 0 && kRows % kGateRowsPerPass == 0,
                 "every thread copies the same gate words");
   static_assert(kStageBytes % kAlign == 0 && kWBytes % kAlign == 0, "tiles on atom boundaries");
@@ -174,10 +155,9 @@ struct EarlySigmoids<T, true> {
   }
 };
 
-template <int kStages, int kCols, int kMinBlocks, bool kEarlySigmoids, int kShareX, int kShareZ>
-__global__ void __launch_bounds__(WgTile<kStages, kCols, kShareX, kShareZ>::kBlockThreads,
-                                  kMinBlocks) MlaValueWgmmaKernel(const MlaValueParams p) {
-  using T = WgTile<kStages, kCols, kShareX, kShareZ>;
+template <int kStages, int kCols, int kMinBlocks, bool kEarlySigmoids>
+__global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const MlaValueParams p) {
+  using T = WgTile<kStages, kCols>;
   constexpr int kThreads = T::kThreads;
   constexpr int kRows = T::kRows;
   extern __shared__ uint4 smem_words[];
@@ -191,10 +171,6 @@ __global__ void __launch_bounds__(WgTile<kStages, kCols, kShareX, kShareZ>::kBlo
   };
   const Tile tile{static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x) * kCols,
                   static_cast<int>(blockIdx.z) * kRows};
-  // This block's shares: latent rows [share_x * kLatentShareRows, ...) of the tile and W_UV
-  // rows [share_z * kWShareRows, ...) of the slice (the cluster tiles x by kShareX, z by kShareZ).
-  const int share_x = T::kShared ? static_cast<int>(blockIdx.x) % kShareX : 0;
-  const int share_z = T::kShared ? static_cast<int>(blockIdx.z) % kShareZ : 0;
 
   const int copy_row = threadIdx.x / kWords;
   const int copy_word = threadIdx.x % kWords;
@@ -203,9 +179,8 @@ __global__ void __launch_bounds__(WgTile<kStages, kCols, kShareX, kShareZ>::kBlo
 
   // Step `step` of tile `c` into stage buffer `stage`.
   auto copy_w = [&](const Tile& c, int step, int stage) {
-    const int row = share_z * T::kWShareRows + copy_row;
-    uint8_t* dst = smem + stage * T::kStageBytes + share_z * T::kWShareRows * kRowBytes + copy_dst;
-    const bf16* src = p.w_uv + c.head * p.w_head_stride + (c.column0 + row) * p.w_row_stride +
+    uint8_t* dst = smem + stage * T::kStageBytes + copy_dst;
+    const bf16* src = p.w_uv + c.head * p.w_head_stride + (c.column0 + copy_row) * p.w_row_stride +
                       step * kStepK + 8 * copy_word;
 #pragma unroll
     for (int n = 0; n < T::kWCopies; ++n) {
@@ -213,13 +188,11 @@ __global__ void __launch_bounds__(WgTile<kStages, kCols, kShareX, kShareZ>::kBlo
     }
   };
   auto copy_latent = [&](const Tile& c, int step, int stage) {
-    const int row = share_x * T::kLatentShareRows + copy_row;
-    uint8_t* dst = smem + stage * T::kStageBytes + T::kWBytes + share_x * T::kLatentShareRows *
-                   kRowBytes + copy_dst;
+    uint8_t* dst = smem + stage * T::kStageBytes + T::kWBytes + copy_dst;
 #pragma unroll
     for (int n = 0; n < T::kLatentCopies; ++n) {
       // Rows past the end are not copied: their products land in output rows never stored.
-      const int t = c.t0 + row + n * T::kRowsPerPass;
+      const int t = c.t0 + copy_row + n * T::kRowsPerPass;
       if (t < p.rows) {
         device::CopyAsync16(dst + n * T::kRowsPerPass * kRowBytes,
                             p.latent + t * p.latent_row_stride + c.head * kLatentDim +
@@ -250,83 +223,17 @@ __global__ void __launch_bounds__(WgTile<kStages, kCols, kShareX, kShareZ>::kBlo
     }
   };
 
-  // With sharing: landed[s] completes once every compute thread's copies of step s (and
-  // before) have landed, received[s] once the other blocks' shares of step s have.
-  uint64_t* const landed = reinterpret_cast<uint64_t*>(smem + T::kBarriersOffset);
-  uint64_t* const received = landed + kSteps;
-  const bool computes = !T::kShared || threadIdx.x < kThreads;
-  if constexpr (T::kShared) {
-    constexpr int kReceivedBytes = (kShareX - 1) * T::kLatentShareRows * kRowBytes +
-                                   (kShareZ - 1) * T::kWShareRows * kRowBytes;
-    if (threadIdx.x == 0) {
-#pragma unroll
-      for (int step = 0; step < kSteps; ++step) {
-        device::MbarrierInit(&landed[step], kThreads);
-        device::MbarrierInit(&received[step], 1);
-      }
-      device::FenceMbarrierInitCluster();
-#pragma unroll
-      for (int step = 0; step < kSteps; ++step) {
-        device::MbarrierArriveExpectBytes(&received[step], kReceivedBytes);
-      }
-    }
-    __syncthreads();
-    device::ClusterArrive();  // the pusher waits for it before its first push
-  }
-
   // Prologue: groups 0..kPrologueSteps-1 hold steps 0..kPrologueSteps-1; group 0 also the
-  // epilogue's inputs (and, being issued first, every step's W_UV).
-  if (computes) {
+  // epilogue's inputs.
 #pragma unroll
-    for (int step = 0; step < T::kPrologueSteps; ++step) copy_w(tile, step, step);
-  }
+  for (int step = 0; step < T::kPrologueSteps; ++step) copy_w(tile, step, step);
   device::PrefetchBlockInputsL2(p, tile.head, tile.t0, kRows, 0, kLatentDim, tile.column0, kCols);
-  if constexpr (T::kShared) {
-    if (!computes) {
-      // The pusher warp: each step's shares go out once this block's copies of it have landed
-      // (at step 0 its W_UV shares of every step too: they all came with group 0), whatever
-      // the other blocks have sent, so that no block's progress waits on another's.
-      device::ClusterWait();  // every block's barriers are set up
-      const int lane = threadIdx.x % 32;
-#pragma unroll
-      for (int step = 0; step < kSteps; ++step) {
-        device::MbarrierWait(&landed[step], 0);
-        device::FenceProxyAsyncShared();  // cp.async wrote it through the generic proxy
-        if (lane != 0) continue;
-        const uint32_t latent_share = smem_base + step * T::kStageBytes + T::kWBytes +
-                                      share_x * T::kLatentShareRows * kRowBytes;
-#pragma unroll
-        for (int x = 0; x < kShareX; ++x) {
-          if (x == share_x) continue;
-          device::PushSharedToBlock(latent_share, T::kLatentShareRows * kRowBytes,
-                                    &received[step], x + kShareX * share_z);
-        }
-        if (step > 0) continue;
-#pragma unroll
-        for (int s = 0; s < kSteps; ++s) {
-          const uint32_t w_share =
-              smem_base + s * T::kStageBytes + share_z * T::kWShareRows * kRowBytes;
-#pragma unroll
-          for (int z = 0; z < kShareZ; ++z) {
-            if (z == share_z) continue;
-            device::PushSharedToBlock(w_share, T::kWShareRows * kRowBytes, &received[s],
-                                      share_x + kShareX * z);
-          }
-        }
-      }
-      // Its pushes have read their sources before the block's shared memory goes; every push
-      // into this block lands before the compute warps get past its step's barrier.
-      if (lane == 0) device::PushesCommitAndWaitRead();
-      return;
-    }
-  }
   device::GridDependencyWait();
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) {
     copy_latent(tile, step, step);
     if (step == 0) copy_epilogue_inputs(tile);
     device::CopyAsyncCommit();
-    if constexpr (T::kShared) device::MbarrierArriveOnCopies(&landed[step]);
   }
   // Every read of upstream-written data is in flight once the last step's copies are issued:
   // dependents may launch (their prologues would compete with these copies before that).
@@ -346,19 +253,13 @@ __global__ void __launch_bounds__(WgTile<kStages, kCols, kShareX, kShareZ>::kBlo
     // Groups 0..step are complete; the barrier publishes every thread's copies and tells
     // that every thread finished step - 1's MMAs, whose buffer the copies issued next
     // overwrite.
-    if constexpr (T::kShared) {
-      device::MbarrierWait(&landed[step], 0);
-      device::MbarrierWait(&received[step], 0);
-      device::FenceProxyAsyncShared();  // cp.async wrote this block's part (generic proxy)
+    if (T::kAllInFlight) {
+      CopyAsyncWaitUntil(kSteps - 1 - step);
     } else {
-      if (T::kAllInFlight) {
-        CopyAsyncWaitUntil(kSteps - 1 - step);
-      } else {
-        device::CopyAsyncWait<T::kPrologueSteps - 1>();
-      }
-      device::FenceProxyAsyncShared();
-      __syncthreads();
+      device::CopyAsyncWait<T::kPrologueSteps - 1>();
     }
+    device::FenceProxyAsyncShared();
+    __syncthreads();
     if (!T::kAllInFlight) {
       const int next = step + T::kPrologueSteps;
       const int next_stage = (stage + T::kPrologueSteps) % kStages;
@@ -439,11 +340,7 @@ __global__ void __launch_bounds__(WgTile<kStages, kCols, kShareX, kShareZ>::kBlo
       }
     }
   }
-  if constexpr (T::kShared) {
-    device::NamedBarrier(1, kThreads);  // the compute warps (the pusher may have exited)
-  } else {
-    __syncthreads();
-  }
+  __syncthreads();
   // The output tile, 16 bytes a thread and copy: word w of row r.
 #pragma unroll
   for (int n = 0; n < T::kGateCopies; ++n) {
@@ -467,7 +364,6 @@ struct WgConfig {
   MlaValueVariant variant;
   int stages, cols, min_blocks;
   bool early_sigmoids;  // EarlySigmoids
-  int share_x = 1, share_z = 1;  // WgTile's kShareX, kShareZ: the cluster's shape
 };
 constexpr WgConfig kWgConfigs[] = {
     {MlaValueVariant::kWgmmaP4, 4, 64, 1, true},
@@ -475,10 +371,6 @@ constexpr WgConfig kWgConfigs[] = {
     {MlaValueVariant::kWgmmaN128, 3, 128, 0, false},
     {MlaValueVariant::kWgmmaA8N32, 8, 32, 0, false},
     {MlaValueVariant::kWgmmaP6, 6, 64, 1, false},
-    {MlaValueVariant::kWgmmaA8X2, 8, 64, 0, false, 2, 1},
-    {MlaValueVariant::kWgmmaA8X2Z2, 8, 64, 0, false, 2, 2},
-    {MlaValueVariant::kWgmmaA8N32X4, 8, 32, 0, false, 4, 1},
-    {MlaValueVariant::kWgmmaA8N32X4Z2, 8, 32, 0, false, 4, 2},
 };
 
 // The rule (mla/dispatch.h) counts on how many blocks of each share a multiprocessor: 228 KB
@@ -491,25 +383,19 @@ static_assert(BlocksPerMultiprocessor(WgTile<8, 64>::kSmemBytes) == 1, "a8: one"
 static_assert(BlocksPerMultiprocessor(WgTile<6, 64>::kSmemBytes) == 2, "p6: two");
 static_assert(BlocksPerMultiprocessor(WgTile<4, 64>::kSmemBytes) == 3, "p4: three");
 static_assert(BlocksPerMultiprocessor(WgTile<3, 128>::kSmemBytes) == 2, "n128: two");
-static_assert(BlocksPerMultiprocessor(WgTile<8, 64, 2, 2>::kSmemBytes) == 1, "a8, shared: one");
-static_assert(BlocksPerMultiprocessor(WgTile<8, 32, 4, 2>::kSmemBytes) == 2, "a8n32, shared: two");
 
 template <int kIndex>
 struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
-  using T = WgTile<kC.stages, kC.cols, kC.share_x, kC.share_z>;
-  static constexpr auto kKernel = MlaValueWgmmaKernel<kC.stages, kC.cols, kC.min_blocks,
-                                                      kC.early_sigmoids, kC.share_x, kC.share_z>;
+  using T = WgTile<kC.stages, kC.cols>;
+  static constexpr auto kKernel =
+      MlaValueWgmmaKernel<kC.stages, kC.cols, kC.min_blocks, kC.early_sigmoids>;
 
   static cudaError_t Launch(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
     const int column_blocks = kValueDim / kC.cols;
-    // Whole clusters of row tiles: a tile past the last row still copies and pushes its share
-    // of W_UV (it stores nothing).
-    const int row_tiles = (p.rows + T::kRows * kC.share_z - 1) / (T::kRows * kC.share_z) *
-                          kC.share_z;
+    const int row_tiles = (p.rows + T::kRows - 1) / T::kRows;
     const dim3 grid(column_blocks, p.heads, row_tiles);
-    return LaunchWithPdl(kKernel, grid, dim3(T::kBlockThreads), T::kSmemBytes, stream, pdl, p,
-                         dim3(kC.share_x, 1, kC.share_z));
+    return LaunchWithPdl(kKernel, grid, dim3(T::kThreads), T::kSmemBytes, stream, pdl, p);
   }
   static cudaError_t Load() { return LoadKernel(kKernel, T::kSmemBytes); }
 };

@@ -115,12 +115,6 @@ enum class MlaValueVariant {
   kWgmmaN128,    // 64 x 128 (all of a head's columns: each latent row read once), 3 stages
   kWgmmaA8N32,   // 64 x 32, all 8 steps in flight (101 KB: two blocks a multiprocessor)
   kWgmmaP6,      // 64 x 64, a 6-stage pipeline (105 KB: two blocks a multiprocessor)
-  // The all-in-flight tiles in clusters that share their operand reads (mla_value_wgmma.cu):
-  // the latent over a head's column blocks (X), W_UV over pairs of row tiles (Z).
-  kWgmmaA8X2,       // 64 x 64, clusters of 2 column blocks
-  kWgmmaA8X2Z2,     // 64 x 64, clusters of 2 column blocks x 2 row tiles
-  kWgmmaA8N32X4,    // 64 x 32, clusters of 4 column blocks
-  kWgmmaA8N32X4Z2,  // 64 x 32, clusters of 4 column blocks x 2 row tiles
   // MlaValueWgmma-ws (mla_value_ws.cu): 128 x 128 tiles, one block a multiprocessor looping over
   // them; a producer warpgroup's copies and two consumer warpgroups' MMAs (sharing each W_UV
   // slice) hand a ring of 6 buffers over mbarriers, so the copies run on through every epilogue
@@ -131,8 +125,7 @@ enum class MlaValueVariant {
 inline constexpr MlaValueVariant kMlaValueKernels[] = {
     MlaValueVariant::kColumnSplit, MlaValueVariant::kWgmmaP4, MlaValueVariant::kWgmmaA8,
     MlaValueVariant::kWgmmaN128, MlaValueVariant::kWgmmaA8N32, MlaValueVariant::kWgmmaP6,
-    MlaValueVariant::kWgmmaWs, MlaValueVariant::kWgmmaA8X2, MlaValueVariant::kWgmmaA8X2Z2,
-    MlaValueVariant::kWgmmaA8N32X4, MlaValueVariant::kWgmmaA8N32X4Z2};
+    MlaValueVariant::kWgmmaWs};
 
 const char* MlaValueVariantName(MlaValueVariant variant);
 
