@@ -33,9 +33,10 @@ constexpr int kChunks = kLatentDim / 32;     // 16 chunks of 32 latent values
 constexpr int kSmemRow = kLatentDim + 32;    // padded row (elements): rows g and g+1 hit other banks
 constexpr int kWordsPerRow = kLatentDim / 8;  // 16-byte words per latent row
 
+// Two row tiles stage their latent rows in shared memory; one loads them into registers.
 template <int kRowTiles>
 constexpr size_t SmemBytes() {
-  return size_t{16} * kRowTiles * kSmemRow * sizeof(bf16);
+  return kRowTiles == 1 ? 0 : size_t{16} * kRowTiles * kSmemRow * sizeof(bf16);
 }
 
 template <int kRowTiles>
@@ -65,12 +66,30 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
   device::GridDependencyWait();
 
   const bf16* latent_head = p.latent + head * kLatentDim;
-  for (int i = threadIdx.x; i < kRows * kWordsPerRow; i += kThreads) {
-    const int r = i / kWordsPerRow;
-    const int word = i % kWordsPerRow;
-    const bool valid = t0 + r < p.rows;
-    const bf16* src = valid ? latent_head + (t0 + r) * p.latent_row_stride + word * 8 : p.latent;
-    device::CopyAsync16(rows_smem + r * kSmemRow + word * 8, src, valid);
+  // One row tile: each thread loads its A fragments straight into registers (rows group and
+  // group + 8, the same k permutation as W_UV), with no shared-memory hop or block barrier; rows
+  // past the end read the last row, whose products are never stored. Two tiles would need twice
+  // the 128 registers: they stage their rows in shared memory.
+  uint4 a_lo[kRowTiles == 1 ? kChunks : 1], a_hi[kRowTiles == 1 ? kChunks : 1];
+  if constexpr (kRowTiles == 1) {
+    const bf16* row_lo = latent_head + min(t0 + group, p.rows - 1) * p.latent_row_stride +
+                         8 * quarter;
+    const bf16* row_hi = latent_head + min(t0 + group + 8, p.rows - 1) * p.latent_row_stride +
+                         8 * quarter;
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      a_lo[c] = *reinterpret_cast<const uint4*>(row_lo + 32 * c);
+      a_hi[c] = *reinterpret_cast<const uint4*>(row_hi + 32 * c);
+    }
+  } else {
+    for (int i = threadIdx.x; i < kRows * kWordsPerRow; i += kThreads) {
+      const int r = i / kWordsPerRow;
+      const int word = i % kWordsPerRow;
+      const bool valid = t0 + r < p.rows;
+      const bf16* src =
+          valid ? latent_head + (t0 + r) * p.latent_row_stride + word * 8 : p.latent;
+      device::CopyAsync16(rows_smem + r * kSmemRow + word * 8, src, valid);
+    }
   }
 
   // This thread's outputs: rows group and group + 8 of each tile, columns 2q, 2q+1 of the warp's.
@@ -94,17 +113,25 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
 
   // All of this grid's upstream-written inputs are in flight or loaded: the next kernel may start.
   device::LaunchDependents();
-  device::CopyAsyncCommitAndWaitAll();
-  __syncthreads();
+  if constexpr (kRowTiles > 1) {
+    device::CopyAsyncCommitAndWaitAll();
+    __syncthreads();
+  }
 
   float acc[kRowTiles][2][4] = {};
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
 #pragma unroll
     for (int tile = 0; tile < kRowTiles; ++tile) {
-      const bf16* row_lo = rows_smem + (tile * 16 + group) * kSmemRow + 32 * c + 8 * quarter;
-      const uint4 x = *reinterpret_cast<const uint4*>(row_lo);
-      const uint4 y = *reinterpret_cast<const uint4*>(row_lo + 8 * kSmemRow);
+      uint4 x, y;
+      if constexpr (kRowTiles == 1) {
+        x = a_lo[c];
+        y = a_hi[c];
+      } else {
+        const bf16* row_lo = rows_smem + (tile * 16 + group) * kSmemRow + 32 * c + 8 * quarter;
+        x = *reinterpret_cast<const uint4*>(row_lo);
+        y = *reinterpret_cast<const uint4*>(row_lo + 8 * kSmemRow);
+      }
       device::MmaBf16(acc[tile][0], x.x, y.x, x.y, y.y, w_fragment[c].x, w_fragment[c].y);
       device::MmaBf16(acc[tile][1], x.z, y.z, x.w, y.w, w_fragment[c].z, w_fragment[c].w);
     }
