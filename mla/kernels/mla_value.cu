@@ -33,14 +33,17 @@ constexpr int kChunks = kLatentDim / 32;     // 16 chunks of 32 latent values
 constexpr int kSmemRow = kLatentDim + 32;    // padded row (elements): rows g and g+1 hit other banks
 constexpr int kWordsPerRow = kLatentDim / 8;  // 16-byte words per latent row
 
-// Two row tiles stage their latent rows in shared memory; one loads them into registers.
-template <int kRowTiles>
+// A block's rows: 8 (one m16 tile whose rows 8-15 are zero), 16 (one tile) or 32 (two tiles).
+// One tile's latent goes straight into registers; two tiles' would need 256 registers a thread,
+// so they stage their rows in shared memory.
+template <int kTileRows>
 constexpr size_t SmemBytes() {
-  return kRowTiles == 1 ? 0 : size_t{16} * kRowTiles * kSmemRow * sizeof(bf16);
+  return kTileRows <= 16 ? 0 : size_t{kTileRows} * kSmemRow * sizeof(bf16);
 }
 
-template <int kRowTiles>
+template <int kTileRows>
 __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams p) {
+  constexpr int kRowTiles = kTileRows == 32 ? 2 : 1;
   constexpr int kRows = 16 * kRowTiles;
   extern __shared__ uint4 smem_words[];
   bf16* rows_smem = reinterpret_cast<bf16*>(smem_words);  // [kRows][kSmemRow]
@@ -68,10 +71,11 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
   const bf16* latent_head = p.latent + head * kLatentDim;
   // One row tile: each thread loads its A fragments straight into registers (rows group and
   // group + 8, the same k permutation as W_UV), with no shared-memory hop or block barrier; rows
-  // past the end read the last row, whose products are never stored. Two tiles would need twice
-  // the 128 registers: they stage their rows in shared memory.
-  uint4 a_lo[kRowTiles == 1 ? kChunks : 1], a_hi[kRowTiles == 1 ? kChunks : 1];
-  if constexpr (kRowTiles == 1) {
+  // past the end read the last row, whose products are never stored. With 8 rows the tile's
+  // rows 8-15 are zeros, not loaded.
+  constexpr bool kDirect = kTileRows <= 16;
+  uint4 a_lo[kDirect ? kChunks : 1], a_hi[kTileRows == 16 ? kChunks : 1];
+  if constexpr (kDirect) {
     const bf16* row_lo = latent_head + min(t0 + group, p.rows - 1) * p.latent_row_stride +
                          8 * quarter;
     const bf16* row_hi = latent_head + min(t0 + group + 8, p.rows - 1) * p.latent_row_stride +
@@ -79,7 +83,7 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) {
       a_lo[c] = *reinterpret_cast<const uint4*>(row_lo + 32 * c);
-      a_hi[c] = *reinterpret_cast<const uint4*>(row_hi + 32 * c);
+      if constexpr (kTileRows == 16) a_hi[c] = *reinterpret_cast<const uint4*>(row_hi + 32 * c);
     }
   } else {
     for (int i = threadIdx.x; i < kRows * kWordsPerRow; i += kThreads) {
@@ -113,7 +117,7 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
 
   // All of this grid's upstream-written inputs are in flight or loaded: the next kernel may start.
   device::LaunchDependents();
-  if constexpr (kRowTiles > 1) {
+  if constexpr (!kDirect) {
     device::CopyAsyncCommitAndWaitAll();
     __syncthreads();
   }
@@ -124,9 +128,9 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
 #pragma unroll
     for (int tile = 0; tile < kRowTiles; ++tile) {
       uint4 x, y;
-      if constexpr (kRowTiles == 1) {
+      if constexpr (kDirect) {
         x = a_lo[c];
-        y = a_hi[c];
+        y = kTileRows == 16 ? a_hi[c] : make_uint4(0, 0, 0, 0);
       } else {
         const bf16* row_lo = rows_smem + (tile * 16 + group) * kSmemRow + 32 * c + 8 * quarter;
         x = *reinterpret_cast<const uint4*>(row_lo);
@@ -170,13 +174,17 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
   }
 }
 
-template <int kRowTiles>
+template <int kTileRows>
 cudaError_t Launch(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
-  static_assert(SmemBytes<kRowTiles>() <= 48 * 1024, "more shared memory needs an opt-in");
-  const dim3 grid(kValueDim / kColumnsPerBlock, p.heads,
-                  (p.rows + 16 * kRowTiles - 1) / (16 * kRowTiles));
-  return LaunchWithPdl(MlaValueKernel<kRowTiles>, grid, dim3(kThreads), SmemBytes<kRowTiles>(),
+  static_assert(SmemBytes<kTileRows>() <= 48 * 1024, "more shared memory needs an opt-in");
+  const dim3 grid(kValueDim / kColumnsPerBlock, p.heads, (p.rows + kTileRows - 1) / kTileRows);
+  return LaunchWithPdl(MlaValueKernel<kTileRows>, grid, dim3(kThreads), SmemBytes<kTileRows>(),
                        stream, pdl, p);
+}
+
+// The rows of a block for the shape: 8 up to 8 rows, 32 where MlaValueRowTiles says two tiles.
+int TileRows(int heads, int rows) {
+  return rows <= 8 ? 8 : 16 * MlaValueRowTiles(heads, rows);
 }
 
 }  // namespace
@@ -190,18 +198,31 @@ int MlaValueRowTiles(int heads, int rows) {
 }
 
 const void* MlaValueColumnSplitKernelAddress(int heads, int rows) {
-  return MlaValueRowTiles(heads, rows) == 2 ? reinterpret_cast<const void*>(MlaValueKernel<2>)
-                                            : reinterpret_cast<const void*>(MlaValueKernel<1>);
+  switch (TileRows(heads, rows)) {
+    case 8:
+      return reinterpret_cast<const void*>(MlaValueKernel<8>);
+    case 16:
+      return reinterpret_cast<const void*>(MlaValueKernel<16>);
+    default:
+      return reinterpret_cast<const void*>(MlaValueKernel<32>);
+  }
 }
 
 cudaError_t PrepareMlaValueColumnSplit() {
-  const cudaError_t e = LoadKernel(MlaValueKernel<1>, SmemBytes<1>());
-  return e != cudaSuccess ? e : LoadKernel(MlaValueKernel<2>, SmemBytes<2>());
+  cudaError_t e = LoadKernel(MlaValueKernel<8>, SmemBytes<8>());
+  if (e == cudaSuccess) e = LoadKernel(MlaValueKernel<16>, SmemBytes<16>());
+  return e != cudaSuccess ? e : LoadKernel(MlaValueKernel<32>, SmemBytes<32>());
 }
 
 cudaError_t LaunchMlaValueColumnSplit(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
-  return MlaValueRowTiles(p.heads, p.rows) == 2 ? Launch<2>(p, stream, pdl)
-                                                : Launch<1>(p, stream, pdl);
+  switch (TileRows(p.heads, p.rows)) {
+    case 8:
+      return Launch<8>(p, stream, pdl);
+    case 16:
+      return Launch<16>(p, stream, pdl);
+    default:
+      return Launch<32>(p, stream, pdl);
+  }
 }
 
 }  // namespace mla
