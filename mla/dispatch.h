@@ -11,13 +11,15 @@
 // eighth session's configurations against the others, each twice), history/final18_ffd2599 and
 // the sixth and seventh sessions' files named below. The kernel picked is within 3% of the
 // fastest at every shape but those named as deliberate; tail_bench.csv checks it again.
-// - MlaValue (column split, W_UV in registers, 17 KB blocks) up to 16 rows at up to 64 heads,
-//   and up to W = 768 (96 x 8, 128 x 4). Its blocks are small and load W_UV before the
-//   dependency wait, so after an upstream kernel that holds much shared memory (attention
-//   kernels do; the benchmark's stand-in holds 100 KB a block) they join its multiprocessors and
-//   fetch W_UV in its shadow, which blocks of 100 KB and more cannot: with a 5 us window at
-//   64 x 1-16 it adds 2.35-2.66 us where the 6-stage pipeline adds 3.69-3.79, and 2.78-3.20 us
-//   at 96 x 1-8 against 4.48-4.57 (history/cfg24_39d1f62/tail_bench_upstream.csv). Goal 4 of the
+// - MlaValue (column split, W_UV in registers; up to 8 rows no shared memory, else 17 KB
+//   blocks) up to 16 rows at up to 64 heads, and up to W = 768 (96 x 8, 128 x 4). Its blocks
+//   are small and load W_UV before the dependency wait, so after an upstream kernel that holds
+//   much shared memory (attention kernels do; the benchmark's stand-in holds 100 KB a block)
+//   they join its multiprocessors and fetch W_UV in its shadow, which blocks of 100 KB and more
+//   cannot: with a 5 us window at 64 x 1-16 it adds 2.35-2.66 us where the 6-stage pipeline
+//   adds 3.69-3.79, and 2.78-3.20 us at 96 x 1-8 against 4.48-4.57
+//   (history/cfg24_39d1f62/tail_bench_upstream.csv; the 8-row blocks of the tenth session took
+//   0.4-0.7 us more off at 64-96 x 1-8, history/up45_ac5627d). Goal 4 of the
 //   performance issue is about exactly these shapes. Deliberate: with tails back to back (the
 //   grid), where the next tail's blocks do join, the 64 x 32 all-in-flight tiles are 3-7% faster
 //   at 32 x 1-16, the 6-stage pipeline 4-9% at 64 x 1-16, 96 x 1-8 and 128 x 1-4 (cfg23-24,

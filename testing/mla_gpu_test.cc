@@ -98,7 +98,7 @@ class GridTest : public MlaGpuTest, public ::testing::WithParamInterface<int> {}
 TEST_P(GridTest, BothPathsBitExact) {
   const int heads = GetParam();
   for (int q : {1, 2, 4}) {
-    for (int rows : {1, 2, 15, 16, 17, 33, 64, 100, 256, 1000, 1024}) {
+    for (int rows : {1, 2, 7, 8, 9, 15, 16, 17, 33, 64, 100, 256, 1000, 1024}) {
       if (rows % q != 0) continue;
       // The largest batches on a sample of head counts: the CPU reference is the slow part.
       if (rows >= 1000 && heads != 3 && heads != 12 && heads != 64 && heads != 128) continue;
@@ -276,20 +276,24 @@ TEST_F(MlaGpuTest, StridedViews) {
 }
 
 // Inactive requests (length 0 or negative) with NaN latent and gate: exactly +0.0, and their
-// neighbours unaffected; all requests inactive too.
+// neighbours unaffected (at 8 rows, MlaValue's 8-row blocks; at 64, a tile kernel); all requests
+// inactive too.
 TEST_F(MlaGpuTest, InactiveRowsAreZeroDespiteNan) {
-  for (int q : {1, 2, 4}) {
-    for (int every : {1, 2, 3}) {
-      for (bool negative : {false, true}) {
-        ProblemOptions options;
-        options.shape = {12, 64, q};
-        options.inactive_every = every;
-        options.negative_lengths = negative;
-        options.gates = Values::kUniformGates;
-        std::unique_ptr<Problem> problem = MakeProblem(options);
-        ASSERT_NE(problem, nullptr);
-        for (TailPath path : {TailPath::kFused, TailPath::kBmm}) {
-          RunAndCheck(*problem, path, false, problem->SampleRows());
+  for (int rows : {8, 64}) {
+    for (int q : {1, 2, 4}) {
+      for (int every : {1, 2, 3}) {
+        for (bool negative : {false, true}) {
+          SCOPED_TRACE(absl::StrCat("rows ", rows, " q ", q, " every ", every));
+          ProblemOptions options;
+          options.shape = {12, rows, q};
+          options.inactive_every = every;
+          options.negative_lengths = negative;
+          options.gates = Values::kUniformGates;
+          std::unique_ptr<Problem> problem = MakeProblem(options);
+          ASSERT_NE(problem, nullptr);
+          for (TailPath path : {TailPath::kFused, TailPath::kBmm}) {
+            RunAndCheck(*problem, path, false, problem->SampleRows());
+          }
         }
       }
     }

@@ -1,11 +1,12 @@
 // MlaValue: the fused W_UV projection and sigmoid gate.
 //
-// One 128-thread block per (32 output columns, head, 16 * kRowTiles rows). Warp w owns columns
+// One 128-thread block per (32 output columns, head, 8, 16 or 32 rows). Warp w owns columns
 // 8w..8w+7 of the block's 32 over the whole latent: its W_UV B-fragments (16 x 16 bytes a
 // thread) are loaded into registers before the dependency wait, since no upstream kernel writes
 // weights (the block's latent, gate and lengths only get an L2 prefetch hint there,
-// prefetch.cuh); then the block stages its latent rows in padded shared memory and runs m16n8k16
-// BF16 MMAs with FP32 accumulation, two chains per tile (four measured no faster).
+// prefetch.cuh); then each thread loads its latent A-fragments into registers (8 rows) or the
+// block stages its rows in padded shared memory (16 or 32), and runs m16n8k16 BF16 MMAs with
+// FP32 accumulation, two chains per tile (four measured no faster).
 //
 // k permutation: thread (group g, quarter p) loads latent indices 32c + 8p .. 32c + 8p + 7 of
 // W_UV column g as one 16-byte word per 32-wide chunk c. MMA s (0, 1) of the chunk takes words
@@ -33,18 +34,20 @@ constexpr int kChunks = kLatentDim / 32;     // 16 chunks of 32 latent values
 constexpr int kSmemRow = kLatentDim + 32;    // padded row (elements): rows g and g+1 hit other banks
 constexpr int kWordsPerRow = kLatentDim / 8;  // 16-byte words per latent row
 
-// A block's rows: 8 (one m16 tile whose rows 8-15 are zero), 16 (one tile) or 32 (two tiles).
-// One tile's latent goes straight into registers; two tiles' would need 256 registers a thread,
-// so they stage their rows in shared memory.
+// A block's rows: 8 (one m16 tile whose rows 8-15 are zeros), 16 (one tile) or 32 (two). With
+// 8 the latent goes straight into registers (no shared memory); 16 and 32 stage it in shared
+// memory (in registers, 16 rows measured slower: 210 registers a thread, bench/results/).
 template <int kTileRows>
 constexpr size_t SmemBytes() {
-  return kTileRows <= 16 ? 0 : size_t{kTileRows} * kSmemRow * sizeof(bf16);
+  return kTileRows == 8 ? 0 : size_t{kTileRows} * kSmemRow * sizeof(bf16);
 }
 
 template <int kTileRows>
 __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams p) {
   constexpr int kRowTiles = kTileRows == 32 ? 2 : 1;
   constexpr int kRows = 16 * kRowTiles;
+  constexpr bool kDirect = kTileRows == 8;
+  constexpr int kHalves = kDirect ? 1 : 2;  // of each m16 tile: rows group and group + 8
   extern __shared__ uint4 smem_words[];
   bf16* rows_smem = reinterpret_cast<bf16*>(smem_words);  // [kRows][kSmemRow]
 
@@ -69,22 +72,17 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
   device::GridDependencyWait();
 
   const bf16* latent_head = p.latent + head * kLatentDim;
-  // One row tile: each thread loads its A fragments straight into registers (rows group and
-  // group + 8, the same k permutation as W_UV), with no shared-memory hop or block barrier; rows
-  // past the end read the last row, whose products are never stored. With 8 rows the tile's
-  // rows 8-15 are zeros, not loaded.
-  constexpr bool kDirect = kTileRows <= 16;
-  uint4 a_lo[kDirect ? kChunks : 1], a_hi[kTileRows == 16 ? kChunks : 1];
+  // 8 rows: each thread loads its A fragments (row `group`, the k permutation of W_UV) straight
+  // into registers, with no shared-memory hop or block barrier; rows past the end read the last
+  // row, whose products are never stored. Without shared memory the blocks can also start on
+  // multiprocessors an upstream kernel has configured for its own (bench/results/, tenth
+  // session: 0.3-1.6 us less added after the stand-in attention kernel).
+  uint4 a_rows[kDirect ? kChunks : 1];
   if constexpr (kDirect) {
-    const bf16* row_lo = latent_head + min(t0 + group, p.rows - 1) * p.latent_row_stride +
-                         8 * quarter;
-    const bf16* row_hi = latent_head + min(t0 + group + 8, p.rows - 1) * p.latent_row_stride +
-                         8 * quarter;
+    const bf16* row = latent_head + min(t0 + group, p.rows - 1) * p.latent_row_stride +
+                      8 * quarter;
 #pragma unroll
-    for (int c = 0; c < kChunks; ++c) {
-      a_lo[c] = *reinterpret_cast<const uint4*>(row_lo + 32 * c);
-      if constexpr (kTileRows == 16) a_hi[c] = *reinterpret_cast<const uint4*>(row_hi + 32 * c);
-    }
+    for (int c = 0; c < kChunks; ++c) a_rows[c] = *reinterpret_cast<const uint4*>(row + 32 * c);
   } else {
     for (int i = threadIdx.x; i < kRows * kWordsPerRow; i += kThreads) {
       const int r = i / kWordsPerRow;
@@ -102,12 +100,12 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
   // flight together: loads under `if (t < rows)` were each waited for inside their branch, one
   // memory round trip per half (0.4-0.7 us from 9 rows on, bench/results/).
   const int out_column = head * kValueDim + column + 2 * quarter;
-  uint32_t gate_word[kRowTiles][2];
-  int32_t length[kRowTiles][2];
+  uint32_t gate_word[kRowTiles][kHalves];
+  int32_t length[kRowTiles][kHalves];
 #pragma unroll
   for (int tile = 0; tile < kRowTiles; ++tile) {
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
+    for (int half = 0; half < kHalves; ++half) {
       const int t = min(t0 + tile * 16 + group + 8 * half, p.rows - 1);
       gate_word[tile][half] =
           *reinterpret_cast<const uint32_t*>(p.gate + t * p.gate_row_stride + out_column);
@@ -129,8 +127,8 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
     for (int tile = 0; tile < kRowTiles; ++tile) {
       uint4 x, y;
       if constexpr (kDirect) {
-        x = a_lo[c];
-        y = kTileRows == 16 ? a_hi[c] : make_uint4(0, 0, 0, 0);
+        x = a_rows[c];
+        y = make_uint4(0, 0, 0, 0);  // rows 8-15
       } else {
         const bf16* row_lo = rows_smem + (tile * 16 + group) * kSmemRow + 32 * c + 8 * quarter;
         x = *reinterpret_cast<const uint4*>(row_lo);
@@ -143,7 +141,7 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
 
   // Pair (tile, half): accumulator e of the m16n8 tile is row group (+8 for e >= 2), column
   // 2q + (e & 1).
-  constexpr int kPairs = kRowTiles * 2;
+  constexpr int kPairs = kRowTiles * kHalves;
   float v[2 * kPairs];
   uint32_t gates[kPairs];
   bool active[kPairs];
@@ -151,8 +149,8 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
 #pragma unroll
   for (int tile = 0; tile < kRowTiles; ++tile) {
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int i = 2 * tile + half;
+    for (int half = 0; half < kHalves; ++half) {
+      const int i = kHalves * tile + half;
       v[2 * i] = __bfloat162float(
           __float2bfloat16_rn(acc[tile][0][2 * half] + acc[tile][1][2 * half]));
       v[2 * i + 1] = __bfloat162float(
@@ -165,11 +163,11 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
 #pragma unroll
   for (int tile = 0; tile < kRowTiles; ++tile) {
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
+    for (int half = 0; half < kHalves; ++half) {
       const int t = t0 + tile * 16 + group + 8 * half;
       if (t >= p.rows) continue;
       *reinterpret_cast<uint32_t*>(p.output + t * p.output_row_stride + out_column) =
-          out[2 * tile + half];
+          out[kHalves * tile + half];
     }
   }
 }
@@ -182,9 +180,15 @@ cudaError_t Launch(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
                        stream, pdl, p);
 }
 
-// The rows of a block for the shape: 8 up to 8 rows, 32 where MlaValueRowTiles says two tiles.
+// The rows of a block for the shape: 8 up to 8 rows while the grid (4 blocks a head) fits the
+// multiprocessors at the 3 blocks a multiprocessor its 146 registers allow (132 on an H200: up
+// to 99 heads); else 16 or 32 (MlaValueRowTiles). At 128 heads x 1-8 rows the 8-row blocks took
+// two waves and measured 12-21% slower than the 16-row ones (four a multiprocessor), and 0.5-1.4
+// us more after the stand-in upstream kernel.
 int TileRows(int heads, int rows) {
-  return rows <= 8 ? 8 : 16 * MlaValueRowTiles(heads, rows);
+  constexpr int kDirectBlocks = 3 * 132;
+  if (rows <= 8 && (kValueDim / kColumnsPerBlock) * heads <= kDirectBlocks) return 8;
+  return 16 * MlaValueRowTiles(heads, rows);
 }
 
 }  // namespace
