@@ -61,25 +61,26 @@ TEST_F(ReliabilityGpuTest, ControlPdlWaitSeesLateWrites) {
 
 // The upstream kernel triggers launch_dependents at once and writes latent, gate and lengths
 // 50 us later; before that they hold NaN and zero lengths. A tail that read any of them before
-// griddepcontrol.wait would produce NaN or zero rows. Every fused kernel and the BMM path.
+// griddepcontrol.wait would produce NaN or zero rows. Every fused kernel and the BMM path, at
+// 64 rows and at 5-8 (MlaValue's 8-row blocks, which load the latent into registers).
 TEST_F(ReliabilityGpuTest, InputsWrittenUpstreamUntilItsEndAreSeen) {
   using mla::MlaValueVariant;
   std::vector<std::pair<TailPath, MlaValueVariant>> runs;
   for (MlaValueVariant v : mla::kMlaValueKernels) runs.push_back({TailPath::kFused, v});
   runs.push_back({TailPath::kBmm, MlaValueVariant::kAuto});
   for (const auto& [path, variant] : runs) {
-    for (int heads : {3, 12, 64}) {
+    for (const auto [heads, rows] : {std::pair{3, 64}, {12, 64}, {64, 64}, {12, 8}, {64, 5}}) {
       SCOPED_TRACE(absl::StrCat(mla::TailPathName(path), " ", mla::MlaValueVariantName(variant),
-                                " heads ", heads));
+                                " heads ", heads, " rows ", rows));
       ProblemOptions options;
-      options.shape = {heads, 64, 1};
+      options.shape = {heads, rows, 1};
       options.inactive_every = 0;
       absl::StatusOr<std::unique_ptr<Problem>> problem = Problem::Create(options, stream_);
       ASSERT_TRUE(problem.ok()) << problem.status();
       const mla::TailBuffers b = (*problem)->buffers();
-      const size_t latent_bytes = size_t(64) * b.latent_row_stride * 2;
-      const size_t gate_bytes = size_t(64) * b.gate_row_stride * 2;
-      const size_t lengths_bytes = 64 * 4;
+      const size_t latent_bytes = size_t(rows) * b.latent_row_stride * 2;
+      const size_t gate_bytes = size_t(rows) * b.gate_row_stride * 2;
+      const size_t lengths_bytes = size_t(rows) * 4;
       absl::StatusOr<DeviceMemory> saved =
           DeviceMemory::Allocate(latent_bytes + gate_bytes + lengths_bytes);
       ASSERT_TRUE(saved.ok());
