@@ -2,9 +2,9 @@
 # Tenth session, seventh call (one H200), from the repo root after tools/stage_gpu.sh:
 #   timeout 560 bash bench/results/2026-11-30-h200/runs/sanitize46_x1.sh   (results in $OUT/results.tgz)
 # MlaValue's 8-row blocks (latent in registers): the plain suite, then memcheck, synccheck,
-# initcheck and racecheck over the tests that run them (GridTest at 12 and 96 heads, rows 1-9;
-# inactive, strided, random and run-time lengths; the late writer; the graph set's buckets and
-# padding).
+# initcheck and racecheck over the tests that run them (inactive rows at 8, strided views at 3,
+# random data at 1, run-time lengths; the late writer at 12 x 8 and 64 x 5; the graph set's
+# buckets of 1-64 rows and its padding).
 S=.gpu_stage
 O=${OUT:?}/sanitize46
 mkdir -p "$O"
