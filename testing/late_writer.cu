@@ -20,19 +20,25 @@ __device__ uint64_t GlobalTimer() {
   return t;
 }
 
+// The whole grid copies c: 16-byte words, then the last bytes % 16 one by one (lengths of a
+// few requests are not a multiple of 16 bytes).
+__device__ void CopyBytes(const LateCopy& c) {
+  const uint4* src = static_cast<const uint4*>(c.src);
+  uint4* dst = static_cast<uint4*>(c.dst);
+  const size_t thread = blockIdx.x * size_t{blockDim.x} + threadIdx.x;
+  for (size_t i = thread; i < c.bytes / 16; i += size_t{gridDim.x} * blockDim.x) dst[i] = src[i];
+  if (thread < c.bytes % 16) {
+    const size_t i = c.bytes / 16 * 16 + thread;
+    static_cast<char*>(c.dst)[i] = static_cast<const char*>(c.src)[i];
+  }
+}
+
 __global__ void LateWriterKernel(const LateWriterParams p) {
   mla::device::LaunchDependents();
   const uint64_t start = GlobalTimer();
   while (GlobalTimer() - start < p.delay_ns) {
   }
-  for (const LateCopy& c : p.copies) {
-    const uint4* src = static_cast<const uint4*>(c.src);
-    uint4* dst = static_cast<uint4*>(c.dst);
-    for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < c.bytes / 16;
-         i += size_t{gridDim.x} * blockDim.x) {
-      dst[i] = src[i];
-    }
-  }
+  for (const LateCopy& c : p.copies) CopyBytes(c);
 }
 
 struct WaitingCopyParams {
@@ -41,12 +47,7 @@ struct WaitingCopyParams {
 
 __global__ void WaitingCopyKernel(const WaitingCopyParams p) {
   mla::device::GridDependencyWait();
-  const uint4* src = static_cast<const uint4*>(p.copy.src);
-  uint4* dst = static_cast<uint4*>(p.copy.dst);
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < p.copy.bytes / 16;
-       i += size_t{gridDim.x} * blockDim.x) {
-    dst[i] = src[i];
-  }
+  CopyBytes(p.copy);
 }
 
 }  // namespace

@@ -10,7 +10,7 @@ namespace mla_testing {
 struct LateCopy {
   const void* src;
   void* dst;
-  size_t bytes;  // a multiple of 16
+  size_t bytes;  // any count; src and dst 16-byte aligned
 };
 
 // An upstream kernel that lets its dependents launch at once (launch_dependents first), then
