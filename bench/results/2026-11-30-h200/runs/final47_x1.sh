@@ -10,6 +10,7 @@ O=${OUT:?}/final47
 mkdir -p "$O"
 C=$(sed -n 's/^commit //p' $S/MANIFEST)
 export MLA_TAIL_REQUIRE_GPU=1
+pack() { (cd "$OUT" && tar czf results.tgz final47); }  # after each step: a cut-off run keeps it
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv >"$O/gpu.txt" 2>&1
 timeout 60 $S/tests/reliability_gpu_test >"$O/reliability.log" 2>&1
 echo "reliability rc $?" >>"$O/rc.txt"
@@ -17,6 +18,7 @@ timeout 90 $S/run.sh --out="$O/sanitize" --no-tests --sanitize=memcheck,syncchec
   --sanitize-jobs=3 --sanitize-filter='ReliabilityGpuTest.InputsWrittenUpstreamUntilItsEndAreSeen' \
   >"$O/sanitize.out" 2>&1
 echo "sanitize rc $?" >>"$O/rc.txt"
+pack
 cp "$O/sanitize/summary.txt" "$O/sanitizer_summary.txt" 2>/dev/null
 rm -rf "$O/sanitize"
 KERNELS=fused-split,fused-wgmma-a8n32,fused-wgmma-a8,fused-wgmma-p6,fused-wgmma-p4,fused-wgmma-n128,fused-wgmma-ws
@@ -25,12 +27,14 @@ echo "graph_bench rc $?" >>"$O/rc.txt"
 timeout 170 $S/bin/tail_bench --commit="$C" --csv="$O/tail_bench.csv" \
   --modes=$KERNELS,bmm,auto,peer,auto-replay >"$O/tail_bench.log" 2>&1
 echo "grid rc $?" >>"$O/rc.txt"
+pack
 timeout 40 $S/bin/tail_bench --commit="$C" --q=2,4 --heads=12,64,128 --rows=16,64,256 \
   --modes=$KERNELS,bmm,auto,peer --csv="$O/tail_bench_q.csv" >"$O/tail_bench_q.log" 2>&1
 echo "q rc $?" >>"$O/rc.txt"
 timeout 110 python3 $S/scripts/torch_peer.py --commit="$C" --csv="$O/torch_peer.csv" \
   >"$O/torch_peer.log" 2>&1
 echo "torch rc $?" >>"$O/rc.txt"
+pack
 for e in 0 1000 2000 3000 5000; do
   echo "# epilogue $e, upstream 100 KiB shared memory a block, rewrites the latent" \
     >>"$O/tail_bench_upstream.csv"
@@ -52,12 +56,14 @@ for k in auto split; do
     --csv="$O/tail_bench_upstream_kernels.csv" >>"$O/tail_bench_upstream_kernels.log" 2>&1
 done
 echo "upstream kernels rc $?" >>"$O/rc.txt"
+pack
 timeout 25 $S/bin/tail_bench --commit="$C" --csv="$O/tail_bench_large.csv" \
   --heads=64,128 --rows=2048,4096 --modes=auto,bmm,peer >"$O/tail_bench_large.log" 2>&1
 echo "large rc $?" >>"$O/rc.txt"
+pack
 timeout 15 $S/bin/pdl_probe --epilogues_ns=1000 --dependent_blocks=48 --prefetch_words=16 \
   --upstream_smem=0,102400 --dependent_smem=0,17408 >"$O/pdl_probe.csv" 2>"$O/pdl_probe.err"
 python3 -c "import matplotlib" 2>/dev/null && python3 $S/scripts/report.py "$O" >"$O/table.md" 2>&1
 timeout 45 $S/bin/decode_demo --layers=61 --steps=40 >"$O/decode_demo_61_layers.log" 2>&1
 echo "demo rc $?" >>"$O/decode_demo_61_layers.log"
-cd "$OUT" && tar czf results.tgz final47 && rm -rf final47
+pack && rm -rf "$O"
