@@ -113,6 +113,8 @@ int Main() {
   rows.push_back({"  per graph (capture + instantiate + upload)",
                   aot_seconds / stats.graphs_captured * 1e6, "us"});
   rows.push_back({"  graph memory", stats.graph_memory_bytes / 1048576.0, "MiB"});
+  rows.push_back({"  scratch besides the graphs (the BMM path's; path auto)",
+                  stats.scratch_bytes / 1048576.0, "MiB"});
 
   // Lazy capture: the first replay of each bucket of one layer.
   absl::StatusOr<std::unique_ptr<TailGraphSet>> lazy =

@@ -65,6 +65,18 @@ absl::Status SetKernelArgs(cudaGraphExec_t exec, cudaGraphNode_t node,
                          "cudaGraphExecKernelNodeSetParams");
 }
 
+// Whether a replay could take the BMM path under the set's path: for a bucket, or eagerly up to
+// max_eager_rows. Only then does the set's tail hold that path's scratch (64 MiB and more).
+bool MayTakeBmmPath(const GraphSetOptions& options) {
+  const int max_rows = std::max(options.buckets.back(), options.max_eager_rows);
+  for (int rows = options.q; rows <= max_rows; rows += options.q) {
+    if (mla::MlaTail::Resolve(options.path, {options.heads, rows, options.q}) == TailPath::kBmm) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int q,
@@ -98,6 +110,7 @@ absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
         "] and a multiple of q = ", options.q));
   }
   mla::TailOptions tail_options;
+  tail_options.bmm = MayTakeBmmPath(options);
   tail_options.max_heads = options.heads;
   tail_options.max_rows = std::max(options.buckets.back(), options.max_eager_rows);
   tail_options.workspace_bytes = options.workspace_bytes;
@@ -108,6 +121,7 @@ absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
   if (!tail.ok()) return tail.status();
 
   std::unique_ptr<TailGraphSet> set(new TailGraphSet(device, std::move(options), *std::move(tail)));
+  set->stats_.scratch_bytes = static_cast<int64_t>(set->tail_->scratch_bytes());
   mla::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device));
   MLA_RETURN_IF_CUDA_ERROR(

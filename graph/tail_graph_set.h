@@ -76,7 +76,8 @@ struct GraphSetOptions {
   mla::MlaValueVariant fused_variant = mla::MlaValueVariant::kAuto;  // the fused path's kernel
   UpdateMechanism update = UpdateMechanism::kKernelNodeParams;
   bool pdl = true;
-  size_t workspace_bytes = size_t{32} << 20;  // cuBLASLt workspace, shared by all graphs
+  size_t workspace_bytes = size_t{32} << 20;  // cuBLASLt workspace, shared by all graphs (when
+                                              // the set's path can take the BMM path)
   mla::FaultHooks faults;  // fault injection for tests (mla/fault_hooks.h); empty in production
 };
 
@@ -89,6 +90,10 @@ struct GraphSetStats {
   int64_t eager_runs = 0;           // Replay calls served by the eager tail
   double capture_seconds = 0;       // host time spent capturing and instantiating
   int64_t graph_memory_bytes = 0;   // device memory taken by captures and instantiations
+  // Device memory the set holds besides its graphs: the BMM path's scratch, allocated only when
+  // the set's path can take the BMM path at some bucket or eager row count (not with kAuto
+  // today, mla/dispatch.h).
+  int64_t scratch_bytes = 0;
 };
 
 class TailGraphSet {

@@ -42,6 +42,7 @@ absl::StatusOr<std::unique_ptr<MlaTail>> MlaTail::Create(int device, const TailO
 
   // Destroyed (with whatever was allocated) on any early return.
   std::unique_ptr<MlaTail> tail(new MlaTail(device, options));
+  if (!options.bmm) return tail;
   MLA_RETURN_IF_ERROR(CublasStatus(cublasLtCreate(&tail->cublaslt_), "cublasLtCreate"));
   if (options.workspace_bytes > 0) {
     MLA_RETURN_IF_CUDA_ERROR(cudaMalloc(&tail->workspace_, options.workspace_bytes),
@@ -56,6 +57,7 @@ absl::StatusOr<std::unique_ptr<MlaTail>> MlaTail::Create(int device, const TailO
   MLA_RETURN_IF_CUDA_ERROR(
       cudaMalloc(&tail->operand_tables_, kOperandTableBytes),
       "cudaMalloc(operand tables)");
+  tail->scratch_bytes_ = options.workspace_bytes + values_bytes + kOperandTableBytes;
   return tail;
 }
 
@@ -96,6 +98,10 @@ absl::Status MlaTail::CheckStream(cudaStream_t stream) const {
 
 absl::StatusOr<const ValueBmm*> MlaTail::Plan(const TailShape& shape,
                                               const TailBuffers& buffers) {
+  if (!options_.bmm) {
+    return absl::FailedPreconditionError(
+        "this MlaTail was created without the BMM path's scratch (TailOptions::bmm = false)");
+  }
   if (shape.heads > options_.max_heads || shape.rows > options_.max_rows) {
     return absl::OutOfRangeError(absl::StrCat(
         "the BMM path of this MlaTail holds at most ", options_.max_heads, " heads x ",

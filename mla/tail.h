@@ -35,6 +35,11 @@ enum class TailPath {
 const char* TailPathName(TailPath path);
 
 struct TailOptions {
+  // The BMM path's scratch: its values [max_heads, max_rows, 128] and the cuBLASLt workspace
+  // (64 MiB with the defaults). Without it Run() refuses TailPath::kBmm (FailedPrecondition) and
+  // nothing is allocated for that path; the fused path needs no scratch. The measured rule
+  // (kAuto) picks the fused path at every shape today.
+  bool bmm = true;
   int max_heads = kMaxHeads;  // capacity of the BMM path's scratch
   int max_rows = 1024;
   size_t workspace_bytes = size_t{32} << 20;  // cuBLASLt workspace (32 MiB suits Hopper)
@@ -55,7 +60,8 @@ class MlaTail {
 
   // Validates, then enqueues the tail on `stream` (a stream of this instance's device, or 0 for
   // the legacy default stream). When validation fails nothing is launched and nothing written.
-  // The BMM path needs rows <= max_rows and heads <= max_heads (OutOfRange otherwise).
+  // The BMM path needs its scratch (TailOptions::bmm; FailedPrecondition otherwise), rows <=
+  // max_rows and heads <= max_heads (OutOfRange otherwise).
   absl::Status Run(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream,
                    TailPath path = TailPath::kAuto);
 
@@ -72,6 +78,8 @@ class MlaTail {
 
   int device() const { return device_; }
   const TailOptions& options() const { return options_; }
+  // Device memory this instance allocated: the BMM path's scratch (0 without it).
+  size_t scratch_bytes() const { return scratch_bytes_; }
 
  private:
   MlaTail(int device, const TailOptions& options) : device_(device), options_(options) {}
@@ -81,6 +89,7 @@ class MlaTail {
 
   int device_;
   TailOptions options_;
+  size_t scratch_bytes_ = 0;
   cublasLtHandle_t cublaslt_ = nullptr;
   void* workspace_ = nullptr;
   bf16* values_ = nullptr;        // [max_heads, max_rows, 128]

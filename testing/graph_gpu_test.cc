@@ -451,6 +451,18 @@ TEST_P(GraphGpuTest, ErrorsLeaveTheSetUsable) {
 // warp-specialized one runs one 128-row tile a block; TileKernelTest loops it over 4 at
 // 64 heads x 1000 rows): the captured node is found (the capture fails otherwise), replays equal the eager tail with the same kernel bit for bit, and they follow a
 // pointer update without a new instantiation.
+// The set holds the BMM path's scratch only when its path can take that path: kBmm, not the
+// fused path or the rule (which picks the fused path at every shape, mla/dispatch.h).
+TEST_P(GraphGpuTest, BmmScratchOnlyWhenThePathCanTakeIt) {
+  std::unique_ptr<TailGraphSet> set = MakeSet(Options(12, 1, 2));
+  ASSERT_NE(set, nullptr);
+  if (GetParam() == TailPath::kBmm) {
+    EXPECT_GT(set->stats().scratch_bytes, 0);
+  } else {
+    EXPECT_EQ(set->stats().scratch_bytes, 0);
+  }
+}
+
 TEST(GraphTileKernelTest, ReplayEqualsEagerAndFollowsUpdates) {
   MLA_REQUIRE_GPU_OR_SKIP();
   cudaStream_t stream = nullptr;

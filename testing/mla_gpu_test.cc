@@ -400,6 +400,44 @@ TEST_F(MlaGpuTest, BmmBeyondCapacityIsOutOfRange) {
   }
 }
 
+// Without the BMM path's scratch (TailOptions::bmm = false) nothing is allocated; that path is
+// refused with FailedPrecondition before anything is launched, and the fused and automatic paths
+// run. With it, the scratch is the values, the cuBLASLt workspace and the operand tables.
+TEST_F(MlaGpuTest, WithoutBmmScratchTheBmmPathIsRefused) {
+  mla::TailOptions options;
+  options.bmm = false;
+  absl::StatusOr<std::unique_ptr<mla::MlaTail>> fused_only = mla::MlaTail::Create(0, options);
+  ASSERT_TRUE(fused_only.ok()) << fused_only.status();
+  EXPECT_EQ((*fused_only)->scratch_bytes(), 0u);
+  for (mla::TailShape shape : {mla::TailShape{12, 8, 1}, mla::TailShape{64, 256, 2}}) {
+    SCOPED_TRACE(absl::StrCat("heads ", shape.heads, " rows ", shape.rows));
+    ProblemOptions problem_options;
+    problem_options.shape = shape;
+    std::unique_ptr<Problem> problem = MakeProblem(problem_options);
+    ASSERT_NE(problem, nullptr);
+    const absl::Status refused =
+        (*fused_only)->Run(problem->shape(), problem->buffers(), stream_, TailPath::kBmm);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+    EXPECT_THAT(std::string(refused.message()), HasSubstr("TailOptions::bmm"));
+    EXPECT_EQ((*fused_only)->PrepareBmm(problem->shape(), problem->buffers()).code(),
+              absl::StatusCode::kFailedPrecondition);
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    ExpectOutputUntouched(*problem);
+    for (TailPath path : {TailPath::kFused, TailPath::kAuto}) {
+      ASSERT_OK(problem->PoisonOutput(problem->buffers().output, stream_));
+      ASSERT_OK((*fused_only)->Run(problem->shape(), problem->buffers(), stream_, path));
+      ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+      ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(), true));
+    }
+  }
+  absl::StatusOr<std::unique_ptr<mla::MlaTail>> both = mla::MlaTail::Create(0, {});
+  ASSERT_TRUE(both.ok()) << both.status();
+  const mla::TailOptions defaults;
+  EXPECT_EQ((*both)->scratch_bytes(),
+            defaults.workspace_bytes + size_t{mla::kMaxHeads} * 1024 * mla::kValueDim * 2 +
+                mla::kOperandTableBytes);
+}
+
 TEST_F(MlaGpuTest, CreateRefusesBadOptionsAndDevices) {
   mla::TailOptions options;
   options.max_heads = 0;
