@@ -180,29 +180,23 @@ cudaError_t Launch(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
                        stream, pdl, p);
 }
 
-// The rows of a block for the shape: 8 up to 8 rows while the grid (4 blocks a head) fits the
-// multiprocessors at the 3 blocks a multiprocessor its 146 registers allow (132 on an H200: up
-// to 99 heads); else 16 or 32 (MlaValueRowTiles). At 128 heads x 1-8 rows the 8-row blocks took
-// two waves and measured 12-21% slower than the 16-row ones (four a multiprocessor), and 0.5-1.4
-// us more after the stand-in upstream kernel.
-int TileRows(int heads, int rows) {
-  constexpr int kDirectBlocks = 3 * 132;
-  if (rows <= 8 && (kValueDim / kColumnsPerBlock) * heads <= kDirectBlocks) return 8;
-  return 16 * MlaValueRowTiles(heads, rows);
-}
-
 }  // namespace
 
-int MlaValueRowTiles(int heads, int rows) {
-  // Two tiles while the grid still has about two blocks per multiprocessor (132 on an H200).
-  // Four tiles (69 KB of shared memory a block) measured 2-3x slower per row on the H200
-  // (bench/results/), and such batches take the BMM path anyway.
-  const int blocks_per_tile_row = (kValueDim / kColumnsPerBlock) * heads;
-  return rows >= 32 && blocks_per_tile_row * (rows / 32) >= 264 ? 2 : 1;
+int MlaValueBlockRows(int heads, int rows) {
+  const int blocks_per_row_block = (kValueDim / kColumnsPerBlock) * heads;
+  // 8 rows while the grid fits the multiprocessors at the three blocks a multiprocessor their
+  // 142 registers allow (132 on an H200: up to 99 heads). At 128 heads x 1-8 rows they took two
+  // waves and measured 12-21% slower than 16-row blocks (four a multiprocessor), and 0.5-1.4 us
+  // more after the stand-in upstream kernel (bench/results/, tenth session).
+  if (rows <= 8 && blocks_per_row_block <= 3 * 132) return 8;
+  // 32 while the grid still has about two blocks per multiprocessor. 64 rows (69 KB of shared
+  // memory a block) measured 2-3x slower per row on the H200, and such batches take other
+  // kernels anyway.
+  return rows >= 32 && blocks_per_row_block * (rows / 32) >= 264 ? 32 : 16;
 }
 
 const void* MlaValueColumnSplitKernelAddress(int heads, int rows) {
-  switch (TileRows(heads, rows)) {
+  switch (MlaValueBlockRows(heads, rows)) {
     case 8:
       return reinterpret_cast<const void*>(MlaValueKernel<8>);
     case 16:
@@ -219,7 +213,7 @@ cudaError_t PrepareMlaValueColumnSplit() {
 }
 
 cudaError_t LaunchMlaValueColumnSplit(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
-  switch (TileRows(p.heads, p.rows)) {
+  switch (MlaValueBlockRows(p.heads, p.rows)) {
     case 8:
       return Launch<8>(p, stream, pdl);
     case 16:

@@ -11,7 +11,7 @@
 
 namespace mla {
 
-// MlaValue (mla_value.cu): 16 * MlaValueRowTiles(heads, rows) rows a block.
+// MlaValue (mla_value.cu): MlaValueBlockRows(heads, rows) rows a block.
 cudaError_t LaunchMlaValueColumnSplit(const MlaValueParams& params, cudaStream_t stream, bool pdl);
 cudaError_t PrepareMlaValueColumnSplit();
 const void* MlaValueColumnSplitKernelAddress(int heads, int rows);

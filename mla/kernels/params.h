@@ -132,9 +132,10 @@ const char* MlaValueVariantName(MlaValueVariant variant);
 // The kernel that `variant` runs for a shape: kColumnSplit or a kWgmma*.
 MlaValueVariant ResolveMlaValueVariant(MlaValueVariant variant, int heads, int rows);
 
-// Rows of latent staged per MlaValue block: 16 * row_tiles. Each block keeps its 32 W_UV
-// columns in registers across all its tiles, so larger tiles re-read W_UV less often.
-int MlaValueRowTiles(int heads, int rows);
+// Rows of latent per MlaValue block: 8 (loaded into registers), 16 or 32 (staged in shared
+// memory). Each block keeps its 32 W_UV columns in registers across its rows, so larger blocks
+// re-read W_UV less often.
+int MlaValueBlockRows(int heads, int rows);
 
 // Loads every kernel of the tail on the current device (CUDA would load each at its first launch
 // or graph instantiation) and lets the fused kernels use their shared memory (above the 48 KB
