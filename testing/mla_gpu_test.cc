@@ -276,10 +276,10 @@ TEST_F(MlaGpuTest, StridedViews) {
 }
 
 // Inactive requests (length 0 or negative) with NaN latent and gate: exactly +0.0, and their
-// neighbours unaffected (at 8 rows, MlaValue's 8-row blocks; at 64, a tile kernel); all requests
-// inactive too.
+// neighbours unaffected (at 8 and 16 rows, MlaValue's 8-row blocks; at 64, a tile kernel); all
+// requests inactive too.
 TEST_F(MlaGpuTest, InactiveRowsAreZeroDespiteNan) {
-  for (int rows : {8, 64}) {
+  for (int rows : {8, 16, 64}) {
     for (int q : {1, 2, 4}) {
       for (int every : {1, 2, 3}) {
         for (bool negative : {false, true}) {

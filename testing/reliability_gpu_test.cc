@@ -62,14 +62,14 @@ TEST_F(ReliabilityGpuTest, ControlPdlWaitSeesLateWrites) {
 // The upstream kernel triggers launch_dependents at once and writes latent, gate and lengths
 // 50 us later; before that they hold NaN and zero lengths. A tail that read any of them before
 // griddepcontrol.wait would produce NaN or zero rows. Every fused kernel and the BMM path, at
-// 64 rows and at 5-8 (MlaValue's 8-row blocks, which load the latent into registers).
+// 64 rows and at 5-13 (MlaValue's 8-row blocks, which load the latent into registers).
 TEST_F(ReliabilityGpuTest, InputsWrittenUpstreamUntilItsEndAreSeen) {
   using mla::MlaValueVariant;
   std::vector<std::pair<TailPath, MlaValueVariant>> runs;
   for (MlaValueVariant v : mla::kMlaValueKernels) runs.push_back({TailPath::kFused, v});
   runs.push_back({TailPath::kBmm, MlaValueVariant::kAuto});
   for (const auto& [path, variant] : runs) {
-    for (const auto [heads, rows] : {std::pair{3, 64}, {12, 64}, {64, 64}, {12, 8}, {64, 5}}) {
+    for (const auto [heads, rows] : {std::pair{3, 64}, {12, 64}, {64, 64}, {12, 8}, {64, 5}, {12, 13}}) {
       SCOPED_TRACE(absl::StrCat(mla::TailPathName(path), " ", mla::MlaValueVariantName(variant),
                                 " heads ", heads, " rows ", rows));
       ProblemOptions options;

@@ -53,7 +53,7 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
 
   const int chunk = blockIdx.x;
   const int head = blockIdx.y;
-  const int t0 = blockIdx.z * kRows;
+  const int t0 = blockIdx.z * kTileRows;
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
   const int group = lane / 4;
@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
   uint4 w_fragment[kChunks];
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) w_fragment[c] = device::LoadWeight16(w_column + 32 * c);
-  device::PrefetchBlockInputsL2(p, head, t0, kRows, 0, kLatentDim, chunk * kColumnsPerBlock,
+  device::PrefetchBlockInputsL2(p, head, t0, kTileRows, 0, kLatentDim, chunk * kColumnsPerBlock,
                                 kColumnsPerBlock);
 
   device::GridDependencyWait();
@@ -184,11 +184,12 @@ cudaError_t Launch(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
 
 int MlaValueBlockRows(int heads, int rows) {
   const int blocks_per_row_block = (kValueDim / kColumnsPerBlock) * heads;
-  // 8 rows while the grid fits the multiprocessors at the three blocks a multiprocessor their
-  // 142 registers allow (132 on an H200: up to 99 heads). At 128 heads x 1-8 rows they took two
-  // waves and measured 12-21% slower than 16-row blocks (four a multiprocessor), and 0.5-1.4 us
-  // more after the stand-in upstream kernel (bench/results/, tenth session).
-  if (rows <= 8 && blocks_per_row_block <= 3 * 132) return 8;
+  // 8 rows up to 16 rows while the grid fits the multiprocessors at the three blocks a
+  // multiprocessor their 142 registers allow (132 on an H200: up to 99 heads at 1-8 rows, 49 at
+  // 9-16). At 128 heads x 1-8 rows they took two waves and measured 12-21% slower than 16-row
+  // blocks (four a multiprocessor), and 0.5-1.4 us more after the stand-in upstream kernel
+  // (bench/results/, tenth session).
+  if (rows <= 16 && blocks_per_row_block * ((rows + 7) / 8) <= 3 * 132) return 8;
   // 32 while the grid still has about two blocks per multiprocessor. 64 rows (69 KB of shared
   // memory a block) measured 2-3x slower per row on the H200, and such batches take other
   // kernels anyway.
