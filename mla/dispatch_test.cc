@@ -105,17 +105,19 @@ TEST(DispatchTest, FollowsTheMeasurements) {
 }
 
 // MlaValue's rows a block, against the measurements (bench/results/2026-11-30-h200, tenth
-// session): 8 (latent in registers) up to 16 rows while 4 heads x (rows / 8) <= 396 blocks, else
-// 16, and 32 once the 32-row grid still has about two blocks a multiprocessor. A distinct kernel
-// each.
+// session): 8 (latent in registers) up to 8 rows while 4 heads <= 396 blocks and at 9-16 rows
+// while 8 heads <= 96, else 16, and 32 once the 32-row grid still has about two blocks a
+// multiprocessor. A distinct kernel each.
 TEST(MlaValueBlockRowsTest, EightRowsWhereTheyFitOneWave) {
   for (int heads : {1, 12, 64, 96, 99}) {
     for (int rows : {1, 8}) EXPECT_EQ(MlaValueBlockRows(heads, rows), 8) << heads << " x " << rows;
   }
-  for (int heads : {1, 12, 32, 49}) {
+  for (int heads : {1, 8, 12}) {
     for (int rows : {9, 16}) EXPECT_EQ(MlaValueBlockRows(heads, rows), 8) << heads << " x " << rows;
   }
-  for (int rows : {9, 16}) EXPECT_EQ(MlaValueBlockRows(50, rows), 16) << rows;
+  for (int heads : {13, 16, 32, 64}) {
+    for (int rows : {9, 16}) EXPECT_EQ(MlaValueBlockRows(heads, rows), 16) << heads << " x " << rows;
+  }
   for (int rows : {1, 8, 16}) EXPECT_EQ(MlaValueBlockRows(100, rows), 16) << rows;
   EXPECT_EQ(MlaValueBlockRows(128, 4), 16);
   EXPECT_EQ(MlaValueBlockRows(12, 17), 16);
