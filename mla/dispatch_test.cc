@@ -116,7 +116,9 @@ TEST(MlaValueBlockRowsTest, EightRowsWhereTheyFitOneWave) {
     for (int rows : {9, 16}) EXPECT_EQ(MlaValueBlockRows(heads, rows), 8) << heads << " x " << rows;
   }
   for (int heads : {13, 16, 32, 64}) {
-    for (int rows : {9, 16}) EXPECT_EQ(MlaValueBlockRows(heads, rows), 16) << heads << " x " << rows;
+    for (int rows : {9, 16}) {
+      EXPECT_EQ(MlaValueBlockRows(heads, rows), 16) << heads << " x " << rows;
+    }
   }
   for (int rows : {1, 8, 16}) EXPECT_EQ(MlaValueBlockRows(100, rows), 16) << rows;
   EXPECT_EQ(MlaValueBlockRows(128, 4), 16);

@@ -69,7 +69,8 @@ TEST_F(ReliabilityGpuTest, InputsWrittenUpstreamUntilItsEndAreSeen) {
   for (MlaValueVariant v : mla::kMlaValueKernels) runs.push_back({TailPath::kFused, v});
   runs.push_back({TailPath::kBmm, MlaValueVariant::kAuto});
   for (const auto& [path, variant] : runs) {
-    for (const auto [heads, rows] : {std::pair{3, 64}, {12, 64}, {64, 64}, {12, 8}, {64, 5}, {12, 13}}) {
+    for (const auto [heads, rows] :
+         {std::pair{3, 64}, {12, 64}, {64, 64}, {12, 8}, {64, 5}, {12, 13}}) {
       SCOPED_TRACE(absl::StrCat(mla::TailPathName(path), " ", mla::MlaValueVariantName(variant),
                                 " heads ", heads, " rows ", rows));
       ProblemOptions options;
