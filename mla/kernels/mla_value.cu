@@ -120,7 +120,11 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
     __syncthreads();
   }
 
-  float acc[kRowTiles][2][4] = {};
+  // Accumulator chains: one per MMA of a chunk, and with 8 rows one per chunk parity as well:
+  // there nothing else runs beside the MMAs to hide their latency (with shared-memory reads in
+  // the loop, four chains measured no faster at 16 rows, bench/results/).
+  constexpr int kParities = kDirect ? 2 : 1;
+  float acc[kRowTiles][kParities][2][4] = {};
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
 #pragma unroll
@@ -134,13 +138,24 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
         x = *reinterpret_cast<const uint4*>(row_lo);
         y = *reinterpret_cast<const uint4*>(row_lo + 8 * kSmemRow);
       }
-      device::MmaBf16(acc[tile][0], x.x, y.x, x.y, y.y, w_fragment[c].x, w_fragment[c].y);
-      device::MmaBf16(acc[tile][1], x.z, y.z, x.w, y.w, w_fragment[c].z, w_fragment[c].w);
+      float(&chain)[2][4] = acc[tile][c % kParities];
+      device::MmaBf16(chain[0], x.x, y.x, x.y, y.y, w_fragment[c].x, w_fragment[c].y);
+      device::MmaBf16(chain[1], x.z, y.z, x.w, y.w, w_fragment[c].z, w_fragment[c].w);
     }
   }
 
   // Pair (tile, half): accumulator e of the m16n8 tile is row group (+8 for e >= 2), column
   // 2q + (e & 1).
+  const auto sum = [&](int tile, int e) {
+    float s0 = acc[tile][0][0][e];
+    float s1 = acc[tile][0][1][e];
+#pragma unroll
+    for (int parity = 1; parity < kParities; ++parity) {
+      s0 += acc[tile][parity][0][e];
+      s1 += acc[tile][parity][1][e];
+    }
+    return s0 + s1;
+  };
   constexpr int kPairs = kRowTiles * kHalves;
   float v[2 * kPairs];
   uint32_t gates[kPairs];
@@ -151,10 +166,8 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
 #pragma unroll
     for (int half = 0; half < kHalves; ++half) {
       const int i = kHalves * tile + half;
-      v[2 * i] = __bfloat162float(
-          __float2bfloat16_rn(acc[tile][0][2 * half] + acc[tile][1][2 * half]));
-      v[2 * i + 1] = __bfloat162float(
-          __float2bfloat16_rn(acc[tile][0][2 * half + 1] + acc[tile][1][2 * half + 1]));
+      v[2 * i] = __bfloat162float(__float2bfloat16_rn(sum(tile, 2 * half)));
+      v[2 * i + 1] = __bfloat162float(__float2bfloat16_rn(sum(tile, 2 * half + 1)));
       gates[i] = gate_word[tile][half];
       active[i] = length[tile][half] > 0;
     }

@@ -34,9 +34,10 @@ const char* MlaValueVariantName(MlaValueVariant variant) {
   return "?";
 }
 
-MlaValueVariant ResolveMlaValueVariant(MlaValueVariant variant, int heads, int rows) {
+MlaValueVariant ResolveMlaValueVariant(MlaValueVariant variant, int heads, int rows,
+                                       TailUpstream upstream) {
   if (variant != MlaValueVariant::kAuto) return variant;
-  switch (DispatchTail(heads, rows)) {
+  switch (DispatchTail(heads, rows, upstream)) {
     case TailKernel::kColumnSplit:
       return MlaValueVariant::kColumnSplit;
     case TailKernel::kWgmmaA8N32:
