@@ -76,9 +76,6 @@ ABSL_FLAG(std::string, fused_kernel, "auto",
           "the fused kernel of the auto and up modes: auto (the rule) or a kernel's name (split, "
           "wgmma-p4, ...)");
 ABSL_FLAG(bool, pdl, true, "launch the tail's kernels with PDL (the library's default)");
-ABSL_FLAG(std::string, rule_upstream, "",
-          "what the rule is told the tail follows (TailOptions::upstream): early-trigger or "
-          "other; empty: other in the grid (tails back to back), early-trigger with --upstream");
 ABSL_FLAG(bool, upstream_pdl, true, "launch the upstream kernel itself with PDL (after a tail)");
 
 namespace mla_bench {
@@ -98,16 +95,6 @@ constexpr absl::string_view kPathModes[] = {"fused", "bmm", "auto"};
 // The variants a mode can force: every fused kernel.
 const std::vector<mla::MlaValueVariant> kForcedVariants(std::begin(mla::kMlaValueKernels),
                                                         std::end(mla::kMlaValueKernels));
-
-// The rule's TailUpstream for this run, or nullopt for an unknown --rule_upstream.
-std::optional<mla::TailUpstream> RuleUpstream() {
-  const std::string name = absl::GetFlag(FLAGS_rule_upstream);
-  if (name == "early-trigger") return mla::TailUpstream::kEarlyTrigger;
-  if (name == "other") return mla::TailUpstream::kOther;
-  if (!name.empty()) return std::nullopt;
-  return absl::GetFlag(FLAGS_upstream) ? mla::TailUpstream::kEarlyTrigger
-                                       : mla::TailUpstream::kOther;
-}
 
 bool IsReplayMode(absl::string_view mode) { return absl::EndsWith(mode, kReplaySuffix); }
 
@@ -163,7 +150,6 @@ absl::StatusOr<ReplayTiming> TimeBackToBackReplays(const mla::TailShape& shape,
   options.path = path;
   options.fused_variant = fused_variant;
   options.pdl = absl::GetFlag(FLAGS_pdl);
-  options.upstream = *RuleUpstream();
   absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
   if (!set.ok()) return set.status();
   for (int l = 0; l < options.layers; ++l) {
@@ -273,10 +259,6 @@ int Main() {
       return 1;
     }
   }
-  if (!RuleUpstream().has_value()) {
-    std::fprintf(stderr, "tail_bench: --rule_upstream is early-trigger, other or empty\n");
-    return 1;
-  }
   if (absl::GetFlag(FLAGS_replays) < 1) {
     std::fprintf(stderr, "tail_bench: --replays must be at least 1\n");
     return 1;
@@ -310,11 +292,9 @@ int Main() {
   const double floor_us = floor.ok() ? *floor / 64 : -1;
   const std::string device = DeviceDescription();
   const std::string date = absl::FormatTime("%Y-%m-%d", absl::Now(), absl::UTCTimeZone());
-  const char* rule_upstream =
-      *RuleUpstream() == mla::TailUpstream::kEarlyTrigger ? "early-trigger" : "other";
-  std::printf("# tail_bench  commit %s  %s  %s  rule upstream %s\n# copy bandwidth %.2f TB/s, "
-              "bf16 matrix rate %.0f TFLOP/s, launch floor %.2f us/node (PDL, 1 block)\n",
-              absl::GetFlag(FLAGS_commit).c_str(), device.c_str(), date.c_str(), rule_upstream,
+  std::printf("# tail_bench  commit %s  %s  %s\n# copy bandwidth %.2f TB/s, bf16 matrix rate "
+              "%.0f TFLOP/s, launch floor %.2f us/node (PDL, 1 block)\n",
+              absl::GetFlag(FLAGS_commit).c_str(), device.c_str(), date.c_str(),
               *bandwidth / 1e12, *matrix_rate / 1e12, floor_us);
   std::printf("%5s %5s %2s %12s %6s %10s %9s %6s %13s\n", "heads", "rows", "q", "mode", "layers",
               "us/layer", "limit us", "eff", "host us/call");
@@ -324,8 +304,7 @@ int Main() {
     csv.open(absl::GetFlag(FLAGS_csv), std::ios::app);
     csv << "# commit " << absl::GetFlag(FLAGS_commit) << ", " << device << ", " << date
         << ", copy " << *bandwidth / 1e12 << " TB/s, matrix " << *matrix_rate / 1e12
-        << " TFLOP/s, floor " << floor_us << " us/node, rule upstream " << rule_upstream
-        << "\n";
+        << " TFLOP/s, floor " << floor_us << " us/node\n";
     // host_us_per_replay: the -replay modes only, empty for the others. flop_us: the tail's
     // FLOPs at the matrix rate (limit_us is the bytes' time, the performance goals' limit).
     csv << "heads,rows,q,mode,layers,us_per_layer,limit_us,bytes_per_layer,host_us_per_replay,"
@@ -335,7 +314,6 @@ int Main() {
   mla::TailOptions options;
   options.max_rows = 4096;
   options.pdl = absl::GetFlag(FLAGS_pdl);
-  options.upstream = *RuleUpstream();
   if (absl::GetFlag(FLAGS_fused_kernel) != "auto") {
     options.fused_variant = ModeVariant("fused-" + absl::GetFlag(FLAGS_fused_kernel));
     if (options.fused_variant == mla::MlaValueVariant::kAuto) {

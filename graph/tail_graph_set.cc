@@ -116,7 +116,6 @@ absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
   tail_options.workspace_bytes = options.workspace_bytes;
   tail_options.pdl = options.pdl;
   tail_options.fused_variant = options.fused_variant;
-  tail_options.upstream = options.upstream;
   tail_options.faults = options.faults;
   absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(device, tail_options);
   if (!tail.ok()) return tail.status();
@@ -219,7 +218,7 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
   }
   // The kernel the tail launched for this shape (the fused variants are different kernels).
   const void* value_kernel =
-      mla::MlaValueKernelAddress(shape.heads, shape.rows, tail_->FusedKernel(shape));
+      mla::MlaValueKernelAddress(shape.heads, shape.rows, tail_->options().fused_variant);
   for (size_t i = 0; found.ok() && i < count; ++i) {
     size_t dependencies = 0, dependents = 0;
     found = mla::CudaStatus(

@@ -74,8 +74,6 @@ struct GraphSetOptions {
                               // up to this many rows (0: OutOfRange instead)
   mla::TailPath path = mla::TailPath::kAuto;  // the path of every graph (kAuto: mla/dispatch.h)
   mla::MlaValueVariant fused_variant = mla::MlaValueVariant::kAuto;  // the fused path's kernel
-  // What each layer's tail follows, for the rule (mla::TailOptions::upstream).
-  mla::TailUpstream upstream = mla::TailUpstream::kEarlyTrigger;
   UpdateMechanism update = UpdateMechanism::kKernelNodeParams;
   bool pdl = true;
   size_t workspace_bytes = size_t{32} << 20;  // cuBLASLt workspace, shared by all graphs (when

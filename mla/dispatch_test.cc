@@ -104,40 +104,6 @@ TEST(DispatchTest, FollowsTheMeasurements) {
   }
 }
 
-// Told that the tail follows no early-triggering upstream (tails back to back, as in the grid),
-// the rule picks the kernel fastest on its own at small batches, from six grids (mla/dispatch.h);
-// from 17 rows on, and with an early-triggering upstream, nothing changes.
-TEST(DispatchTest, WithoutAnEarlyTriggerTheFastestKernelAlone) {
-  using K = TailKernel;
-  using U = TailUpstream;
-  const struct {
-    int heads, rows;
-    K kernel;
-  } measured[] = {
-      {8, 1, K::kColumnSplit},    {8, 16, K::kColumnSplit},   {12, 16, K::kColumnSplit},
-      {16, 8, K::kColumnSplit},   {32, 1, K::kColumnSplit},   {32, 8, K::kColumnSplit},
-      {96, 1, K::kColumnSplit},   {96, 4, K::kColumnSplit},   {16, 9, K::kWgmmaA8N32},
-      {16, 16, K::kWgmmaA8N32},   {32, 16, K::kWgmmaA8N32},   {64, 1, K::kWgmmaP6},
-      {64, 2, K::kWgmmaP6},       {64, 4, K::kWgmmaP6},       {64, 8, K::kWgmmaP6},
-      {64, 16, K::kWgmmaP6},      {96, 8, K::kWgmmaP6},       {96, 16, K::kWgmmaP6},
-      {128, 1, K::kWgmmaP6},      {128, 4, K::kWgmmaP6},      {128, 16, K::kWgmmaP6},
-  };
-  for (const auto& m : measured) {
-    EXPECT_EQ(DispatchTail(m.heads, m.rows, U::kOther), m.kernel) << m.heads << " x " << m.rows;
-  }
-  for (int heads : {1, 8, 12, 16, 32, 63, 64, 96, 128}) {
-    for (int rows = 17; rows <= 1024; rows += 7) {
-      EXPECT_EQ(DispatchTail(heads, rows, U::kOther), DispatchTail(heads, rows))
-          << heads << " x " << rows;
-    }
-  }
-  EXPECT_EQ(DispatchTail(64, 16, U::kEarlyTrigger), K::kColumnSplit);
-  EXPECT_EQ(ResolveMlaValueVariant(MlaValueVariant::kAuto, 64, 16, U::kOther),
-            MlaValueVariant::kWgmmaP6);
-  EXPECT_EQ(ResolveMlaValueVariant(MlaValueVariant::kColumnSplit, 64, 16, U::kOther),
-            MlaValueVariant::kColumnSplit);
-}
-
 // MlaValue's rows a block, against the measurements (bench/results/2026-11-30-h200, tenth
 // session): 8 (latent in registers) up to 8 rows while 4 heads <= 396 blocks and at 9-16 rows
 // while 8 heads <= 96, else 16, and 32 once the 32-row grid still has about two blocks a

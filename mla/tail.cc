@@ -78,11 +78,6 @@ TailPath MlaTail::Resolve(TailPath path, const TailShape& shape) {
   return value_bmm(shape.heads, shape.rows) ? TailPath::kBmm : TailPath::kFused;
 }
 
-MlaValueVariant MlaTail::FusedKernel(const TailShape& shape) const {
-  const TailUpstream upstream = options_.pdl ? options_.upstream : TailUpstream::kOther;
-  return ResolveMlaValueVariant(options_.fused_variant, shape.heads, shape.rows, upstream);
-}
-
 absl::Status MlaTail::CheckStream(cudaStream_t stream) const {
   if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) {
     return absl::OkStatus();  // the current device's default stream: the guard made it ours
@@ -148,7 +143,7 @@ absl::Status MlaTail::Run(const TailShape& shape, const TailBuffers& buffers, cu
 absl::Status MlaTail::RunFused(const TailShape& shape, const TailBuffers& b,
                                cudaStream_t stream) {
   return CudaStatus(LaunchMlaValue(MakeMlaValueParams(shape, b), stream, options_.pdl,
-                                   FusedKernel(shape)),
+                                   options_.fused_variant),
                     "MlaValue launch");
 }
 

@@ -45,9 +45,6 @@ struct TailOptions {
   size_t workspace_bytes = size_t{32} << 20;  // cuBLASLt workspace (32 MiB suits Hopper)
   bool pdl = true;  // launch with programmatic stream serialization
   MlaValueVariant fused_variant = MlaValueVariant::kAuto;  // the fused path's kernel
-  // What the tail follows on its stream, for the rule's choice of fused kernel at small batches
-  // (mla/dispatch.h). Without pdl the rule takes kOther: the tail cannot start early.
-  TailUpstream upstream = TailUpstream::kEarlyTrigger;
   FaultHooks faults;  // fault injection for tests; empty in production
 };
 
@@ -73,9 +70,6 @@ class MlaTail {
 
   // The path Run() takes for `shape` under `path`.
   static TailPath Resolve(TailPath path, const TailShape& shape);
-
-  // The kernel the fused path runs for `shape` (fused_variant, or the rule under `upstream`).
-  MlaValueVariant FusedKernel(const TailShape& shape) const;
 
   // OK when `stream` may carry this instance's work: the legacy or per-thread default stream,
   // or a stream of this instance's device (not checked while the stream is capturing, where CUDA

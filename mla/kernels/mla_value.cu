@@ -6,7 +6,7 @@
 // weights (the block's latent, gate and lengths only get an L2 prefetch hint there,
 // prefetch.cuh); then each thread loads its latent A-fragments into registers (8 rows) or the
 // block stages its rows in padded shared memory (16 or 32), and runs m16n8k16 BF16 MMAs with
-// FP32 accumulation, two chains per tile (four measured no faster).
+// FP32 accumulation: two chains per tile, four with 8 rows (below).
 //
 // k permutation: thread (group g, quarter p) loads latent indices 32c + 8p .. 32c + 8p + 7 of
 // W_UV column g as one 16-byte word per 32-wide chunk c. MMA s (0, 1) of the chunk takes words
@@ -43,7 +43,7 @@ constexpr size_t SmemBytes() {
 }
 
 template <int kTileRows>
-__global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams p) {
+__device__ __forceinline__ void MlaValueBlock(const MlaValueParams& p) {
   constexpr int kRowTiles = kTileRows == 32 ? 2 : 1;
   constexpr int kRows = 16 * kRowTiles;
   constexpr bool kDirect = kTileRows == 8;
@@ -186,10 +186,31 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
 }
 
 template <int kTileRows>
+__global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams p) {
+  MlaValueBlock<kTileRows>(p);
+}
+
+// 8 rows: held to the registers the two-chain version took (142, allocated as 144), so that
+// three blocks still fit beside an upstream kernel's; at 150 they measured 0.75 us slower at
+// 96 x 1 after an upstream without shared memory (bench/results/, eleventh session).
+__global__ void __maxnreg__(144) MlaValueDirectKernel(const MlaValueParams p) {
+  MlaValueBlock<8>(p);
+}
+
+template <int kTileRows>
+constexpr void (*KernelOf())(const MlaValueParams) {
+  if constexpr (kTileRows == 8) {
+    return MlaValueDirectKernel;
+  } else {
+    return MlaValueKernel<kTileRows>;
+  }
+}
+
+template <int kTileRows>
 cudaError_t Launch(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
   static_assert(SmemBytes<kTileRows>() <= 48 * 1024, "more shared memory needs an opt-in");
   const dim3 grid(kValueDim / kColumnsPerBlock, p.heads, (p.rows + kTileRows - 1) / kTileRows);
-  return LaunchWithPdl(MlaValueKernel<kTileRows>, grid, dim3(kThreads), SmemBytes<kTileRows>(),
+  return LaunchWithPdl(KernelOf<kTileRows>(), grid, dim3(kThreads), SmemBytes<kTileRows>(),
                        stream, pdl, p);
 }
 
@@ -216,18 +237,18 @@ int MlaValueBlockRows(int heads, int rows) {
 const void* MlaValueColumnSplitKernelAddress(int heads, int rows) {
   switch (MlaValueBlockRows(heads, rows)) {
     case 8:
-      return reinterpret_cast<const void*>(MlaValueKernel<8>);
+      return reinterpret_cast<const void*>(KernelOf<8>());
     case 16:
-      return reinterpret_cast<const void*>(MlaValueKernel<16>);
+      return reinterpret_cast<const void*>(KernelOf<16>());
     default:
-      return reinterpret_cast<const void*>(MlaValueKernel<32>);
+      return reinterpret_cast<const void*>(KernelOf<32>());
   }
 }
 
 cudaError_t PrepareMlaValueColumnSplit() {
-  cudaError_t e = LoadKernel(MlaValueKernel<8>, SmemBytes<8>());
-  if (e == cudaSuccess) e = LoadKernel(MlaValueKernel<16>, SmemBytes<16>());
-  return e != cudaSuccess ? e : LoadKernel(MlaValueKernel<32>, SmemBytes<32>());
+  cudaError_t e = LoadKernel(KernelOf<8>(), SmemBytes<8>());
+  if (e == cudaSuccess) e = LoadKernel(KernelOf<16>(), SmemBytes<16>());
+  return e != cudaSuccess ? e : LoadKernel(KernelOf<32>(), SmemBytes<32>());
 }
 
 cudaError_t LaunchMlaValueColumnSplit(const MlaValueParams& p, cudaStream_t stream, bool pdl) {

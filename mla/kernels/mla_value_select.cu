@@ -34,10 +34,9 @@ const char* MlaValueVariantName(MlaValueVariant variant) {
   return "?";
 }
 
-MlaValueVariant ResolveMlaValueVariant(MlaValueVariant variant, int heads, int rows,
-                                       TailUpstream upstream) {
+MlaValueVariant ResolveMlaValueVariant(MlaValueVariant variant, int heads, int rows) {
   if (variant != MlaValueVariant::kAuto) return variant;
-  switch (DispatchTail(heads, rows, upstream)) {
+  switch (DispatchTail(heads, rows)) {
     case TailKernel::kColumnSplit:
       return MlaValueVariant::kColumnSplit;
     case TailKernel::kWgmmaA8N32:

@@ -10,7 +10,6 @@
 
 #include <cstdint>
 
-#include "mla/dispatch.h"
 #include "mla/tail_args.h"
 
 namespace mla {
@@ -130,10 +129,8 @@ inline constexpr MlaValueVariant kMlaValueKernels[] = {
 
 const char* MlaValueVariantName(MlaValueVariant variant);
 
-// The kernel that `variant` runs for a shape: kColumnSplit or a kWgmma*. kAuto asks the rule,
-// which also weighs what the tail follows.
-MlaValueVariant ResolveMlaValueVariant(MlaValueVariant variant, int heads, int rows,
-                                       TailUpstream upstream = TailUpstream::kEarlyTrigger);
+// The kernel that `variant` runs for a shape: kColumnSplit or a kWgmma*.
+MlaValueVariant ResolveMlaValueVariant(MlaValueVariant variant, int heads, int rows);
 
 // Rows of latent per MlaValue block: 8 (loaded into registers), 16 or 32 (staged in shared
 // memory). Each block keeps its 32 W_UV columns in registers across its rows, so larger blocks
