@@ -220,7 +220,7 @@ int MlaValueBlockRows(int heads, int rows) {
   const int blocks_per_row_block = (kValueDim / kColumnsPerBlock) * heads;
   // 8 rows (bench/results/, tenth session):
   // - up to 8 rows while the grid fits the multiprocessors at the three blocks a multiprocessor
-  //   their 142 registers allow (132 on an H200: up to 99 heads). At 128 heads x 1-8 rows they
+  //   their 140 registers allow (132 on an H200: up to 99 heads). At 128 heads x 1-8 rows they
   //   took two waves and measured 12-21% slower than 16-row blocks (four a multiprocessor), and
   //   0.5-1.4 us more after the stand-in upstream kernel;
   // - at 9-16 rows, two a column block, each reading W_UV, while the grid has at most 96 blocks
