@@ -6,7 +6,7 @@
 // weights (the block's latent, gate and lengths only get an L2 prefetch hint there,
 // prefetch.cuh); then each thread loads its latent A-fragments into registers (8 rows) or the
 // block stages its rows in padded shared memory (16 or 32), and runs m16n8k16 BF16 MMAs with
-// FP32 accumulation: four chains with 8 or 16 rows, two a tile with 32 (below).
+// FP32 accumulation: two chains per tile, four with 8 rows (below).
 //
 // k permutation: thread (group g, quarter p) loads latent indices 32c + 8p .. 32c + 8p + 7 of
 // W_UV column g as one 16-byte word per 32-wide chunk c. MMA s (0, 1) of the chunk takes words
@@ -120,10 +120,11 @@ __device__ __forceinline__ void MlaValueBlock(const MlaValueParams& p) {
     __syncthreads();
   }
 
-  // Accumulator chains: one per MMA of a chunk, and with one row tile one per chunk parity as
-  // well, so that the MMAs' latency is hidden (with two row tiles four chains measured 13-18%
-  // slower, register pressure; bench/results/).
-  constexpr int kParities = kRowTiles == 1 ? 2 : 1;
+  // Accumulator chains: one per MMA of a chunk, and with 8 rows one per chunk parity as well:
+  // there nothing else runs beside the MMAs to hide their latency (with shared-memory reads in
+  // the loop, four chains measured no faster at 16 rows, and 13-18% slower at 32: fifth and
+  // eleventh sessions, bench/results/).
+  constexpr int kParities = kDirect ? 2 : 1;
   float acc[kRowTiles][kParities][2][4] = {};
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
