@@ -228,7 +228,7 @@ int MlaValueBlockRows(int heads, int rows) {
   //   (up to 12 heads): 2-9% faster than 16-row blocks at 8-12 heads and 0.4 us less after the
   //   upstream, but 2-5% slower at 16 heads and 19-24% at 32-48 (the second W_UV read).
   if (rows <= 8 && blocks_per_row_block <= 3 * 132) return 8;
-  if (rows <= 16 && 2 * blocks_per_row_block <= 96) return 8;
+  if (rows <= 16 && 2 * blocks_per_row_block <= 3 * 132) return 8;  // EXPERIMENT rows55
   // 32 while the grid still has about two blocks per multiprocessor. 64 rows (69 KB of shared
   // memory a block) measured 2-3x slower per row on the H200, and such batches take other
   // kernels anyway.
