@@ -104,18 +104,18 @@ TEST(DispatchTest, FollowsTheMeasurements) {
   }
 }
 
-// MlaValue's rows a block, against the measurements (bench/results/2026-11-30-h200, tenth
-// session): 8 (latent in registers) up to 8 rows while 4 heads <= 396 blocks and at 9-16 rows
-// while 8 heads <= 96, else 16, and 32 once the 32-row grid still has about two blocks a
-// multiprocessor. A distinct kernel each.
+// MlaValue's rows a block, against the measurements (bench/results/2026-11-30-h200, tenth and
+// eleventh sessions): 8 (latent in registers) up to 8 rows while 4 heads <= 396 blocks and at
+// 9-16 rows while 8 heads <= 132, else 16, and 32 once the 32-row grid still has about two
+// blocks a multiprocessor. A distinct kernel each.
 TEST(MlaValueBlockRowsTest, EightRowsWhereTheyFitOneWave) {
   for (int heads : {1, 12, 64, 96, 99}) {
     for (int rows : {1, 8}) EXPECT_EQ(MlaValueBlockRows(heads, rows), 8) << heads << " x " << rows;
   }
-  for (int heads : {1, 8, 12}) {
+  for (int heads : {1, 8, 12, 16}) {
     for (int rows : {9, 16}) EXPECT_EQ(MlaValueBlockRows(heads, rows), 8) << heads << " x " << rows;
   }
-  for (int heads : {13, 16, 32, 64}) {
+  for (int heads : {17, 24, 32, 64}) {
     for (int rows : {9, 16}) {
       EXPECT_EQ(MlaValueBlockRows(heads, rows), 16) << heads << " x " << rows;
     }
