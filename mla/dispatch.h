@@ -11,8 +11,9 @@
 // eighth session's configurations against the others, each twice), history/final18_ffd2599 and
 // the sixth and seventh sessions' files named below. The kernel picked is within 3% of the
 // fastest at every shape but those named as deliberate; tail_bench.csv checks it again.
-// - MlaValue (column split, W_UV in registers; up to 8 rows no shared memory, else 17 KB
-//   blocks) up to 16 rows at up to 64 heads, and up to W = 768 (96 x 8, 128 x 4). Its blocks
+// - MlaValue (column split, W_UV in registers; 8-row blocks without shared memory up to 8 rows
+//   and at 9-16 rows up to 16 heads, else 17 KB blocks, MlaValueBlockRows) up to 16 rows at up
+//   to 64 heads, and up to W = 768 (96 x 8, 128 x 4). Its blocks
 //   are small and load W_UV before the dependency wait, so after an upstream kernel that holds
 //   much shared memory (attention kernels do; the benchmark's stand-in holds 100 KB a block)
 //   they join its multiprocessors and fetch W_UV in its shadow, which blocks of 100 KB and more
@@ -22,8 +23,10 @@
 //   0.4-0.7 us more off at 64-96 x 1-8, history/up45_ac5627d). Goal 4 of the
 //   performance issue is about exactly these shapes. Deliberate: with tails back to back (the
 //   grid), where the next tail's blocks do join, the 64 x 32 all-in-flight tiles are 3-7% faster
-//   at 32 x 1-16, the 6-stage pipeline 4-9% at 64 x 1-16, 96 x 1-8 and 128 x 1-4 (cfg23-24,
-//   history/final25_387633d, history/grid30_ecdee44, and tail_bench.csv, ws36).
+//   at 32 x 1-16, the 6-stage pipeline 4-11% at 64 x 1-16, 96 x 1-8 and 128 x 1-4 (cfg23-24,
+//   history/final25_387633d, history/grid30_ecdee44, and tail_bench.csv). Without PDL MlaValue
+//   is the fastest there but at 128 x 16 (history/rule52_1e614c3/tail_bench_nopdl.csv): those
+//   kernels lead only when tails follow tails, so the rule does not ask what precedes the tail.
 // - MlaValueWgmma with 64 x 32 tiles and all 8 K steps in flight (101 KB, two blocks a
 //   multiprocessor) while 4T <= 96 blocks: one memory round trip, twice the blocks of the 64 x 64
 //   tiles; 5-15% ahead of every other kernel at 8-16 heads x 32-128 rows in cfg24 and grid30
