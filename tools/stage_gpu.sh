@@ -4,7 +4,8 @@
 # command:
 #
 #   tools/stage_gpu.sh [STAGE_DIR]          # default .gpu_stage
-#   STAGE_DIR/run.sh --help                 # on the GPU machine
+#   STAGE_DIR/run.sh --help                 # on the GPU machine: the tests
+#   STAGE_DIR/benchmarks.sh --help          # and every benchmark the README quotes
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 stage=${1:-.gpu_stage}
@@ -22,6 +23,7 @@ chmod u+w "$stage"/tests/* "$stage"/bin/*
 strip "$stage"/tests/* "$stage"/bin/*
 cp bench/*.py "$stage/scripts/" 2>/dev/null || true
 cp tools/gpu_suite.sh "$stage/run.sh"
+cp tools/gpu_benchmarks.sh "$stage/benchmarks.sh"
 {
   echo "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench/results' || echo '-dirty')"
   echo "staged $(date -u +%Y-%m-%dT%H:%M:%SZ)"

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Every benchmark the README quotes, on a GPU machine from the staged folder
+# (tools/stage_gpu.sh copies this to STAGE_DIR/benchmarks.sh): the grid with every fused kernel
+# forced, the q checks, PyTorch, the tail after the stand-in upstream kernel, the large batches,
+# the PDL probe, graph_bench, the table and plot (bench/report.py, where matplotlib is), and the
+# main job. The GPU is required (MLA_TAIL_REQUIRE_GPU=1). Takes about two minutes on an H200.
+#
+#   benchmarks.sh [--out=DIR] [--after=CMD]
+#     --out    where the CSV files, logs, table.md and rc.txt go (default $OUT, else
+#              ./gpu-benchmarks); files of the same names there are appended to
+#     --after  a command run after each step (e.g. packing the folder, so that a run cut off
+#              keeps what it had)
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${OUT:-$PWD/gpu-benchmarks}
+after=:
+for arg in "$@"; do
+  case $arg in
+    --out=*) out=${arg#*=} ;;
+    --after=*) after=${arg#*=} ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    *) echo "benchmarks.sh: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$out"
+export MLA_TAIL_REQUIRE_GPU=1
+bin=$here/bin
+commit=$(sed -n 's/^commit //p' "$here/MANIFEST")
+kernels=fused-split,fused-wgmma-a8n32,fused-wgmma-a8,fused-wgmma-p6,fused-wgmma-p4
+kernels=$kernels,fused-wgmma-n128,fused-wgmma-ws
+failed=0
+
+# step NAME TIMEOUT LOG COMMAND...: runs COMMAND (a program under TIMEOUT, or a function of
+# this script, whose commands have their own) with its output appended to LOG, records its exit
+# status in rc.txt, then runs --after.
+step() {
+  local name=$1 limit=$2 log=$3
+  shift 3
+  if [ "$(type -t "$1")" = function ]; then
+    "$@" >>"$out/$log" 2>&1
+  else
+    timeout "$limit" "$@" >>"$out/$log" 2>&1
+  fi
+  local rc=$?
+  echo "$name rc $rc" >>"$out/rc.txt"
+  [ $rc -eq 0 ] || failed=1
+  eval "$after"
+}
+
+# The tail after the stand-in upstream kernel (132 blocks; 100 KB of shared memory a block unless
+# said otherwise; it rewrites the tail's latent after its trigger), one CSV section per setting.
+upstream() {
+  local file=$1 title=$2
+  shift 2
+  echo "# $title" >>"$out/$file.csv"
+  timeout 30 "$bin/tail_bench" --commit="$commit" --upstream --modes=up,up+pdl,up+nopdl \
+    --csv="$out/$file.csv" "$@" >>"$out/$file.log" 2>&1
+}
+
+nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv >"$out/gpu.txt" 2>&1
+step graph_bench 30 graph_bench.log "$bin/graph_bench" --commit="$commit" \
+  --csv="$out/graph_bench.csv"
+step grid 170 tail_bench.log "$bin/tail_bench" --commit="$commit" --csv="$out/tail_bench.csv" \
+  --modes=$kernels,bmm,auto,peer,auto-replay
+step q 40 tail_bench_q.log "$bin/tail_bench" --commit="$commit" --q=2,4 --heads=12,64,128 \
+  --rows=16,64,256 --modes=$kernels,bmm,auto,peer --csv="$out/tail_bench_q.csv"
+step torch 110 torch_peer.log python3 "$here/scripts/torch_peer.py" --commit="$commit" \
+  --csv="$out/torch_peer.csv"
+upstream_windows() {
+  local e rc=0
+  for e in 0 1000 2000 3000 5000; do
+    upstream tail_bench_upstream \
+      "epilogue $e, upstream 100 KiB shared memory a block, rewrites the latent" \
+      --heads=12,64 --rows=1,16 --upstream_epilogue_ns=$e || rc=1
+  done
+  upstream tail_bench_upstream \
+    "epilogue 3000, upstream without shared memory, rewrites the latent" \
+    --heads=12,64 --rows=1,16 --upstream_epilogue_ns=3000 --upstream_smem_bytes=0 || rc=1
+  return $rc
+}
+step upstream - tail_bench_upstream.log upstream_windows
+upstream_kernels() {
+  local k rc=0
+  local title="epilogue 5000, upstream 100 KiB shared memory a block, rewrites the latent"
+  for k in auto split; do
+    upstream tail_bench_upstream_kernels "$title, fused kernel $k" \
+      --heads=12,16,32,128 --rows=8,32,64 --upstream_epilogue_ns=5000 --fused_kernel=$k || rc=1
+  done
+  return $rc
+}
+step "upstream kernels" - tail_bench_upstream_kernels.log upstream_kernels
+step large 25 tail_bench_large.log "$bin/tail_bench" --commit="$commit" \
+  --csv="$out/tail_bench_large.csv" --heads=64,128 --rows=2048,4096 --modes=auto,bmm,peer
+timeout 15 "$bin/pdl_probe" --epilogues_ns=1000 --dependent_blocks=48 --prefetch_words=16 \
+  --upstream_smem=0,102400 --dependent_smem=0,17408 >"$out/pdl_probe.csv" 2>"$out/pdl_probe.err"
+echo "pdl_probe rc $?" >>"$out/rc.txt"
+eval "$after"
+if python3 -c "import matplotlib" 2>/dev/null; then
+  python3 "$here/scripts/report.py" "$out" >"$out/table.md" 2>&1
+fi
+step demo 45 decode_demo_61_layers.log "$bin/decode_demo" --layers=61 --steps=40
+echo "benchmarks.sh: results in $out ($( [ $failed -eq 0 ] && echo all steps passed || \
+  echo some steps FAILED, see rc.txt))"
+exit $failed
