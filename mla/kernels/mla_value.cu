@@ -122,8 +122,8 @@ __device__ __forceinline__ void MlaValueBlock(const MlaValueParams& p) {
 
   // Accumulator chains: one per MMA of a chunk, and with 8 rows one per chunk parity as well:
   // there nothing else runs beside the MMAs to hide their latency (with shared-memory reads in
-  // the loop, four chains measured no faster at 16 rows, and 13-18% slower at 32: fifth and
-  // eleventh sessions, bench/results/).
+  // the loop, four chains measured no faster with one row tile and 13-18% slower with two;
+  // fifth and eleventh sessions, bench/results/).
   constexpr int kParities = kDirect ? 2 : 1;
   float acc[kRowTiles][kParities][2][4] = {};
 #pragma unroll
