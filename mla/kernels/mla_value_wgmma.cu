@@ -1,8 +1,8 @@
 // MlaValueWgmma: the fused W_UV projection and sigmoid gate on Hopper's warpgroup MMA.
 //
-// A block (one warpgroup) computes one tile of (kCols output columns, head, 64 rows): one wgmma
-// m64nNk16 (N = kCols) per 16 latent values, both operands read by the tensor cores from shared
-// memory. It serves the grid between the smallest batches, where MlaValue (mla_value.cu) would
+// A block computes one tile of (kCols output columns, head, 64 rows) with one warpgroup, or two
+// that split its columns: one wgmma m64nNk16 (N = the warpgroup's columns) per 16 latent values,
+// both operands read by the tensor cores from shared memory. It serves the grid between the smallest batches, where MlaValue (mla_value.cu) would
 // re-read W_UV for every 16-32 rows, and the largest, where the warp-specialized persistent
 // kernel (mla_value_ws.cu) shares each W_UV slice between 128 rows. The configurations
 // (kWgConfigs, below):
@@ -10,7 +10,8 @@
 //     (one): one memory round trip, for grids smaller than the GPU;
 //   - a 6-stage 64 x 64 pipeline (two blocks a multiprocessor: the next tail's blocks join while
 //     this one drains) or a 4-stage one (three);
-//   - 64 x 128 tiles: each latent row is read once, not once for each 64-column half.
+//   - 64 x 128 tiles: each latent row is read once, not once for each 64-column half; two
+//     warpgroups of 64 columns each.
 //
 // K: the latent values in steps of 64 (128 bytes a row, one 128-byte swizzle atom). Each step's
 // W_UV slice [kCols][64] and latent slice [kRows][64] are copied by every thread with cp.async
@@ -48,6 +49,12 @@
 #include "mla/kernels/prefetch.cuh"
 #include "mla/kernels/wgmma.cuh"
 
+// bench/timeline_probe.cu includes this file with MLA_TIMELINE_STAMP defined to record when
+// each block reaches each point of its chain; otherwise the stamps compile to nothing.
+#ifndef MLA_TIMELINE_STAMP
+#define MLA_TIMELINE_STAMP(point)
+#endif
+
 namespace mla {
 namespace {
 
@@ -57,10 +64,12 @@ constexpr int kRowBytes = kStepK * 2;        // 128
 constexpr int kWords = kRowBytes / 16;       // 16-byte words per row: 8
 constexpr int kAlign = 1024;                 // swizzle atom: 8 rows of 128 bytes
 
-template <int kStages, int kCols>
+template <int kStages, int kCols, int kWarpgroups>
 struct WgTile {
-  static constexpr int kThreads = 128;  // one warpgroup
-  static constexpr int kRows = 64;      // wgmma's m
+  // Each warpgroup computes kWgCols of the tile's columns; all threads copy.
+  static constexpr int kThreads = 128 * kWarpgroups;
+  static constexpr int kWgCols = kCols / kWarpgroups;
+  static constexpr int kRows = 64;  // wgmma's m
   static constexpr int kWBytes = kCols * kRowBytes;           // W_UV slice of a step
   static constexpr int kLatentBytes = kRows * kRowBytes;      // latent slice of a step
   static constexpr int kStageBytes = kWBytes + kLatentBytes;
@@ -91,7 +100,8 @@ struct WgTile {
     return r * kGateRowBytes + 16 * (w ^ (r / kGateRowsPerLine % kGateSwizzle));
   }
 
-  static_assert(kCols == 32 || kCols == 64 || kCols == 128, "wgmma's n: the block's columns");
+  static_assert(kWgCols == 32 || kWgCols == 64 || kWgCols == 128,
+                "wgmma's n: a warpgroup's columns");
   static_assert(kStages >= 2 && kStages <= kSteps, "pipeline depth: at most one buffer a step");
   static_assert(kRowsPerPass % 8 == 0 && kCols % kRowsPerPass == 0 && kRows % kRowsPerPass == 0,
                 "every thread copies the same number of words, in one swizzle phase");
@@ -155,11 +165,14 @@ struct EarlySigmoids<T, true> {
   }
 };
 
-template <int kStages, int kCols, int kMinBlocks, bool kEarlySigmoids>
-__global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const MlaValueParams p) {
-  using T = WgTile<kStages, kCols>;
+template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, bool kEarlySigmoids>
+__global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
+    MlaValueWgmmaKernel(const MlaValueParams p) {
+  using T = WgTile<kStages, kCols, kWarpgroups>;
   constexpr int kThreads = T::kThreads;
   constexpr int kRows = T::kRows;
+  constexpr int kWgCols = T::kWgCols;
+  static_assert(!kEarlySigmoids || kWarpgroups == 1, "EarlySigmoids: one warpgroup's layout");
   extern __shared__ uint4 smem_words[];
   // The swizzle is a function of the address: align the tiles to its 1024-byte atom.
   const uint32_t smem_raw = device::SmemAddress(smem_words);
@@ -223,12 +236,14 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
     }
   };
 
+  MLA_TIMELINE_STAMP(0);
   // Prologue: groups 0..kPrologueSteps-1 hold steps 0..kPrologueSteps-1; group 0 also the
   // epilogue's inputs.
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) copy_w(tile, step, step);
   device::PrefetchBlockInputsL2(p, tile.head, tile.t0, kRows, 0, kLatentDim, tile.column0, kCols);
   device::GridDependencyWait();
+  MLA_TIMELINE_STAMP(1);
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) {
     copy_latent(tile, step, step);
@@ -239,12 +254,14 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
   // dependents may launch (their prologues would compete with these copies before that).
   if (T::kAllInFlight) device::LaunchDependents();
 
+  // Warpgroup wg multiplies by W_UV rows (output columns) [wg, wg + 1) * kWgCols of the slice.
+  const int wg = threadIdx.x / 128;
   const uint64_t a_desc0 = device::SmemDescriptor(smem_base + T::kWBytes);
-  const uint64_t b_desc0 = device::SmemDescriptor(smem_base);
+  const uint64_t b_desc0 = device::SmemDescriptor(smem_base + wg * kWgCols * kRowBytes);
 
-  float acc[kCols / 2];
+  float acc[kWgCols / 2];
 #pragma unroll
-  for (int j = 0; j < kCols / 2; ++j) acc[j] = 0.0f;
+  for (int j = 0; j < kWgCols / 2; ++j) acc[j] = 0.0f;
   EarlySigmoids<T, kEarlySigmoids> early;
 
 #pragma unroll
@@ -260,6 +277,7 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
     }
     device::FenceProxyAsyncShared();
     __syncthreads();
+    MLA_TIMELINE_STAMP(2 + step);
     if (!T::kAllInFlight) {
       const int next = step + T::kPrologueSteps;
       const int next_stage = (stage + T::kPrologueSteps) % kStages;
@@ -290,16 +308,19 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
     }
     device::FenceAccumulators(acc);
   }
+  MLA_TIMELINE_STAMP(2 + kSteps);
 
   if constexpr (kEarlySigmoids) {
     early.Gate(acc, gate_tile, reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset));
   } else {
-    // Accumulator 4j + e of the m64 x kCols tile: row 16 * warp + group (+8 for e >= 2),
-    // column 8j + 2 * quarter + (e & 1).
-    constexpr int kOutTiles = kCols / 8;
+    // Accumulator 4j + e of the warpgroup's m64 x kWgCols tile: row 16 * warp + group (+8 for
+    // e >= 2), column 8j + 2 * quarter + (e & 1); gate word j of the warpgroup's columns is
+    // word wg * kOutTiles + j of the tile's.
+    constexpr int kOutTiles = kWgCols / 8;
     const float* out = acc;
     const int lane = threadIdx.x % 32;
-    const int warp = threadIdx.x / 32;
+    const int warp = threadIdx.x % 128 / 32;
+    const int word0 = wg * kOutTiles;
     const int group = lane / 4;
     const int quarter = lane % 4;
     const int32_t* lengths = reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset);
@@ -323,8 +344,8 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
           const int n = kOutTiles * b + j;
           v[2 * n] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half]));
           v[2 * n + 1] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half + 1]));
-          gates[n] = *reinterpret_cast<const uint32_t*>(gate_tile + T::GateWord(row, j) +
-                                                        4 * quarter);
+          gates[n] = *reinterpret_cast<const uint32_t*>(
+              gate_tile + T::GateWord(row, word0 + j) + 4 * quarter);
           active[n] = lengths[row] > 0;
         }
       }
@@ -334,13 +355,14 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
         const int row = 16 * warp + 8 * (half0 + b) + group;
 #pragma unroll
         for (int j = 0; j < kOutTiles; ++j) {
-          *reinterpret_cast<uint32_t*>(gate_tile + T::GateWord(row, j) + 4 * quarter) =
+          *reinterpret_cast<uint32_t*>(gate_tile + T::GateWord(row, word0 + j) + 4 * quarter) =
               gated[kOutTiles * b + j];
         }
       }
     }
   }
   __syncthreads();
+  MLA_TIMELINE_STAMP(3 + kSteps);
   // The output tile, 16 bytes a thread and copy: word w of row r.
 #pragma unroll
   for (int n = 0; n < T::kGateCopies; ++n) {
@@ -352,25 +374,34 @@ __global__ void __launch_bounds__(128, kMinBlocks) MlaValueWgmmaKernel(const Mla
                               tile.column0 + 8 * word) =
         *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
   }
+  MLA_TIMELINE_STAMP(4 + kSteps);
 }
 
 // The configurations MlaValueVariant names: stages (8: all steps in flight), the tile's
-// columns, and the minimum blocks a multiprocessor its launch bounds name (0: none). With 1 the
+// columns, the warpgroups that split them, and the minimum blocks a multiprocessor its launch
+// bounds name (0: none). The 64 x 128 tiles' block spent a third of its time after the dependency
+// wait in its epilogue (64 gated columns a thread, one warp a scheduler: 2.1 us of 6.6 at
+// 8 x 1024 embedded with PDL); two warpgroups of 64 columns halve each thread's share and
+// double the warps that hide its latencies: 5.5-7.5% faster at the rule's 64 x 128 shapes, 4% at
+// 128 x 64, where four warpgroups of 32 columns were 1-3% slower than two (bench/results/
+// 2026-11-30-h200/history/timeline59, timeline60). Two of those blocks still share a
+// multiprocessor: at most 128 registers (122 used). Two warpgroups measured slower in the 6-stage
+// pipeline. With 1 the
 // 4-stage pipeline keeps 135 registers instead of 96 and is 3-6% faster at 64-96 heads x 16-64
 // rows, at most 1.5% slower at 128 x 128-512 (history/lb12_29707b8); the 6-stage pipeline takes
 // the same bounds. The shared memory of each (WgTile::kSmemBytes) decides how many of its blocks
 // share a multiprocessor, which the rule (mla/dispatch.h) leans on.
 struct WgConfig {
   MlaValueVariant variant;
-  int stages, cols, min_blocks;
+  int stages, cols, warpgroups, min_blocks;
   bool early_sigmoids;  // EarlySigmoids
 };
 constexpr WgConfig kWgConfigs[] = {
-    {MlaValueVariant::kWgmmaP4, 4, 64, 1, true},
-    {MlaValueVariant::kWgmmaA8, 8, 64, 0, false},
-    {MlaValueVariant::kWgmmaN128, 3, 128, 0, false},
-    {MlaValueVariant::kWgmmaA8N32, 8, 32, 0, false},
-    {MlaValueVariant::kWgmmaP6, 6, 64, 1, false},
+    {MlaValueVariant::kWgmmaP4, 4, 64, 1, 1, true},
+    {MlaValueVariant::kWgmmaA8, 8, 64, 1, 0, false},
+    {MlaValueVariant::kWgmmaN128, 3, 128, 2, 2, false},
+    {MlaValueVariant::kWgmmaA8N32, 8, 32, 1, 0, false},
+    {MlaValueVariant::kWgmmaP6, 6, 64, 1, 1, false},
 };
 
 // The rule (mla/dispatch.h) counts on how many blocks of each share a multiprocessor: 228 KB
@@ -378,18 +409,18 @@ constexpr WgConfig kWgConfigs[] = {
 constexpr size_t BlocksPerMultiprocessor(size_t smem_bytes) {
   return (228 * 1024) / (smem_bytes + 1024);
 }
-static_assert(BlocksPerMultiprocessor(WgTile<8, 32>::kSmemBytes) == 2, "a8n32: two");
-static_assert(BlocksPerMultiprocessor(WgTile<8, 64>::kSmemBytes) == 1, "a8: one");
-static_assert(BlocksPerMultiprocessor(WgTile<6, 64>::kSmemBytes) == 2, "p6: two");
-static_assert(BlocksPerMultiprocessor(WgTile<4, 64>::kSmemBytes) == 3, "p4: three");
-static_assert(BlocksPerMultiprocessor(WgTile<3, 128>::kSmemBytes) == 2, "n128: two");
+static_assert(BlocksPerMultiprocessor(WgTile<8, 32, 1>::kSmemBytes) == 2, "a8n32: two");
+static_assert(BlocksPerMultiprocessor(WgTile<8, 64, 1>::kSmemBytes) == 1, "a8: one");
+static_assert(BlocksPerMultiprocessor(WgTile<6, 64, 1>::kSmemBytes) == 2, "p6: two");
+static_assert(BlocksPerMultiprocessor(WgTile<4, 64, 1>::kSmemBytes) == 3, "p4: three");
+static_assert(BlocksPerMultiprocessor(WgTile<3, 128, 2>::kSmemBytes) == 2, "n128: two");
 
 template <int kIndex>
 struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
-  using T = WgTile<kC.stages, kC.cols>;
+  using T = WgTile<kC.stages, kC.cols, kC.warpgroups>;
   static constexpr auto kKernel =
-      MlaValueWgmmaKernel<kC.stages, kC.cols, kC.min_blocks, kC.early_sigmoids>;
+      MlaValueWgmmaKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kC.early_sigmoids>;
 
   static cudaError_t Launch(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
     const int column_blocks = kValueDim / kC.cols;

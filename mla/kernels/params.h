@@ -112,7 +112,8 @@ enum class MlaValueVariant {
   kWgmmaA8,      // 64 x 64, all 8 steps in flight at once (one memory round trip; 140 KB of
                  // shared memory, one block a multiprocessor), each step's MMAs running on while
                  // the next step's copies land: for grids smaller than the GPU
-  kWgmmaN128,    // 64 x 128 (all of a head's columns: each latent row read once), 3 stages
+  kWgmmaN128,    // 64 x 128 (all of a head's columns: each latent row read once), 3 stages,
+                 // two warpgroups of 64 columns
   kWgmmaA8N32,   // 64 x 32, all 8 steps in flight (101 KB: two blocks a multiprocessor)
   kWgmmaP6,      // 64 x 64, a 6-stage pipeline (105 KB: two blocks a multiprocessor)
   // MlaValueWgmma-ws (mla_value_ws.cu): 128 x 128 tiles, one block a multiprocessor looping over

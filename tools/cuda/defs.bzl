@@ -49,7 +49,7 @@ def _cuda_library_impl(ctx):
     include_dirs += deps_compilation.quote_includes.to_list()
     system_dirs = deps_compilation.system_includes.to_list()
     inputs = depset(
-        ctx.files.srcs + ctx.files.hdrs,
+        ctx.files.srcs + ctx.files.hdrs + ctx.files.textual_hdrs,
         transitive = [deps_compilation.headers],
     )
 
@@ -109,6 +109,11 @@ cuda_library = rule(
     attrs = {
         "srcs": attr.label_list(allow_files = [".cu", ".cuh", ".h"]),
         "hdrs": attr.label_list(allow_files = [".cuh", ".h"]),
+        "textual_hdrs": attr.label_list(
+            allow_files = [".cu", ".cuh", ".h"],
+            doc = "Files the sources #include but nothing compiles on its own (another " +
+                  "library's .cu, for a probe that instruments it).",
+        ),
         "deps": attr.label_list(providers = [CcInfo]),
         "copts": attr.string_list(doc = "Extra nvcc flags for this library only."),
         "_cc_toolchain": attr.label(
