@@ -382,11 +382,11 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
 // bounds name (0: none). The 64 x 128 tiles' block spent a third of its time after the dependency
 // wait in its epilogue (64 gated columns a thread, one warp a scheduler: 2.1 us of 6.6 at
 // 8 x 1024 embedded with PDL); two warpgroups of 64 columns halve each thread's share and
-// double the warps that hide its latencies: 5.5-7.5% faster at the rule's 64 x 128 shapes, 4% at
-// 128 x 64, where four warpgroups of 32 columns were 1-3% slower than two (bench/results/
-// 2026-11-30-h200/history/timeline59, timeline60). Two of those blocks still share a
-// multiprocessor: at most 128 registers (122 used). Two warpgroups measured slower in the 6-stage
-// pipeline. With 1 the
+// double the warps that hide its latencies: 1.2-3.1% faster at the rule's 64 x 128 shapes and
+// 4.5-11.6% elsewhere in tail_bench (bench/results/2026-11-30-h200/history/ab62_9d42715), where
+// four warpgroups of 32 columns were slower than two (history/timeline60). Two of those blocks
+// still share a multiprocessor: at most 128 registers (122 used). Two warpgroups measured
+// slower in the 6-stage pipeline (history/timeline59). With 1 the
 // 4-stage pipeline keeps 135 registers instead of 96 and is 3-6% faster at 64-96 heads x 16-64
 // rows, at most 1.5% slower at 128 x 128-512 (history/lb12_29707b8); the 6-stage pipeline takes
 // the same bounds. The shared memory of each (WgTile::kSmemBytes) decides how many of its blocks
