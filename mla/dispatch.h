@@ -63,6 +63,8 @@ enum class TailKernel {
 constexpr TailKernel DispatchTail(int heads, int rows) {
   const long long work = static_cast<long long>(heads) * rows;
   if (rows <= 16 && (heads <= 64 || work <= 768)) return TailKernel::kColumnSplit;
+  // MlaValue's 8-row blocks, one a multiprocessor at most (MlaValueBlockRows).
+  if (rows <= 32 && 4LL * heads * ((rows + 7) / 8) <= 132) return TailKernel::kColumnSplit;
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
   if (4 * tiles_64 <= 96) return TailKernel::kWgmmaA8N32;
   if (2 * tiles_64 <= 96) return TailKernel::kWgmmaA8;

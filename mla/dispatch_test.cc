@@ -58,7 +58,11 @@ TEST(DispatchTest, FollowsTheMeasurements) {
       {64, 16, K::kColumnSplit},
       {96, 8, K::kColumnSplit},
       {128, 4, K::kColumnSplit},
-      {8, 32, K::kWgmmaA8N32},
+      {8, 17, K::kColumnSplit},
+      {8, 32, K::kColumnSplit},
+      {8, 33, K::kWgmmaA8N32},
+      {12, 17, K::kWgmmaA8N32},
+      {3, 32, K::kColumnSplit},
       {8, 64, K::kWgmmaA8N32},
       {8, 128, K::kWgmmaA8N32},
       {12, 32, K::kWgmmaA8N32},
@@ -104,10 +108,10 @@ TEST(DispatchTest, FollowsTheMeasurements) {
   }
 }
 
-// MlaValue's rows a block, against the measurements (bench/results/2026-11-30-h200, tenth and
-// eleventh sessions): 8 (latent in registers) up to 8 rows while 4 heads <= 396 blocks and at
-// 9-16 rows while 8 heads <= 132, else 16, and 32 once the 32-row grid still has about two
-// blocks a multiprocessor. A distinct kernel each.
+// MlaValue's rows a block, against the measurements (bench/results/2026-11-30-h200, tenth to
+// twelfth sessions): 8 (latent in registers) up to 8 rows while 4 heads <= 396 blocks and at
+// 9-32 rows while 4 heads ceil(rows / 8) <= 132, else 16, and 32 once the 32-row grid still has
+// about two blocks a multiprocessor. A distinct kernel each.
 TEST(MlaValueBlockRowsTest, EightRowsWhereTheyFitOneWave) {
   for (int heads : {1, 12, 64, 96, 99}) {
     for (int rows : {1, 8}) EXPECT_EQ(MlaValueBlockRows(heads, rows), 8) << heads << " x " << rows;
@@ -120,6 +124,16 @@ TEST(MlaValueBlockRowsTest, EightRowsWhereTheyFitOneWave) {
       EXPECT_EQ(MlaValueBlockRows(heads, rows), 16) << heads << " x " << rows;
     }
   }
+  for (int heads : {1, 3, 8}) {
+    for (int rows : {17, 24, 32}) {
+      EXPECT_EQ(MlaValueBlockRows(heads, rows), 8) << heads << " x " << rows;
+    }
+  }
+  EXPECT_EQ(MlaValueBlockRows(8, 33), 16);
+  EXPECT_EQ(MlaValueBlockRows(9, 32), 16);
+  EXPECT_EQ(MlaValueBlockRows(11, 24), 8);
+  EXPECT_EQ(MlaValueKernelAddress(8, 32, MlaValueVariant::kColumnSplit),
+            MlaValueKernelAddress(8, 1, MlaValueVariant::kColumnSplit));
   for (int rows : {1, 8, 16}) EXPECT_EQ(MlaValueBlockRows(100, rows), 16) << rows;
   EXPECT_EQ(MlaValueBlockRows(128, 4), 16);
   EXPECT_EQ(MlaValueBlockRows(12, 17), 16);

@@ -224,12 +224,14 @@ int MlaValueBlockRows(int heads, int rows) {
   //   their 140 registers allow (132 on an H200: up to 99 heads). At 128 heads x 1-8 rows they
   //   took two waves and measured 12-21% slower than 16-row blocks (four a multiprocessor), and
   //   0.5-1.4 us more after the stand-in upstream kernel;
-  // - at 9-16 rows, two a column block, each reading W_UV, while the grid has at most one block
-  //   a multiprocessor (up to 16 heads): with their four chains 1-5% faster than 16-row blocks
-  //   at 16 heads and 0.5 us less after the upstream; at 24-48 heads 14-27% slower back to back
-  //   (the second W_UV read, more than one block a multiprocessor) for 0.2-0.4 us less after it.
+  // - at 9-32 rows, ceil(rows / 8) a column block, each reading W_UV, while the grid has at most
+  //   one block a multiprocessor (up to 16 heads at 16 rows, 8 at 32): at 9-16 rows with their
+  //   four chains 1-5% faster than 16-row blocks at 16 heads and 0.5 us less after the upstream;
+  //   at 24-48 heads 14-27% slower back to back (the second W_UV read, more than one block a
+  //   multiprocessor) for 0.2-0.4 us less after it. MEASURE-17-32
+  const int row_blocks = (rows + 7) / 8;
   if (rows <= 8 && blocks_per_row_block <= 3 * 132) return 8;
-  if (rows <= 16 && 2 * blocks_per_row_block <= 132) return 8;
+  if (rows <= 32 && row_blocks * blocks_per_row_block <= 132) return 8;
   // 32 while the grid still has about two blocks per multiprocessor. 64 rows (69 KB of shared
   // memory a block) measured 2-3x slower per row on the H200, and such batches take other
   // kernels anyway.
