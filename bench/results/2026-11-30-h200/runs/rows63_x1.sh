@@ -16,11 +16,11 @@ C=$(sed -n 's/^commit //p' $S/MANIFEST)
 for i in 1 2; do
   for b in old new; do
     bin=$S/bin/tail_bench; [ $b = old ] && bin=$S/extra/tail_bench_old
-    timeout 60 $bin --commit="$C-$b" --heads=1,3,4,8 --rows=16,17,24,32 \
+    timeout 40 $bin --commit="$C-$b" --heads=1,3,4,8 --rows=16,17,24,32 \
       --modes=fused-split,fused-wgmma-a8n32,auto --csv="$O/tail_bench_ab$i.$b.csv" \
       >"$O/ab$i.$b.log" 2>&1
     echo "ab $i $b rc $?" >>"$O/rc.txt"
-    timeout 30 $bin --commit="$C-$b" --upstream --heads=8 --rows=24,32 \
+    timeout 20 $bin --commit="$C-$b" --upstream --heads=8 --rows=24,32 \
       --modes=up,up+pdl,up+nopdl --upstream_epilogue_ns=5000 \
       --csv="$O/tail_bench_upstream_ab$i.$b.csv" >"$O/up$i.$b.log" 2>&1
     echo "up $i $b rc $?" >>"$O/rc.txt"
