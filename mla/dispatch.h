@@ -12,8 +12,11 @@
 // the sixth and seventh sessions' files named below. The kernel picked is within 3% of the
 // fastest at every shape but those named as deliberate; tail_bench.csv checks it again.
 // - MlaValue (column split, W_UV in registers; 8-row blocks without shared memory up to 8 rows
-//   and at 9-16 rows up to 16 heads, else 17 KB blocks, MlaValueBlockRows) up to 16 rows at up
-//   to 64 heads, and up to W = 768 (96 x 8, 128 x 4). Its blocks
+//   and at 9-32 rows while they fit one a multiprocessor, else 17 KB blocks, MlaValueBlockRows)
+//   up to 16 rows at up to 64 heads, up to W = 768 (96 x 8, 128 x 4), and at 17-32 rows where its
+//   8-row blocks fit one a multiprocessor (up to 8 heads at 32 rows): there 2.5-11% faster than
+//   the 64 x 32 tiles at 8 heads and 24-38% at 1-4, and 0.8 us less after the stand-in upstream
+//   at 8 x 24-32 (history/rows63_4b15737). Its blocks
 //   are small and load W_UV before the dependency wait, so after an upstream kernel that holds
 //   much shared memory (attention kernels do; the benchmark's stand-in holds 100 KB a block)
 //   they join its multiprocessors and fetch W_UV in its shadow, which blocks of 100 KB and more
@@ -63,7 +66,7 @@ enum class TailKernel {
 constexpr TailKernel DispatchTail(int heads, int rows) {
   const long long work = static_cast<long long>(heads) * rows;
   if (rows <= 16 && (heads <= 64 || work <= 768)) return TailKernel::kColumnSplit;
-  // MlaValue's 8-row blocks, one a multiprocessor at most (MlaValueBlockRows).
+  // MlaValue's 8-row blocks while they fit one a multiprocessor (MlaValueBlockRows).
   if (rows <= 32 && 4LL * heads * ((rows + 7) / 8) <= 132) return TailKernel::kColumnSplit;
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
   if (4 * tiles_64 <= 96) return TailKernel::kWgmmaA8N32;

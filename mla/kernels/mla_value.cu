@@ -228,7 +228,9 @@ int MlaValueBlockRows(int heads, int rows) {
   //   one block a multiprocessor (up to 16 heads at 16 rows, 8 at 32): at 9-16 rows with their
   //   four chains 1-5% faster than 16-row blocks at 16 heads and 0.5 us less after the upstream;
   //   at 24-48 heads 14-27% slower back to back (the second W_UV read, more than one block a
-  //   multiprocessor) for 0.2-0.4 us less after it. MEASURE-17-32
+  //   multiprocessor) for 0.2-0.4 us less after it. At 17-32 rows (twelfth session, rows63)
+  //   against 16-row blocks and the 64 x 32 tiles the rule gave them: 24-38% faster back to back
+  //   at 1-4 heads, 2.5-11% at 8 heads, and 0.8 us less after the upstream at 8 x 24-32.
   const int row_blocks = (rows + 7) / 8;
   if (rows <= 8 && blocks_per_row_block <= 3 * 132) return 8;
   if (rows <= 32 && row_blocks * blocks_per_row_block <= 132) return 8;
