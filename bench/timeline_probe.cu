@@ -41,8 +41,10 @@ __device__ __forceinline__ void Stamp(int point) {
 
 #ifdef PROBE_NO_STAMPS
 #define MLA_TIMELINE_STAMP(point)
+constexpr bool kStamped = false;
 #else
 #define MLA_TIMELINE_STAMP(point) ::probe::Stamp(point)
+constexpr bool kStamped = true;
 #endif
 #include "mla/kernels/mla_value_wgmma.cu"
 
@@ -91,7 +93,6 @@ int RunTimelineProbe() {
   using probe::kLayers;
   using probe::kMaxBlocks;
   using probe::kPoints;
-  CHECK(mla::PrepareMlaValueWgmma());
   const int shapes[][2] = {{8, 1024}, {16, 512}, {32, 256}, {64, 128}, {128, 64}, {12, 512}};
   using Launcher = cudaError_t (*)(const mla::MlaValueParams&, cudaStream_t, bool);
   const struct {
@@ -113,9 +114,11 @@ int RunTimelineProbe() {
   cudaEvent_t e0, e1;
   CHECK(cudaEventCreate(&e0));
   CHECK(cudaEventCreate(&e1));
-  std::printf("heads,rows,variant,blocks,us_per_layer,period_us,start_after_prev_end_us,"
-              "start_spread_us,span_us");
-  for (int p = 1; p < kPoints; ++p) std::printf(",p%d_p50,p%d_p90", p, p);
+  std::printf("heads,rows,variant,blocks,us_per_layer");
+  if (kStamped) {
+    std::printf(",period_us,start_after_prev_end_us,start_spread_us,span_us");
+    for (int p = 1; p < kPoints; ++p) std::printf(",p%d_p50,p%d_p90", p, p);
+  }
   std::printf("\n");
   static long long clocks[kLayers][kMaxBlocks][kPoints];
   static long long times[kLayers][kMaxBlocks][2];
@@ -162,44 +165,46 @@ int RunTimelineProbe() {
         CHECK(cudaEventElapsedTime(&ms, e0, e1));
         replay_us.push_back(ms * 1000.0 / kLayers);
       }
-      static int zeros[kMaxBlocks];
-      CHECK(cudaMemcpyToSymbol(probe::g_launches, zeros, sizeof(zeros)));
-      CHECK(cudaGraphLaunch(exec, stream));
-      CHECK(cudaStreamSynchronize(stream));
-      CHECK(cudaMemcpyFromSymbol(clocks, probe::g_clock, sizeof(clocks)));
-      CHECK(cudaMemcpyFromSymbol(times, probe::g_time, sizeof(times)));
-      // Per layer: first entry, last stores issued.
-      std::vector<long long> first(kLayers), last(kLayers);
-      for (int l = 0; l < kLayers; ++l) {
-        first[l] = times[l][0][0];
-        last[l] = times[l][0][1];
-        for (int b = 0; b < blocks; ++b) {
-          first[l] = std::min(first[l], times[l][b][0]);
-          last[l] = std::max(last[l], times[l][b][1]);
-        }
-      }
-      // The middle layers' blocks.
-      std::vector<std::vector<double>> at(kPoints);
-      std::vector<double> period, gap, spread, span;
-      for (int l = 4; l < kLayers - 2; ++l) {
-        period.push_back((first[l + 1] - first[l]) / 1000.0);
-        gap.push_back((first[l] - last[l - 1]) / 1000.0);
-        span.push_back((last[l] - first[l]) / 1000.0);
-        for (int b = 0; b < blocks; ++b) {
-          const double ns = static_cast<double>(times[l][b][1] - times[l][b][0]);
-          const double cycles = static_cast<double>(clocks[l][b][kPoints - 1] - clocks[l][b][0]);
-          const double us_per_cycle = cycles > 0 ? ns / cycles / 1000.0 : 1.0 / 1980.0;
-          spread.push_back((times[l][b][0] - first[l]) / 1000.0);
-          for (int p = 1; p < kPoints; ++p) {
-            at[p].push_back((clocks[l][b][p] - clocks[l][b][0]) * us_per_cycle);
+      std::printf("%d,%d,%s,%d,%.3f", heads, rows, var.name, blocks, Quantile(replay_us, 0.5));
+      if constexpr (kStamped) {
+        static int zeros[kMaxBlocks];
+        CHECK(cudaMemcpyToSymbol(probe::g_launches, zeros, sizeof(zeros)));
+        CHECK(cudaGraphLaunch(exec, stream));
+        CHECK(cudaStreamSynchronize(stream));
+        CHECK(cudaMemcpyFromSymbol(clocks, probe::g_clock, sizeof(clocks)));
+        CHECK(cudaMemcpyFromSymbol(times, probe::g_time, sizeof(times)));
+        // Per layer: first entry, last stores issued.
+        std::vector<long long> first(kLayers), last(kLayers);
+        for (int l = 0; l < kLayers; ++l) {
+          first[l] = times[l][0][0];
+          last[l] = times[l][0][1];
+          for (int b = 0; b < blocks; ++b) {
+            first[l] = std::min(first[l], times[l][b][0]);
+            last[l] = std::max(last[l], times[l][b][1]);
           }
         }
-      }
-      std::printf("%d,%d,%s,%d,%.3f,%.3f,%.3f,%.3f,%.3f", heads, rows, var.name, blocks,
-                  Quantile(replay_us, 0.5), Quantile(period, 0.5), Quantile(gap, 0.5),
-                  Quantile(spread, 0.9), Quantile(span, 0.5));
-      for (int p = 1; p < kPoints; ++p) {
-        std::printf(",%.3f,%.3f", Quantile(at[p], 0.5), Quantile(at[p], 0.9));
+        // The middle layers' blocks.
+        std::vector<std::vector<double>> at(kPoints);
+        std::vector<double> period, gap, spread, span;
+        for (int l = 4; l < kLayers - 2; ++l) {
+          period.push_back((first[l + 1] - first[l]) / 1000.0);
+          gap.push_back((first[l] - last[l - 1]) / 1000.0);
+          span.push_back((last[l] - first[l]) / 1000.0);
+          for (int b = 0; b < blocks; ++b) {
+            const double ns = static_cast<double>(times[l][b][1] - times[l][b][0]);
+            const double cycles = static_cast<double>(clocks[l][b][kPoints - 1] - clocks[l][b][0]);
+            const double us_per_cycle = cycles > 0 ? ns / cycles / 1000.0 : 1.0 / 1980.0;
+            spread.push_back((times[l][b][0] - first[l]) / 1000.0);
+            for (int p = 1; p < kPoints; ++p) {
+              at[p].push_back((clocks[l][b][p] - clocks[l][b][0]) * us_per_cycle);
+            }
+          }
+        }
+        std::printf(",%.3f,%.3f,%.3f,%.3f", Quantile(period, 0.5), Quantile(gap, 0.5),
+                    Quantile(spread, 0.9), Quantile(span, 0.5));
+        for (int p = 1; p < kPoints; ++p) {
+          std::printf(",%.3f,%.3f", Quantile(at[p], 0.5), Quantile(at[p], 0.9));
+        }
       }
       std::printf("\n");
       CHECK(cudaGraphExecDestroy(exec));

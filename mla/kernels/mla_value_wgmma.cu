@@ -2,10 +2,10 @@
 //
 // A block computes one tile of (kCols output columns, head, 64 rows) with one warpgroup, or two
 // that split its columns: one wgmma m64nNk16 (N = the warpgroup's columns) per 16 latent values,
-// both operands read by the tensor cores from shared memory. It serves the grid between the smallest batches, where MlaValue (mla_value.cu) would
-// re-read W_UV for every 16-32 rows, and the largest, where the warp-specialized persistent
-// kernel (mla_value_ws.cu) shares each W_UV slice between 128 rows. The configurations
-// (kWgConfigs, below):
+// both operands read by the tensor cores from shared memory. It serves the grid between the
+// smallest batches, where MlaValue (mla_value.cu) would re-read W_UV for every 16-32 rows, and
+// the largest, where the warp-specialized persistent kernel (mla_value_ws.cu) shares each W_UV
+// slice between 128 rows. The configurations (kWgConfigs, below):
 //   - all 8 steps in flight at once, 64 x 32 tiles (two blocks a multiprocessor) or 64 x 64
 //     (one): one memory round trip, for grids smaller than the GPU;
 //   - a 6-stage 64 x 64 pipeline (two blocks a multiprocessor: the next tail's blocks join while
