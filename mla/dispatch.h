@@ -63,11 +63,17 @@ enum class TailKernel {
   kWgmmaWs,      // MlaValueWgmma-ws, 128 x 128 tiles, persistent, warp-specialized
 };
 
+// Whether MlaValue's 8-row blocks (32 columns each, ceil(rows / 8) of them a column block) at up
+// to 32 rows fit one a multiprocessor of an H200 (132): the rule gives them those shapes, and
+// MlaValueBlockRows runs 8-row blocks there.
+constexpr bool EightRowBlocksFitOneWave(int heads, int rows) {
+  return rows <= 32 && 4LL * heads * ((rows + 7) / 8) <= 132;
+}
+
 constexpr TailKernel DispatchTail(int heads, int rows) {
   const long long work = static_cast<long long>(heads) * rows;
   if (rows <= 16 && (heads <= 64 || work <= 768)) return TailKernel::kColumnSplit;
-  // MlaValue's 8-row blocks while they fit one a multiprocessor (MlaValueBlockRows).
-  if (rows <= 32 && 4LL * heads * ((rows + 7) / 8) <= 132) return TailKernel::kColumnSplit;
+  if (EightRowBlocksFitOneWave(heads, rows)) return TailKernel::kColumnSplit;
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
   if (4 * tiles_64 <= 96) return TailKernel::kWgmmaA8N32;
   if (2 * tiles_64 <= 96) return TailKernel::kWgmmaA8;

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 
+#include "mla/dispatch.h"
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/launch.cuh"
 #include "mla/kernels/mla_value_variants.h"
@@ -231,9 +232,9 @@ int MlaValueBlockRows(int heads, int rows) {
   //   multiprocessor) for 0.2-0.4 us less after it. At 17-32 rows (twelfth session, rows63)
   //   against 16-row blocks and the 64 x 32 tiles the rule gave them: 24-38% faster back to back
   //   at 1-4 heads, 2.5-11% at 8 heads, and 0.8 us less after the upstream at 8 x 24-32.
-  const int row_blocks = (rows + 7) / 8;
+  static_assert(kValueDim / kColumnsPerBlock == 4, "EightRowBlocksFitOneWave counts 4 a head");
   if (rows <= 8 && blocks_per_row_block <= 3 * 132) return 8;
-  if (rows <= 32 && row_blocks * blocks_per_row_block <= 132) return 8;
+  if (EightRowBlocksFitOneWave(heads, rows)) return 8;
   // 32 while the grid still has about two blocks per multiprocessor. 64 rows (69 KB of shared
   // memory a block) measured 2-3x slower per row on the H200, and such batches take other
   // kernels anyway.
