@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "bench/limit_kernels.h"
-#include "mla/cuda_status.h"
-#include "mla/value_bmm.h"
+#include "mla/internal/cuda_status.h"
+#include "mla/internal/value_bmm.h"
 #include "testing/fill.h"
 
 namespace mla_bench {

@@ -13,7 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "mla/tail_args.h"
+#include "mla_tail/mla/tail_args.h"
 #include "testing/problem.h"
 
 namespace mla_bench {

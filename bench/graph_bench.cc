@@ -21,8 +21,8 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "bench/bench_util.h"
-#include "graph/tail_graph_set.h"
-#include "mla/cuda_status.h"
+#include "mla_tail/graph/tail_graph_set.h"
+#include "mla/internal/cuda_status.h"
 #include "testing/gpu.h"
 
 ABSL_FLAG(int, heads, 12, "local heads");

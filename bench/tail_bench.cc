@@ -9,7 +9,7 @@
 //     graph per layer, launched one after another with TailGraphSet::Replay (a cudaGraphLaunch
 //     each); --replays rounds over all layers between two CUDA events, divided by the calls.
 //     The host time per Replay call is printed and recorded too.
-// The fused path with its kernel forced (TailOptions::fused_variant), embedded or replayed:
+// The fused path with its kernel forced (TailOptions::fused_kernel), embedded or replayed:
 // fused-split (MlaValue), fused-wgmma-a8n32, -a8, -p6, -p4, -n128 (MlaValueWgmma's
 // configurations), fused-wgmma-ws (the warp-specialized persistent kernel), and each with
 // -replay.
@@ -40,11 +40,11 @@
 #include "absl/time/time.h"
 #include "bench/bench_util.h"
 #include "bench/limit_kernels.h"
-#include "graph/tail_graph_set.h"
-#include "mla/cuda_status.h"
+#include "mla_tail/graph/tail_graph_set.h"
+#include "mla/internal/cuda_status.h"
 #include "mla/kernels/params.h"
-#include "mla/tail.h"
-#include "mla/value_bmm.h"
+#include "mla_tail/mla/tail.h"
+#include "mla/internal/value_bmm.h"
 #include "testing/gpu.h"
 
 ABSL_FLAG(std::string, heads, "8,12,16,32,64,96,128", "head counts");
@@ -93,23 +93,23 @@ std::vector<int> ParseList(const std::string& text) {
 constexpr absl::string_view kReplaySuffix = "-replay";
 constexpr absl::string_view kPathModes[] = {"fused", "bmm", "auto"};
 // The variants a mode can force: every fused kernel.
-const std::vector<mla::MlaValueVariant> kForcedVariants(std::begin(mla::kMlaValueKernels),
-                                                        std::end(mla::kMlaValueKernels));
+const std::vector<mla::FusedKernel> kForcedVariants(std::begin(mla::kFusedKernels),
+                                                        std::end(mla::kFusedKernels));
 
 bool IsReplayMode(absl::string_view mode) { return absl::EndsWith(mode, kReplaySuffix); }
 
 // The fused kernel a mode forces ("fused-<variant name>", with or without -replay); kAuto for
 // the other modes.
-mla::MlaValueVariant ModeVariant(absl::string_view mode) {
+mla::FusedKernel ModeVariant(absl::string_view mode) {
   absl::ConsumeSuffix(&mode, kReplaySuffix);
-  for (mla::MlaValueVariant v : kForcedVariants) {
-    if (mode == absl::StrCat("fused-", mla::MlaValueVariantName(v))) return v;
+  for (mla::FusedKernel v : kForcedVariants) {
+    if (mode == absl::StrCat("fused-", mla::FusedKernelName(v))) return v;
   }
-  return mla::MlaValueVariant::kAuto;
+  return mla::FusedKernel::kAuto;
 }
 
 bool IsKnownMode(absl::string_view mode) {
-  if (mode == "peer" || ModeVariant(mode) != mla::MlaValueVariant::kAuto) return true;
+  if (mode == "peer" || ModeVariant(mode) != mla::FusedKernel::kAuto) return true;
   absl::ConsumeSuffix(&mode, kReplaySuffix);
   return absl::c_linear_search(kPathModes, mode);
 }
@@ -138,7 +138,7 @@ struct ReplayTiming {
 // the GPU's rather than to the enqueue cost alone.
 absl::StatusOr<ReplayTiming> TimeBackToBackReplays(const mla::TailShape& shape,
                                                    mla::TailPath path,
-                                                   mla::MlaValueVariant fused_variant,
+                                                   mla::FusedKernel fused_kernel,
                                                    const std::vector<Layer>& layers, int rounds,
                                                    cudaStream_t stream) {
   using mla_graph::TailGraphSet;
@@ -148,7 +148,7 @@ absl::StatusOr<ReplayTiming> TimeBackToBackReplays(const mla::TailShape& shape,
   options.layers = static_cast<int>(layers.size());
   options.buckets = {shape.rows};
   options.path = path;
-  options.fused_variant = fused_variant;
+  options.fused_kernel = fused_kernel;
   options.pdl = absl::GetFlag(FLAGS_pdl);
   absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
   if (!set.ok()) return set.status();
@@ -315,8 +315,8 @@ int Main() {
   options.max_rows = 4096;
   options.pdl = absl::GetFlag(FLAGS_pdl);
   if (absl::GetFlag(FLAGS_fused_kernel) != "auto") {
-    options.fused_variant = ModeVariant("fused-" + absl::GetFlag(FLAGS_fused_kernel));
-    if (options.fused_variant == mla::MlaValueVariant::kAuto) {
+    options.fused_kernel = ModeVariant("fused-" + absl::GetFlag(FLAGS_fused_kernel));
+    if (options.fused_kernel == mla::FusedKernel::kAuto) {
       std::fprintf(stderr, "--fused_kernel: no kernel is called %s\n",
                    absl::GetFlag(FLAGS_fused_kernel).c_str());
       return 1;
@@ -341,7 +341,7 @@ int Main() {
     fused_options.max_rows = 1;
     fused_options.workspace_bytes = 0;
     fused_options.pdl = absl::GetFlag(FLAGS_pdl);
-    fused_options.fused_variant = kForcedVariants[i];
+    fused_options.fused_kernel = kForcedVariants[i];
     absl::StatusOr<std::unique_ptr<mla::MlaTail>> t = mla::MlaTail::Create(0, fused_options);
     if (!t.ok()) {
       std::fprintf(stderr, "MlaTail: %s\n", t.status().ToString().c_str());
@@ -351,7 +351,7 @@ int Main() {
   }
   // The tail a mode runs through: the forced kernel's, or the library's default.
   auto tail_for = [&](absl::string_view mode) -> mla::MlaTail& {
-    const mla::MlaValueVariant variant = ModeVariant(mode);
+    const mla::FusedKernel variant = ModeVariant(mode);
     for (size_t i = 0; i < forced.size(); ++i) {
       if (kForcedVariants[i] == variant) return *forced[i];
     }

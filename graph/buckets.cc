@@ -1,9 +1,9 @@
-#include "graph/buckets.h"
+#include "mla_tail/graph/buckets.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "mla/tail_args.h"
+#include "mla_tail/mla/tail_args.h"
 
 namespace mla_graph {
 

@@ -1,4 +1,4 @@
-#include "graph/buckets.h"
+#include "mla_tail/graph/buckets.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

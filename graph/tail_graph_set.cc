@@ -1,4 +1,4 @@
-#include "graph/tail_graph_set.h"
+#include "mla_tail/graph/tail_graph_set.h"
 
 #include <cuda_runtime.h>
 
@@ -7,10 +7,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "graph/buckets.h"
-#include "mla/cuda_status.h"
-#include "mla/device_guard.h"
+#include "mla/internal/cuda_status.h"
+#include "mla/internal/device_guard.h"
+#include "mla/internal/fault_hooks.h"
+#include "mla/internal/tail_access.h"
 #include "mla/kernels/params.h"
+#include "mla_tail/graph/buckets.h"
 
 namespace mla_graph {
 
@@ -77,6 +79,15 @@ bool MayTakeBmmPath(const GraphSetOptions& options) {
   return false;
 }
 
+// Why rows beyond the largest bucket are refused, with the eager fallback's limit.
+absl::Status EagerOutOfRange(const absl::Status& beyond_buckets, int max_eager_rows) {
+  return absl::OutOfRangeError(absl::StrCat(
+      beyond_buckets.message(),
+      max_eager_rows > 0
+          ? absl::StrCat(" and the eager fallback's max_eager_rows = ", max_eager_rows)
+          : std::string("; set GraphSetOptions.max_eager_rows for an eager fallback")));
+}
+
 }  // namespace
 
 absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int q,
@@ -96,7 +107,12 @@ absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int
 
 absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
     int device, const GraphSetOptions& options_in) {
+  mla::internal::CudaErrorScope errors;
   GraphSetOptions options = options_in;
+  if (options.q < 1 || options.q > mla::kMaxQ) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("q = ", options.q, " is outside [1, ", mla::kMaxQ, "]"));
+  }
   if (options.buckets.empty()) options.buckets = DefaultBuckets(options.q);
   MLA_RETURN_IF_ERROR(ValidateBuckets(options.buckets, options.q));
   MLA_RETURN_IF_ERROR(mla::ValidateShape({options.heads, options.buckets.back(), options.q}));
@@ -115,8 +131,7 @@ absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
   tail_options.max_rows = std::max(options.buckets.back(), options.max_eager_rows);
   tail_options.workspace_bytes = options.workspace_bytes;
   tail_options.pdl = options.pdl;
-  tail_options.fused_variant = options.fused_variant;
-  tail_options.faults = options.faults;
+  tail_options.fused_kernel = options.fused_kernel;
   absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(device, tail_options);
   if (!tail.ok()) return tail.status();
 
@@ -124,6 +139,7 @@ absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
   set->stats_.scratch_bytes = static_cast<int64_t>(set->tail_->scratch_bytes());
   mla::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device));
+  mla::internal::RelaxedCaptureMode relaxed;
   MLA_RETURN_IF_CUDA_ERROR(
       cudaStreamCreateWithFlags(&set->capture_stream_, cudaStreamNonBlocking),
       "cudaStreamCreate(capture stream)");
@@ -140,10 +156,13 @@ TailGraphSet::TailGraphSet(int device, GraphSetOptions options,
       entries_(size_t(options_.layers) * options_.buckets.size()) {}
 
 TailGraphSet::~TailGraphSet() {
+  mla::internal::CudaErrorScope errors;
   mla::DeviceGuard guard;
   if (!guard.Enter(device_).ok()) return;
-  // Launched graphs may still run; their resources go only once they are done.
-  cudaDeviceSynchronize();
+  mla::internal::RelaxedCaptureMode relaxed;
+  // An executable graph destroyed while launches of it are in flight is freed once they
+  // complete (CUDA's contract), so nothing here waits. The BMM scratch the graphs use is freed
+  // by the tail after the last replay that used it (RecordBmmUse).
   for (Entry& entry : entries_) entry.Destroy();
   if (capture_stream_ != nullptr) cudaStreamDestroy(capture_stream_);
 }
@@ -164,22 +183,37 @@ absl::Status TailGraphSet::CheckLayer(int layer) const {
   return absl::OkStatus();
 }
 
+int TailGraphSet::max_rows() const {
+  return std::max(options_.buckets.back(), options_.max_eager_rows);
+}
+
+absl::Status TailGraphSet::CheckRows(int rows) const {
+  if (rows < 1 || rows % options_.q != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rows = ", rows, " must be a positive multiple of q = ", options_.q));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status TailGraphSet::SetLayer(int layer, const TailBuffers& buffers) {
+  mla::internal::CudaErrorScope errors;
   if (layer < 0 || layer >= options_.layers) {
     return absl::InvalidArgumentError(
         absl::StrCat("layer = ", layer, " is outside [0, ", options_.layers, ")"));
   }
   MLA_RETURN_IF_ERROR(
-      mla::ValidateTail({options_.heads, options_.buckets.back(), options_.q}, buffers));
+      mla::ValidateTail({options_.heads, max_rows(), options_.q}, buffers));
   layers_[layer] = buffers;
   layer_set_[layer] = true;
   return absl::OkStatus();
 }
 
 absl::StatusOr<int> TailGraphSet::BucketRows(int rows) const {
+  MLA_RETURN_IF_ERROR(CheckRows(rows));
   absl::StatusOr<int> index = FindBucket(options_.buckets, rows);
-  if (!index.ok()) return index.status();
-  return options_.buckets[*index];
+  if (index.ok()) return options_.buckets[*index];
+  if (rows <= options_.max_eager_rows) return rows;
+  return EagerOutOfRange(index.status(), options_.max_eager_rows);
 }
 
 absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bucket_index) {
@@ -189,17 +223,20 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
   entry.path = mla::MlaTail::Resolve(options_.path, shape);
   entry.applied = buffers;
   // cuBLASLt's heuristic runs here, outside the capture.
-  if (entry.path == TailPath::kBmm) MLA_RETURN_IF_ERROR(tail_->PrepareBmm(shape, buffers));
+  if (entry.path == TailPath::kBmm) {
+    MLA_RETURN_IF_ERROR(tail_->PrepareBmm(shape, buffers));
+    stats_.scratch_bytes = static_cast<int64_t>(tail_->scratch_bytes());
+  }
 
   MLA_RETURN_IF_CUDA_ERROR(
       cudaStreamBeginCapture(capture_stream_, cudaStreamCaptureModeThreadLocal),
       "cudaStreamBeginCapture");
   const absl::Status run = tail_->Run(shape, buffers, capture_stream_, entry.path);
-  if (run.ok() && options_.faults.during_capture) options_.faults.during_capture(capture_stream_);
+  const mla::internal::FaultHooks& faults = mla::internal::ActiveFaultHooks();
+  if (run.ok() && faults.during_capture) faults.during_capture(capture_stream_);
   const cudaError_t ended = cudaStreamEndCapture(capture_stream_, &entry.graph);
   if (!run.ok() || ended != cudaSuccess) {
     entry.Destroy();
-    cudaGetLastError();
     if (!run.ok()) return run;
     return mla::CudaStatus(ended, absl::StrCat("capture of layer ", layer, ", bucket ",
                                                shape.rows));
@@ -216,9 +253,18 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
     found = mla::CudaStatus(cudaGraphGetNodes(entry.graph, nodes.data(), &count),
                             "cudaGraphGetNodes");
   }
-  // The kernel the tail launched for this shape (the fused variants are different kernels).
-  const void* value_kernel =
-      mla::MlaValueKernelAddress(shape.heads, shape.rows, tail_->options().fused_variant);
+  // The kernel the tail launched for this shape (the fused kernels are different functions).
+  mla::KernelLaunch fused_launch;
+  mla::MlaValueParams fused_params;
+  if (entry.path == TailPath::kFused) {
+    const absl::Status planned = mla::internal::TailAccess::PlanFused(
+        *tail_, shape, buffers, &fused_launch, &fused_params);
+    if (!planned.ok()) {
+      entry.Destroy();
+      return planned;
+    }
+  }
+  const void* value_kernel = fused_launch.function;
   for (size_t i = 0; found.ok() && i < count; ++i) {
     size_t dependencies = 0, dependents = 0;
     found = mla::CudaStatus(
@@ -234,7 +280,7 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
     found = mla::CudaStatus(cudaGraphKernelNodeGetParams(nodes[i], &params),
                             "cudaGraphKernelNodeGetParams");
     if (!found.ok()) break;
-    if (params.func == value_kernel) {
+    if (value_kernel != nullptr && params.func == value_kernel) {
       entry.value_node = nodes[i];
       entry.value_launch = params;
     } else if (params.func == mla::BmmPointersKernelAddress()) {
@@ -258,6 +304,8 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
 }
 
 absl::Status TailGraphSet::Capture(int layer, int bucket_index) {
+  // Our capture and instantiation must neither fail for nor break another thread's capture.
+  mla::internal::RelaxedCaptureMode relaxed;
   const absl::Time start = absl::Now();
   absl::StatusOr<Entry> entry = CaptureEntry(layer, bucket_index);
   if (!entry.ok()) return entry.status();
@@ -288,9 +336,11 @@ absl::Status TailGraphSet::CaptureMeasured(int layer, int bucket_index) {
 }
 
 absl::Status TailGraphSet::CaptureAll() {
+  mla::internal::CudaErrorScope errors;
   mla::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device_));
   for (int layer = 0; layer < options_.layers; ++layer) MLA_RETURN_IF_ERROR(CheckLayer(layer));
+  mla::internal::RelaxedCaptureMode relaxed;
   // Memory is measured once around the whole pass: cudaMemGetInfo costs as much as a capture.
   size_t free_before = 0, free_after = 0, total = 0;
   cudaMemGetInfo(&free_before, &total);
@@ -330,7 +380,6 @@ absl::Status TailGraphSet::Apply(int layer, int bucket_index) {
     if (!fresh.ok()) return fresh.status();
     cudaGraphExecUpdateResultInfo info;
     if (cudaGraphExecUpdate(entry.exec, fresh->graph, &info) != cudaSuccess) {
-      cudaGetLastError();
       fresh->Destroy();
       return CaptureMeasured(layer, bucket_index);  // CUDA refused: instantiate anew
     }
@@ -372,11 +421,9 @@ absl::Status TailGraphSet::WriteNodes(int bucket_index, const TailBuffers& buffe
 }
 
 absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
+  mla::internal::CudaErrorScope errors;
   MLA_RETURN_IF_ERROR(CheckLayer(layer));
-  if (rows < 1 || rows % options_.q != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rows = ", rows, " must be a positive multiple of q = ", options_.q));
-  }
+  MLA_RETURN_IF_ERROR(CheckRows(rows));
   mla::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device_));
   // A stream's device never changes: asking CUDA once per stream keeps two driver queries off
@@ -385,30 +432,38 @@ absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
     MLA_RETURN_IF_ERROR(tail_->CheckStream(stream));
     accepted_stream_ = stream;
   }
+  absl::StatusOr<bool> capturing = mla::internal::IsCapturing(stream);
+  if (!capturing.ok()) return capturing.status();
 
   absl::StatusOr<int> bucket = FindBucket(options_.buckets, rows);
   if (!bucket.ok()) {
     if (rows > options_.max_eager_rows) {
-      return absl::OutOfRangeError(absl::StrCat(
-          bucket.status().message(),
-          options_.max_eager_rows > 0
-              ? absl::StrCat(" and the eager fallback's max_eager_rows = ", options_.max_eager_rows)
-              : std::string("; set GraphSetOptions.max_eager_rows for an eager fallback")));
+      return EagerOutOfRange(bucket.status(), options_.max_eager_rows);
     }
     ++stats_.eager_runs;
     return tail_->Run({options_.heads, rows, options_.q}, layers_[layer], stream, options_.path);
   }
+  if (*capturing) {
+    // CUDA refuses a graph launch into a capture: record the bucket's tail there instead.
+    const TailShape shape{options_.heads, options_.buckets[*bucket], options_.q};
+    return tail_->Run(shape, layers_[layer], stream, options_.path);
+  }
   Entry& entry = EntryFor(layer, *bucket);
   if (!entry.captured()) MLA_RETURN_IF_ERROR(CaptureMeasured(layer, *bucket));
   MLA_RETURN_IF_ERROR(Apply(layer, *bucket));
-  MLA_RETURN_IF_CUDA_ERROR(cudaGraphLaunch(EntryFor(layer, *bucket).exec, stream),
-                           "cudaGraphLaunch");
+  const Entry& ready = EntryFor(layer, *bucket);
+  MLA_RETURN_IF_CUDA_ERROR(cudaGraphLaunch(ready.exec, stream), "cudaGraphLaunch");
+  if (ready.path == TailPath::kBmm) {
+    MLA_RETURN_IF_ERROR(mla::internal::TailAccess::RecordBmmUse(*tail_, stream));
+  }
   ++stats_.replays;
   return absl::OkStatus();
 }
 
 absl::StatusOr<cudaGraph_t> TailGraphSet::ExportGraph(int layer, int rows) {
+  mla::internal::CudaErrorScope errors;
   MLA_RETURN_IF_ERROR(CheckLayer(layer));
+  MLA_RETURN_IF_ERROR(CheckRows(rows));
   absl::StatusOr<int> bucket = FindBucket(options_.buckets, rows);
   if (!bucket.ok()) return bucket.status();
   mla::DeviceGuard guard;
@@ -423,6 +478,7 @@ absl::StatusOr<cudaGraph_t> TailGraphSet::ExportGraph(int layer, int rows) {
     entry.template_stale = false;
   }
   cudaGraph_t clone = nullptr;
+  mla::internal::RelaxedCaptureMode relaxed;
   MLA_RETURN_IF_CUDA_ERROR(cudaGraphClone(&clone, entry.graph), "cudaGraphClone");
   return clone;
 }

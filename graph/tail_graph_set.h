@@ -13,36 +13,36 @@
 // Updates: SetLayer may change any pointer between replays. The next Replay of a (layer,
 // bucket) graph that still holds other pointers rewrites one kernel node's parameters
 // (cudaGraphExecKernelNodeSetParams: the fused kernel's node; on the BMM path the operand-table
-// node, which writes the addresses the cuBLASLt GEMM and the gate kernel read, so those nodes
-// never change) before launching it: no capture, no instantiation, and launches already
-// enqueued keep the parameters they had. Measured on an H200 (bench/graph_bench, 61 layers,
-// bench/results/): a pointer update costs 1.0-1.7 us of host time on either path by a node
-// update, against 3.1-4.9 (fused) and 8.8-11.9 us (BMM) by re-capture plus
-// cudaGraphExecUpdate, so node updates are the mechanism. The BMM path pays for it on the GPU:
-// the operand-table kernel and the pointer-array GEMM cost about 0.6 us more per layer than a
-// strided GEMM whose pointers would be frozen in the graph. A change of the latent or W_UV row stride on the BMM path,
-// which the GEMM's descriptors hold, re-captures and re-instantiates that graph (counted in
-// stats(); runtimes set strides once). Replaying unchanged pointers costs one comparison.
+// node, whose output the cuBLASLt GEMM and the gate kernel read, so those nodes never change)
+// before launching it: no capture, no instantiation, and launches already enqueued keep the
+// parameters they had. A change of the latent or W_UV row stride on the BMM path, which the
+// GEMM's descriptors hold, re-captures that graph (counted in stats()). Replaying unchanged
+// pointers costs one comparison. docs/benchmarks.md has the measured costs.
 //
 // Padding: rows between `rows` and the bucket belong to requests that must have length 0 (the
 // kernels write their output rows as +0.0 whatever their inputs hold). ZeroPaddingLengths
 // writes those zeros in stream order.
 //
-// Embedding: ExportGraph returns a clone of a (layer, bucket) graph, owned by the caller, to add
-// as a child node of a runtime's own graph. It holds the pointers set at the time of the export
-// and uses this set's scratch (the BMM path's values, operand tables and workspace): the set
-// must outlive every graph exported from it, and after a pointer change the runtime exports
-// again and applies it (cudaGraphExecChildGraphNodeSetParams).
+// Inside the caller's capture: Replay on a stream that is being captured (a runtime capturing
+// its whole decode step) records the bucket's tail into that capture, as MlaTail::Run would,
+// programmatic edge included; it launches no graph of its own, which CUDA would refuse. The
+// recorded nodes hold the pointers set at that time; to update them in place, build the step
+// with mla_graph::AddTailNodes (graph/tail_nodes.h) instead.
 //
-// Threads and streams: a set is used by one thread at a time. All graphs of a set share its
-// scratch, so their replays must be ordered on the GPU (one stream, or streams joined by
-// events); separate sets are independent. A set captures and replays on its own device whatever
-// device the calling thread has current. Replay asks CUDA for a stream's device once and
-// remembers the last stream it accepted (a stream destroyed and re-created at the same address
-// on another device then fails at the launch, still as a status). Failures (a capture
-// invalidated, memory exhausted, cuBLASLt without an algorithm) return a status and publish
-// nothing: no half-built graph is ever replayed, and a later call retries
-// (testing/fault_gpu_test injects each through mla/fault_hooks.h or by filling the device).
+// Embedding as a child graph: ExportGraph returns a clone of a (layer, bucket) graph, owned by
+// the caller. A child-graph node has no programmatic edge, so the tail then starts only after
+// the kernel before it has completed; AddTailNodes keeps that overlap.
+//
+// Threads and streams: a set is used by one thread at a time. On the BMM path all graphs of a
+// set share its scratch, so their replays must be ordered on the GPU (one stream, or streams
+// joined by events); fused-path graphs hold nothing of the set and may overlap. A set works on
+// its own device whatever device the calling thread has current, and none of its calls
+// synchronises the device or breaks another thread's capture. Failures (a capture invalidated,
+// memory exhausted, cuBLASLt without an algorithm) return a status and publish nothing: no
+// half-built graph is ever replayed, and a later call retries.
+//
+// Lifetime: destroying a set never blocks; graphs still running finish. Graphs exported from a
+// set that takes the BMM path use its scratch, and must not be launched after the set is gone.
 
 #include <cuda_runtime_api.h>
 
@@ -53,10 +53,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "mla/fault_hooks.h"
-#include "mla/kernels/params.h"
-#include "mla/tail.h"
-#include "mla/tail_args.h"
+#include "mla_tail/mla/tail.h"
+#include "mla_tail/mla/tail_args.h"
 
 namespace mla_graph {
 
@@ -73,12 +71,11 @@ struct GraphSetOptions {
   int max_eager_rows = 0;     // Replay of more rows than the largest bucket runs the eager tail
                               // up to this many rows (0: OutOfRange instead)
   mla::TailPath path = mla::TailPath::kAuto;  // the path of every graph (kAuto: mla/dispatch.h)
-  mla::MlaValueVariant fused_variant = mla::MlaValueVariant::kAuto;  // the fused path's kernel
+  mla::FusedKernel fused_kernel = mla::FusedKernel::kAuto;  // the fused path's kernel
   UpdateMechanism update = UpdateMechanism::kKernelNodeParams;
   bool pdl = true;
   size_t workspace_bytes = size_t{32} << 20;  // cuBLASLt workspace, shared by all graphs (when
                                               // the set's path can take the BMM path)
-  mla::FaultHooks faults;  // fault injection for tests (mla/fault_hooks.h); empty in production
 };
 
 struct GraphSetStats {
@@ -90,9 +87,8 @@ struct GraphSetStats {
   int64_t eager_runs = 0;           // Replay calls served by the eager tail
   double capture_seconds = 0;       // host time spent capturing and instantiating
   int64_t graph_memory_bytes = 0;   // device memory taken by captures and instantiations
-  // Device memory the set holds besides its graphs: the BMM path's scratch, allocated only when
-  // the set's path can take the BMM path at some bucket or eager row count (not with kAuto
-  // today, mla/dispatch.h).
+  // Device memory the set holds besides its graphs: the BMM path's scratch, allocated at the
+  // first BMM capture (never with kAuto today, mla/dispatch.h).
   int64_t scratch_bytes = 0;
 };
 
@@ -105,22 +101,29 @@ class TailGraphSet {
   TailGraphSet(const TailGraphSet&) = delete;
   TailGraphSet& operator=(const TailGraphSet&) = delete;
 
-  // Sets a layer's pointers and strides, checked for the largest bucket's rows (latent, gate
-  // and output hold that many rows; lengths that many requests). Takes effect at the layer's
-  // next Replay; on error the layer keeps what it had.
+  // Sets a layer's pointers and strides, checked for the most rows a Replay can run (the
+  // largest bucket, or max_eager_rows when larger): latent, gate and output hold that many rows,
+  // lengths that many requests. Takes effect at the layer's next Replay; on error the layer
+  // keeps what it had.
   absl::Status SetLayer(int layer, const mla::TailBuffers& buffers);
 
   // Captures every (layer, bucket) graph not captured yet. Every layer must be set.
   absl::Status CaptureAll();
 
   // Runs layer `layer`'s tail for `rows` rows on `stream`: the smallest bucket >= rows,
-  // captured first if it is not yet. rows must be a multiple of q.
+  // captured first if it is not yet, or the eager tail for exactly `rows` up to max_eager_rows.
+  // rows must be a positive multiple of q. On a capturing stream, records the tail into that
+  // capture instead (above); a BMM-path bucket must have been captured (CaptureAll) first.
   absl::Status Replay(int layer, int rows, cudaStream_t stream);
 
-  // The bucket that serves `rows`; OutOfRange past the largest.
+  // The rows a Replay of `rows` runs: the smallest bucket >= rows, or `rows` itself on the eager
+  // fallback (up to max_eager_rows). InvalidArgument unless rows is a positive multiple of q;
+  // OutOfRange where Replay would refuse.
   absl::StatusOr<int> BucketRows(int rows) const;
 
   // A clone of the layer's graph for `rows` (captured first if need be), owned by the caller.
+  // InvalidArgument unless rows is a positive multiple of q; OutOfRange past the largest bucket
+  // (the eager fallback has no graph).
   absl::StatusOr<cudaGraph_t> ExportGraph(int layer, int rows);
 
   const std::vector<int>& buckets() const { return options_.buckets; }
@@ -142,11 +145,12 @@ class TailGraphSet {
   // when `exec` is null.
   absl::Status WriteNodes(int bucket_index, const mla::TailBuffers& buffers, cudaGraphExec_t exec,
                           Entry* entry);
-  absl::Status CheckStream(cudaStream_t stream) const;
+  absl::Status CheckRows(int rows) const;
+  int max_rows() const;
 
   int device_;
   GraphSetOptions options_;
-  std::optional<cudaStream_t> accepted_stream_;  // the last stream CheckStream accepted
+  std::optional<cudaStream_t> accepted_stream_;  // the last stream MlaTail::CheckStream accepted
   std::unique_ptr<mla::MlaTail> tail_;  // the eager tail, whose launches are captured
   cudaStream_t capture_stream_ = nullptr;
   std::vector<mla::TailBuffers> layers_;

@@ -1,6 +1,6 @@
 // The measured dispatch rule and the fused kernels' selection (CPU only: no kernel runs).
 
-#include "mla/dispatch.h"
+#include "mla_tail/mla/dispatch.h"
 
 #include <algorithm>
 #include <iterator>
@@ -13,28 +13,40 @@
 namespace mla {
 namespace {
 
-// The fused path's kernel choice: forced variants stay, kAuto resolves to a kernel, and the
-// address graph/ looks for is the launched kernel's (distinct per kernel).
-TEST(MlaValueVariantTest, ResolvesToOneKernel) {
-  using V = MlaValueVariant;
+constexpr int kH200 = 132;  // the GPU the rule was measured on (multiprocessors)
+
+// The function PlanMlaValue launches for a shape and kernel.
+const void* KernelFunction(int heads, int rows, FusedKernel kernel = FusedKernel::kAuto,
+                           int multiprocessors = kH200) {
+  MlaValueParams params = {};
+  params.heads = heads;
+  params.rows = rows;
+  params.q = 1;
+  KernelLaunch launch;
+  EXPECT_EQ(PlanMlaValue(params, kernel, multiprocessors, &launch), cudaSuccess);
+  return launch.function;
+}
+
+// The fused path's kernel choice: forced kernels stay, kAuto resolves to a kernel, and the
+// planned launch's function is the resolved kernel's (distinct per kernel).
+TEST(FusedKernelTest, ResolvesToOneKernel) {
+  using V = FusedKernel;
   for (int heads : {1, 12, 64, 128}) {
     for (int rows : {1, 63, 64, 65, 1024}) {
       SCOPED_TRACE(absl::StrCat("heads ", heads, " rows ", rows));
-      const auto& kernels = kMlaValueKernels;
+      const auto& kernels = kFusedKernels;
       for (V forced : kernels) {
-        EXPECT_EQ(ResolveMlaValueVariant(forced, heads, rows), forced);
+        EXPECT_EQ(ResolveFusedKernel(forced, heads, rows, kH200), forced);
       }
-      const V automatic = ResolveMlaValueVariant(V::kAuto, heads, rows);
+      const V automatic = ResolveFusedKernel(V::kAuto, heads, rows, kH200);
       EXPECT_NE(std::find(std::begin(kernels), std::end(kernels), automatic), std::end(kernels));
-      EXPECT_EQ(MlaValueKernelAddress(heads, rows, V::kAuto),
-                MlaValueKernelAddress(heads, rows, automatic));
-      EXPECT_EQ(MlaValueKernelAddress(heads, rows),
-                MlaValueKernelAddress(heads, rows, automatic));
+      EXPECT_EQ(KernelFunction(heads, rows, V::kAuto),
+                KernelFunction(heads, rows, automatic));
       for (V a : kernels) {
         for (V b : kernels) {
           if (a == b) continue;
-          EXPECT_NE(MlaValueKernelAddress(heads, rows, a), MlaValueKernelAddress(heads, rows, b))
-              << MlaValueVariantName(a) << " and " << MlaValueVariantName(b);
+          EXPECT_NE(KernelFunction(heads, rows, a), KernelFunction(heads, rows, b))
+              << FusedKernelName(a) << " and " << FusedKernelName(b);
         }
       }
     }
@@ -43,9 +55,9 @@ TEST(MlaValueVariantTest, ResolvesToOneKernel) {
 
 // The rule against the H200 measurements it was drawn from: at each shape, the kernel it picks
 // was the fastest or within 3% of it, or is kept on purpose (MlaValue up to 16 rows at up to 64
-// heads, for its start behind an upstream kernel; see mla/dispatch.h for the files).
+// heads, for its start behind an upstream kernel; docs/design.md).
 TEST(DispatchTest, FollowsTheMeasurements) {
-  using K = TailKernel;
+  using K = FusedKernel;
   const struct {
     int heads, rows;
     K kernel;
@@ -60,89 +72,101 @@ TEST(DispatchTest, FollowsTheMeasurements) {
       {128, 4, K::kColumnSplit},
       {8, 17, K::kColumnSplit},
       {8, 32, K::kColumnSplit},
-      {8, 33, K::kWgmmaA8N32},
-      {12, 17, K::kWgmmaA8N32},
+      {8, 33, K::kTile64x32AllSteps},
+      {12, 17, K::kTile64x32AllSteps},
       {3, 32, K::kColumnSplit},
-      {8, 64, K::kWgmmaA8N32},
-      {8, 128, K::kWgmmaA8N32},
-      {12, 32, K::kWgmmaA8N32},
-      {12, 64, K::kWgmmaA8N32},
-      {12, 128, K::kWgmmaA8N32},
-      {16, 32, K::kWgmmaA8N32},
-      {16, 64, K::kWgmmaA8N32},
-      {8, 256, K::kWgmmaA8},
-      {12, 256, K::kWgmmaA8},
-      {16, 128, K::kWgmmaA8},
-      {32, 32, K::kWgmmaA8},
-      {32, 64, K::kWgmmaA8},
-      {96, 16, K::kWgmmaP6},
-      {96, 32, K::kWgmmaP6},
-      {96, 64, K::kWgmmaP6},
-      {128, 8, K::kWgmmaP6},
-      {128, 16, K::kWgmmaP6},
-      {128, 32, K::kWgmmaP6},
-      {8, 512, K::kWgmmaP6},
-      {12, 512, K::kWgmmaP6},
-      {16, 256, K::kWgmmaP6},
-      {32, 128, K::kWgmmaP6},
-      {64, 32, K::kWgmmaP6},
-      {64, 64, K::kWgmmaP6},
-      {96, 128, K::kWgmmaP4},
-      {12, 1024, K::kWgmmaP4},
-      {8, 1024, K::kWgmmaN128},
-      {16, 512, K::kWgmmaN128},
-      {32, 256, K::kWgmmaN128},
-      {64, 128, K::kWgmmaN128},
-      {128, 64, K::kWgmmaN128},
-      {16, 1024, K::kWgmmaWs},
-      {32, 512, K::kWgmmaWs},
-      {32, 1024, K::kWgmmaWs},
-      {64, 256, K::kWgmmaWs},
-      {96, 256, K::kWgmmaWs},
-      {128, 128, K::kWgmmaWs},
-      {128, 1024, K::kWgmmaWs},
+      {8, 64, K::kTile64x32AllSteps},
+      {8, 128, K::kTile64x32AllSteps},
+      {12, 32, K::kTile64x32AllSteps},
+      {12, 64, K::kTile64x32AllSteps},
+      {12, 128, K::kTile64x32AllSteps},
+      {16, 32, K::kTile64x32AllSteps},
+      {16, 64, K::kTile64x32AllSteps},
+      {8, 256, K::kTile64x64AllSteps},
+      {12, 256, K::kTile64x64AllSteps},
+      {16, 128, K::kTile64x64AllSteps},
+      {32, 32, K::kTile64x64AllSteps},
+      {32, 64, K::kTile64x64AllSteps},
+      {96, 16, K::kTile64x64Pipeline6},
+      {96, 32, K::kTile64x64Pipeline6},
+      {96, 64, K::kTile64x64Pipeline6},
+      {128, 8, K::kTile64x64Pipeline6},
+      {128, 16, K::kTile64x64Pipeline6},
+      {128, 32, K::kTile64x64Pipeline6},
+      {8, 512, K::kTile64x64Pipeline6},
+      {12, 512, K::kTile64x64Pipeline6},
+      {16, 256, K::kTile64x64Pipeline6},
+      {32, 128, K::kTile64x64Pipeline6},
+      {64, 32, K::kTile64x64Pipeline6},
+      {64, 64, K::kTile64x64Pipeline6},
+      {96, 128, K::kTile64x64Pipeline4},
+      {12, 1024, K::kTile64x64Pipeline4},
+      {8, 1024, K::kTile64x128},
+      {16, 512, K::kTile64x128},
+      {32, 256, K::kTile64x128},
+      {64, 128, K::kTile64x128},
+      {128, 64, K::kTile64x128},
+      {16, 1024, K::kPersistent128x128},
+      {32, 512, K::kPersistent128x128},
+      {32, 1024, K::kPersistent128x128},
+      {64, 256, K::kPersistent128x128},
+      {96, 256, K::kPersistent128x128},
+      {128, 128, K::kPersistent128x128},
+      {128, 1024, K::kPersistent128x128},
   };
   for (const auto& m : measured) {
-    EXPECT_EQ(DispatchTail(m.heads, m.rows), m.kernel) << m.heads << " x " << m.rows;
-    EXPECT_FALSE(value_bmm(m.heads, m.rows)) << m.heads << " x " << m.rows;
+    EXPECT_EQ(DispatchFusedKernel(m.heads, m.rows, kH200), m.kernel)
+        << m.heads << " x " << m.rows;
+    EXPECT_FALSE(UseBmmPath(m.heads, m.rows)) << m.heads << " x " << m.rows;
   }
 }
 
-// MlaValue's rows a block, against the measurements (bench/results/2026-11-30-h200, tenth to
-// twelfth sessions): 8 (latent in registers) up to 8 rows while 4 heads <= 396 blocks and at
+// The SM count enters where the rule counts waves: a GPU with fewer SMs moves the 8-row blocks'
+// and the one-wave 64 x 128 tiles' ranges with it.
+TEST(DispatchTest, FollowsTheMultiprocessorCount) {
+  EXPECT_EQ(DispatchFusedKernel(8, 32, kH200), FusedKernel::kColumnSplit);
+  EXPECT_EQ(DispatchFusedKernel(8, 32, 114), FusedKernel::kTile64x32AllSteps);
+  EXPECT_EQ(DispatchFusedKernel(8, 1024, kH200), FusedKernel::kTile64x128);
+  EXPECT_EQ(DispatchFusedKernel(7, 1024, 114), FusedKernel::kTile64x128);
+  EXPECT_NE(DispatchFusedKernel(8, 1024, 114), FusedKernel::kTile64x128);
+  EXPECT_EQ(MlaValueBlockRows(99, 8, kH200), 8);
+  EXPECT_EQ(MlaValueBlockRows(99, 8, 114), 16);
+}
+
+// MlaValue's rows a block, against the measurements (docs/design.md): 8 (latent in registers) up to 8 rows while 4 heads <= 396 blocks and at
 // 9-32 rows while 4 heads ceil(rows / 8) <= 132, else 16, and 32 once the 32-row grid still has
 // about two blocks a multiprocessor. A distinct kernel each.
 TEST(MlaValueBlockRowsTest, EightRowsWhereTheyFitOneWave) {
   for (int heads : {1, 12, 64, 96, 99}) {
-    for (int rows : {1, 8}) EXPECT_EQ(MlaValueBlockRows(heads, rows), 8) << heads << " x " << rows;
+    for (int rows : {1, 8}) EXPECT_EQ(MlaValueBlockRows(heads, rows, kH200), 8) << heads << " x " << rows;
   }
   for (int heads : {1, 8, 12, 16}) {
-    for (int rows : {9, 16}) EXPECT_EQ(MlaValueBlockRows(heads, rows), 8) << heads << " x " << rows;
+    for (int rows : {9, 16}) EXPECT_EQ(MlaValueBlockRows(heads, rows, kH200), 8) << heads << " x " << rows;
   }
   for (int heads : {17, 24, 32, 64}) {
     for (int rows : {9, 16}) {
-      EXPECT_EQ(MlaValueBlockRows(heads, rows), 16) << heads << " x " << rows;
+      EXPECT_EQ(MlaValueBlockRows(heads, rows, kH200), 16) << heads << " x " << rows;
     }
   }
   for (int heads : {1, 3, 8}) {
     for (int rows : {17, 24, 32}) {
-      EXPECT_EQ(MlaValueBlockRows(heads, rows), 8) << heads << " x " << rows;
+      EXPECT_EQ(MlaValueBlockRows(heads, rows, kH200), 8) << heads << " x " << rows;
     }
   }
-  EXPECT_EQ(MlaValueBlockRows(8, 33), 16);
-  EXPECT_EQ(MlaValueBlockRows(9, 32), 16);
-  EXPECT_EQ(MlaValueBlockRows(11, 24), 8);
-  EXPECT_EQ(MlaValueKernelAddress(8, 32, MlaValueVariant::kColumnSplit),
-            MlaValueKernelAddress(8, 1, MlaValueVariant::kColumnSplit));
-  for (int rows : {1, 8, 16}) EXPECT_EQ(MlaValueBlockRows(100, rows), 16) << rows;
-  EXPECT_EQ(MlaValueBlockRows(128, 4), 16);
-  EXPECT_EQ(MlaValueBlockRows(12, 17), 16);
-  EXPECT_EQ(MlaValueBlockRows(12, 32), 16);
-  EXPECT_EQ(MlaValueBlockRows(128, 32), 32);
-  EXPECT_NE(MlaValueKernelAddress(12, 8, MlaValueVariant::kColumnSplit),
-            MlaValueKernelAddress(12, 17, MlaValueVariant::kColumnSplit));
-  EXPECT_NE(MlaValueKernelAddress(128, 8, MlaValueVariant::kColumnSplit),
-            MlaValueKernelAddress(128, 32, MlaValueVariant::kColumnSplit));
+  EXPECT_EQ(MlaValueBlockRows(8, 33, kH200), 16);
+  EXPECT_EQ(MlaValueBlockRows(9, 32, kH200), 16);
+  EXPECT_EQ(MlaValueBlockRows(11, 24, kH200), 8);
+  EXPECT_EQ(KernelFunction(8, 32, FusedKernel::kColumnSplit),
+            KernelFunction(8, 1, FusedKernel::kColumnSplit));
+  for (int rows : {1, 8, 16}) EXPECT_EQ(MlaValueBlockRows(100, rows, kH200), 16) << rows;
+  EXPECT_EQ(MlaValueBlockRows(128, 4, kH200), 16);
+  EXPECT_EQ(MlaValueBlockRows(12, 17, kH200), 16);
+  EXPECT_EQ(MlaValueBlockRows(12, 32, kH200), 16);
+  EXPECT_EQ(MlaValueBlockRows(128, 32, kH200), 32);
+  EXPECT_NE(KernelFunction(12, 8, FusedKernel::kColumnSplit),
+            KernelFunction(12, 17, FusedKernel::kColumnSplit));
+  EXPECT_NE(KernelFunction(128, 8, FusedKernel::kColumnSplit),
+            KernelFunction(128, 32, FusedKernel::kColumnSplit));
 }
 
 }  // namespace

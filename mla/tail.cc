@@ -1,16 +1,63 @@
-#include "mla/tail.h"
+#include "mla_tail/mla/tail.h"
 
+#include <cublasLt.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "mla/cuda_status.h"
-#include "mla/device_guard.h"
-#include "mla/dispatch.h"
+#include "mla/internal/cuda_status.h"
+#include "mla/internal/device_guard.h"
+#include "mla/internal/tail_access.h"
+#include "mla/internal/value_bmm.h"
 #include "mla/kernels/params.h"
+#include "mla_tail/mla/dispatch.h"
 
 namespace mla {
+
+// The BMM path's device memory, allocated on first use in stream order on the instance's own
+// non-blocking stream, and freed the same way after the instance's last eager BMM run.
+struct BmmScratch {
+  cudaStream_t stream = nullptr;  // the instance's own: allocations and frees only
+  cudaEvent_t last_run = nullptr;  // recorded after each eager (uncaptured) BMM run
+  cublasLtHandle_t cublaslt = nullptr;
+  void* workspace = nullptr;
+  bf16* values = nullptr;           // [max_heads, max_rows, 128]
+  void* operand_tables = nullptr;   // kOperandTableBytes: BmmPointersKernel's output
+  size_t bytes = 0;
+
+  bool allocated() const { return values != nullptr; }
+};
+
+struct MlaTail::Impl {
+  int device = 0;
+  int multiprocessors = 0;
+  TailOptions options;
+  BmmScratch bmm;
+
+  struct PlanKey {
+    int heads, rows;
+    int64_t latent_row_stride, w_row_stride;
+    bool operator==(const PlanKey& o) const {
+      return heads == o.heads && rows == o.rows && latent_row_stride == o.latent_row_stride &&
+             w_row_stride == o.w_row_stride;
+    }
+    template <typename H>
+    friend H AbslHashValue(H h, const PlanKey& k) {
+      return H::combine(std::move(h), k.heads, k.rows, k.latent_row_stride, k.w_row_stride);
+    }
+  };
+  absl::flat_hash_map<PlanKey, ValueBmm> plans;
+
+  absl::Status AllocateBmmScratch();
+  absl::StatusOr<const ValueBmm*> Plan(const TailShape& shape, const TailBuffers& buffers,
+                                       bool capturing);
+  absl::Status RunFused(const TailShape& shape, const TailBuffers& buffers,
+                        cudaStream_t stream) const;
+  absl::Status RunBmm(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream);
+};
 
 const char* TailPathName(TailPath path) {
   switch (path) {
@@ -24,7 +71,14 @@ const char* TailPathName(TailPath path) {
   return "?";
 }
 
+MlaTail::MlaTail(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+int MlaTail::device() const { return impl_->device; }
+const TailOptions& MlaTail::options() const { return impl_->options; }
+size_t MlaTail::scratch_bytes() const { return impl_->bmm.bytes; }
+
 absl::StatusOr<std::unique_ptr<MlaTail>> MlaTail::Create(int device, const TailOptions& options) {
+  internal::CudaErrorScope errors;
   if (options.max_heads < 1 || options.max_heads > kMaxHeads) {
     return absl::InvalidArgumentError(absl::StrCat("TailOptions.max_heads = ", options.max_heads,
                                                    " is outside [1, ", kMaxHeads, "]"));
@@ -36,46 +90,100 @@ absl::StatusOr<std::unique_ptr<MlaTail>> MlaTail::Create(int device, const TailO
   MLA_RETURN_IF_ERROR(CheckDevice(device));
   DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device));
+  internal::RelaxedCaptureMode relaxed;
 
-  // Per device, and never during a capture: Run() may be the first launch and be captured.
-  MLA_RETURN_IF_CUDA_ERROR(PrepareTailKernels(), "PrepareTailKernels");
-
-  // Destroyed (with whatever was allocated) on any early return.
-  std::unique_ptr<MlaTail> tail(new MlaTail(device, options));
-  if (!options.bmm) return tail;
-  MLA_RETURN_IF_ERROR(CublasStatus(cublasLtCreate(&tail->cublaslt_), "cublasLtCreate"));
-  if (options.workspace_bytes > 0) {
-    MLA_RETURN_IF_CUDA_ERROR(cudaMalloc(&tail->workspace_, options.workspace_bytes),
-                             "cudaMalloc(cuBLASLt workspace)");
-  }
-  const size_t values_bytes =
-      size_t{static_cast<size_t>(options.max_heads)} * options.max_rows * kValueDim * sizeof(bf16);
-  MLA_RETURN_IF_CUDA_ERROR(cudaMalloc(&tail->values_, values_bytes), "cudaMalloc(values)");
-  // NaN until the GEMM writes it: a value the GEMM failed to write shows in the output, and
-  // initcheck, which cannot follow cuBLASLt's bulk-copy stores, sees defined memory.
-  MLA_RETURN_IF_CUDA_ERROR(cudaMemset(tail->values_, 0xff, values_bytes), "cudaMemset(values)");
-  MLA_RETURN_IF_CUDA_ERROR(
-      cudaMalloc(&tail->operand_tables_, kOperandTableBytes),
-      "cudaMalloc(operand tables)");
-  tail->scratch_bytes_ = options.workspace_bytes + values_bytes + kOperandTableBytes;
-  return tail;
+  auto impl = std::make_unique<Impl>();
+  impl->device = device;
+  impl->options = options;
+  MLA_RETURN_IF_CUDA_ERROR(MultiprocessorCount(device, &impl->multiprocessors),
+                           "cudaDeviceGetAttribute(multiprocessors)");
+  // Loaded now, so that a first Run() inside a capture loads nothing.
+  MLA_RETURN_IF_CUDA_ERROR(PrepareTailKernels(), "loading the tail's kernels");
+  return std::unique_ptr<MlaTail>(new MlaTail(std::move(impl)));
 }
 
 MlaTail::~MlaTail() {
+  BmmScratch& s = impl_->bmm;
+  if (s.stream == nullptr) return;  // the fused path holds no device memory
+  internal::CudaErrorScope errors;
   DeviceGuard guard;
-  if (!guard.Enter(device_).ok()) return;
-  // Work enqueued on this instance's scratch must finish before the memory goes back.
-  cudaDeviceSynchronize();
-  cudaFree(operand_tables_);
-  cudaFree(values_);
-  cudaFree(workspace_);
-  plans_.clear();
-  if (cublaslt_ != nullptr) cublasLtDestroy(cublaslt_);
+  if (!guard.Enter(impl_->device).ok()) return;
+  internal::RelaxedCaptureMode relaxed;
+  // Stream order: the frees wait for the last eager BMM run on the GPU, the host does not.
+  if (s.last_run != nullptr) cudaStreamWaitEvent(s.stream, s.last_run, 0);
+  cudaFreeAsync(s.operand_tables, s.stream);
+  cudaFreeAsync(s.values, s.stream);
+  cudaFreeAsync(s.workspace, s.stream);
+  impl_->plans.clear();
+  if (s.cublaslt != nullptr) cublasLtDestroy(s.cublaslt);
+  if (s.last_run != nullptr) cudaEventDestroy(s.last_run);
+  cudaStreamDestroy(s.stream);  // its resources go once its frees have run
+}
+
+absl::Status MlaTail::Impl::AllocateBmmScratch() {
+  if (bmm.allocated()) return absl::OkStatus();
+  internal::RelaxedCaptureMode relaxed;
+  BmmScratch s;
+  // On failure, whatever was made is released in stream order by the same path as the
+  // destructor's: kept in `bmm` only once complete.
+  auto release = [&s] {
+    if (s.stream == nullptr) return;
+    cudaFreeAsync(s.operand_tables, s.stream);
+    cudaFreeAsync(s.values, s.stream);
+    cudaFreeAsync(s.workspace, s.stream);
+    if (s.cublaslt != nullptr) cublasLtDestroy(s.cublaslt);
+    if (s.last_run != nullptr) cudaEventDestroy(s.last_run);
+    cudaStreamDestroy(s.stream);
+  };
+  absl::Status status = CudaStatus(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking),
+                                   "cudaStreamCreate(BMM scratch)");
+  if (status.ok()) {
+    status = CudaStatus(cudaEventCreateWithFlags(&s.last_run, cudaEventDisableTiming),
+                        "cudaEventCreate(BMM runs)");
+  }
+  if (status.ok()) status = CublasStatus(cublasLtCreate(&s.cublaslt), "cublasLtCreate");
+  const size_t values_bytes = static_cast<size_t>(options.max_heads) * options.max_rows *
+                              kValueDim * sizeof(bf16);
+  if (status.ok() && options.workspace_bytes > 0) {
+    status = CudaStatus(cudaMallocAsync(&s.workspace, options.workspace_bytes, s.stream),
+                        "cudaMallocAsync(cuBLASLt workspace)");
+  }
+  if (status.ok()) {
+    status = CudaStatus(cudaMallocAsync(reinterpret_cast<void**>(&s.values), values_bytes,
+                                        s.stream),
+                        "cudaMallocAsync(BMM values)");
+  }
+  if (status.ok()) {
+    status = CudaStatus(cudaMallocAsync(&s.operand_tables, kOperandTableBytes, s.stream),
+                        "cudaMallocAsync(BMM operand tables)");
+  }
+  // NaN until the GEMM writes it: a value the GEMM failed to write shows in the output, and
+  // initcheck, which cannot follow cuBLASLt's bulk-copy stores, sees defined memory.
+  if (status.ok()) {
+    status = CudaStatus(cudaMemsetAsync(s.values, 0xff, values_bytes, s.stream),
+                        "cudaMemsetAsync(BMM values)");
+  }
+  // The memory must be usable from any stream before the first run: wait for our own stream.
+  if (status.ok()) {
+    status = CudaStatus(cudaStreamSynchronize(s.stream), "allocating the BMM scratch");
+  }
+  if (!status.ok()) {
+    release();
+    return status;
+  }
+  s.bytes = options.workspace_bytes + values_bytes + kOperandTableBytes;
+  bmm = s;
+  return absl::OkStatus();
 }
 
 TailPath MlaTail::Resolve(TailPath path, const TailShape& shape) {
   if (path != TailPath::kAuto) return path;
-  return value_bmm(shape.heads, shape.rows) ? TailPath::kBmm : TailPath::kFused;
+  return UseBmmPath(shape.heads, shape.rows) ? TailPath::kBmm : TailPath::kFused;
+}
+
+FusedKernel MlaTail::FusedKernelFor(const TailShape& shape) const {
+  return ResolveFusedKernel(impl_->options.fused_kernel, shape.heads, shape.rows,
+                            impl_->multiprocessors);
 }
 
 absl::Status MlaTail::CheckStream(cudaStream_t stream) const {
@@ -84,81 +192,118 @@ absl::Status MlaTail::CheckStream(cudaStream_t stream) const {
   }
   // CUDA refuses to name a capturing stream's device (and the refusal would break the capture):
   // under capture, a stream of another device fails at the first launch instead.
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  MLA_RETURN_IF_CUDA_ERROR(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing");
-  if (capture != cudaStreamCaptureStatusNone) return absl::OkStatus();
+  absl::StatusOr<bool> capturing = internal::IsCapturing(stream);
+  if (!capturing.ok()) return capturing.status();
+  if (*capturing) return absl::OkStatus();
   int stream_device = -1;
   MLA_RETURN_IF_CUDA_ERROR(cudaStreamGetDevice(stream, &stream_device), "cudaStreamGetDevice");
-  if (stream_device != device_) {
+  if (stream_device != impl_->device) {
     return absl::InvalidArgumentError(absl::StrCat("stream belongs to device ", stream_device,
-                                                   "; this MlaTail runs on device ", device_));
+                                                   "; this MlaTail runs on device ",
+                                                   impl_->device));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<const ValueBmm*> MlaTail::Plan(const TailShape& shape,
-                                              const TailBuffers& buffers) {
-  if (!options_.bmm) {
+absl::StatusOr<const ValueBmm*> MlaTail::Impl::Plan(const TailShape& shape,
+                                                    const TailBuffers& buffers, bool capturing) {
+  if (!options.bmm) {
     return absl::FailedPreconditionError(
-        "this MlaTail was created without the BMM path's scratch (TailOptions::bmm = false)");
+        "this MlaTail was created without the BMM path (TailOptions::bmm = false)");
   }
-  if (shape.heads > options_.max_heads || shape.rows > options_.max_rows) {
+  if (shape.heads > options.max_heads || shape.rows > options.max_rows) {
     return absl::OutOfRangeError(absl::StrCat(
-        "the BMM path of this MlaTail holds at most ", options_.max_heads, " heads x ",
-        options_.max_rows, " rows (TailOptions); got heads = ", shape.heads,
+        "the BMM path of this MlaTail holds at most ", options.max_heads, " heads x ",
+        options.max_rows, " rows (TailOptions); got heads = ", shape.heads,
         ", rows = ", shape.rows));
   }
   const PlanKey key{shape.heads, shape.rows, buffers.latent_row_stride, buffers.w_row_stride};
-  if (auto it = plans_.find(key); it != plans_.end()) return &it->second;
+  if (auto it = plans.find(key); it != plans.end()) return &it->second;
+  if (capturing) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the BMM path is not prepared for heads = ", shape.heads, ", rows = ", shape.rows,
+        " and these strides: call PrepareBmm() before capturing"));
+  }
+  MLA_RETURN_IF_ERROR(AllocateBmmScratch());
   ValueBmmShape bmm_shape;
   bmm_shape.heads = shape.heads;
   bmm_shape.rows = shape.rows;
   bmm_shape.latent_row_stride = buffers.latent_row_stride;
   bmm_shape.w_head_stride = buffers.w_head_stride;
   bmm_shape.w_row_stride = buffers.w_row_stride;
-  absl::StatusOr<ValueBmm> plan = ValueBmm::Create(cublaslt_, bmm_shape,
-                                                   BmmBatchMode::kPointerArray,
-                                                   options_.workspace_bytes, options_.faults);
+  absl::StatusOr<ValueBmm> plan = ValueBmm::Create(
+      bmm.cublaslt, bmm_shape, BmmBatchMode::kPointerArray, options.workspace_bytes);
   if (!plan.ok()) return plan.status();
-  return &plans_.emplace(key, *std::move(plan)).first->second;
+  return &plans.emplace(key, *std::move(plan)).first->second;
 }
 
 absl::Status MlaTail::PrepareBmm(const TailShape& shape, const TailBuffers& buffers) {
+  internal::CudaErrorScope errors;
   MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
   DeviceGuard guard;
-  MLA_RETURN_IF_ERROR(guard.Enter(device_));
-  return Plan(shape, buffers).status();
+  MLA_RETURN_IF_ERROR(guard.Enter(impl_->device));
+  return impl_->Plan(shape, buffers, /*capturing=*/false).status();
 }
 
 absl::Status MlaTail::Run(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream,
                           TailPath path) {
+  internal::CudaErrorScope errors;
   MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
   DeviceGuard guard;
-  MLA_RETURN_IF_ERROR(guard.Enter(device_));
+  MLA_RETURN_IF_ERROR(guard.Enter(impl_->device));
   MLA_RETURN_IF_ERROR(CheckStream(stream));
-  return Resolve(path, shape) == TailPath::kBmm ? RunBmm(shape, buffers, stream)
-                                                : RunFused(shape, buffers, stream);
+  return Resolve(path, shape) == TailPath::kBmm ? impl_->RunBmm(shape, buffers, stream)
+                                                : impl_->RunFused(shape, buffers, stream);
 }
 
-absl::Status MlaTail::RunFused(const TailShape& shape, const TailBuffers& b,
-                               cudaStream_t stream) {
-  return CudaStatus(LaunchMlaValue(MakeMlaValueParams(shape, b), stream, options_.pdl,
-                                   options_.fused_variant),
-                    "MlaValue launch");
+absl::Status MlaTail::Impl::RunFused(const TailShape& shape, const TailBuffers& b,
+                                     cudaStream_t stream) const {
+  const MlaValueParams params = MakeMlaValueParams(shape, b);
+  KernelLaunch launch;
+  MLA_RETURN_IF_CUDA_ERROR(
+      PlanMlaValue(params, options.fused_kernel, multiprocessors, &launch),
+      "planning the fused kernel");
+  return CudaStatus(LaunchMlaValue(launch, params, stream, options.pdl), "MlaValue launch");
 }
 
-absl::Status MlaTail::RunBmm(const TailShape& shape, const TailBuffers& b, cudaStream_t stream) {
+absl::Status MlaTail::Impl::RunBmm(const TailShape& shape, const TailBuffers& b,
+                                   cudaStream_t stream) {
+  absl::StatusOr<bool> capturing = internal::IsCapturing(stream);
+  if (!capturing.ok()) return capturing.status();
   // Planned before anything is enqueued, so a missing algorithm launches nothing.
-  absl::StatusOr<const ValueBmm*> plan = Plan(shape, b);
+  absl::StatusOr<const ValueBmm*> plan = Plan(shape, b, *capturing);
   if (!plan.ok()) return plan.status();
 
-  const BmmPointerParams tables = MakeBmmPointerParams(shape, b, values_, operand_tables_);
-  MLA_RETURN_IF_CUDA_ERROR(LaunchBmmPointers(tables, stream, options_.pdl),
-                           "BmmPointers launch");
+  const BmmPointerParams tables =
+      MakeBmmPointerParams(shape, b, bmm.values, bmm.operand_tables);
+  MLA_RETURN_IF_CUDA_ERROR(LaunchBmmPointers(tables, stream, options.pdl), "BmmPointers launch");
   MLA_RETURN_IF_ERROR((*plan)->RunPointerArray(tables.a_table, tables.b_table, tables.d_table,
-                                               workspace_, stream));
-  return CudaStatus(LaunchMlaGate(MakeMlaGateParams(shape, tables), stream, options_.pdl),
-                    "MlaGate launch");
+                                               bmm.workspace, stream));
+  MLA_RETURN_IF_CUDA_ERROR(LaunchMlaGate(MakeMlaGateParams(shape, tables), stream, options.pdl),
+                           "MlaGate launch");
+  // What the destructor's frees wait for. A captured run is the caller's graph's to order.
+  if (!*capturing) {
+    MLA_RETURN_IF_CUDA_ERROR(cudaEventRecord(bmm.last_run, stream), "cudaEventRecord");
+  }
+  return absl::OkStatus();
 }
 
+namespace internal {
+
+absl::Status TailAccess::PlanFused(const MlaTail& tail, const TailShape& shape,
+                                   const TailBuffers& buffers, KernelLaunch* launch,
+                                   MlaValueParams* params) {
+  *params = MakeMlaValueParams(shape, buffers);
+  return CudaStatus(PlanMlaValue(*params, tail.impl_->options.fused_kernel,
+                                 tail.impl_->multiprocessors, launch),
+                    "planning the fused kernel");
+}
+
+absl::Status TailAccess::RecordBmmUse(MlaTail& tail, cudaStream_t stream) {
+  const BmmScratch& s = tail.impl_->bmm;
+  if (s.last_run == nullptr) return absl::OkStatus();
+  return CudaStatus(cudaEventRecord(s.last_run, stream), "cudaEventRecord(BMM replay)");
+}
+
+}  // namespace internal
 }  // namespace mla

@@ -1,4 +1,4 @@
-#include "mla/tail_args.h"
+#include "mla_tail/mla/tail_args.h"
 
 #include <cstdint>
 

@@ -13,10 +13,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
-#include "graph/tail_graph_set.h"
-#include "graph/buckets.h"
+#include "mla_tail/graph/tail_graph_set.h"
+#include "mla_tail/graph/buckets.h"
 #include "gtest/gtest.h"
-#include "mla/tail.h"
+#include "mla_tail/mla/tail.h"
 #include "testing/device_filler.h"
 #include "testing/gpu.h"
 #include "testing/gpu_stream_test.h"

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "mla/cuda_status.h"
+#include "mla/internal/cuda_status.h"
 
 namespace mla_testing {
 

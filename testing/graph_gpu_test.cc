@@ -10,10 +10,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
-#include "graph/tail_graph_set.h"
+#include "mla_tail/graph/tail_graph_set.h"
 #include "gtest/gtest.h"
 #include "mla/kernels/params.h"
-#include "mla/tail.h"
+#include "mla_tail/mla/tail.h"
 #include "testing/gpu.h"
 #include "testing/gpu_stream_test.h"
 #include "testing/problem.h"
@@ -481,22 +481,22 @@ TEST(GraphTileKernelTest, ReplayEqualsEagerAndFollowsUpdates) {
       DeviceMemory::Allocate(problems[0]->output_elements() * sizeof(uint16_t));
   ASSERT_TRUE(eager_output.ok());
 
-  std::vector<mla::MlaValueVariant> variants;
-  for (mla::MlaValueVariant v : mla::kMlaValueKernels) {
-    if (v != mla::MlaValueVariant::kColumnSplit) variants.push_back(v);
+  std::vector<mla::FusedKernel> variants;
+  for (mla::FusedKernel v : mla::kFusedKernels) {
+    if (v != mla::FusedKernel::kColumnSplit) variants.push_back(v);
   }
-  for (mla::MlaValueVariant variant : variants) {
-    SCOPED_TRACE(mla::MlaValueVariantName(variant));
+  for (mla::FusedKernel variant : variants) {
+    SCOPED_TRACE(mla::FusedKernelName(variant));
     GraphSetOptions options;
     options.heads = kHeads;
     options.layers = 1;
     options.buckets = {16, 256};
     options.path = TailPath::kFused;
-    options.fused_variant = variant;
+    options.fused_kernel = variant;
     absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
     ASSERT_TRUE(set.ok()) << set.status();
     mla::TailOptions eager_options;
-    eager_options.fused_variant = variant;
+    eager_options.fused_kernel = variant;
     absl::StatusOr<std::unique_ptr<mla::MlaTail>> eager = mla::MlaTail::Create(0, eager_options);
     ASSERT_TRUE(eager.ok()) << eager.status();
 

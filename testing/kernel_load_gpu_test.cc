@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "mla/kernels/params.h"
-#include "mla/tail.h"
+#include "mla_tail/mla/tail.h"
 #include "testing/device_filler.h"
 #include "testing/gpu.h"
 #include "testing/gpu_stream_test.h"
@@ -24,7 +24,7 @@
 namespace mla_testing {
 namespace {
 
-using ::mla::MlaValueVariant;
+using ::mla::FusedKernel;
 
 class KernelLoadGpuTest : public GpuStreamTest<> {
  protected:
@@ -54,13 +54,13 @@ TEST_F(KernelLoadGpuTest, FusedKernelsRunWithTheDeviceFullAndAfter) {
   ASSERT_TRUE(problem.ok()) << problem.status();
   const mla::TailBuffers b = (*problem)->buffers();
 
-  std::vector<std::pair<MlaValueVariant, std::unique_ptr<mla::MlaTail>>> tails;
-  for (MlaValueVariant variant : mla::kMlaValueKernels) {
+  std::vector<std::pair<FusedKernel, std::unique_ptr<mla::MlaTail>>> tails;
+  for (FusedKernel variant : mla::kFusedKernels) {
     mla::TailOptions options;
     options.max_heads = 12;
     options.max_rows = 100;
     options.workspace_bytes = 0;
-    options.fused_variant = variant;
+    options.fused_kernel = variant;
     absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(0, options);
     ASSERT_TRUE(tail.ok()) << tail.status();
     tails.emplace_back(variant, *std::move(tail));
@@ -76,7 +76,7 @@ TEST_F(KernelLoadGpuTest, FusedKernelsRunWithTheDeviceFullAndAfter) {
   RecordProperty("bytes_free_after_fill", std::to_string(free_bytes));
   int instantiated_full = 0;
   for (const auto& [variant, tail] : tails) {
-    SCOPED_TRACE(absl::StrCat(mla::MlaValueVariantName(variant), ", device full"));
+    SCOPED_TRACE(absl::StrCat(mla::FusedKernelName(variant), ", device full"));
     cudaGraphExec_t exec = nullptr;
     const cudaError_t e = Instantiate(*tail, **problem, &exec);
     EXPECT_TRUE(e == cudaSuccess || e == cudaErrorMemoryAllocation) << cudaGetErrorString(e);
@@ -94,7 +94,7 @@ TEST_F(KernelLoadGpuTest, FusedKernelsRunWithTheDeviceFullAndAfter) {
 
   filler.Release();
   for (const auto& [variant, tail] : tails) {
-    SCOPED_TRACE(absl::StrCat(mla::MlaValueVariantName(variant), ", memory back"));
+    SCOPED_TRACE(absl::StrCat(mla::FusedKernelName(variant), ", memory back"));
     cudaGraphExec_t exec = nullptr;
     const cudaError_t e = Instantiate(*tail, **problem, &exec);
     ASSERT_EQ(e, cudaSuccess) << cudaGetErrorString(e);

@@ -11,9 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "mla/dispatch.h"
+#include "mla_tail/mla/dispatch.h"
 #include "mla/kernels/params.h"
-#include "mla/tail.h"
+#include "mla_tail/mla/tail.h"
 #include "testing/gpu.h"
 #include "testing/gpu_stream_test.h"
 #include "testing/problem.h"
@@ -22,7 +22,7 @@
 namespace mla_testing {
 namespace {
 
-using ::mla::MlaValueVariant;
+using ::mla::FusedKernel;
 using ::mla::TailPath;
 using ::testing::HasSubstr;
 
@@ -45,10 +45,10 @@ class MlaGpuTest : public mla_testing::GpuStreamTest<> {
   }
 
   // A tail whose fused path runs `variant`.
-  static std::unique_ptr<mla::MlaTail> FusedTail(MlaValueVariant variant) {
+  static std::unique_ptr<mla::MlaTail> FusedTail(FusedKernel variant) {
     mla::TailOptions options;
     options.max_rows = 1024;
-    options.fused_variant = variant;
+    options.fused_kernel = variant;
     absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(0, options);
     EXPECT_TRUE(tail.ok()) << tail.status();
     return tail.ok() ? *std::move(tail) : nullptr;
@@ -73,7 +73,7 @@ class MlaGpuTest : public mla_testing::GpuStreamTest<> {
     EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
     const absl::Status check = problem.Check(output->as<mla::bf16>(), rows, exact);
     EXPECT_TRUE(check.ok()) << mla::TailPathName(path) << ", fused kernel "
-                            << mla::MlaValueVariantName(tail.options().fused_variant) << ": "
+                            << mla::FusedKernelName(tail.options().fused_kernel) << ": "
                             << check;
     absl::StatusOr<std::vector<uint16_t>> bits =
         DownloadBits(output->as<mla::bf16>(), problem.output_elements());
@@ -122,10 +122,10 @@ INSTANTIATE_TEST_SUITE_P(Heads, GridTest, ::testing::Values(1, 3, 8, 12, 16, 63,
                          [](const auto& info) { return absl::StrCat("H", info.param); });
 
 // The fused kernels other than MlaValue (MlaValueWgmma's configurations), each forced.
-std::vector<MlaValueVariant> TileVariants() {
-  std::vector<MlaValueVariant> variants;
-  for (MlaValueVariant v : mla::kMlaValueKernels) {
-    if (v != MlaValueVariant::kColumnSplit) variants.push_back(v);
+std::vector<FusedKernel> TileVariants() {
+  std::vector<FusedKernel> variants;
+  for (FusedKernel v : mla::kFusedKernels) {
+    if (v != FusedKernel::kColumnSplit) variants.push_back(v);
   }
   return variants;
 }
@@ -136,10 +136,10 @@ class TileKernelTest : public MlaGpuTest, public ::testing::WithParamInterface<i
 
 TEST_P(TileKernelTest, BitExactAndEqualToColumnSplit) {
   const int heads = GetParam();
-  std::unique_ptr<mla::MlaTail> split = FusedTail(MlaValueVariant::kColumnSplit);
+  std::unique_ptr<mla::MlaTail> split = FusedTail(FusedKernel::kColumnSplit);
   ASSERT_NE(split, nullptr);
   std::vector<std::unique_ptr<mla::MlaTail>> tiles;
-  for (MlaValueVariant v : TileVariants()) {
+  for (FusedKernel v : TileVariants()) {
     tiles.push_back(FusedTail(v));
     ASSERT_NE(tiles.back(), nullptr);
   }
@@ -161,7 +161,7 @@ TEST_P(TileKernelTest, BitExactAndEqualToColumnSplit) {
         const std::vector<uint16_t> got =
             RunAndCheckWith(*tile, *problem, TailPath::kFused, true, sample);
         ASSERT_TRUE(got == expected)
-            << mla::MlaValueVariantName(tile->options().fused_variant) << " differs from split";
+            << mla::FusedKernelName(tile->options().fused_kernel) << " differs from split";
       }
     }
   }
@@ -173,10 +173,10 @@ INSTANTIATE_TEST_SUITE_P(Heads, TileKernelTest, ::testing::Values(1, 3, 12, 63, 
 // The tile kernels on the kv_b_proj view of W_UV with padded latent, gate and output rows; on
 // inactive requests (length 0 or negative, NaN latent and gate); on random data within 1 ulp.
 TEST_F(MlaGpuTest, TileKernelStridedInactiveAndRandom) {
-  std::unique_ptr<mla::MlaTail> split = FusedTail(MlaValueVariant::kColumnSplit);
+  std::unique_ptr<mla::MlaTail> split = FusedTail(FusedKernel::kColumnSplit);
   ASSERT_NE(split, nullptr);
   std::vector<std::unique_ptr<mla::MlaTail>> tiles;
-  for (MlaValueVariant v : TileVariants()) {
+  for (FusedKernel v : TileVariants()) {
     tiles.push_back(FusedTail(v));
     ASSERT_NE(tiles.back(), nullptr);
   }
@@ -195,7 +195,7 @@ TEST_F(MlaGpuTest, TileKernelStridedInactiveAndRandom) {
           RunAndCheckWith(*split, *problem, TailPath::kFused, true, sample);
       for (const std::unique_ptr<mla::MlaTail>& tile : tiles) {
         ASSERT_TRUE(RunAndCheckWith(*tile, *problem, TailPath::kFused, true, sample) == expected)
-            << mla::MlaValueVariantName(tile->options().fused_variant) << " differs from split";
+            << mla::FusedKernelName(tile->options().fused_kernel) << " differs from split";
       }
     }
   }

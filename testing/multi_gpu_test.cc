@@ -14,10 +14,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "graph/tail_graph_set.h"
+#include "mla_tail/graph/tail_graph_set.h"
 #include "gtest/gtest.h"
-#include "mla/cuda_status.h"
-#include "mla/tail.h"
+#include "mla/internal/cuda_status.h"
+#include "mla_tail/mla/tail.h"
 #include "testing/gpu.h"
 #include "testing/problem.h"
 #include "testing/status_macros.h"

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "mla/cuda_status.h"
+#include "mla/internal/cuda_status.h"
 #include "testing/bf16_bits.h"
 #include "testing/fill.h"
 

@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "graph/tail_graph_set.h"
-#include "mla/cuda_status.h"
+#include "mla_tail/graph/tail_graph_set.h"
+#include "mla/internal/cuda_status.h"
 #include "gtest/gtest.h"
 #include "mla/kernels/params.h"
-#include "mla/tail.h"
+#include "mla_tail/mla/tail.h"
 #include "testing/gpu.h"
 #include "testing/gpu_stream_test.h"
 #include "testing/late_writer.h"
@@ -64,14 +64,14 @@ TEST_F(ReliabilityGpuTest, ControlPdlWaitSeesLateWrites) {
 // griddepcontrol.wait would produce NaN or zero rows. Every fused kernel and the BMM path, at
 // 64 rows and at 5-13 (MlaValue's 8-row blocks, which load the latent into registers).
 TEST_F(ReliabilityGpuTest, InputsWrittenUpstreamUntilItsEndAreSeen) {
-  using mla::MlaValueVariant;
-  std::vector<std::pair<TailPath, MlaValueVariant>> runs;
-  for (MlaValueVariant v : mla::kMlaValueKernels) runs.push_back({TailPath::kFused, v});
-  runs.push_back({TailPath::kBmm, MlaValueVariant::kAuto});
+  using mla::FusedKernel;
+  std::vector<std::pair<TailPath, FusedKernel>> runs;
+  for (FusedKernel v : mla::kFusedKernels) runs.push_back({TailPath::kFused, v});
+  runs.push_back({TailPath::kBmm, FusedKernel::kAuto});
   for (const auto& [path, variant] : runs) {
     for (const auto [heads, rows] :
          {std::pair{3, 64}, {12, 64}, {64, 64}, {12, 8}, {64, 5}, {12, 13}}) {
-      SCOPED_TRACE(absl::StrCat(mla::TailPathName(path), " ", mla::MlaValueVariantName(variant),
+      SCOPED_TRACE(absl::StrCat(mla::TailPathName(path), " ", mla::FusedKernelName(variant),
                                 " heads ", heads, " rows ", rows));
       ProblemOptions options;
       options.shape = {heads, rows, 1};
@@ -95,7 +95,7 @@ TEST_F(ReliabilityGpuTest, InputsWrittenUpstreamUntilItsEndAreSeen) {
 
       mla::TailOptions tail_options;
       tail_options.max_rows = 64;
-      tail_options.fused_variant = variant;
+      tail_options.fused_kernel = variant;
       absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(0, tail_options);
       ASSERT_TRUE(tail.ok()) << tail.status();
       ASSERT_OK((*tail)->PrepareBmm((*problem)->shape(), b));

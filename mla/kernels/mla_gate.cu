@@ -53,7 +53,6 @@ __global__ void __launch_bounds__(kThreads) MlaGateKernel(const MlaGateParams p)
 
 }  // namespace
 
-const void* MlaGateKernelAddress() { return reinterpret_cast<const void*>(&MlaGateKernel); }
 
 cudaError_t PrepareMlaGate() { return LoadKernel(MlaGateKernel, 0); }
 

@@ -19,7 +19,7 @@
 
 #include <cstdint>
 
-#include "mla/dispatch.h"
+#include "mla_tail/mla/dispatch.h"
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/launch.cuh"
 #include "mla/kernels/mla_value_variants.h"
@@ -209,16 +209,19 @@ constexpr void (*KernelOf())(const MlaValueParams) {
 }
 
 template <int kTileRows>
-cudaError_t Launch(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
+KernelLaunch LaunchOf(int heads, int rows) {
   static_assert(SmemBytes<kTileRows>() <= 48 * 1024, "more shared memory needs an opt-in");
-  const dim3 grid(kValueDim / kColumnsPerBlock, p.heads, (p.rows + kTileRows - 1) / kTileRows);
-  return LaunchWithPdl(KernelOf<kTileRows>(), grid, dim3(kThreads), SmemBytes<kTileRows>(),
-                       stream, pdl, p);
+  KernelLaunch launch;
+  launch.function = reinterpret_cast<const void*>(KernelOf<kTileRows>());
+  launch.grid = dim3(kValueDim / kColumnsPerBlock, heads, (rows + kTileRows - 1) / kTileRows);
+  launch.block = dim3(kThreads);
+  launch.smem_bytes = SmemBytes<kTileRows>();
+  return launch;
 }
 
 }  // namespace
 
-int MlaValueBlockRows(int heads, int rows) {
+int MlaValueBlockRows(int heads, int rows, int multiprocessors) {
   const int blocks_per_row_block = (kValueDim / kColumnsPerBlock) * heads;
   // 8 rows (bench/results/, tenth and eleventh sessions):
   // - up to 8 rows while the grid fits the multiprocessors at the three blocks a multiprocessor
@@ -233,23 +236,12 @@ int MlaValueBlockRows(int heads, int rows) {
   //   against 16-row blocks and the 64 x 32 tiles the rule gave them: 24-38% faster back to back
   //   at 1-4 heads, 2.5-11% at 8 heads, and 0.8 us less after the upstream at 8 x 24-32.
   static_assert(kValueDim / kColumnsPerBlock == 4, "EightRowBlocksFitOneWave counts 4 a head");
-  if (rows <= 8 && blocks_per_row_block <= 3 * 132) return 8;
-  if (EightRowBlocksFitOneWave(heads, rows)) return 8;
+  if (rows <= 8 && blocks_per_row_block <= 3 * multiprocessors) return 8;
+  if (EightRowBlocksFitOneWave(heads, rows, multiprocessors)) return 8;
   // 32 while the grid still has about two blocks per multiprocessor. 64 rows (69 KB of shared
   // memory a block) measured 2-3x slower per row on the H200, and such batches take other
   // kernels anyway.
   return rows >= 32 && blocks_per_row_block * (rows / 32) >= 264 ? 32 : 16;
-}
-
-const void* MlaValueColumnSplitKernelAddress(int heads, int rows) {
-  switch (MlaValueBlockRows(heads, rows)) {
-    case 8:
-      return reinterpret_cast<const void*>(KernelOf<8>());
-    case 16:
-      return reinterpret_cast<const void*>(KernelOf<16>());
-    default:
-      return reinterpret_cast<const void*>(KernelOf<32>());
-  }
 }
 
 cudaError_t PrepareMlaValueColumnSplit() {
@@ -258,14 +250,14 @@ cudaError_t PrepareMlaValueColumnSplit() {
   return e != cudaSuccess ? e : LoadKernel(KernelOf<32>(), SmemBytes<32>());
 }
 
-cudaError_t LaunchMlaValueColumnSplit(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
-  switch (MlaValueBlockRows(p.heads, p.rows)) {
+KernelLaunch PlanMlaValueColumnSplit(int heads, int rows, int multiprocessors) {
+  switch (MlaValueBlockRows(heads, rows, multiprocessors)) {
     case 8:
-      return Launch<8>(p, stream, pdl);
+      return LaunchOf<8>(heads, rows);
     case 16:
-      return Launch<16>(p, stream, pdl);
+      return LaunchOf<16>(heads, rows);
     default:
-      return Launch<32>(p, stream, pdl);
+      return LaunchOf<32>(heads, rows);
   }
 }
 

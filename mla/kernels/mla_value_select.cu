@@ -1,73 +1,63 @@
-// Which fused kernel runs: the one place that maps MlaValueVariant and a shape to a kernel, for
-// the launch and for graph/, which finds the captured node by the kernel's address; and the one
-// place that loads every kernel of the tail.
+// Which fused kernel runs: the one place that maps FusedKernel and a shape to a kernel launch,
+// for the eager launch and for graph nodes; and the one place that loads every kernel of the
+// tail.
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <initializer_list>
 
-#include "mla/dispatch.h"
+#include "mla_tail/mla/dispatch.h"
 #include "mla/kernels/mla_value_variants.h"
 #include "mla/kernels/params.h"
 
 namespace mla {
 
-const char* MlaValueVariantName(MlaValueVariant variant) {
-  switch (variant) {
-    case MlaValueVariant::kAuto:
-      return "auto";
-    case MlaValueVariant::kColumnSplit:
-      return "split";
-    case MlaValueVariant::kWgmmaP4:
-      return "wgmma-p4";
-    case MlaValueVariant::kWgmmaA8:
-      return "wgmma-a8";
-    case MlaValueVariant::kWgmmaN128:
-      return "wgmma-n128";
-    case MlaValueVariant::kWgmmaA8N32:
-      return "wgmma-a8n32";
-    case MlaValueVariant::kWgmmaP6:
-      return "wgmma-p6";
-    case MlaValueVariant::kWgmmaWs:
-      return "wgmma-ws";
+cudaError_t MultiprocessorCount(int device, int* count) {
+  constexpr int kDevices = 64;
+  static std::atomic<int> cached[kDevices];
+  if (device >= 0 && device < kDevices &&
+      (*count = cached[device].load(std::memory_order_relaxed)) > 0) {
+    return cudaSuccess;
   }
-  return "?";
-}
-
-MlaValueVariant ResolveMlaValueVariant(MlaValueVariant variant, int heads, int rows) {
-  if (variant != MlaValueVariant::kAuto) return variant;
-  switch (DispatchTail(heads, rows)) {
-    case TailKernel::kColumnSplit:
-      return MlaValueVariant::kColumnSplit;
-    case TailKernel::kWgmmaA8N32:
-      return MlaValueVariant::kWgmmaA8N32;
-    case TailKernel::kWgmmaA8:
-      return MlaValueVariant::kWgmmaA8;
-    case TailKernel::kWgmmaP6:
-      return MlaValueVariant::kWgmmaP6;
-    case TailKernel::kWgmmaP4:
-      return MlaValueVariant::kWgmmaP4;
-    case TailKernel::kWgmmaN128:
-      return MlaValueVariant::kWgmmaN128;
-    case TailKernel::kWgmmaWs:
-      return MlaValueVariant::kWgmmaWs;
+  const cudaError_t e = cudaDeviceGetAttribute(count, cudaDevAttrMultiProcessorCount, device);
+  if (e == cudaSuccess && device >= 0 && device < kDevices) {
+    cached[device].store(*count, std::memory_order_relaxed);
   }
-  return MlaValueVariant::kWgmmaP4;
+  return e;
 }
 
-const void* MlaValueKernelAddress(int heads, int rows, MlaValueVariant variant) {
-  const MlaValueVariant resolved = ResolveMlaValueVariant(variant, heads, rows);
-  if (resolved == MlaValueVariant::kWgmmaWs) return MlaValueWsKernelAddress(heads, rows);
-  if (IsMlaValueWgmma(resolved)) return MlaValueWgmmaKernelAddress(resolved);
-  return MlaValueColumnSplitKernelAddress(heads, rows);
+FusedKernel ResolveFusedKernel(FusedKernel kernel, int heads, int rows, int multiprocessors) {
+  return kernel != FusedKernel::kAuto ? kernel
+                                      : DispatchFusedKernel(heads, rows, multiprocessors);
 }
 
-cudaError_t LaunchMlaValue(const MlaValueParams& p, cudaStream_t stream, bool pdl,
-                           MlaValueVariant variant) {
-  const MlaValueVariant resolved = ResolveMlaValueVariant(variant, p.heads, p.rows);
-  if (resolved == MlaValueVariant::kWgmmaWs) return LaunchMlaValueWs(p, stream, pdl);
-  if (IsMlaValueWgmma(resolved)) return LaunchMlaValueWgmma(p, stream, pdl, resolved);
-  return LaunchMlaValueColumnSplit(p, stream, pdl);
+cudaError_t PlanMlaValue(const MlaValueParams& p, FusedKernel kernel, int multiprocessors,
+                         KernelLaunch* launch) {
+  const FusedKernel resolved = ResolveFusedKernel(kernel, p.heads, p.rows, multiprocessors);
+  if (resolved == FusedKernel::kPersistent128x128) {
+    *launch = PlanMlaValueWs(p.heads, p.rows, multiprocessors);
+    return cudaSuccess;
+  }
+  if (IsMlaValueWgmma(resolved)) return PlanMlaValueWgmma(p.heads, p.rows, resolved, launch);
+  *launch = PlanMlaValueColumnSplit(p.heads, p.rows, multiprocessors);
+  return cudaSuccess;
+}
+
+cudaError_t LaunchMlaValue(const KernelLaunch& launch, const MlaValueParams& params,
+                           cudaStream_t stream, bool pdl) {
+  cudaLaunchAttribute attributes[1];
+  attributes[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attributes[0].val.programmaticStreamSerializationAllowed = pdl ? 1 : 0;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = launch.grid;
+  config.blockDim = launch.block;
+  config.dynamicSmemBytes = launch.smem_bytes;
+  config.stream = stream;
+  config.attrs = attributes;
+  config.numAttrs = 1;
+  void* arguments[] = {const_cast<MlaValueParams*>(&params)};
+  return cudaLaunchKernelExC(&config, launch.function, arguments);
 }
 
 cudaError_t PrepareTailKernels() {

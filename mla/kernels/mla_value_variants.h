@@ -1,34 +1,28 @@
 #ifndef MLA_KERNELS_MLA_VALUE_VARIANTS_H_
 #define MLA_KERNELS_MLA_VALUE_VARIANTS_H_
 
-// The fused kernels' own entry points, behind LaunchMlaValue, MlaValueKernelAddress and
-// PrepareTailKernels (params.h), which pick one by MlaValueVariant or load them all. Each
-// Prepare* loads its kernels (LoadKernel, launch.cuh).
+// The fused kernels' own launch plans and loaders, behind PlanMlaValue and PrepareTailKernels
+// (params.h), which pick one by FusedKernel or load them all.
 
 #include <cuda_runtime_api.h>
 
+#include "mla_tail/mla/dispatch.h"
 #include "mla/kernels/params.h"
 
 namespace mla {
 
-// MlaValue (mla_value.cu): MlaValueBlockRows(heads, rows) rows a block.
-cudaError_t LaunchMlaValueColumnSplit(const MlaValueParams& params, cudaStream_t stream, bool pdl);
+// MlaValue (mla_value.cu): MlaValueBlockRows rows a block.
+KernelLaunch PlanMlaValueColumnSplit(int heads, int rows, int multiprocessors);
 cudaError_t PrepareMlaValueColumnSplit();
-const void* MlaValueColumnSplitKernelAddress(int heads, int rows);
 
-// MlaValueWgmma (mla_value_wgmma.cu) in the configuration a kWgmma* variant names;
-// IsMlaValueWgmma tells which variants those are.
-bool IsMlaValueWgmma(MlaValueVariant variant);
-cudaError_t LaunchMlaValueWgmma(const MlaValueParams& params, cudaStream_t stream, bool pdl,
-                                MlaValueVariant variant);
-const void* MlaValueWgmmaKernelAddress(MlaValueVariant variant);
+// MlaValueWgmma (mla_value_wgmma.cu) in the configuration a kTile* kernel names;
+// cudaErrorInvalidValue for any other kernel. IsMlaValueWgmma tells which kernels those are.
+bool IsMlaValueWgmma(FusedKernel kernel);
+cudaError_t PlanMlaValueWgmma(int heads, int rows, FusedKernel kernel, KernelLaunch* launch);
 cudaError_t PrepareMlaValueWgmma();
 
-// The warp-specialized persistent kernel (mla_value_ws.cu): kWgmmaWs. Its address depends on the
-// shape (with one tile a block, the kernel with early sigmoids); null if the device's
-// multiprocessor count cannot be read.
-cudaError_t LaunchMlaValueWs(const MlaValueParams& params, cudaStream_t stream, bool pdl);
-const void* MlaValueWsKernelAddress(int heads, int rows);
+// MlaValueWgmma-ws (mla_value_ws.cu): kPersistent128x128.
+KernelLaunch PlanMlaValueWs(int heads, int rows, int multiprocessors);
 cudaError_t PrepareMlaValueWs();
 
 }  // namespace mla

@@ -377,7 +377,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
   MLA_TIMELINE_STAMP(4 + kSteps);
 }
 
-// The configurations MlaValueVariant names: stages (8: all steps in flight), the tile's
+// The configurations FusedKernel names: stages (8: all steps in flight), the tile's
 // columns, the warpgroups that split them, and the minimum blocks a multiprocessor its launch
 // bounds name (0: none). The 64 x 128 tiles' block spent a third of its time after the dependency
 // wait in its epilogue (64 gated columns a thread, one warp a scheduler: 2.1 us of 6.6 at
@@ -392,16 +392,16 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
 // the same bounds. The shared memory of each (WgTile::kSmemBytes) decides how many of its blocks
 // share a multiprocessor, which the rule (mla/dispatch.h) leans on.
 struct WgConfig {
-  MlaValueVariant variant;
+  FusedKernel variant;
   int stages, cols, warpgroups, min_blocks;
   bool early_sigmoids;  // EarlySigmoids
 };
 constexpr WgConfig kWgConfigs[] = {
-    {MlaValueVariant::kWgmmaP4, 4, 64, 1, 1, true},
-    {MlaValueVariant::kWgmmaA8, 8, 64, 1, 0, false},
-    {MlaValueVariant::kWgmmaN128, 3, 128, 2, 2, false},
-    {MlaValueVariant::kWgmmaA8N32, 8, 32, 1, 0, false},
-    {MlaValueVariant::kWgmmaP6, 6, 64, 1, 1, false},
+    {FusedKernel::kTile64x64Pipeline4, 4, 64, 1, 1, true},
+    {FusedKernel::kTile64x64AllSteps, 8, 64, 1, 0, false},
+    {FusedKernel::kTile64x128, 3, 128, 2, 2, false},
+    {FusedKernel::kTile64x32AllSteps, 8, 32, 1, 0, false},
+    {FusedKernel::kTile64x64Pipeline6, 6, 64, 1, 1, false},
 };
 
 // The rule (mla/dispatch.h) counts on how many blocks of each share a multiprocessor: 228 KB
@@ -422,18 +422,20 @@ struct Wg {
   static constexpr auto kKernel =
       MlaValueWgmmaKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kC.early_sigmoids>;
 
-  static cudaError_t Launch(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
-    const int column_blocks = kValueDim / kC.cols;
-    const int row_tiles = (p.rows + T::kRows - 1) / T::kRows;
-    const dim3 grid(column_blocks, p.heads, row_tiles);
-    return LaunchWithPdl(kKernel, grid, dim3(T::kThreads), T::kSmemBytes, stream, pdl, p);
+  static KernelLaunch Plan(int heads, int rows) {
+    KernelLaunch launch;
+    launch.function = reinterpret_cast<const void*>(kKernel);
+    launch.grid = dim3(kValueDim / kC.cols, heads, (rows + T::kRows - 1) / T::kRows);
+    launch.block = dim3(T::kThreads);
+    launch.smem_bytes = T::kSmemBytes;
+    return launch;
   }
   static cudaError_t Load() { return LoadKernel(kKernel, T::kSmemBytes); }
 };
 
 // Calls f(Wg<i>) for the configuration of `variant`; false if it has none.
 template <typename F, int kIndex = 0>
-bool WithConfig(MlaValueVariant variant, F&& f) {
+bool WithConfig(FusedKernel variant, F&& f) {
   if constexpr (kIndex == std::size(kWgConfigs)) {
     return false;
   } else {
@@ -457,25 +459,16 @@ cudaError_t LoadAll() {
 
 }  // namespace
 
-bool IsMlaValueWgmma(MlaValueVariant variant) {
+bool IsMlaValueWgmma(FusedKernel variant) {
   return WithConfig(variant, [](auto) {});
 }
 
 cudaError_t PrepareMlaValueWgmma() { return LoadAll(); }
 
-const void* MlaValueWgmmaKernelAddress(MlaValueVariant variant) {
-  const void* address = nullptr;
-  WithConfig(variant, [&](auto wg) {
-    address = reinterpret_cast<const void*>(decltype(wg)::kKernel);
-  });
-  return address;
-}
-
-cudaError_t LaunchMlaValueWgmma(const MlaValueParams& p, cudaStream_t stream, bool pdl,
-                                MlaValueVariant variant) {
-  cudaError_t result = cudaErrorInvalidValue;
-  WithConfig(variant, [&](auto wg) { result = decltype(wg)::Launch(p, stream, pdl); });
-  return result;
+cudaError_t PlanMlaValueWgmma(int heads, int rows, FusedKernel kernel, KernelLaunch* launch) {
+  return WithConfig(kernel, [&](auto wg) { *launch = decltype(wg)::Plan(heads, rows); })
+             ? cudaSuccess
+             : cudaErrorInvalidValue;
 }
 
 }  // namespace mla

@@ -30,7 +30,6 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
-#include <atomic>
 #include <cstdint>
 
 #include "mla/kernels/device.cuh"
@@ -357,45 +356,6 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
   }
 }
 
-// The multiprocessors of the current device, asked once per device.
-cudaError_t MultiprocessorCount(int* count) {
-  constexpr int kDevices = 64;
-  static std::atomic<int> cached[kDevices];
-  int device = 0;
-  cudaError_t e = cudaGetDevice(&device);
-  if (e != cudaSuccess) return e;
-  if (device < kDevices && (*count = cached[device].load(std::memory_order_relaxed)) > 0) {
-    return cudaSuccess;
-  }
-  e = cudaDeviceGetAttribute(count, cudaDevAttrMultiProcessorCount, device);
-  if (e == cudaSuccess && device < kDevices) {
-    cached[device].store(*count, std::memory_order_relaxed);
-  }
-  return e;
-}
-
-// The launch for `heads` x `rows` on the current device: as many rounds of tiles as the GPU
-// needs, on the fewest blocks that keep that many (every block as busy, and more bandwidth for
-// each: 96 x 256 runs 96 blocks of 2 tiles, not 132 of which 60 take a second; 3% faster there,
-// up to 1% at 96-128 x 512-1024, the rest equal: bench/results/2026-11-30-h200/history/
-// even6_d5e7849); with one round, the kernel with early sigmoids. One mapping for the launch and
-// for graph/, which finds the captured node by its kernel.
-struct WsLaunch {
-  void (*kernel)(MlaValueParams);
-  unsigned blocks;
-};
-cudaError_t PlanWsLaunch(int heads, int rows, WsLaunch* launch) {
-  int multiprocessors = 0;
-  const cudaError_t e = MultiprocessorCount(&multiprocessors);
-  if (e != cudaSuccess) return e;
-  const long long tiles =
-      static_cast<long long>(heads) * ((rows + WsTile::kRows - 1) / WsTile::kRows);
-  const long long rounds = (tiles + multiprocessors - 1) / multiprocessors;
-  launch->kernel = rounds == 1 ? MlaValueWsKernel<true> : MlaValueWsKernel<false>;
-  launch->blocks = static_cast<unsigned>((tiles + rounds - 1) / rounds);
-  return cudaSuccess;
-}
-
 }  // namespace
 
 cudaError_t PrepareMlaValueWs() {
@@ -403,18 +363,19 @@ cudaError_t PrepareMlaValueWs() {
   return e != cudaSuccess ? e : LoadKernel(MlaValueWsKernel<false>, WsTile::kSmemBytes);
 }
 
-const void* MlaValueWsKernelAddress(int heads, int rows) {
-  WsLaunch launch;
-  if (PlanWsLaunch(heads, rows, &launch) != cudaSuccess) return nullptr;
-  return reinterpret_cast<const void*>(launch.kernel);
-}
-
-cudaError_t LaunchMlaValueWs(const MlaValueParams& p, cudaStream_t stream, bool pdl) {
-  WsLaunch launch;
-  const cudaError_t e = PlanWsLaunch(p.heads, p.rows, &launch);
-  if (e != cudaSuccess) return e;
-  return LaunchWithPdl(launch.kernel, dim3(launch.blocks), dim3(WsTile::kThreads),
-                       WsTile::kSmemBytes, stream, pdl, p);
+// As many rounds of tiles as the GPU needs, on the fewest blocks that keep that many (every
+// block as busy, and more bandwidth for each); with one round, the kernel with early sigmoids.
+KernelLaunch PlanMlaValueWs(int heads, int rows, int multiprocessors) {
+  const long long tiles =
+      static_cast<long long>(heads) * ((rows + WsTile::kRows - 1) / WsTile::kRows);
+  const long long rounds = (tiles + multiprocessors - 1) / multiprocessors;
+  KernelLaunch launch;
+  launch.function = rounds == 1 ? reinterpret_cast<const void*>(MlaValueWsKernel<true>)
+                                : reinterpret_cast<const void*>(MlaValueWsKernel<false>);
+  launch.grid = dim3(static_cast<unsigned>((tiles + rounds - 1) / rounds));
+  launch.block = dim3(WsTile::kThreads);
+  launch.smem_bytes = WsTile::kSmemBytes;
+  return launch;
 }
 
 }  // namespace mla

@@ -10,7 +10,8 @@
 
 #include <cstdint>
 
-#include "mla/tail_args.h"
+#include "mla_tail/mla/dispatch.h"
+#include "mla_tail/mla/tail_args.h"
 
 namespace mla {
 
@@ -101,63 +102,49 @@ inline MlaGateParams MakeMlaGateParams(const TailShape& shape, const BmmPointerP
   return {tables.values, {}, tables.gate_table, shape.heads, shape.rows, shape.q};
 }
 
-// The kernel of the fused path. All follow SPEC.md; they add the products in different orders,
-// so v may differ by 1 bf16 ulp where the FP32 sum is not exact.
-enum class MlaValueVariant {
-  kAuto,         // the measured rule (mla/dispatch.h) decides by shape
-  kColumnSplit,  // MlaValue: 128 threads per (32 columns, head, 16 or 32 rows), W_UV in registers
-  // MlaValueWgmma: wgmma from shared memory, 8 steps of 64 latent values; the variants differ
-  // in the tile and in how the steps are brought in.
-  kWgmmaP4,      // 64 rows x 64 columns a block (one warpgroup), a 4-stage pipeline
-  kWgmmaA8,      // 64 x 64, all 8 steps in flight at once (one memory round trip; 140 KB of
-                 // shared memory, one block a multiprocessor), each step's MMAs running on while
-                 // the next step's copies land: for grids smaller than the GPU
-  kWgmmaN128,    // 64 x 128 (all of a head's columns: each latent row read once), 3 stages,
-                 // two warpgroups of 64 columns
-  kWgmmaA8N32,   // 64 x 32, all 8 steps in flight (101 KB: two blocks a multiprocessor)
-  kWgmmaP6,      // 64 x 64, a 6-stage pipeline (105 KB: two blocks a multiprocessor)
-  // MlaValueWgmma-ws (mla_value_ws.cu): 128 x 128 tiles, one block a multiprocessor looping over
-  // them; a producer warpgroup's copies and two consumer warpgroups' MMAs (sharing each W_UV
-  // slice) hand a ring of 6 buffers over mbarriers, so the copies run on through every epilogue
-  kWgmmaWs,
-};
+// The multiprocessors of `device`, asked of CUDA once per device.
+cudaError_t MultiprocessorCount(int device, int* count);
 
-// Every kernel of the fused path, for callers that force each in turn (tests, benchmarks).
-inline constexpr MlaValueVariant kMlaValueKernels[] = {
-    MlaValueVariant::kColumnSplit, MlaValueVariant::kWgmmaP4, MlaValueVariant::kWgmmaA8,
-    MlaValueVariant::kWgmmaN128, MlaValueVariant::kWgmmaA8N32, MlaValueVariant::kWgmmaP6,
-    MlaValueVariant::kWgmmaWs};
-
-const char* MlaValueVariantName(MlaValueVariant variant);
-
-// The kernel that `variant` runs for a shape: kColumnSplit or a kWgmma*.
-MlaValueVariant ResolveMlaValueVariant(MlaValueVariant variant, int heads, int rows);
+// The kernel that `kernel` runs for a shape on a GPU of `multiprocessors` SMs: kColumnSplit or
+// a kTile* / kPersistent* kernel (kAuto: the rule, mla/dispatch.h).
+FusedKernel ResolveFusedKernel(FusedKernel kernel, int heads, int rows, int multiprocessors);
 
 // Rows of latent per MlaValue block: 8 (loaded into registers), 16 or 32 (staged in shared
 // memory). Each block keeps its 32 W_UV columns in registers across its rows, so larger blocks
 // re-read W_UV less often.
-int MlaValueBlockRows(int heads, int rows);
+int MlaValueBlockRows(int heads, int rows, int multiprocessors);
+
+// One kernel launch: what cudaLaunchKernelEx takes, and what a graph's kernel node holds. The
+// kernel's only argument is its params struct.
+struct KernelLaunch {
+  const void* function = nullptr;
+  dim3 grid;
+  dim3 block;
+  unsigned int smem_bytes = 0;
+};
+
+// The fused kernel's launch for `params` on a GPU of `multiprocessors` SMs: the one mapping from
+// (FusedKernel, shape) to a kernel, used by the eager launch and by every graph node.
+cudaError_t PlanMlaValue(const MlaValueParams& params, FusedKernel kernel, int multiprocessors,
+                         KernelLaunch* launch);
+
+// Enqueues `launch` with `params` as its argument (cudaLaunchKernelEx), with the
+// programmatic-stream-serialization attribute when `pdl` is set.
+cudaError_t LaunchMlaValue(const KernelLaunch& launch, const MlaValueParams& params,
+                           cudaStream_t stream, bool pdl);
 
 // Loads every kernel of the tail on the current device (CUDA would load each at its first launch
 // or graph instantiation) and lets the fused kernels use their shared memory (above the 48 KB
-// default). Once per device before their first launch, outside any stream capture:
-// MlaTail::Create calls it. cuBLASLt's own kernels, on the BMM path, still load at their first
-// launch.
+// default). Once per device before their first launch, outside any stream capture.
 cudaError_t PrepareTailKernels();
 
-cudaError_t LaunchMlaValue(const MlaValueParams& params, cudaStream_t stream, bool pdl,
-                           MlaValueVariant variant = MlaValueVariant::kAuto);
 cudaError_t LaunchMlaGate(const MlaGateParams& params, cudaStream_t stream, bool pdl);
 cudaError_t LaunchBmmPointers(const BmmPointerParams& params, cudaStream_t stream, bool pdl);
 cudaError_t PrepareMlaGate();
 cudaError_t PrepareBmmPointers();
 
-// The kernels, for callers that edit kernel nodes of a captured graph in place: a node whose
-// function is one of these takes the matching params struct as its only argument.
-// MlaValueKernelAddress is the kernel LaunchMlaValue launches for the same arguments.
-const void* MlaValueKernelAddress(int heads, int rows,
-                                  MlaValueVariant variant = MlaValueVariant::kAuto);
-const void* MlaGateKernelAddress();
+// BmmPointersKernel, for callers that edit a captured BMM-path graph: its node takes a
+// BmmPointerParams as its only argument.
 const void* BmmPointersKernelAddress();
 
 }  // namespace mla

@@ -1,24 +1,27 @@
-#include "mla/cuda_status.h"
+#include "mla/internal/cuda_status.h"
 
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "mla_tail/mla/errors.h"
 
 namespace mla {
+namespace {
 
-absl::Status CudaStatus(cudaError_t error, absl::string_view what) {
-  if (error == cudaSuccess) return absl::OkStatus();
-  const std::string message = absl::StrCat(what, ": ", cudaGetErrorName(error), " (",
-                                           cudaGetErrorString(error), ")");
+absl::StatusCode CodeOf(cudaError_t error) {
+  if (IsStickyCudaError(error)) return absl::StatusCode::kDataLoss;
   switch (error) {
     case cudaErrorMemoryAllocation:
-      return absl::ResourceExhaustedError(message);
-    case cudaErrorInvalidValue:
+      return absl::StatusCode::kResourceExhausted;
     case cudaErrorInvalidDevice:
-    case cudaErrorInvalidResourceHandle:
-      return absl::InvalidArgumentError(message);
+    case cudaErrorInvalidResourceHandle:  // a stream or graph handle of the caller's
+      return absl::StatusCode::kInvalidArgument;
     case cudaErrorNoDevice:
     case cudaErrorInsufficientDriver:
     case cudaErrorNoKernelImageForDevice:
-      return absl::FailedPreconditionError(message);
+      return absl::StatusCode::kFailedPrecondition;
     case cudaErrorStreamCaptureInvalidated:
     case cudaErrorStreamCaptureUnsupported:
     case cudaErrorStreamCaptureUnjoined:
@@ -27,18 +30,32 @@ absl::Status CudaStatus(cudaError_t error, absl::string_view what) {
     case cudaErrorStreamCaptureIsolation:
     case cudaErrorStreamCaptureWrongThread:
     case cudaErrorCapturedEvent:
-      return absl::AbortedError(message);
+      return absl::StatusCode::kAborted;
     default:
-      return absl::InternalError(message);
+      // cudaErrorInvalidValue included: every argument the caller gave was validated before
+      // any CUDA call, so an invalid value is the library's fault, not the caller's.
+      return absl::StatusCode::kInternal;
   }
 }
 
+}  // namespace
+
+absl::Status CudaStatus(cudaError_t error, absl::string_view what) {
+  if (error == cudaSuccess) return absl::OkStatus();
+  const bool sticky = IsStickyCudaError(error);
+  absl::Status status(
+      CodeOf(error),
+      absl::StrCat(what, ": ", cudaGetErrorName(error), " (", cudaGetErrorString(error), ")",
+                   sticky ? "; sticky: the CUDA context of this process is lost" : ""));
+  status.SetPayload(kCudaErrorPayloadUrl, absl::Cord(absl::StrCat(static_cast<int>(error))));
+  return status;
+}
+
 absl::Status CheckDevice(int device) {
+  internal::CudaErrorScope errors;
   int count = 0;
   const cudaError_t error = cudaGetDeviceCount(&count);
   if (error != cudaSuccess || count == 0) {
-    // cudaGetDeviceCount leaves a sticky-free error; clear it for later calls.
-    cudaGetLastError();
     return absl::FailedPreconditionError(absl::StrCat(
         "no CUDA device: cudaGetDeviceCount returned ",
         error == cudaSuccess ? "0 devices" : cudaGetErrorName(error)));
@@ -62,4 +79,14 @@ absl::Status CheckDevice(int device) {
   return absl::OkStatus();
 }
 
+namespace internal {
+
+absl::StatusOr<bool> IsCapturing(cudaStream_t stream) {
+  if (stream == nullptr || stream == cudaStreamLegacy) return false;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  MLA_RETURN_IF_CUDA_ERROR(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing");
+  return capture != cudaStreamCaptureStatusNone;
+}
+
+}  // namespace internal
 }  // namespace mla

@@ -1,4 +1,4 @@
-#include "mla/value_bmm.h"
+#include "mla/internal/value_bmm.h"
 
 #include <utility>
 
@@ -72,7 +72,7 @@ absl::Status MakeLayout(cublasLtMatrixLayout_t* layout, uint64_t rows, uint64_t 
 
 absl::StatusOr<ValueBmm> ValueBmm::Create(cublasLtHandle_t handle, const ValueBmmShape& shape,
                                           BmmBatchMode mode, size_t workspace_bytes,
-                                          const FaultHooks& faults) {
+                                          const internal::FaultHooks& faults) {
   auto descriptors = std::make_shared<Descriptors>();
   MLA_RETURN_IF_CUBLAS_ERROR(
       cublasLtMatmulDescCreate(&descriptors->matmul, CUBLAS_COMPUTE_32F, CUDA_R_32F),

@@ -19,8 +19,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "mla/fault_hooks.h"
-#include "mla/tail_args.h"
+#include "mla/internal/fault_hooks.h"
+#include "mla_tail/mla/tail_args.h"
 
 namespace mla {
 
@@ -43,7 +43,7 @@ class ValueBmm {
   // `workspace_bytes` and 16-byte operand alignment (or when `faults` says to act so).
   static absl::StatusOr<ValueBmm> Create(cublasLtHandle_t handle, const ValueBmmShape& shape,
                                          BmmBatchMode mode, size_t workspace_bytes,
-                                         const FaultHooks& faults = {});
+                                         const internal::FaultHooks& faults = internal::ActiveFaultHooks());
 
   // Strided mode: values [H, B, 128] from latent and w_uv.
   absl::Status RunStrided(const bf16* latent, const bf16* w_uv, bf16* values, void* workspace,

@@ -4,7 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include "absl/status/status.h"
-#include "mla/cuda_status.h"
+#include "mla/internal/cuda_status.h"
 
 namespace mla {
 

@@ -1,0 +1,103 @@
+#ifndef GRAPH_TAIL_NODES_H_
+#define GRAPH_TAIL_NODES_H_
+
+// TailNodes: one layer's tail as a node of the caller's own CUDA graph, for a runtime that
+// builds or captures its whole decode step as one graph and updates it in place.
+//
+//   // Building the step graph (once per bucket):
+//   auto tail_node = mla_graph::AddTailNodes(*tail, graph, {attention_node}, shape, buffers);
+//   ... add the output projection after tail_node->node() ...
+//   cudaGraphInstantiate(&exec, graph, 0);
+//   // Each step, when a pointer moved (only future launches of `exec` see it):
+//   MLA_TAIL_RETURN_IF_ERROR(tail_node->Update(exec, new_buffers));
+//
+// Or, for a runtime that captures its step with stream capture: RecordTailNodes(*tail, stream,
+// shape, buffers) records the tail into the capture under way (as MlaTail::Run would) and
+// returns the same handle.
+//
+// PDL: with TailNodeOptions::programmatic_edge (the default, when the MlaTail launches with PDL)
+// the edge from each dependency that is a kernel node is programmatic: the tail's blocks start
+// once every block of that kernel has triggered its dependents (griddepcontrol.launch_dependents)
+// or exited, fetch their W_UV slices, and wait (griddepcontrol.wait) for the kernel's memory
+// before reading the latent, gate and lengths. Edges from other node types are full edges.
+//
+// The fused path only: a tail whose path resolves to the BMM path (TailPath::kBmm) is refused
+// with Unimplemented; capture the BMM path with MlaTail::Run or use TailGraphSet.
+//
+// The nodes hold only the caller's pointers and nothing of the MlaTail: the graph and its
+// executable graphs may outlive it. A TailNodes is a small value (copyable); it is used by one
+// thread at a time, like the graph it belongs to.
+
+#include <cuda_runtime_api.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "mla_tail/mla/dispatch.h"
+#include "mla_tail/mla/tail.h"
+#include "mla_tail/mla/tail_args.h"
+
+namespace mla_graph {
+
+struct TailNodeOptions {
+  // A programmatic (PDL) edge from each kernel-node dependency; requires the MlaTail to launch
+  // with PDL (TailOptions::pdl), else the edges are full edges.
+  bool programmatic_edge = true;
+};
+
+class TailNodes {
+ public:
+  // The node that work after the tail depends on.
+  cudaGraphNode_t node() const { return node_; }
+  const mla::TailShape& shape() const { return shape_; }
+  // The buffers the node's graph holds (as added, or as last given to Update).
+  const mla::TailBuffers& buffers() const { return buffers_; }
+  // The kernel the node runs.
+  mla::FusedKernel kernel() const { return kernel_; }
+
+  // Points the tail's node in `exec` (instantiated from the graph the node belongs to) at
+  // `buffers`, validated for the node's shape: a kernel-node update (about 1 us of host time),
+  // no re-instantiation. Launches of `exec` already enqueued keep what they had. On error
+  // nothing changed.
+  absl::Status Update(cudaGraphExec_t exec, const mla::TailBuffers& buffers);
+
+  // Also rewrites the node in the graph itself, so that later instantiations and clones of it
+  // hold `buffers` (Update changes only an executable graph).
+  absl::Status UpdateGraph(const mla::TailBuffers& buffers);
+
+ private:
+  friend class TailNodesBuilder;
+  TailNodes() = default;
+
+  int device_ = 0;
+  cudaGraphNode_t node_ = nullptr;
+  // The node's launch: the same for every update (the shape is fixed).
+  const void* function_ = nullptr;
+  dim3 grid_;
+  dim3 block_;
+  unsigned int smem_bytes_ = 0;
+  mla::TailShape shape_;
+  mla::TailBuffers buffers_;
+  mla::FusedKernel kernel_ = mla::FusedKernel::kAuto;
+};
+
+// Adds `tail`'s fused kernel for `shape` over `buffers` to `graph`, after `dependencies` (nodes
+// of `graph`; may be empty). The graph must be instantiated on `tail`'s device. Validates every
+// argument first: InvalidArgument for a bad shape, buffer or dependency, Unimplemented for the
+// BMM path. On error nothing was added.
+absl::StatusOr<TailNodes> AddTailNodes(const mla::MlaTail& tail, cudaGraph_t graph,
+                                       absl::Span<const cudaGraphNode_t> dependencies,
+                                       const mla::TailShape& shape,
+                                       const mla::TailBuffers& buffers,
+                                       const TailNodeOptions& options = {});
+
+// Records `tail`'s fused kernel into the capture under way on `stream` (after what the capture
+// holds so far, with a programmatic edge when the MlaTail launches with PDL, as MlaTail::Run
+// records it) and returns its node. FailedPrecondition when `stream` is not capturing.
+absl::StatusOr<TailNodes> RecordTailNodes(const mla::MlaTail& tail, cudaStream_t stream,
+                                          const mla::TailShape& shape,
+                                          const mla::TailBuffers& buffers);
+
+}  // namespace mla_graph
+
+#endif  // GRAPH_TAIL_NODES_H_

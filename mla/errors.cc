@@ -1,0 +1,54 @@
+#include "mla_tail/mla/errors.h"
+
+#include <string>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "mla_tail/mla/version.h"
+
+namespace mla {
+
+const char* Version() {
+  static const std::string version = absl::StrCat(
+      MLA_TAIL_VERSION_MAJOR, ".", MLA_TAIL_VERSION_MINOR, ".", MLA_TAIL_VERSION_PATCH);
+  return version.c_str();
+}
+
+bool IsStickyCudaError(cudaError_t error) {
+  switch (error) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorAssert:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorContextIsDestroyed:
+    case cudaErrorExternalDevice:
+    case cudaErrorTensorMemoryLeak:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsStickyCudaError(const absl::Status& status) {
+  const std::optional<cudaError_t> error = CudaErrorOf(status);
+  return status.code() == absl::StatusCode::kDataLoss && error.has_value() &&
+         IsStickyCudaError(*error);
+}
+
+std::optional<cudaError_t> CudaErrorOf(const absl::Status& status) {
+  const auto payload = status.GetPayload(kCudaErrorPayloadUrl);
+  int value = 0;
+  if (!payload.has_value() || !absl::SimpleAtoi(std::string(*payload), &value)) {
+    return std::nullopt;
+  }
+  return static_cast<cudaError_t>(value);
+}
+
+}  // namespace mla

@@ -1,0 +1,56 @@
+#ifndef MLA_ERRORS_H_
+#define MLA_ERRORS_H_
+
+// How the library reports failures. Every public call returns absl::Status / absl::StatusOr;
+// nothing throws or aborts. A call that fails has launched nothing and written nothing of the
+// caller's, except where its comment says otherwise.
+//
+//   code                  meaning                                        what a runtime does
+//   InvalidArgument       an argument is out of range (the message names it)   fix the call
+//   OutOfRange            rows beyond what an object was built for         use a larger bucket
+//   FailedPrecondition    no usable sm_90 device, or an object not ready    set it up first
+//   ResourceExhausted     device memory ran out                            free memory, retry
+//   Unimplemented         a combination the library does not offer         choose another path
+//   Aborted               CUDA refused a stream capture (our own)          retry outside it
+//   DataLoss              a sticky CUDA error: the device context is lost  restart the process
+//   Internal              any other CUDA or cuBLASLt failure               report it
+//
+// Statuses that come from CUDA carry the cudaError_t (CudaErrorOf). Sticky errors (an illegal
+// address, a kernel fault, an ECC error) corrupt the CUDA context for the whole process: every
+// later CUDA call fails too. IsStickyCudaError tells them apart from transient ones.
+//
+// The library never clears a CUDA error it did not cause: an error pending from the caller's
+// own launches stays pending (cudaGetLastError) across every call of this library.
+
+#include <cuda_runtime_api.h>
+
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
+namespace mla {
+
+// The payload type URL under which a status carries its cudaError_t (as a decimal number).
+inline constexpr absl::string_view kCudaErrorPayloadUrl = "mla_tail/cuda_error";
+
+// The CUDA error behind `status`, when it came from a CUDA call.
+std::optional<cudaError_t> CudaErrorOf(const absl::Status& status);
+
+// Whether `status` reports a sticky CUDA error (code DataLoss): the process's CUDA context is
+// unusable and must be torn down.
+bool IsStickyCudaError(const absl::Status& status);
+
+// Whether a CUDA error is sticky (corrupts the context), as CUDA documents them.
+bool IsStickyCudaError(cudaError_t error);
+
+}  // namespace mla
+
+// Returns from the enclosing function when `expr` (an absl::Status) is not OK.
+#define MLA_TAIL_RETURN_IF_ERROR(expr)                 \
+  do {                                                 \
+    const ::absl::Status _mla_tail_status = (expr);    \
+    if (!_mla_tail_status.ok()) return _mla_tail_status; \
+  } while (false)
+
+#endif  // MLA_ERRORS_H_

@@ -1,0 +1,44 @@
+#ifndef MLA_INTERNAL_FAULT_HOOKS_H_
+#define MLA_INTERNAL_FAULT_HOOKS_H_
+
+// Fault injection for tests: hooks the library calls at the points where faults arise in the
+// field, so that a test can make those faults happen on demand and check that each returns a
+// status, publishes nothing half-built, and is followed by a successful retry. Process-wide and
+// empty in production (an empty hook costs one test of a std::function). Not part of the public
+// API; tests set them through ScopedFaultHooks.
+
+#include <cuda_runtime_api.h>
+
+#include <functional>
+
+namespace mla::internal {
+
+struct FaultHooks {
+  // Asked each time the BMM path plans a GEMM; true makes the plan behave as if cuBLASLt's
+  // heuristic had returned no algorithm (NotFound, nothing planned, nothing launched).
+  std::function<bool()> bmm_finds_no_algorithm;
+
+  // Called by graph/ on its own capturing stream after the tail's launches, before the capture
+  // ends: a test may break the capture here, as a prohibited synchronisation would.
+  std::function<void(cudaStream_t capturing)> during_capture;
+};
+
+// The process's hooks (empty unless a test installed some).
+const FaultHooks& ActiveFaultHooks();
+
+// Installs `hooks` for the scope's lifetime (tests only; not thread-safe against library calls
+// running meanwhile on other threads).
+class ScopedFaultHooks {
+ public:
+  explicit ScopedFaultHooks(FaultHooks hooks);
+  ~ScopedFaultHooks();
+  ScopedFaultHooks(const ScopedFaultHooks&) = delete;
+  ScopedFaultHooks& operator=(const ScopedFaultHooks&) = delete;
+
+ private:
+  FaultHooks previous_;
+};
+
+}  // namespace mla::internal
+
+#endif  // MLA_INTERNAL_FAULT_HOOKS_H_

@@ -1,0 +1,18 @@
+#ifndef MLA_VERSION_H_
+#define MLA_VERSION_H_
+
+// The library's version (CHANGELOG.md). The major number changes when the public headers change
+// incompatibly; before 1.0 the minor number does.
+
+#define MLA_TAIL_VERSION_MAJOR 0
+#define MLA_TAIL_VERSION_MINOR 2
+#define MLA_TAIL_VERSION_PATCH 0
+
+namespace mla {
+
+// "MAJOR.MINOR.PATCH" of the library linked in, to compare with the headers' macros.
+const char* Version();
+
+}  // namespace mla
+
+#endif  // MLA_VERSION_H_
