@@ -16,6 +16,7 @@
 #include "mla_tail/graph/tail_graph_set.h"
 #include "mla_tail/graph/buckets.h"
 #include "gtest/gtest.h"
+#include "mla/internal/fault_hooks.h"
 #include "mla_tail/mla/tail.h"
 #include "testing/device_filler.h"
 #include "testing/gpu.h"
@@ -108,13 +109,15 @@ TEST_P(CaptureFaultTest, InvalidatedCaptureIsReportedAndRetried) {
   options.layers = 2;
   options.buckets = {16, 64};
   options.path = GetParam();
-  options.faults.during_capture = [&](cudaStream_t capturing) {
+  mla::internal::FaultHooks faults;
+  faults.during_capture = [&](cudaStream_t capturing) {
     if (!inject) return;
     ++injected;
     // Prohibited while capturing: the capture is invalidated (the call's error is ignored here,
     // as the code that made it would not know about our capture).
     cudaStreamSynchronize(capturing);
   };
+  mla::internal::ScopedFaultHooks hooks(faults);
   absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
   ASSERT_TRUE(set.ok()) << set.status();
   const mla::TailBuffers b = problem->buffers();
@@ -174,16 +177,16 @@ TEST_F(FaultGpuTest, NoBmmAlgorithmIsReportedAndRetried) {
   ASSERT_NE(problem, nullptr);
   std::atomic<bool> inject{true};
   std::atomic<int> asked{0};
-  mla::FaultHooks faults;
+  mla::internal::FaultHooks faults;
   faults.bmm_finds_no_algorithm = [&] {
     ++asked;
     return inject.load();
   };
+  mla::internal::ScopedFaultHooks hooks(faults);
   const mla::TailBuffers b = problem->buffers();
 
   mla::TailOptions tail_options;
   tail_options.max_rows = 64;
-  tail_options.faults = faults;
   absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(0, tail_options);
   ASSERT_TRUE(tail.ok()) << tail.status();
 
@@ -192,7 +195,6 @@ TEST_F(FaultGpuTest, NoBmmAlgorithmIsReportedAndRetried) {
   options.layers = 1;
   options.buckets = {64};
   options.path = TailPath::kBmm;
-  options.faults = faults;
   absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
   ASSERT_TRUE(set.ok()) << set.status();
   ASSERT_OK((*set)->SetLayer(0, b));
