@@ -13,7 +13,8 @@
 namespace mla_graph {
 
 // The default list, close to vLLM's and SGLang's: 1, 2, 4, 8..256 by 8, 272..512 by 16, each
-// rounded up to a multiple of q and deduplicated (tokens = requests * q), up to `max_rows`.
+// rounded up to a multiple of q and deduplicated (tokens = requests * q), up to `max_rows`;
+// empty for q < 1.
 std::vector<int> DefaultBuckets(int q, int max_rows = 512);
 
 // InvalidArgument unless `buckets` is non-empty, strictly increasing, every entry a multiple of

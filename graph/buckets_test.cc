@@ -28,6 +28,11 @@ TEST(DefaultBucketsTest, AreMultiplesOfQ) {
   EXPECT_THAT(DefaultBuckets(1, 1000).back(), 992);
 }
 
+TEST(DefaultBucketsTest, EmptyForQBelowOne) {
+  EXPECT_TRUE(DefaultBuckets(0).empty());
+  EXPECT_TRUE(DefaultBuckets(-3).empty());
+}
+
 TEST(ValidateBucketsTest, NamesTheFault) {
   struct Case {
     std::vector<int> buckets;

@@ -272,11 +272,12 @@ TEST_P(GraphGpuTest, RowsBeyondTheLargestBucket) {
   ASSERT_NE(problem, nullptr);
   std::unique_ptr<TailGraphSet> set = MakeSet(Options(8, 1, 1, {8, 16, 32}));
   ASSERT_NE(set, nullptr);
-  // SetLayer checks the largest bucket's rows only; the problem holds 48.
   ASSERT_OK(set->SetLayer(0, problem->buffers()));
   const absl::Status beyond = set->Replay(0, 33, stream_);
   EXPECT_EQ(beyond.code(), absl::StatusCode::kOutOfRange);
   EXPECT_THAT(std::string(beyond.message()), HasSubstr("rows = 33"));
+  EXPECT_EQ(set->BucketRows(33).status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(*set->BucketRows(17), 32);
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
 
   GraphSetOptions options = Options(8, 1, 1, {8, 16, 32});
@@ -284,11 +285,25 @@ TEST_P(GraphGpuTest, RowsBeyondTheLargestBucket) {
   std::unique_ptr<TailGraphSet> fallback = MakeSet(options);
   ASSERT_NE(fallback, nullptr);
   ASSERT_OK(fallback->SetLayer(0, problem->buffers()));
+  // BucketRows agrees with Replay: the eager fallback runs exactly the rows asked for.
+  EXPECT_EQ(*fallback->BucketRows(32), 32);
+  EXPECT_EQ(*fallback->BucketRows(40), 40);
+  EXPECT_EQ(*fallback->BucketRows(48), 48);
+  EXPECT_EQ(fallback->BucketRows(49).status().code(), absl::StatusCode::kOutOfRange);
   ASSERT_OK(fallback->Replay(0, 48, stream_));
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
   ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(), true));
   EXPECT_EQ(fallback->stats().eager_runs, 1);
   EXPECT_EQ(fallback->Replay(0, 56, stream_).code(), absl::StatusCode::kOutOfRange);
+
+  // SetLayer checks the buffers for every row Replay may run: an output that begins 32 latent
+  // rows on overlaps the latent's rows 32-47, which only the eager fallback reads.
+  mla::TailBuffers overlapping = problem->buffers();
+  overlapping.output = const_cast<mla::bf16*>(overlapping.latent) + 32 * overlapping.latent_row_stride;
+  ASSERT_OK(set->SetLayer(0, overlapping));
+  const absl::Status refused = fallback->SetLayer(0, overlapping);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("overlaps"));
 }
 
 // Lazy capture and ahead-of-time capture give the same bits.
@@ -434,6 +449,14 @@ TEST_P(GraphGpuTest, ErrorsLeaveTheSetUsable) {
   broken.latent += 1;  // misaligned
   EXPECT_EQ(set->SetLayer(0, broken).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(set->SetLayer(5, problem->buffers()).code(), absl::StatusCode::kInvalidArgument);
+  // Rows that are not a positive multiple of q, everywhere rows are taken.
+  for (int rows : {0, -2, 7}) {
+    SCOPED_TRACE(rows);
+    EXPECT_EQ(set->BucketRows(rows).status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(set->ExportGraph(0, rows).status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(set->Replay(0, rows, stream_).code(), absl::StatusCode::kInvalidArgument);
+  }
+  EXPECT_EQ(set->ExportGraph(0, 18).status().code(), absl::StatusCode::kOutOfRange);
   EXPECT_EQ(set->stats().graphs_captured, 0);
   // Nothing of the caller's was written by any of the calls above.
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
@@ -451,11 +474,17 @@ TEST_P(GraphGpuTest, ErrorsLeaveTheSetUsable) {
 // warp-specialized one runs one 128-row tile a block; TileKernelTest loops it over 4 at
 // 64 heads x 1000 rows): the captured node is found (the capture fails otherwise), replays equal the eager tail with the same kernel bit for bit, and they follow a
 // pointer update without a new instantiation.
-// The set holds the BMM path's scratch only when its path can take that path: kBmm, not the
-// fused path or the rule (which picks the fused path at every shape, mla/dispatch.h).
-TEST_P(GraphGpuTest, BmmScratchOnlyWhenThePathCanTakeIt) {
-  std::unique_ptr<TailGraphSet> set = MakeSet(Options(12, 1, 2));
+// The set holds the BMM path's scratch only once a BMM graph was captured: with kBmm, not with
+// the fused path or the rule (which picks the fused path at every shape, mla/dispatch.h), and
+// never at creation.
+TEST_P(GraphGpuTest, BmmScratchOnlyWhenThePathTakesIt) {
+  std::unique_ptr<TailGraphSet> set = MakeSet(Options(12, 1, 1, {8, 16}));
   ASSERT_NE(set, nullptr);
+  EXPECT_EQ(set->stats().scratch_bytes, 0);
+  std::unique_ptr<Problem> problem = MakeProblem(12, 16, 1, 5);
+  ASSERT_NE(problem, nullptr);
+  ASSERT_OK(set->SetLayer(0, problem->buffers()));
+  ASSERT_OK(set->CaptureAll());
   if (GetParam() == TailPath::kBmm) {
     EXPECT_GT(set->stats().scratch_bytes, 0);
   } else {

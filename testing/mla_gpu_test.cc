@@ -400,9 +400,10 @@ TEST_F(MlaGpuTest, BmmBeyondCapacityIsOutOfRange) {
   }
 }
 
-// Without the BMM path's scratch (TailOptions::bmm = false) nothing is allocated; that path is
-// refused with FailedPrecondition before anything is launched, and the fused and automatic paths
-// run. With it, the scratch is the values, the cuBLASLt workspace and the operand tables.
+// Without the BMM path (TailOptions::bmm = false) nothing is allocated; that path is refused
+// with FailedPrecondition before anything is launched, and the fused and automatic paths run.
+// With it, the scratch (the values, the cuBLASLt workspace and the operand tables) is allocated
+// when the BMM path is first prepared, not before.
 TEST_F(MlaGpuTest, WithoutBmmScratchTheBmmPathIsRefused) {
   mla::TailOptions options;
   options.bmm = false;
@@ -430,12 +431,22 @@ TEST_F(MlaGpuTest, WithoutBmmScratchTheBmmPathIsRefused) {
       ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(), true));
     }
   }
+  // With it, nothing is allocated until the BMM path is first prepared.
   absl::StatusOr<std::unique_ptr<mla::MlaTail>> both = mla::MlaTail::Create(0, {});
   ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_EQ((*both)->scratch_bytes(), 0u);
+  ProblemOptions problem_options;
+  problem_options.shape = {12, 8, 1};
+  std::unique_ptr<Problem> problem = MakeProblem(problem_options);
+  ASSERT_NE(problem, nullptr);
+  ASSERT_OK((*both)->Run(problem->shape(), problem->buffers(), stream_));
+  EXPECT_EQ((*both)->scratch_bytes(), 0u) << "the fused path allocated";
+  ASSERT_OK((*both)->PrepareBmm(problem->shape(), problem->buffers()));
   const mla::TailOptions defaults;
   EXPECT_EQ((*both)->scratch_bytes(),
             defaults.workspace_bytes + size_t{mla::kMaxHeads} * 1024 * mla::kValueDim * 2 +
                 mla::kOperandTableBytes);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
 }
 
 TEST_F(MlaGpuTest, CreateRefusesBadOptionsAndDevices) {

@@ -11,4 +11,11 @@
     ASSERT_TRUE(_s.ok()) << #expr << ": " << _s; \
   } while (false)
 
+// Fails the test (non-fatally) with the expression and its status unless it is OK.
+#define EXPECT_OK(expr)                          \
+  do {                                           \
+    const absl::Status _s = (expr);              \
+    EXPECT_TRUE(_s.ok()) << #expr << ": " << _s; \
+  } while (false)
+
 #endif  // TESTING_STATUS_MACROS_H_
