@@ -4,6 +4,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -17,12 +19,30 @@
 
 namespace mla {
 
+namespace {
+
+// The cuBLASLt handle of `device` (the current device), one for the process, made on first use
+// and never destroyed: cublasLtDestroy synchronises the device, which would stall every stream
+// and break other threads' stream captures. cuBLASLt handles may be shared across threads.
+absl::StatusOr<cublasLtHandle_t> SharedCublasLt(int device) {
+  static std::mutex mutex;
+  static auto* handles = new std::map<int, cublasLtHandle_t>();
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = handles->find(device); it != handles->end()) return it->second;
+  cublasLtHandle_t handle = nullptr;
+  MLA_RETURN_IF_ERROR(CublasStatus(cublasLtCreate(&handle), "cublasLtCreate"));
+  handles->emplace(device, handle);
+  return handle;
+}
+
+}  // namespace
+
 // The BMM path's device memory, allocated on first use in stream order on the instance's own
 // non-blocking stream, and freed the same way after the instance's last eager BMM run.
 struct BmmScratch {
   cudaStream_t stream = nullptr;  // the instance's own: allocations and frees only
   cudaEvent_t last_run = nullptr;  // recorded after each eager (uncaptured) BMM run
-  cublasLtHandle_t cublaslt = nullptr;
+  cublasLtHandle_t cublaslt = nullptr;  // the device's shared handle (SharedCublasLt)
   void* workspace = nullptr;
   bf16* values = nullptr;           // [max_heads, max_rows, 128]
   void* operand_tables = nullptr;   // kOperandTableBytes: BmmPointersKernel's output
@@ -115,7 +135,6 @@ MlaTail::~MlaTail() {
   cudaFreeAsync(s.values, s.stream);
   cudaFreeAsync(s.workspace, s.stream);
   impl_->plans.clear();
-  if (s.cublaslt != nullptr) cublasLtDestroy(s.cublaslt);
   if (s.last_run != nullptr) cudaEventDestroy(s.last_run);
   cudaStreamDestroy(s.stream);  // its resources go once its frees have run
 }
@@ -131,7 +150,6 @@ absl::Status MlaTail::Impl::AllocateBmmScratch() {
     cudaFreeAsync(s.operand_tables, s.stream);
     cudaFreeAsync(s.values, s.stream);
     cudaFreeAsync(s.workspace, s.stream);
-    if (s.cublaslt != nullptr) cublasLtDestroy(s.cublaslt);
     if (s.last_run != nullptr) cudaEventDestroy(s.last_run);
     cudaStreamDestroy(s.stream);
   };
@@ -141,7 +159,11 @@ absl::Status MlaTail::Impl::AllocateBmmScratch() {
     status = CudaStatus(cudaEventCreateWithFlags(&s.last_run, cudaEventDisableTiming),
                         "cudaEventCreate(BMM runs)");
   }
-  if (status.ok()) status = CublasStatus(cublasLtCreate(&s.cublaslt), "cublasLtCreate");
+  if (status.ok()) {
+    absl::StatusOr<cublasLtHandle_t> handle = SharedCublasLt(device);
+    status = handle.status();
+    if (handle.ok()) s.cublaslt = *handle;
+  }
   const size_t values_bytes = static_cast<size_t>(options.max_heads) * options.max_rows *
                               kValueDim * sizeof(bf16);
   if (status.ok() && options.workspace_bytes > 0) {

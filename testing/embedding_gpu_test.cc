@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
@@ -399,79 +400,123 @@ INSTANTIATE_TEST_SUITE_P(
                                                                      : "Relaxed");
     });
 
-// A thread that captures its own work in Global mode on a blocking stream while this thread
-// calls every public entry point (creation with BMM scratch, eager runs, captures of graph sets,
-// replays, exports, graph building, destruction): none of the calls fails, and the other
-// thread's capture ends intact.
+// Another thread's stream capture in Global mode on a blocking stream (one that legacy-stream
+// work would join), begun on construction and ended by Finish().
+class CaptureOnAnotherThread {
+ public:
+  explicit CaptureOnAnotherThread(void* scratch) {
+    std::promise<void> capturing;
+    std::future<void> started = capturing.get_future();
+    thread_ = std::thread([this, scratch, &capturing] {
+      cudaSetDevice(0);
+      cudaStream_t blocking = nullptr;
+      cudaStreamCreate(&blocking);
+      cudaStreamBeginCapture(blocking, cudaStreamCaptureModeGlobal);
+      cudaMemsetAsync(scratch, 0, 4096, blocking);
+      capturing.set_value();
+      finish_.get_future().wait();
+      cudaMemsetAsync(scratch, 1, 4096, blocking);
+      cudaGraph_t graph = nullptr;
+      ended_ = cudaStreamEndCapture(blocking, &graph);
+      if (graph != nullptr) cudaGraphDestroy(graph);
+      cudaStreamDestroy(blocking);
+    });
+    started.wait();
+  }
+  ~CaptureOnAnotherThread() { Finish(); }
+
+  // How the other thread's capture ended.
+  cudaError_t Finish() {
+    if (thread_.joinable()) {
+      finish_.set_value();
+      thread_.join();
+    }
+    return ended_;
+  }
+
+ private:
+  std::thread thread_;
+  std::promise<void> finish_;
+  cudaError_t ended_ = cudaErrorUnknown;
+};
+
+// While another thread captures, every public entry point (creation, BMM preparation with its
+// allocations, eager runs, graph building, graph-set creation, lazy and ahead-of-time captures,
+// replays, exports, destruction with work in flight) succeeds and leaves that capture intact.
+// Each call runs during a capture of its own, so a failure names the call.
 TEST_F(EmbeddingGpuTest, EveryCallIsSafeWhileAnotherThreadCaptures) {
   std::unique_ptr<Problem> problem = MakeProblem(12, 16, 61);
   ASSERT_NE(problem, nullptr);
-  absl::StatusOr<DeviceMemory> scratch = DeviceMemory::Allocate(1 << 20);
+  absl::StatusOr<DeviceMemory> scratch = DeviceMemory::Allocate(4096);
   ASSERT_TRUE(scratch.ok());
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  auto during_capture = [&](const char* call, const std::function<absl::Status()>& run) {
+    CaptureOnAnotherThread other(scratch->get());
+    const absl::Status status = run();
+    const cudaError_t ended = other.Finish();
+    EXPECT_TRUE(status.ok()) << call << ": " << status;
+    EXPECT_EQ(ended, cudaSuccess) << call << " broke another thread's capture: "
+                                  << cudaGetErrorName(ended);
+  };
 
-  std::promise<void> capturing, done;
-  std::shared_future<void> done_future = done.get_future().share();
-  std::promise<cudaError_t> ended;
-  std::thread other([&] {
-    cudaSetDevice(0);
-    cudaStream_t blocking = nullptr;
-    cudaStreamCreate(&blocking);  // a blocking stream: legacy-stream work would join it
-    cudaStreamBeginCapture(blocking, cudaStreamCaptureModeGlobal);
-    cudaMemsetAsync(scratch->get(), 0, 1 << 20, blocking);
-    capturing.set_value();
-    done_future.wait();
-    cudaMemsetAsync(scratch->get(), 1, 1 << 20, blocking);
-    cudaGraph_t graph = nullptr;
-    const cudaError_t e = cudaStreamEndCapture(blocking, &graph);
-    if (graph != nullptr) cudaGraphDestroy(graph);
-    cudaStreamDestroy(blocking);
-    ended.set_value(e);
+  std::unique_ptr<mla::MlaTail> tail;
+  during_capture("MlaTail::Create", [&] {
+    mla::TailOptions options;
+    options.max_rows = 64;
+    absl::StatusOr<std::unique_ptr<mla::MlaTail>> created = mla::MlaTail::Create(0, options);
+    if (created.ok()) tail = *std::move(created);
+    return created.status();
   });
-  capturing.get_future().wait();
-
-  absl::Status status;
-  {
-    mla::TailOptions tail_options;
-    tail_options.max_rows = 64;
-    absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(0, tail_options);
-    status.Update(tail.status());
-    if (tail.ok()) {
-      status.Update((*tail)->PrepareBmm(problem->shape(), problem->buffers()));
-      status.Update((*tail)->Run(problem->shape(), problem->buffers(), stream_, TailPath::kBmm));
-      status.Update((*tail)->Run(problem->shape(), problem->buffers(), stream_));
-      cudaGraph_t graph = nullptr;
-      if (cudaGraphCreate(&graph, 0) == cudaSuccess) {
-        status.Update(
-            AddTailNodes(**tail, graph, {}, problem->shape(), problem->buffers()).status());
-        cudaGraphDestroy(graph);
-      }
-    }
-    for (TailPath path : {TailPath::kFused, TailPath::kBmm}) {
+  ASSERT_NE(tail, nullptr);
+  const mla::TailBuffers b = problem->buffers();
+  during_capture("MlaTail::PrepareBmm",
+                 [&] { return tail->PrepareBmm(problem->shape(), b); });
+  during_capture("MlaTail::Run (BMM)",
+                 [&] { return tail->Run(problem->shape(), b, stream_, TailPath::kBmm); });
+  during_capture("MlaTail::Run (fused)", [&] { return tail->Run(problem->shape(), b, stream_); });
+  during_capture("AddTailNodes", [&] {
+    cudaGraph_t graph = nullptr;
+    if (cudaGraphCreate(&graph, 0) != cudaSuccess) return absl::InternalError("cudaGraphCreate");
+    const absl::Status added = AddTailNodes(*tail, graph, {}, problem->shape(), b).status();
+    cudaGraphDestroy(graph);
+    return added;
+  });
+  during_capture("~MlaTail (BMM run in flight)", [&] {
+    tail.reset();
+    return absl::OkStatus();
+  });
+  for (TailPath path : {TailPath::kFused, TailPath::kBmm}) {
+    SCOPED_TRACE(mla::TailPathName(path));
+    std::unique_ptr<TailGraphSet> set;
+    during_capture("TailGraphSet::Create", [&] {
       GraphSetOptions options;
       options.heads = 12;
       options.layers = 2;
       options.buckets = {8, 16};
       options.path = path;
-      absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
-      status.Update(set.status());
-      if (!set.ok()) continue;
-      status.Update((*set)->SetLayer(0, problem->buffers()));
-      status.Update((*set)->SetLayer(1, problem->buffers()));
-      status.Update((*set)->Replay(0, 16, stream_));  // a lazy capture and instantiation
-      status.Update((*set)->CaptureAll());
-      status.Update((*set)->Replay(1, 8, stream_));
-      absl::StatusOr<cudaGraph_t> exported = (*set)->ExportGraph(1, 16);
-      status.Update(exported.status());
+      absl::StatusOr<std::unique_ptr<TailGraphSet>> created = TailGraphSet::Create(0, options);
+      if (created.ok()) set = *std::move(created);
+      return created.status();
+    });
+    ASSERT_NE(set, nullptr);
+    during_capture("TailGraphSet::SetLayer", [&] {
+      absl::Status status = set->SetLayer(0, b);
+      status.Update(set->SetLayer(1, b));
+      return status;
+    });
+    during_capture("TailGraphSet::Replay (lazy capture)", [&] { return set->Replay(0, 16, stream_); });
+    during_capture("TailGraphSet::CaptureAll", [&] { return set->CaptureAll(); });
+    during_capture("TailGraphSet::Replay", [&] { return set->Replay(1, 8, stream_); });
+    during_capture("TailGraphSet::ExportGraph", [&] {
+      absl::StatusOr<cudaGraph_t> exported = set->ExportGraph(1, 16);
       if (exported.ok()) cudaGraphDestroy(*exported);
-    }  // destroyed with their replays possibly still running
-  }  // the tail too, its BMM run possibly still running
-  done.set_value();
-  const cudaError_t other_capture = ended.get_future().get();
-  other.join();
-  EXPECT_OK(status);
-  EXPECT_EQ(other_capture, cudaSuccess)
-      << "the other thread's capture broke: " << cudaGetErrorName(other_capture);
+      return exported.status();
+    });
+    during_capture("~TailGraphSet (replays in flight)", [&] {
+      set.reset();
+      return absl::OkStatus();
+    });
+  }
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
   ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(), true));
 }
@@ -504,14 +549,24 @@ TEST_F(EmbeddingGpuTest, DestructionWithWorkInFlight) {
   ASSERT_EQ(gate.Close(stream_), cudaSuccess);
   ASSERT_OK((*tail)->Run(problem->shape(), problem->buffers(), stream_, TailPath::kBmm));
   ASSERT_OK((*set)->Replay(0, 16, stream_));
-  const auto start = std::chrono::steady_clock::now();
-  tail->reset();
-  set->reset();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_EQ(cudaStreamQuery(stream_), cudaErrorNotReady) << "the destructors waited";
-  EXPECT_LT(seconds, 5.0);
-  gate.Release();
+  // A destructor that waited for the queued work would wait for the gate: it opens by itself
+  // after 3 s, so a waiting destructor shows as a slow one rather than a hang.
+  std::thread opener([&gate] {
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    gate.Release();
+  });
+  auto seconds_of = [](const std::function<void()>& f) {
+    const auto start = std::chrono::steady_clock::now();
+    f();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const double tail_seconds = seconds_of([&] { tail->reset(); });
+  const double set_seconds = seconds_of([&] { set->reset(); });
+  const bool still_queued = cudaStreamQuery(stream_) == cudaErrorNotReady;
+  opener.join();
+  EXPECT_LT(tail_seconds, 1.0) << "~MlaTail waited for the GPU";
+  EXPECT_LT(set_seconds, 1.0) << "~TailGraphSet waited for the GPU";
+  EXPECT_TRUE(still_queued);
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
   ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(), true));
   ASSERT_OK(problem->Check(second->as<mla::bf16>(), problem->SampleRows(), true));
@@ -524,18 +579,32 @@ TEST_F(EmbeddingGpuTest, TheCallersErrorStateIsKept) {
   std::unique_ptr<Problem> problem = MakeProblem(12, 16, 81);
   ASSERT_NE(problem, nullptr);
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
-  void* huge = nullptr;
-  ASSERT_EQ(cudaMalloc(&huge, size_t{1} << 50), cudaErrorMemoryAllocation);
+  // The caller's own failed call: an error pending in the thread's last-error slot.
+  ASSERT_EQ(cudaMemcpyAsync(nullptr, nullptr, 16, cudaMemcpyDeviceToDevice, stream_),
+            cudaErrorInvalidValue);
+  ASSERT_EQ(cudaPeekAtLastError(), cudaErrorInvalidValue);
+  auto still_pending = [](const char* after) {
+    EXPECT_EQ(cudaPeekAtLastError(), cudaErrorInvalidValue)
+        << after << " cleared the caller's pending error";
+  };
   ASSERT_OK(tail_->Run(problem->shape(), problem->buffers(), stream_));
+  still_pending("MlaTail::Run");
   GraphSetOptions options;
   options.heads = 12;
   options.layers = 1;
   options.buckets = {16};
   absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
   ASSERT_TRUE(set.ok()) << set.status();
+  still_pending("TailGraphSet::Create");
   ASSERT_OK((*set)->SetLayer(0, problem->buffers()));
   ASSERT_OK((*set)->Replay(0, 16, stream_));
-  EXPECT_EQ(cudaGetLastError(), cudaErrorMemoryAllocation) << "the caller's error was cleared";
+  still_pending("TailGraphSet::Replay (with its capture)");
+  cudaGraph_t built = nullptr;
+  ASSERT_EQ(cudaGraphCreate(&built, 0), cudaSuccess);
+  ASSERT_TRUE(AddTailNodes(*tail_, built, {}, problem->shape(), problem->buffers()).ok());
+  still_pending("AddTailNodes");
+  cudaGraphDestroy(built);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 
   // The library's own failed CUDA call (a node that is not in the executable graph) reports an

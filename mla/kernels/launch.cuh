@@ -3,6 +3,8 @@
 
 #include <cuda_runtime.h>
 
+#include "mla/kernels/kernel_attributes.h"
+
 namespace mla {
 
 // Launches `kernel(params)` with cudaLaunchKernelEx; with `pdl`, the launch may begin while the
@@ -32,8 +34,8 @@ cudaError_t LoadKernel(void (*kernel)(Params), size_t smem_bytes) {
   cudaFuncAttributes attributes;
   const cudaError_t e = cudaFuncGetAttributes(&attributes, kernel);
   if (e != cudaSuccess || smem_bytes <= 48 * 1024) return e;
-  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              static_cast<int>(smem_bytes));
+  return SetMaxDynamicSharedMemory(reinterpret_cast<const void*>(kernel),
+                                   static_cast<int>(smem_bytes));
 }
 
 }  // namespace mla
