@@ -115,21 +115,33 @@ absl::StatusOr<double> TimeCapturedGraph(cudaStream_t stream,
   return 1000.0 * times[times.size() / 2];
 }
 
-absl::StatusOr<double> MeasureCopyBandwidth(cudaStream_t stream) {
+absl::StatusOr<CopyRates> MeasureCopyRates(cudaStream_t stream) {
   constexpr size_t kBytes = size_t{1} << 30;
   absl::StatusOr<DeviceMemory> a = DeviceMemory::Allocate(kBytes);
   if (!a.ok()) return a.status();
   absl::StatusOr<DeviceMemory> b = DeviceMemory::Allocate(kBytes);
   if (!b.ok()) return b.status();
   MLA_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(a->get(), 1, kBytes, stream), "memset");
-  absl::StatusOr<double> us = TimeCapturedGraph(
+  absl::StatusOr<double> kernel_us = TimeCapturedGraph(
       stream,
       [&](cudaStream_t s) {
         return mla::CudaStatus(LaunchCopyKernel(a->get(), b->get(), kBytes, s), "copy");
       },
       10);
-  if (!us.ok()) return us.status();
-  return 2.0 * kBytes / (*us * 1e-6);
+  if (!kernel_us.ok()) return kernel_us.status();
+  absl::StatusOr<double> memcpy_us = TimeCapturedGraph(
+      stream,
+      [&](cudaStream_t s) {
+        return mla::CudaStatus(
+            cudaMemcpyAsync(b->get(), a->get(), kBytes, cudaMemcpyDeviceToDevice, s),
+            "cudaMemcpyAsync");
+      },
+      10);
+  if (!memcpy_us.ok()) return memcpy_us.status();
+  CopyRates rates;
+  rates.kernel = 2.0 * kBytes / (*kernel_us * 1e-6);
+  rates.memcpy = 2.0 * kBytes / (*memcpy_us * 1e-6);
+  return rates;
 }
 
 double TailFlops(const mla::TailShape& s) {

@@ -41,8 +41,14 @@ absl::StatusOr<double> TimeCapturedGraph(cudaStream_t stream,
                                          const std::function<absl::Status(cudaStream_t)>& enqueue,
                                          int replays, int warmup = 3);
 
-// Device-to-device copy bandwidth in bytes/s (read + write), measured on a 1 GiB buffer.
-absl::StatusOr<double> MeasureCopyBandwidth(cudaStream_t stream);
+// Device-to-device copy rates in bytes/s (read + write), each the median of replays over a
+// 1 GiB buffer: the project's copy kernel and cudaMemcpyAsync. The limits use the higher.
+struct CopyRates {
+  double kernel = 0;
+  double memcpy = 0;
+  double best() const { return kernel > memcpy ? kernel : memcpy; }
+};
+absl::StatusOr<CopyRates> MeasureCopyRates(cudaStream_t stream);
 
 // The bf16 matrix rate in FLOP/s: a cuBLASLt GEMM of 8192 x 8192 x 8192, bf16 operands and
 // output, FP32 accumulation (the tail's own types), the median of 20 replays.
