@@ -90,9 +90,10 @@ class Model {
         int64_t{layers} *
         (model->w_uv_elements() + int64_t{min_rows} * heads * (kLatentDim + 2 * kValueDim)) * 2;
     model->sets_ = std::max<int>(2, static_cast<int>((kColdBytes + touched - 1) / touched));
-    const int64_t per_layer =
-        (model->latent_elements() + model->w_uv_elements() + 2 * model->io_elements()) * 2;
-    const int64_t per_set = per_layer * layers + int64_t{max_rows} * 4 + 256;
+    const int64_t per_layer = Aligned(model->latent_elements() * 2) +
+                              Aligned(model->w_uv_elements() * 2) +
+                              2 * Aligned(model->io_elements() * 2);
+    const int64_t per_set = per_layer * layers + Aligned(int64_t{max_rows} * 4);
     MLA_TAIL_RETURN_IF_ERROR(
         Cuda(cudaMalloc(&model->memory_, per_set * model->sets_), "cudaMalloc(model)"));
     MLA_TAIL_RETURN_IF_ERROR(
@@ -100,7 +101,7 @@ class Model {
     char* p = static_cast<char*>(model->memory_);
     auto take = [&p](int64_t bytes) {
       char* q = p;
-      p += (bytes + 255) / 256 * 256;
+      p += Aligned(bytes);
       return q;
     };
     model->layers_.resize(model->sets_);
@@ -125,6 +126,9 @@ class Model {
 
   ~Model() { cudaFree(memory_); }
 
+  // Bytes rounded up to a multiple of 256: every buffer starts 256-byte aligned.
+  static int64_t Aligned(int64_t bytes) { return (bytes + 255) / 256 * 256; }
+
   // Layer `layer`'s tail buffers in set `set` (rows up to the largest bucket).
   mla::TailBuffers Tail(int set, int layer) const {
     const Layer& l = layers_[set][layer];
@@ -138,7 +142,7 @@ class Model {
   int layers() const { return layer_count_; }
   int sets() const { return sets_; }
   int columns() const { return heads_ * kValueDim; }
-  int64_t bytes() const { return bytes_; }
+  int64_t bytes() const { return bytes_; }  // all sets
 
  private:
   Model(int heads, int layers, int max_rows)
@@ -622,7 +626,7 @@ absl::Status Measure(const Options& options, const mla::MlaTail& tail, cudaStrea
       std::fflush(stdout);
       absl::StrAppendFormat(
           &csv, "%d,%d,%d,%s,%d,%d,%.2f,%.3f,%.3f,%.3f,%.4f,%.4f,%d,%.1f,%.4f,%d,%d,%.4f\n", heads,
-          rows, options.layers, kernel, model.sets(), model.bytes() * model.sets(),
+          rows, options.layers, kernel, model.sets(), model.bytes(),
           options.attention_us, pdl, full, none, added_pdl, added_full, activation_bytes,
           *copy_rate / 1e9, budget, within ? 1 : 0, pdl_faster ? 1 : 0, *update);
     }
