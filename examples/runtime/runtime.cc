@@ -626,9 +626,9 @@ absl::Status Measure(const Options& options, const mla::MlaTail& tail, cudaStrea
       std::fflush(stdout);
       absl::StrAppendFormat(
           &csv, "%d,%d,%d,%s,%d,%d,%.2f,%.3f,%.3f,%.3f,%.4f,%.4f,%d,%.1f,%.4f,%d,%d,%.4f\n", heads,
-          rows, options.layers, kernel, model.sets(), model.bytes(),
-          options.attention_us, pdl, full, none, added_pdl, added_full, activation_bytes,
-          *copy_rate / 1e9, budget, within ? 1 : 0, pdl_faster ? 1 : 0, *update);
+          rows, options.layers, kernel, model.sets(), model.bytes(), options.attention_us, pdl,
+          full, none, added_pdl, added_full, activation_bytes, *copy_rate / 1e9, budget,
+          within ? 1 : 0, pdl_faster ? 1 : 0, *update);
     }
   }
   std::printf(
