@@ -7,6 +7,7 @@ flag of the project is set here, in one place.
 
 load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
 
+# The toolkit that repositories.bzl declares as @mla_tail_cuda (its default path).
 NVCC = "/usr/local/cuda/bin/nvcc"
 
 # Native Hopper code (mma.sync, griddepcontrol), not PTX left to the driver; sm_90a for wgmma.
@@ -22,6 +23,9 @@ NVCC_FLAGS = [
     "--expt-relaxed-constexpr",
     "-Werror=all-warnings",
 ]
+
+def _join(base, path):
+    return base + "/" + path if path else base
 
 def _cuda_library_impl(ctx):
     cc_toolchain = find_cpp_toolchain(ctx)
@@ -43,8 +47,16 @@ def _cuda_library_impl(ctx):
         headers = depset(ctx.files.hdrs),
     )
 
-    # nvcc's device pass knows no -iquote: quote include paths become -I.
-    include_dirs = [".", ctx.bin_dir.path, ctx.genfiles_dir.path]
+    # The owning repository's root (and its generated-file roots), so that "mla/kernels/params.h"
+    # resolves when this repository is an external one (@mla_tail in a consumer's workspace:
+    # external/mla_tail, bazel-out/.../bin/external/mla_tail). nvcc's device pass knows no
+    # -iquote: quote include paths become -I.
+    root = ctx.label.workspace_root
+    include_dirs = [
+        root or ".",
+        _join(ctx.bin_dir.path, root),
+        _join(ctx.genfiles_dir.path, root),
+    ]
     include_dirs += deps_compilation.includes.to_list()
     include_dirs += deps_compilation.quote_includes.to_list()
     system_dirs = deps_compilation.system_includes.to_list()

@@ -1,0 +1,104 @@
+#include "examples/embedding_snippets.h"
+
+#include "absl/strings/str_cat.h"
+#include "mla_tail/mla/errors.h"
+
+namespace mla_examples {
+
+namespace {
+
+absl::Status CudaStatus(cudaError_t error, const char* what) {
+  if (error == cudaSuccess) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(error)));
+}
+
+}  // namespace
+
+// [snippet: eager tail under the runtime's capture]
+absl::StatusOr<cudaGraphExec_t> CaptureStepWithTail(mla::MlaTail& tail, const mla::TailShape& shape,
+                                                    const mla::TailBuffers& buffers,
+                                                    cudaStream_t stream) {
+  MLA_TAIL_RETURN_IF_ERROR(CudaStatus(
+      cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin capture"));
+  // ... the runtime's attention kernels, writing buffers.latent ...
+  const absl::Status run = tail.Run(shape, buffers, stream);
+  // ... the runtime's output projection, reading buffers.output ...
+  cudaGraph_t graph = nullptr;
+  const cudaError_t end = cudaStreamEndCapture(stream, &graph);  // end it whatever Run said
+  if (!run.ok()) {
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    return run;
+  }
+  MLA_TAIL_RETURN_IF_ERROR(CudaStatus(end, "end capture"));
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  MLA_TAIL_RETURN_IF_ERROR(CudaStatus(instantiated, "instantiate"));
+  return exec;  // the runtime launches it each step: cudaGraphLaunch(exec, stream)
+}
+// [end snippet]
+
+// [snippet: graph set]
+absl::StatusOr<std::unique_ptr<mla_graph::TailGraphSet>> MakeTailGraphSet(
+    int device, int heads, const std::vector<int>& buckets,
+    absl::Span<const mla::TailBuffers> layer_buffers) {
+  mla_graph::GraphSetOptions options;
+  options.heads = heads;
+  options.q = 1;
+  options.layers = static_cast<int>(layer_buffers.size());
+  options.buckets = buckets;  // e.g. {1, 16, 64}; buffers hold the largest bucket's rows
+  absl::StatusOr<std::unique_ptr<mla_graph::TailGraphSet>> set =
+      mla_graph::TailGraphSet::Create(device, options);
+  if (!set.ok()) return set.status();
+  for (int layer = 0; layer < options.layers; ++layer) {
+    MLA_TAIL_RETURN_IF_ERROR((*set)->SetLayer(layer, layer_buffers[layer]));
+  }
+  MLA_TAIL_RETURN_IF_ERROR((*set)->CaptureAll());  // ahead of time, outside any capture
+  return set;
+}
+
+absl::Status DecodeStepWithGraphSet(mla_graph::TailGraphSet& set, int rows, int32_t* lengths,
+                                    cudaStream_t stream) {
+  absl::StatusOr<int> bucket_rows = set.BucketRows(rows);
+  if (!bucket_rows.ok()) return bucket_rows.status();
+  // The padding requests [rows, bucket) must have length 0: their output rows become +0.0.
+  MLA_TAIL_RETURN_IF_ERROR(
+      mla_graph::ZeroPaddingLengths(lengths, rows, *bucket_rows, set.options().q, stream));
+  for (int layer = 0; layer < set.options().layers; ++layer) {
+    // ... the layer's attention ...
+    MLA_TAIL_RETURN_IF_ERROR(set.Replay(layer, rows, stream));
+    // ... the layer's output projection ...
+  }
+  return absl::OkStatus();
+}
+// [end snippet]
+
+// [snippet: tail nodes in the runtime's step graph]
+absl::Status AddTailsToStepGraph(const mla::MlaTail& tail, const mla::TailShape& shape,
+                                 absl::Span<const cudaGraphNode_t> attention_nodes,
+                                 absl::Span<const mla::TailBuffers> layer_buffers,
+                                 StepGraph* step) {
+  step->tails.clear();
+  for (size_t layer = 0; layer < layer_buffers.size(); ++layer) {
+    // A programmatic edge from the attention kernel node: the tail fetches W_UV while the
+    // attention kernel still runs, and waits for it before reading the latent.
+    absl::StatusOr<mla_graph::TailNodes> nodes = mla_graph::AddTailNodes(
+        tail, step->graph, {attention_nodes[layer]}, shape, layer_buffers[layer]);
+    if (!nodes.ok()) return nodes.status();
+    // ... the layer's output projection, after nodes->node() ...
+    step->tails.push_back(*nodes);
+  }
+  return CudaStatus(cudaGraphInstantiate(&step->exec, step->graph, 0), "instantiate");
+}
+
+absl::Status PointStepAt(StepGraph& step, absl::Span<const mla::TailBuffers> layer_buffers) {
+  // A kernel-node update per layer in the instantiated graph: no re-instantiation, and launches
+  // already enqueued keep the pointers they had.
+  for (size_t layer = 0; layer < step.tails.size(); ++layer) {
+    MLA_TAIL_RETURN_IF_ERROR(step.tails[layer].Update(step.exec, layer_buffers[layer]));
+  }
+  return absl::OkStatus();
+}
+// [end snippet]
+
+}  // namespace mla_examples

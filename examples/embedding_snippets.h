@@ -1,0 +1,51 @@
+#ifndef EXAMPLES_EMBEDDING_SNIPPETS_H_
+#define EXAMPLES_EMBEDDING_SNIPPETS_H_
+
+// Three ways a serving runtime embeds the tail, short enough to quote: each function uses only
+// the public headers and public targets (//mla:tail, //graph:tail_graph_set,
+// //graph:tail_nodes), and the test suite compiles and runs them (embedding_snippets_test.cc).
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "mla_tail/graph/tail_graph_set.h"
+#include "mla_tail/graph/tail_nodes.h"
+#include "mla_tail/mla/tail.h"
+#include "mla_tail/mla/tail_args.h"
+
+namespace mla_examples {
+
+// (a) The runtime captures its decode step on its own stream; MlaTail::Run records the tail
+// into that capture (programmatic edge included) and the runtime instantiates the graph.
+absl::StatusOr<cudaGraphExec_t> CaptureStepWithTail(mla::MlaTail& tail, const mla::TailShape& shape,
+                                                    const mla::TailBuffers& buffers,
+                                                    cudaStream_t stream);
+
+// (b) A TailGraphSet for a model's layers and batch buckets: set up once, then one Replay per
+// layer and step (the smallest bucket that holds `rows`; padding requests get length 0).
+absl::StatusOr<std::unique_ptr<mla_graph::TailGraphSet>> MakeTailGraphSet(
+    int device, int heads, const std::vector<int>& buckets,
+    absl::Span<const mla::TailBuffers> layer_buffers);
+absl::Status DecodeStepWithGraphSet(mla_graph::TailGraphSet& set, int rows, int32_t* lengths,
+                                    cudaStream_t stream);
+
+// (c) The tail as nodes of the runtime's own step graph, after each layer's attention node,
+// updated in place in the instantiated graph when pointers move.
+struct StepGraph {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  std::vector<mla_graph::TailNodes> tails;  // one per layer
+};
+absl::Status AddTailsToStepGraph(const mla::MlaTail& tail, const mla::TailShape& shape,
+                                 absl::Span<const cudaGraphNode_t> attention_nodes,
+                                 absl::Span<const mla::TailBuffers> layer_buffers, StepGraph* step);
+absl::Status PointStepAt(StepGraph& step, absl::Span<const mla::TailBuffers> layer_buffers);
+
+}  // namespace mla_examples
+
+#endif  // EXAMPLES_EMBEDDING_SNIPPETS_H_

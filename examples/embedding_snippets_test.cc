@@ -1,0 +1,193 @@
+// Runs the README's embedding snippets (embedding_snippets.cc) on the GPU and checks their
+// output bit for bit: with every gate 0, sigmoid is exactly 1/2, and the inputs below make the
+// FP32 sums exact, so out = active ? bf16(v) / 2 : +0. Without a usable sm_90 GPU the test skips
+// (fails instead when MLA_TAIL_REQUIRE_GPU is set to anything but 0).
+
+#include "examples/embedding_snippets.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "mla_tail/mla/tail.h"
+#include "mla_tail/mla/tail_args.h"
+
+namespace mla_examples {
+namespace {
+
+constexpr int kHeads = 2;
+constexpr int kRows = 16;  // the largest bucket
+constexpr int kColumns = kHeads * mla::kValueDim;
+
+bool GpuRequired() {
+  const char* value = std::getenv("MLA_TAIL_REQUIRE_GPU");
+  return value != nullptr && *value != '\0' && std::strcmp(value, "0") != 0;
+}
+
+uint16_t FloatToBf16(float f) {  // round to nearest even; the values here are finite
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+float Bf16ToFloat(uint16_t b) {
+  const uint32_t bits = uint32_t{b} << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+float LatentValue(int t, int h, int k) { return ((t * 31 + h * 7 + k * 3) % 15 - 7) / 16.0f; }
+float WeightValue(int h, int k, int d) { return ((h * 5 + k * 11 + d * 13) % 9 - 4) / 64.0f; }
+
+template <typename T>
+T* DeviceCopy(const std::vector<T>& host) {
+  void* p = nullptr;
+  if (cudaMalloc(&p, host.size() * sizeof(T)) != cudaSuccess) return nullptr;
+  cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice);
+  return static_cast<T*>(p);
+}
+
+class EmbeddingSnippetsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(0, {});
+    if (!tail.ok()) {
+      if (tail.status().code() != absl::StatusCode::kFailedPrecondition || GpuRequired()) {
+        GTEST_FAIL() << "no usable GPU: " << tail.status();
+      }
+      GTEST_SKIP() << "no usable GPU, test skipped (set MLA_TAIL_REQUIRE_GPU=1 to fail "
+                      "instead): "
+                   << tail.status();
+    }
+    tail_ = std::move(*tail);
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
+
+    std::vector<uint16_t> latent(size_t{kRows} * kHeads * mla::kLatentDim);
+    for (int t = 0; t < kRows; ++t)
+      for (int h = 0; h < kHeads; ++h)
+        for (int k = 0; k < mla::kLatentDim; ++k)
+          latent[(static_cast<size_t>(t) * kHeads + h) * mla::kLatentDim + k] =
+              FloatToBf16(LatentValue(t, h, k));
+    std::vector<uint16_t> w_uv(size_t{kHeads} * mla::kValueDim * mla::kLatentDim);
+    for (int h = 0; h < kHeads; ++h)
+      for (int d = 0; d < mla::kValueDim; ++d)
+        for (int k = 0; k < mla::kLatentDim; ++k)
+          w_uv[(static_cast<size_t>(h) * mla::kValueDim + d) * mla::kLatentDim + k] =
+              FloatToBf16(WeightValue(h, k, d));
+    lengths_host_.resize(kRows);
+    for (int r = 0; r < kRows; ++r) lengths_host_[r] = r % 5 == 3 ? 0 : 1 + r;
+
+    latent_ = DeviceCopy(latent);
+    w_uv_ = DeviceCopy(w_uv);
+    gate_ = DeviceCopy(std::vector<uint16_t>(size_t{kRows} * kColumns, 0));
+    lengths_ = DeviceCopy(lengths_host_);
+    for (uint16_t*& out : outputs_) {
+      out = DeviceCopy(std::vector<uint16_t>(size_t{kRows} * kColumns, 0xffff));
+    }
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
+
+  void TearDown() override {
+    for (void* p : {static_cast<void*>(latent_), static_cast<void*>(w_uv_),
+                    static_cast<void*>(gate_), static_cast<void*>(lengths_)}) {
+      cudaFree(p);
+    }
+    for (uint16_t* out : outputs_) cudaFree(out);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+
+  mla::TailBuffers Buffers(int output) const {
+    return mla::CompactBuffers({kHeads, kRows, 1}, reinterpret_cast<const mla::bf16*>(latent_),
+                               reinterpret_cast<const mla::bf16*>(w_uv_),
+                               reinterpret_cast<const mla::bf16*>(gate_), lengths_,
+                               reinterpret_cast<mla::bf16*>(outputs_[output]));
+  }
+
+  // Compares output `output`'s first `rows` rows with the exact result (+0 beyond `active_rows`).
+  void ExpectOutput(int output, int rows, int active_rows) {
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    std::vector<uint16_t> got(size_t{kRows} * kColumns);
+    ASSERT_EQ(cudaMemcpy(got.data(), outputs_[output], got.size() * 2, cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    int mismatches = 0;
+    for (int t = 0; t < rows; ++t) {
+      const bool active = t < active_rows && lengths_host_[t] > 0;
+      for (int h = 0; h < kHeads; ++h) {
+        for (int d = 0; d < mla::kValueDim; ++d) {
+          float sum = 0;  // exact: multiples of 2^-10 far below 2^24 of them
+          for (int k = 0; k < mla::kLatentDim; ++k) {
+            sum += LatentValue(t, h, k) * WeightValue(h, k, d);
+          }
+          const uint16_t want = active ? FloatToBf16(Bf16ToFloat(FloatToBf16(sum)) * 0.5f) : 0;
+          const uint16_t value = got[static_cast<size_t>(t) * kColumns + h * mla::kValueDim + d];
+          if (value != want && ++mismatches <= 5) {
+            ADD_FAILURE() << "output " << output << " row " << t << " head " << h << " column " << d
+                          << ": got 0x" << std::hex << value << ", want 0x" << want;
+          }
+        }
+      }
+    }
+    EXPECT_EQ(mismatches, 0);
+  }
+
+  std::unique_ptr<mla::MlaTail> tail_;
+  cudaStream_t stream_ = nullptr;
+  std::vector<int32_t> lengths_host_;
+  uint16_t* latent_ = nullptr;
+  uint16_t* w_uv_ = nullptr;
+  uint16_t* gate_ = nullptr;
+  int32_t* lengths_ = nullptr;
+  uint16_t* outputs_[3] = {};
+};
+
+TEST_F(EmbeddingSnippetsTest, EagerTailUnderCapture) {
+  absl::StatusOr<cudaGraphExec_t> exec =
+      CaptureStepWithTail(*tail_, {kHeads, kRows, 1}, Buffers(0), stream_);
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  ASSERT_EQ(cudaGraphLaunch(*exec, stream_), cudaSuccess);
+  ExpectOutput(0, kRows, kRows);
+  cudaGraphExecDestroy(*exec);
+}
+
+TEST_F(EmbeddingSnippetsTest, GraphSetReplay) {
+  const std::vector<mla::TailBuffers> layers = {Buffers(0), Buffers(1)};
+  absl::StatusOr<std::unique_ptr<mla_graph::TailGraphSet>> set =
+      MakeTailGraphSet(/*device=*/0, kHeads, {1, kRows}, layers);
+  ASSERT_TRUE(set.ok()) << set.status();
+  constexpr int kBatch = 13;  // padded to the 16-row bucket
+  ASSERT_TRUE(DecodeStepWithGraphSet(**set, kBatch, lengths_, stream_).ok());
+  ExpectOutput(0, kRows, kBatch);
+  ExpectOutput(1, kRows, kBatch);
+}
+
+TEST_F(EmbeddingSnippetsTest, TailNodesUpdatedInPlace) {
+  StepGraph step;
+  ASSERT_EQ(cudaGraphCreate(&step.graph, 0), cudaSuccess);
+  std::vector<cudaGraphNode_t> attention(2);
+  for (cudaGraphNode_t& node : attention) {  // stand-ins for the runtime's attention kernels
+    ASSERT_EQ(cudaGraphAddEmptyNode(&node, step.graph, nullptr, 0), cudaSuccess);
+  }
+  const std::vector<mla::TailBuffers> first = {Buffers(0), Buffers(0)};
+  const absl::Status added =
+      AddTailsToStepGraph(*tail_, {kHeads, kRows, 1}, attention, first, &step);
+  ASSERT_TRUE(added.ok()) << added;
+  const std::vector<mla::TailBuffers> moved = {Buffers(1), Buffers(2)};
+  const absl::Status pointed = PointStepAt(step, moved);
+  ASSERT_TRUE(pointed.ok()) << pointed;
+  ASSERT_EQ(cudaGraphLaunch(step.exec, stream_), cudaSuccess);
+  ExpectOutput(1, kRows, kRows);
+  ExpectOutput(2, kRows, kRows);
+  cudaGraphExecDestroy(step.exec);
+  cudaGraphDestroy(step.graph);
+}
+
+}  // namespace
+}  // namespace mla_examples

@@ -1,0 +1,722 @@
+// A small serving runtime's decode step with mla_tail inside it.
+//
+// The model: `--layers` layers of `--heads` local heads, batch buckets `--buckets`, q = 1. Per
+// layer the step runs the runtime's attention kernel (a stand-in that writes the layer's latent
+// and then runs on for --attention_us), the tail added with mla_graph::AddTailNodes behind a
+// programmatic (PDL) edge from the attention node, and the runtime's output projection (a
+// stand-in that reads the tail's output). The whole step, every layer, is one cudaGraph_t per
+// bucket, instantiated once. Each step the runtime rewrites the lengths (inactive requests and
+// padding rows get 0), moves every layer to the next of its buffer sets (latent, W_UV, gate,
+// output, lengths) with kernel-node updates in the instantiated graph (TailNodes::Update for the
+// tail), and launches the graph once.
+//
+//   runtime [--check]   steps with changing lengths and pointers, checked against the CPU
+//                       reference; prints PASS or FAIL (exit status 0 or 1)
+//   runtime --measure   per heads and bucket: the step's GPU time with the tail behind a PDL
+//                       edge, behind a full edge, and without the tail; the tail's added time
+//                       per layer; the host time of one layer's TailNodes::Update (--csv=PATH)
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "mla_tail/graph/tail_nodes.h"
+#include "mla_tail/mla/dispatch.h"
+#include "mla_tail/mla/errors.h"
+#include "mla_tail/mla/tail.h"
+#include "mla_tail/mla/tail_args.h"
+#include "reference.h"
+#include "stand_ins.h"
+
+ABSL_FLAG(bool, check, false, "run steps and check them against the CPU reference (the default)");
+ABSL_FLAG(bool, measure, false, "time the step graph with and without the tail");
+ABSL_FLAG(std::vector<std::string>, heads, {"12"}, "local heads, a list: e.g. 12,64");
+ABSL_FLAG(int, layers, 61, "layers of the model");
+ABSL_FLAG(std::vector<std::string>, buckets, std::vector<std::string>({"1", "16", "64"}),
+          "batch buckets (rows), increasing");
+ABSL_FLAG(int, steps, 6, "--check: steps per bucket and edge kind");
+ABSL_FLAG(int, device, 0, "CUDA device");
+ABSL_FLAG(double, attention_us, 5.0,
+          "how long the attention stand-in runs on after triggering its dependents");
+ABSL_FLAG(int, measure_steps, 20, "--measure: step launches per timing");
+ABSL_FLAG(int, repeats, 7, "--measure: timings per graph (the median is reported)");
+ABSL_FLAG(int, update_calls, 20000, "--measure: TailNodes::Update calls timed per bucket");
+ABSL_FLAG(std::string, csv, "", "--measure: also write the results to this CSV file");
+
+namespace example {
+namespace {
+
+constexpr int kLatentDim = mla::kLatentDim;
+constexpr int kValueDim = mla::kValueDim;
+// The buffer sets a step rotates through cover at least this many bytes, so that a layer's
+// buffers have left the L2 cache (50 MB on an H200) by the time a step uses them again.
+constexpr int64_t kColdBytes = int64_t{192} << 20;
+
+absl::Status Cuda(cudaError_t error, const char* what) {
+  if (error == cudaSuccess) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(error)));
+}
+
+// The device memory of a model for one heads count: `sets` buffer sets, each with every layer's
+// latent, W_UV, gate and output and a lengths buffer, all sized for the largest bucket.
+class Model {
+ public:
+  struct Layer {
+    bf16* latent = nullptr;
+    bf16* w_uv = nullptr;
+    bf16* gate = nullptr;
+    bf16* output = nullptr;
+  };
+
+  static absl::StatusOr<std::unique_ptr<Model>> Create(int heads, int layers, int max_rows,
+                                                       int min_rows, cudaStream_t stream) {
+    auto model = std::unique_ptr<Model>(new Model(heads, layers, max_rows));
+    // Bytes a step at the smallest bucket touches: every layer's W_UV and its rows.
+    const int64_t touched =
+        int64_t{layers} *
+        (model->w_uv_elements() + int64_t{min_rows} * heads * (kLatentDim + 2 * kValueDim)) * 2;
+    model->sets_ = std::max<int>(2, static_cast<int>((kColdBytes + touched - 1) / touched));
+    const int64_t per_layer = Aligned(model->latent_elements() * 2) +
+                              Aligned(model->w_uv_elements() * 2) +
+                              2 * Aligned(model->io_elements() * 2);
+    const int64_t per_set = per_layer * layers + Aligned(int64_t{max_rows} * 4);
+    MLA_TAIL_RETURN_IF_ERROR(
+        Cuda(cudaMalloc(&model->memory_, per_set * model->sets_), "cudaMalloc(model)"));
+    MLA_TAIL_RETURN_IF_ERROR(
+        Cuda(cudaMemsetAsync(model->memory_, 0, per_set * model->sets_, stream), "memset"));
+    char* p = static_cast<char*>(model->memory_);
+    auto take = [&p](int64_t bytes) {
+      char* q = p;
+      p += Aligned(bytes);
+      return q;
+    };
+    model->layers_.resize(model->sets_);
+    for (int set = 0; set < model->sets_; ++set) {
+      for (int layer = 0; layer < layers; ++layer) {
+        Layer l;
+        l.latent = reinterpret_cast<bf16*>(take(model->latent_elements() * 2));
+        l.w_uv = reinterpret_cast<bf16*>(take(model->w_uv_elements() * 2));
+        l.gate = reinterpret_cast<bf16*>(take(model->io_elements() * 2));
+        l.output = reinterpret_cast<bf16*>(take(model->io_elements() * 2));
+        MLA_TAIL_RETURN_IF_ERROR(Cuda(FillWeights(l.w_uv, heads, set, layer, stream), "fill"));
+        MLA_TAIL_RETURN_IF_ERROR(
+            Cuda(FillGate(l.gate, max_rows, model->columns(), set, layer, stream), "fill"));
+        model->layers_[set].push_back(l);
+      }
+      model->lengths_.push_back(reinterpret_cast<int32_t*>(take(int64_t{max_rows} * 4)));
+    }
+    model->bytes_ = p - static_cast<char*>(model->memory_);
+    MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream), "fill"));
+    return model;
+  }
+
+  ~Model() { cudaFree(memory_); }
+
+  // Bytes rounded up to a multiple of 256: every buffer starts 256-byte aligned.
+  static int64_t Aligned(int64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+  // Layer `layer`'s tail buffers in set `set` (rows up to the largest bucket).
+  mla::TailBuffers Tail(int set, int layer) const {
+    const Layer& l = layers_[set][layer];
+    return mla::CompactBuffers({heads_, max_rows_, 1}, l.latent, l.w_uv, l.gate, lengths_[set],
+                               l.output);
+  }
+  const Layer& layer(int set, int layer) const { return layers_[set][layer]; }
+  int32_t* lengths(int set) const { return lengths_[set]; }
+
+  int heads() const { return heads_; }
+  int layers() const { return layer_count_; }
+  int sets() const { return sets_; }
+  int columns() const { return heads_ * kValueDim; }
+  int64_t bytes() const { return bytes_; }  // all sets
+
+ private:
+  Model(int heads, int layers, int max_rows)
+      : heads_(heads), layer_count_(layers), max_rows_(max_rows) {}
+  int64_t latent_elements() const { return int64_t{max_rows_} * heads_ * kLatentDim; }
+  int64_t w_uv_elements() const { return int64_t{heads_} * kValueDim * kLatentDim; }
+  int64_t io_elements() const { return int64_t{max_rows_} * columns(); }
+
+  int heads_;
+  int layer_count_;
+  int max_rows_;
+  int sets_ = 2;
+  void* memory_ = nullptr;
+  int64_t bytes_ = 0;
+  std::vector<std::vector<Layer>> layers_;  // [set][layer]
+  std::vector<int32_t*> lengths_;           // [set]
+};
+
+enum class TailEdge { kProgrammatic, kFull, kNoTail };
+
+const char* EdgeName(TailEdge edge) {
+  switch (edge) {
+    case TailEdge::kProgrammatic:
+      return "tail, PDL edge";
+    case TailEdge::kFull:
+      return "tail, full edge";
+    case TailEdge::kNoTail:
+      return "no tail";
+  }
+  return "?";
+}
+
+// The runtime's decode step for one bucket: one graph, one executable graph.
+class StepGraph {
+ public:
+  static absl::StatusOr<std::unique_ptr<StepGraph>> Build(const mla::MlaTail& tail,
+                                                          const Model& model, int rows,
+                                                          TailEdge edge, long long spin_cycles,
+                                                          float* checksums) {
+    auto step = std::unique_ptr<StepGraph>(new StepGraph(model, rows, edge));
+    MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaGraphCreate(&step->graph_, 0), "cudaGraphCreate"));
+    const int layers = model.layers();
+    step->attention_args_.resize(layers);
+    step->projection_args_.resize(layers);
+    step->attention_.resize(layers);
+    step->projection_.resize(layers);
+    for (int layer = 0; layer < layers; ++layer) {
+      const Model::Layer& buffers = model.layer(0, layer);
+      AttentionArgs& a = step->attention_args_[layer];
+      a.latent = buffers.latent;
+      a.row_stride = int64_t{model.heads()} * kLatentDim;
+      a.rows = rows;
+      a.heads = model.heads();
+      a.step = 0;
+      a.layer = layer;
+      a.spin_cycles = spin_cycles;
+      cudaKernelNodeParams p = step->AttentionParams(layer);
+      const cudaGraphNode_t* after = layer > 0 ? &step->projection_[layer - 1] : nullptr;
+      MLA_TAIL_RETURN_IF_ERROR(Cuda(
+          cudaGraphAddKernelNode(&step->attention_[layer], step->graph_, after, after ? 1 : 0, &p),
+          "cudaGraphAddKernelNode(attention)"));
+      cudaGraphNode_t tail_end = step->attention_[layer];
+      if (edge != TailEdge::kNoTail) {
+        mla_graph::TailNodeOptions options;
+        options.programmatic_edge = edge == TailEdge::kProgrammatic;
+        absl::StatusOr<mla_graph::TailNodes> nodes =
+            mla_graph::AddTailNodes(tail, step->graph_, {step->attention_[layer]},
+                                    {model.heads(), rows, 1}, model.Tail(0, layer), options);
+        if (!nodes.ok()) return nodes.status();
+        tail_end = nodes->node();
+        step->tails_.push_back(*nodes);
+      }
+      ProjectionArgs& o = step->projection_args_[layer];
+      o.output = buffers.output;
+      o.row_stride = model.columns();
+      o.rows = rows;
+      o.columns = model.columns();
+      o.checksum = checksums + layer;
+      p = step->ProjectionParams(layer);
+      MLA_TAIL_RETURN_IF_ERROR(
+          Cuda(cudaGraphAddKernelNode(&step->projection_[layer], step->graph_, &tail_end, 1, &p),
+               "cudaGraphAddKernelNode(projection)"));
+    }
+    MLA_TAIL_RETURN_IF_ERROR(
+        Cuda(cudaGraphInstantiate(&step->exec_, step->graph_, 0), "cudaGraphInstantiate"));
+    return step;
+  }
+
+  ~StepGraph() {
+    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
+    if (graph_ != nullptr) cudaGraphDestroy(graph_);
+  }
+
+  // Points every layer of the executable graph at buffer set `set` and the attention stand-in at
+  // step `step`: kernel-node updates, no re-instantiation.
+  absl::Status Apply(int step, int set) {
+    for (int layer = 0; layer < model_.layers(); ++layer) {
+      const Model::Layer& buffers = model_.layer(set, layer);
+      attention_args_[layer].latent = buffers.latent;
+      attention_args_[layer].step = step;
+      cudaKernelNodeParams p = AttentionParams(layer);
+      MLA_TAIL_RETURN_IF_ERROR(
+          Cuda(cudaGraphExecKernelNodeSetParams(exec_, attention_[layer], &p), "attention"));
+      if (!tails_.empty()) {
+        MLA_TAIL_RETURN_IF_ERROR(tails_[layer].Update(exec_, model_.Tail(set, layer)));
+      }
+      projection_args_[layer].output = buffers.output;
+      p = ProjectionParams(layer);
+      MLA_TAIL_RETURN_IF_ERROR(
+          Cuda(cudaGraphExecKernelNodeSetParams(exec_, projection_[layer], &p), "projection"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Launch(cudaStream_t stream) {
+    return Cuda(cudaGraphLaunch(exec_, stream), "cudaGraphLaunch");
+  }
+
+  std::vector<mla_graph::TailNodes>& tails() { return tails_; }
+  cudaGraphExec_t exec() const { return exec_; }
+  int rows() const { return rows_; }
+  TailEdge edge() const { return edge_; }
+
+ private:
+  StepGraph(const Model& model, int rows, TailEdge edge)
+      : model_(model), rows_(rows), edge_(edge) {}
+
+  cudaKernelNodeParams AttentionParams(int layer) {
+    argument_ = &attention_args_[layer];
+    cudaKernelNodeParams p = {};
+    p.func = const_cast<void*>(AttentionKernel());
+    p.gridDim = dim3(rows_);
+    p.blockDim = dim3(kAttentionThreads);
+    p.kernelParams = &argument_;
+    return p;
+  }
+
+  cudaKernelNodeParams ProjectionParams(int layer) {
+    argument_ = &projection_args_[layer];
+    cudaKernelNodeParams p = {};
+    p.func = const_cast<void*>(ProjectionKernel());
+    p.gridDim = dim3(1);
+    p.blockDim = dim3(kProjectionThreads);
+    p.kernelParams = &argument_;
+    return p;
+  }
+
+  const Model& model_;
+  int rows_;
+  TailEdge edge_;
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+  std::vector<cudaGraphNode_t> attention_;
+  std::vector<cudaGraphNode_t> projection_;
+  std::vector<mla_graph::TailNodes> tails_;
+  std::vector<AttentionArgs> attention_args_;
+  std::vector<ProjectionArgs> projection_args_;
+  void* argument_ = nullptr;  // the one kernel argument of the node being written
+};
+
+struct Options {
+  std::vector<int> heads;
+  std::vector<int> buckets;
+  int layers = 61;
+  int steps = 6;
+  int device = 0;
+  double attention_us = 5;
+  int measure_steps = 20;
+  int repeats = 7;
+  int update_calls = 20000;
+  std::string csv;
+};
+
+absl::StatusOr<std::vector<int>> ParseList(const std::vector<std::string>& items,
+                                           const char* flag) {
+  std::vector<int> values;
+  for (const std::string& item : items) {
+    int value = 0;
+    if (!absl::SimpleAtoi(item, &value) || value <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, ": bad entry '", item, "'"));
+    }
+    values.push_back(value);
+  }
+  if (values.empty()) return absl::InvalidArgumentError(absl::StrCat("--", flag, " is empty"));
+  return values;
+}
+
+// Everything one heads count needs: the model's memory, the checksums, the spin length.
+struct CudaFree {
+  void operator()(void* p) const { cudaFree(p); }
+};
+
+struct Setup {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<float, CudaFree> checksums;  // [layers], written by the output projection
+  long long spin_cycles = 0;
+};
+
+absl::StatusOr<Setup> MakeSetup(const Options& options, int heads, cudaStream_t stream) {
+  Setup setup;
+  absl::StatusOr<std::unique_ptr<Model>> model =
+      Model::Create(heads, options.layers, options.buckets.back(), options.buckets.front(), stream);
+  if (!model.ok()) return model.status();
+  setup.model = std::move(*model);
+  void* checksums = nullptr;
+  MLA_TAIL_RETURN_IF_ERROR(
+      Cuda(cudaMalloc(&checksums, options.layers * sizeof(float)), "cudaMalloc(checksums)"));
+  setup.checksums.reset(static_cast<float*>(checksums));
+  int clock_khz = 0;
+  MLA_TAIL_RETURN_IF_ERROR(
+      Cuda(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, options.device), "clock"));
+  setup.spin_cycles = static_cast<long long>(options.attention_us * clock_khz / 1000.0);
+  return setup;
+}
+
+// The lengths of step `step` in a bucket of `rows`: the batch holds rows - step % 3 requests
+// (at least one), every fourth of them inactive; the padding rows after the batch get 0.
+std::vector<int32_t> StepLengths(int step, int rows, int max_rows) {
+  std::vector<int32_t> lengths(max_rows, 0);
+  const int batch = std::max(1, rows - step % 3);
+  for (int r = 0; r < batch; ++r) {
+    lengths[r] = (r + step) % 4 == 1 ? 0 : 1 + (r * 7 + step) % 100;
+  }
+  return lengths;
+}
+
+// --check: steps on the PDL-edge and the full-edge step graph of every heads count and bucket.
+absl::StatusOr<bool> Check(const Options& options, const mla::MlaTail& tail, cudaStream_t stream) {
+  bool all_ok = true;
+  int step = 0;  // the formulas' step: distinct for every launch
+  for (int heads : options.heads) {
+    absl::StatusOr<Setup> setup = MakeSetup(options, heads, stream);
+    if (!setup.ok()) return setup.status();
+    const Model& model = *setup->model;
+    const int max_rows = options.buckets.back();
+    const std::vector<int> checked_layers = {0, options.layers / 2, options.layers - 1};
+    for (int rows : options.buckets) {
+      for (TailEdge edge : {TailEdge::kProgrammatic, TailEdge::kFull}) {
+        absl::StatusOr<std::unique_ptr<StepGraph>> graph =
+            StepGraph::Build(tail, model, rows, edge, setup->spin_cycles, setup->checksums.get());
+        if (!graph.ok()) return graph.status();
+        int64_t bad = 0;
+        std::string first;
+        for (int s = 0; s < options.steps; ++s, ++step) {
+          const int set = step % model.sets();
+          const std::vector<int32_t> lengths = StepLengths(step, rows, max_rows);
+          MLA_TAIL_RETURN_IF_ERROR(
+              Cuda(cudaMemcpyAsync(model.lengths(set), lengths.data(), lengths.size() * 4,
+                                   cudaMemcpyHostToDevice, stream),
+                   "lengths"));
+          for (int layer : checked_layers) {  // stale output would not pass
+            MLA_TAIL_RETURN_IF_ERROR(
+                Cuda(cudaMemsetAsync(model.layer(set, layer).output, 0xff,
+                                     static_cast<size_t>(rows) * model.columns() * 2, stream),
+                     "memset"));
+          }
+          MLA_TAIL_RETURN_IF_ERROR((*graph)->Apply(step, set));
+          MLA_TAIL_RETURN_IF_ERROR((*graph)->Launch(stream));
+          MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream), "step"));
+          std::vector<float> checksums(options.layers);
+          MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaMemcpy(checksums.data(), setup->checksums.get(),
+                                                   checksums.size() * 4, cudaMemcpyDeviceToHost),
+                                        "checksums"));
+          for (int layer : checked_layers) {
+            std::vector<uint16_t> out(static_cast<size_t>(rows) * model.columns());
+            MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaMemcpy(out.data(), model.layer(set, layer).output,
+                                                     out.size() * 2, cudaMemcpyDeviceToHost),
+                                          "output"));
+            LayerCase c;
+            c.heads = heads;
+            c.rows = rows;
+            c.step = step;
+            c.set = set;
+            c.layer = layer;
+            c.lengths = lengths.data();
+            std::string why;
+            const int64_t mismatches = CheckLayer(c, out.data(), &why);
+            if (mismatches > 0 && first.empty()) first = why;
+            bad += mismatches;
+            const float want =
+                ProjectionChecksum(out.data(), model.columns(), rows, model.columns());
+            if (!(checksums[layer] == want)) {
+              ++bad;
+              if (first.empty()) {
+                first = absl::StrFormat(
+                    "layer %d step %d: output projection's checksum %g, "
+                    "its input sums to %g",
+                    layer, step, checksums[layer], want);
+              }
+            }
+          }
+        }
+        std::printf(
+            "check heads %3d rows %3d %-16s %d steps x layers {%d,%d,%d}: %s%s\n", heads, rows,
+            EdgeName(edge), options.steps, checked_layers[0], checked_layers[1], checked_layers[2],
+            bad == 0 ? "ok" : absl::StrCat(bad, " mismatches; first: ").c_str(), first.c_str());
+        all_ok = all_ok && bad == 0;
+      }
+    }
+  }
+  return all_ok;
+}
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+// Device-to-device copy rate, bytes read plus bytes written per second.
+absl::StatusOr<double> CopyRate(cudaStream_t stream) {
+  const size_t bytes = size_t{512} << 20;
+  void* a = nullptr;
+  void* b = nullptr;
+  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaMalloc(&a, bytes), "cudaMalloc(copy)"));
+  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaMalloc(&b, bytes), "cudaMalloc(copy)"));
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  double best = 0;
+  for (int i = 0; i < 6; ++i) {
+    cudaEventRecord(start, stream);
+    cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, stream);
+    cudaEventRecord(stop, stream);
+    MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaEventSynchronize(stop), "copy"));
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start, stop);
+    if (i > 0) best = std::max(best, 2.0 * bytes / (ms * 1e-3));
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaFree(a);
+  cudaFree(b);
+  return best;
+}
+
+// GPU time of one step launch, the median of `repeats` timings of `launches` launches. The
+// stream is held while the host applies each step's pointers and enqueues the launches, so that
+// host time never shows in the GPU time; every launch moves to the next buffer set.
+class StepTimer {
+ public:
+  static absl::StatusOr<std::unique_ptr<StepTimer>> Create() {
+    auto timer = std::unique_ptr<StepTimer>(new StepTimer);
+    MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaHostAlloc(reinterpret_cast<void**>(&timer->flags_),
+                                                2 * sizeof(int), cudaHostAllocMapped),
+                                  "cudaHostAlloc"));
+    MLA_TAIL_RETURN_IF_ERROR(Cuda(
+        cudaHostGetDevicePointer(reinterpret_cast<void**>(&timer->device_flags_), timer->flags_, 0),
+        "cudaHostGetDevicePointer"));
+    cudaEventCreate(&timer->start_);
+    cudaEventCreate(&timer->stop_);
+    return timer;
+  }
+  ~StepTimer() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+    cudaFreeHost(flags_);
+  }
+
+  // Microseconds per launch.
+  absl::StatusOr<double> Time(StepGraph& graph, int sets, int launches, int* step,
+                              cudaStream_t stream) {
+    volatile int* flags = flags_;
+    flags[0] = 0;  // release
+    flags[1] = 0;  // timed out
+    // The host enqueues a step in a few hundred microseconds; if the launch queue fills before
+    // all are in, the hold ends after 100 ms and the GPU starts early (counted, reported).
+    MLA_TAIL_RETURN_IF_ERROR(
+        Cuda(HoldStream(device_flags_, device_flags_ + 1, 100000000LL, stream), "hold"));
+    MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaEventRecord(start_, stream), "event"));
+    for (int i = 0; i < launches; ++i, ++*step) {
+      MLA_TAIL_RETURN_IF_ERROR(graph.Apply(*step, *step % sets));
+      MLA_TAIL_RETURN_IF_ERROR(graph.Launch(stream));
+    }
+    MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaEventRecord(stop_, stream), "event"));
+    flags[0] = 1;
+    MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaEventSynchronize(stop_), "timed steps"));
+    if (flags[1] != 0) ++holds_timed_out_;
+    float ms = 0;
+    MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaEventElapsedTime(&ms, start_, stop_), "elapsed"));
+    return ms * 1000.0 / launches;
+  }
+
+  // Timings whose hold ended before the host had enqueued every launch.
+  int holds_timed_out() const { return holds_timed_out_; }
+
+ private:
+  StepTimer() = default;
+  int* flags_ = nullptr;
+  int* device_flags_ = nullptr;
+  cudaEvent_t start_ = nullptr;
+  cudaEvent_t stop_ = nullptr;
+  int holds_timed_out_ = 0;
+};
+
+// Mean host time of one TailNodes::Update, alternating each layer between two buffer sets.
+absl::StatusOr<double> UpdateMicroseconds(StepGraph& graph, const Model& model, int calls) {
+  std::vector<mla_graph::TailNodes>& tails = graph.tails();
+  const int layers = model.layers();
+  for (int i = 0; i < layers; ++i) {  // warm
+    MLA_TAIL_RETURN_IF_ERROR(tails[i].Update(graph.exec(), model.Tail(1, i)));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < calls; ++i) {
+    const int layer = i % layers;
+    MLA_TAIL_RETURN_IF_ERROR(
+        tails[layer].Update(graph.exec(), model.Tail((i / layers) % 2, layer)));
+  }
+  const auto stop = std::chrono::steady_clock::now();
+  return std::chrono::duration<double, std::micro>(stop - start).count() / calls;
+}
+
+absl::Status Measure(const Options& options, const mla::MlaTail& tail, cudaStream_t stream) {
+  absl::StatusOr<double> copy_rate = CopyRate(stream);
+  if (!copy_rate.ok()) return copy_rate.status();
+  absl::StatusOr<std::unique_ptr<StepTimer>> timer = StepTimer::Create();
+  if (!timer.ok()) return timer.status();
+  std::printf("device-to-device copy rate (read + write): %.0f GB/s\n", *copy_rate / 1e9);
+  std::printf(
+      "%d layers, attention stand-in runs on %.1f us after its trigger; step times are "
+      "medians of %d timings of %d launches\n",
+      options.layers, options.attention_us, options.repeats, options.measure_steps);
+  std::printf("%5s %4s %-12s %4s %10s %10s %10s | %10s %10s %10s %5s | %9s\n", "heads", "rows",
+              "kernel", "sets", "step PDL", "step full", "step none", "tail PDL", "tail full",
+              "budget", "ok", "update");
+  std::printf("%5s %4s %-12s %4s %10s %10s %10s | %10s %10s %10s %5s | %9s\n", "", "", "", "", "us",
+              "us", "us", "us/layer", "us/layer", "us/layer", "", "us/layer");
+  std::string csv =
+      "heads,rows,layers,kernel,buffer_sets,buffer_bytes,attention_us,step_us_tail_pdl,"
+      "step_us_tail_full,step_us_no_tail,tail_us_per_layer_pdl,tail_us_per_layer_full,"
+      "activation_bytes,copy_rate_gbps,budget_us_per_layer,within_budget,pdl_faster,"
+      "update_us_per_layer\n";
+  bool all_ok = true;
+  int step = 0;
+  for (int heads : options.heads) {
+    absl::StatusOr<Setup> setup = MakeSetup(options, heads, stream);
+    if (!setup.ok()) return setup.status();
+    const Model& model = *setup->model;
+    for (int rows : options.buckets) {
+      // Every request active in every set.
+      std::vector<int32_t> lengths(options.buckets.back(), 0);
+      for (int r = 0; r < rows; ++r) lengths[r] = 1 + r % 100;
+      for (int set = 0; set < model.sets(); ++set) {
+        MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaMemcpy(model.lengths(set), lengths.data(),
+                                                 lengths.size() * 4, cudaMemcpyHostToDevice),
+                                      "lengths"));
+      }
+      std::vector<std::unique_ptr<StepGraph>> graphs;
+      for (TailEdge edge : {TailEdge::kProgrammatic, TailEdge::kFull, TailEdge::kNoTail}) {
+        absl::StatusOr<std::unique_ptr<StepGraph>> graph =
+            StepGraph::Build(tail, model, rows, edge, setup->spin_cycles, setup->checksums.get());
+        if (!graph.ok()) return graph.status();
+        graphs.push_back(std::move(*graph));
+      }
+      std::vector<std::vector<double>> times(graphs.size());
+      for (int repeat = -1; repeat < options.repeats; ++repeat) {  // -1: warm-up
+        for (size_t g = 0; g < graphs.size(); ++g) {
+          absl::StatusOr<double> us =
+              (*timer)->Time(*graphs[g], model.sets(), options.measure_steps, &step, stream);
+          if (!us.ok()) return us.status();
+          if (repeat >= 0) times[g].push_back(*us);
+        }
+      }
+      const double pdl = Median(times[0]);
+      const double full = Median(times[1]);
+      const double none = Median(times[2]);
+      const double added_pdl = (pdl - none) / options.layers;
+      const double added_full = (full - none) / options.layers;
+      const int64_t activation_bytes =
+          int64_t{rows} * heads * (kLatentDim + 2 * kValueDim) * 2 + int64_t{rows} * 4;
+      const double budget = 1.0 + activation_bytes / *copy_rate * 1e6;
+      absl::StatusOr<double> update = UpdateMicroseconds(*graphs[0], model, options.update_calls);
+      if (!update.ok()) return update.status();
+      const bool within = added_pdl <= budget;
+      const bool pdl_faster = added_pdl < added_full;
+      const bool ok = within && pdl_faster && *update <= 2.0;
+      all_ok = all_ok && ok;
+      const char* kernel = mla::FusedKernelName(graphs[0]->tails()[0].kernel());
+      std::printf("%5d %4d %-12s %4d %10.1f %10.1f %10.1f | %10.3f %10.3f %10.3f %5s | %9.3f\n",
+                  heads, rows, kernel, model.sets(), pdl, full, none, added_pdl, added_full, budget,
+                  ok ? "yes" : "NO", *update);
+      std::fflush(stdout);
+      absl::StrAppendFormat(
+          &csv, "%d,%d,%d,%s,%d,%d,%.2f,%.3f,%.3f,%.3f,%.4f,%.4f,%d,%.1f,%.4f,%d,%d,%.4f\n", heads,
+          rows, options.layers, kernel, model.sets(), model.bytes(), options.attention_us, pdl,
+          full, none, added_pdl, added_full, activation_bytes, *copy_rate / 1e9, budget,
+          within ? 1 : 0, pdl_faster ? 1 : 0, *update);
+    }
+  }
+  std::printf(
+      "budget = 1.0 us + activation bytes (latent, gate, output, lengths) at the copy "
+      "rate; ok = within it, faster with the PDL edge than with a full edge, and an "
+      "update <= 2 us\n");
+  if ((*timer)->holds_timed_out() > 0) {
+    std::printf(
+        "note: in %d timings the launch queue filled before every launch was enqueued; "
+        "those timings include host time if the host was slower than the GPU\n",
+        (*timer)->holds_timed_out());
+  }
+  std::printf("%s\n", all_ok ? "MEASURE: all within" : "MEASURE: some outside");
+  if (!options.csv.empty()) {
+    std::FILE* f = std::fopen(options.csv.c_str(), "w");
+    if (f == nullptr) return absl::InternalError(absl::StrCat("cannot write ", options.csv));
+    std::fputs(csv.c_str(), f);
+    std::fclose(f);
+    std::printf("wrote %s\n", options.csv.c_str());
+  }
+  return absl::OkStatus();
+}
+
+int Main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  Options options;
+  absl::StatusOr<std::vector<int>> heads = ParseList(absl::GetFlag(FLAGS_heads), "heads");
+  absl::StatusOr<std::vector<int>> buckets = ParseList(absl::GetFlag(FLAGS_buckets), "buckets");
+  if (!heads.ok() || !buckets.ok()) {
+    std::fprintf(stderr, "%s\n",
+                 (!heads.ok() ? heads.status() : buckets.status()).ToString().c_str());
+    return 2;
+  }
+  options.heads = *heads;
+  options.buckets = *buckets;
+  if (!std::is_sorted(options.buckets.begin(), options.buckets.end())) {
+    std::fprintf(stderr, "--buckets must increase\n");
+    return 2;
+  }
+  options.layers = absl::GetFlag(FLAGS_layers);
+  options.steps = absl::GetFlag(FLAGS_steps);
+  options.device = absl::GetFlag(FLAGS_device);
+  options.attention_us = absl::GetFlag(FLAGS_attention_us);
+  options.measure_steps = absl::GetFlag(FLAGS_measure_steps);
+  options.repeats = std::max(1, absl::GetFlag(FLAGS_repeats));
+  options.update_calls = std::max(1, absl::GetFlag(FLAGS_update_calls));
+  options.csv = absl::GetFlag(FLAGS_csv);
+  if (options.layers < 1 || options.steps < 1 || options.measure_steps < 1) {
+    std::fprintf(stderr, "--layers, --steps and --measure_steps must be positive\n");
+    return 2;
+  }
+  const bool measure = absl::GetFlag(FLAGS_measure);
+  const bool check = absl::GetFlag(FLAGS_check) || !measure;
+
+  absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail =
+      mla::MlaTail::Create(options.device, mla::TailOptions{});
+  if (!tail.ok()) {
+    std::fprintf(stderr, "MlaTail::Create: %s\n", tail.status().ToString().c_str());
+    return 2;
+  }
+  cudaSetDevice(options.device);
+  cudaStream_t stream = nullptr;
+  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
+    std::fprintf(stderr, "cudaStreamCreate failed\n");
+    return 2;
+  }
+  int status = 0;
+  if (check) {
+    absl::StatusOr<bool> passed = Check(options, **tail, stream);
+    if (!passed.ok()) {
+      std::fprintf(stderr, "check: %s\n", passed.status().ToString().c_str());
+      return 2;
+    }
+    std::printf("%s\n", *passed ? "PASS" : "FAIL");
+    if (!*passed) status = 1;
+  }
+  if (measure) {
+    const absl::Status measured = Measure(options, **tail, stream);
+    if (!measured.ok()) {
+      std::fprintf(stderr, "measure: %s\n", measured.ToString().c_str());
+      return 2;
+    }
+  }
+  cudaStreamDestroy(stream);
+  return status;
+}
+
+}  // namespace
+}  // namespace example
+
+int main(int argc, char** argv) { return example::Main(argc, argv); }
