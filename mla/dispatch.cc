@@ -20,8 +20,6 @@ const char* FusedKernelName(FusedKernel kernel) {
       return "wgmma-p6";
     case FusedKernel::kPersistent128x128:
       return "wgmma-ws";
-    case FusedKernel::kTile64x32SplitK4:
-      return "wgmma-k4";
   }
   return "?";
 }

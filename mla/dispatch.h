@@ -23,9 +23,6 @@ enum class FusedKernel {
   // MlaValueWgmma-ws: persistent 128 x 128 tiles, one block an SM; a producer warpgroup's copies
   // and two consumer warpgroups' MMAs hand a ring of 6 buffers over mbarriers.
   kPersistent128x128,
-  // MlaValueSplitK: 64 x 32 tiles, each shared by a cluster of 4 blocks that split the latent
-  // axis and add their partial sums through distributed shared memory.
-  kTile64x32SplitK4,
 };
 
 // Every concrete kernel, for callers that force each in turn (tests, benchmarks).
@@ -33,7 +30,7 @@ inline constexpr FusedKernel kFusedKernels[] = {
     FusedKernel::kColumnSplit,       FusedKernel::kTile64x64Pipeline4,
     FusedKernel::kTile64x64AllSteps, FusedKernel::kTile64x128,
     FusedKernel::kTile64x32AllSteps, FusedKernel::kTile64x64Pipeline6,
-    FusedKernel::kPersistent128x128, FusedKernel::kTile64x32SplitK4};
+    FusedKernel::kPersistent128x128};
 
 // A short stable name ("split", "wgmma-p4", ...), as benchmark files record it.
 const char* FusedKernelName(FusedKernel kernel);

@@ -39,10 +39,6 @@ cudaError_t PlanMlaValue(const MlaValueParams& p, FusedKernel kernel, int multip
     *launch = PlanMlaValueWs(p.heads, p.rows, multiprocessors);
     return cudaSuccess;
   }
-  if (resolved == FusedKernel::kTile64x32SplitK4) {
-    *launch = PlanMlaValueSplitK(p.heads, p.rows);
-    return cudaSuccess;
-  }
   if (IsMlaValueWgmma(resolved)) return PlanMlaValueWgmma(p.heads, p.rows, resolved, launch);
   *launch = PlanMlaValueColumnSplit(p.heads, p.rows, multiprocessors);
   return cudaSuccess;
@@ -66,7 +62,7 @@ cudaError_t LaunchMlaValue(const KernelLaunch& launch, const MlaValueParams& par
 
 cudaError_t PrepareTailKernels() {
   for (cudaError_t (*prepare)() : {PrepareMlaValueColumnSplit, PrepareMlaValueWgmma,
-                                   PrepareMlaValueWs, PrepareMlaValueSplitK, PrepareMlaGate, PrepareBmmPointers}) {
+                                   PrepareMlaValueWs, PrepareMlaGate, PrepareBmmPointers}) {
     const cudaError_t e = prepare();
     if (e != cudaSuccess) return e;
   }

@@ -25,10 +25,6 @@ cudaError_t PrepareMlaValueWgmma();
 KernelLaunch PlanMlaValueWs(int heads, int rows, int multiprocessors);
 cudaError_t PrepareMlaValueWs();
 
-// MlaValueSplitK (mla_value_splitk.cu): kTile64x32SplitK4.
-KernelLaunch PlanMlaValueSplitK(int heads, int rows);
-cudaError_t PrepareMlaValueSplitK();
-
 }  // namespace mla
 
 #endif  // MLA_KERNELS_MLA_VALUE_VARIANTS_H_
