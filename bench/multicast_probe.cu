@@ -10,9 +10,8 @@
 //   mcast c    a cluster of c row tiles of one head; block k bulk-copies rows [k, k + 1) * 128 / c
 //              of W_UV and multicasts them into every block of the cluster.
 // The latent always by cp.async (it is not shared). Prints CSV: µs a grid, 240 grids rotating
-// through 24 layers in one CUDA graph, beside an empty kernel's graph. On the H200 (bench/results/
-// 2026-11-30-h200/history/mcast58): halving W_UV's bytes saved 0.3-1.3 µs of 4.2-5.9, a cluster
-// of two multicasting them nothing, and clusters of four or eight doubled the time.
+// through 24 layers in one CUDA graph, beside an empty kernel's graph. What it found on the
+// H200: docs/design.md.
 
 #include <cuda_runtime.h>
 

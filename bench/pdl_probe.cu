@@ -1,7 +1,7 @@
 // pdl_probe: when does a PDL-launched kernel start, and when does its griddepcontrol.wait
 // return, relative to its upstream kernel's launch_dependents and end? Stamped with %globaltimer
 // inside the kernels, in a stream and in a captured graph, with the dependent launched with and
-// without PDL. This is the mechanism the tail's W_UV prefetch relies on (performance goal 4).
+// without PDL. This is the mechanism the tail's W_UV copies before the dependency wait rely on.
 
 #include <cuda_runtime.h>
 

@@ -125,13 +125,11 @@ __device__ __forceinline__ void CopyAsyncWaitUntil(int pending) {
   }
 }
 
-// The gate's sigmoids (SPEC.md's s) computed during the K steps, a few pairs a step while that
-// step's MMAs run and later steps' copies fly, so that the epilogue only multiplies and rounds:
-// 5-7% faster for the 4-stage pipeline at 12 x 1024 and 96 x 128, 3-7% slower for the
-// all-in-flight tiles and the 6-stage pipeline at the shapes the rule gives them (a step's few
-// sigmoids lengthen the chain of MMAs once the copies have landed), 1-4% slower for the 64 x 128
-// tiles there (bench/results/2026-11-30-h200/history/sig32_448de1d, sig33_bf9badd). With kEnabled
-// false: nothing, and the epilogue computes them.
+// The gate's sigmoids (docs/spec.md's s) computed during the K steps, a few pairs a step while
+// that step's MMAs run and later steps' copies fly, so that the epilogue only multiplies and
+// rounds. Only the 4-stage pipeline gains from it; in the others a step's few sigmoids lengthen
+// the chain of MMAs once the copies have landed (docs/design.md). With kEnabled false: nothing,
+// and the epilogue computes them.
 template <typename T, bool kEnabled>
 struct EarlySigmoids {
   __device__ __forceinline__ void Step(int, const uint8_t*, const int32_t*) {}
@@ -379,18 +377,12 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
 
 // The configurations FusedKernel names: stages (8: all steps in flight), the tile's
 // columns, the warpgroups that split them, and the minimum blocks a multiprocessor its launch
-// bounds name (0: none). The 64 x 128 tiles' block spent a third of its time after the dependency
-// wait in its epilogue (64 gated columns a thread, one warp a scheduler: 2.1 us of 6.6 at
-// 8 x 1024 embedded with PDL); two warpgroups of 64 columns halve each thread's share and
-// double the warps that hide its latencies: 1.2-3.1% faster at the rule's 64 x 128 shapes and
-// 4.5-11.6% elsewhere in tail_bench (bench/results/2026-11-30-h200/history/ab62_9d42715), where
-// four warpgroups of 32 columns were slower than two (history/timeline60). Two of those blocks
-// still share a multiprocessor: at most 128 registers (122 used). Two warpgroups measured
-// slower in the 6-stage pipeline (history/timeline59). With 1 the
-// 4-stage pipeline keeps 135 registers instead of 96 and is 3-6% faster at 64-96 heads x 16-64
-// rows, at most 1.5% slower at 128 x 128-512 (history/lb12_29707b8); the 6-stage pipeline takes
-// the same bounds. The shared memory of each (WgTile::kSmemBytes) decides how many of its blocks
-// share a multiprocessor, which the rule (mla/dispatch.h) leans on.
+// bounds name (0: none). The 64 x 128 tiles split their columns between two warpgroups, halving
+// each thread's share of the epilogue; two of those blocks still share a multiprocessor (at most
+// 128 registers a thread). A minimum of 1 lets the pipelines keep more registers (the 4-stage
+// one 135 instead of 96). Why these and not their neighbours: docs/design.md. The shared memory
+// of each (WgTile::kSmemBytes) decides how many of its blocks share a multiprocessor, which the
+// rule (mla/dispatch.h) leans on.
 struct WgConfig {
   FusedKernel variant;
   int stages, cols, warpgroups, min_blocks;

@@ -12,15 +12,13 @@
 //   - two consumers (warpgroups 1-2), 64 rows each, wait for a step's buffer, run its four
 //     wgmma m64n128k16 on the shared W_UV slice, and free the buffer once those MMAs are done
 //     (one step later: each step's MMAs run on while the next step's buffer is awaited). After
-//     a tile's last step they gate their 64 rows (SPEC.md: bf16 v, FP32 sigmoid) and store them.
+//     a tile's last step they gate their 64 rows (docs/spec.md: bf16 v, FP32 sigmoid) and store
+//     them.
 //     With one tile a block (the launch decides: WsEarlySigmoids), they compute the sigmoids
 //     during the tile's last four steps instead, and the epilogue only multiplies and rounds.
-// Why: in the block-synchronous persistent kernel it replaced (MlaValueWgmma's loop with a
-// __syncthreads a step), a buffer was refilled only after every thread had passed the next
-// step's barrier, so each step's MMA chain sat on the copy path; without its MMAs that kernel
-// ran at the copy bandwidth (bench/results/2026-11-30-h200/NOTES.md). This one is 2-10% faster
-// from 512 rows (history/ws3_1138687). Moving the gate into a fourth warpgroup, so that the
-// ring would drain through the epilogues too, measured 10% slower (history/ws2_49ae693).
+// Why warp-specialized: with a __syncthreads a step, a buffer is refilled only after every
+// thread has passed the next step's barrier, so each step's MMA chain sits on the copy path.
+// Here the copies never wait for the MMAs; the gate stays with the consumers (docs/design.md).
 //
 // Shared layout: the canonical K-major 128-byte swizzle of wgmma (wgmma.cuh) for the operand
 // buffers; the gate tile with row r's 16-byte word w at word w ^ (r % 8), which the epilogue
@@ -86,14 +84,13 @@ struct WsTile {
   static_assert(kStageBytes % kAlign == 0 && kWBytes % kAlign == 0, "tiles on atom boundaries");
 };
 
-// The gate's sigmoids (SPEC.md's s) computed during a tile's last K steps, 8 pairs a step while
-// that step's MMAs run, so that the epilogue only multiplies and rounds (about 1 us of exp and
-// reciprocals a tile on the multiprocessor's MUFU unit otherwise). Only where each block has one
-// tile (correct with more, but slower): the gate buffer is free at a block's first tile, so its
-// gate is copied with the first step; a later tile's gate waits for the previous tile's
-// epilogue, and awaiting it mid-tile measured 2-5% slower. With one tile a block: 2-3% faster
-// (bench/results/2026-11-30-h200/history/sig32_448de1d, sig33_bf9badd, ws36_59779da).
-// With kEnabled false: nothing, and the epilogue computes them.
+// The gate's sigmoids (docs/spec.md's s) computed during a tile's last K steps, 8 pairs a step
+// while that step's MMAs run, so that the epilogue only multiplies and rounds (otherwise its exp
+// and reciprocals queue on the multiprocessor's MUFU unit). Only where each block has one tile
+// (correct with more, but slower): the gate buffer is free at a block's first tile, so its gate
+// is copied with the first step; a later tile's gate waits for the previous tile's epilogue, and
+// awaiting it mid-tile is slower (docs/design.md). With kEnabled false: nothing, and the epilogue
+// computes them.
 template <bool kEnabled>
 struct WsEarlySigmoids {
   static constexpr int kGateStep = WsTile::kSteps - 2;  // the producer's gate copy
