@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "bench/cuda_check.h"
 #include "bench/ingest_probe.h"
 
 namespace mla_bench {
@@ -102,37 +103,28 @@ const void* CpAsyncKernel(int depth) {
   }
 }
 
-#define CHECK(call)                                                                 \
-  do {                                                                              \
-    const cudaError_t e = (call);                                                   \
-    if (e != cudaSuccess) {                                                         \
-      std::fprintf(stderr, "ingest_probe: %s: %s\n", #call, cudaGetErrorString(e)); \
-      return 1;                                                                     \
-    }                                                                               \
-  } while (0)
-
 }  // namespace
 
 int RunIngestProbe() {
   int sms = 0;
-  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   constexpr int64_t kRegionBytes = int64_t{1} << 20;  // 1 MiB a block and launch
   constexpr int kRotations = 4;
   const int64_t launch_bytes = kRegionBytes * sms;
   char* src = nullptr;
   int* sink = nullptr;
-  CHECK(cudaMalloc(&src, launch_bytes * kRotations));
-  CHECK(cudaMemset(src, 1, launch_bytes * kRotations));
-  CHECK(cudaMalloc(&sink, sizeof(int)));
+  CUDA_CHECK(cudaMalloc(&src, launch_bytes * kRotations));
+  CUDA_CHECK(cudaMemset(src, 1, launch_bytes * kRotations));
+  CUDA_CHECK(cudaMalloc(&sink, sizeof(int)));
   for (int depth : {2, 4, 8}) {
-    CHECK(cudaFuncSetAttribute(CpAsyncKernel(depth),
+    CUDA_CHECK(cudaFuncSetAttribute(CpAsyncKernel(depth),
                                cudaFuncAttributeMaxDynamicSharedMemorySize, 224 * 1024));
   }
-  CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(BulkIngest),
+  CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(BulkIngest),
                              cudaFuncAttributeMaxDynamicSharedMemorySize, 224 * 1024));
   cudaEvent_t start, stop;
-  CHECK(cudaEventCreate(&start));
-  CHECK(cudaEventCreate(&stop));
+  CUDA_CHECK(cudaEventCreate(&start));
+  CUDA_CHECK(cudaEventCreate(&stop));
   std::printf("method,smem_kib,blocks,chunk_bytes,depth,cold,us_per_launch,gb_s_per_block,"
               "tb_s_total\n");
   for (const char* method : {"cp_async", "bulk"}) {
@@ -163,13 +155,13 @@ int RunIngestProbe() {
               };
               for (int i = 0; i < 4; ++i) launch(i);
               constexpr int kLaunches = 20;
-              CHECK(cudaEventRecord(start));
+              CUDA_CHECK(cudaEventRecord(start));
               for (int i = 4; i < 4 + kLaunches; ++i) launch(i);
-              CHECK(cudaEventRecord(stop));
-              CHECK(cudaEventSynchronize(stop));
-              CHECK(cudaGetLastError());
+              CUDA_CHECK(cudaEventRecord(stop));
+              CUDA_CHECK(cudaEventSynchronize(stop));
+              CUDA_CHECK(cudaGetLastError());
               float ms = 0;
-              CHECK(cudaEventElapsedTime(&ms, start, stop));
+              CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
               const double us = 1000.0 * ms / kLaunches;
               std::printf("%s,%d,%d,%d,%d,%d,%.2f,%.1f,%.3f\n", method, smem_kib, blocks, chunk,
                           depth, cold ? 1 : 0, us, bytes / blocks / (us * 1e3),

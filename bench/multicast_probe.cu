@@ -10,9 +10,8 @@
 //   mcast c    a cluster of c row tiles of one head; block k bulk-copies rows [k, k + 1) * 128 / c
 //              of W_UV and multicasts them into every block of the cluster.
 // The latent always by cp.async (it is not shared). Prints CSV: µs a grid, 240 grids rotating
-// through 24 layers in one CUDA graph, beside an empty kernel's graph. On the H200 (bench/results/
-// 2026-11-30-h200/history/mcast58): halving W_UV's bytes saved 0.3-1.3 µs of 4.2-5.9, a cluster
-// of two multicasting them nothing, and clusters of four or eight doubled the time.
+// through 24 layers in one CUDA graph, beside an empty kernel's graph. What it found on the
+// H200: docs/design.md.
 
 #include <cuda_runtime.h>
 
@@ -21,6 +20,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "bench/cuda_check.h"
 #include "bench/multicast_probe.h"
 
 namespace mla_bench {
@@ -34,16 +34,6 @@ constexpr int kLatentBytes = kRows * kLatentDim * 2;      // 64 KB
 constexpr int kWBytes = kValueDim * kLatentDim * 2;       // 128 KB
 constexpr int kSmemBytes = kLatentBytes + kWBytes + 1024;  // + barrier, alignment
 constexpr int kLayers = 24;
-
-#define CHECK(x)                                                                \
-  do {                                                                          \
-    cudaError_t err_ = (x);                                                        \
-    if (err_ != cudaSuccess) {                                                   \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x,            \
-                   cudaGetErrorString(err_));                                      \
-      std::exit(1);                                                             \
-    }                                                                           \
-  } while (0)
 
 __device__ __forceinline__ uint32_t Smem(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -156,43 +146,43 @@ void Launch(const Args& a, int cluster, cudaStream_t s) {
   c.stream = s;
   c.attrs = attr;
   c.numAttrs = 1;
-  CHECK(cudaLaunchKernelEx(&c, Ingest<kMode>, a));
+  CUDA_CHECK(cudaLaunchKernelEx(&c, Ingest<kMode>, a));
 }
 
 template <int kMode>
 double Time(Args a, int cluster, int reps) {
-  CHECK(cudaFuncSetAttribute(Ingest<kMode>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  CUDA_CHECK(cudaFuncSetAttribute(Ingest<kMode>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              kSmemBytes));
   if (cluster > 1) {
-    CHECK(cudaFuncSetAttribute(Ingest<kMode>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    CUDA_CHECK(cudaFuncSetAttribute(Ingest<kMode>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   }
   cudaStream_t s;
-  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cudaGraph_t g;
-  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
   for (int i = 0; i < reps; ++i) {
     a.layer = i % kLayers;
     Launch<kMode>(a, cluster, s);
   }
-  CHECK(cudaStreamEndCapture(s, &g));
+  CUDA_CHECK(cudaStreamEndCapture(s, &g));
   cudaGraphExec_t e;
-  CHECK(cudaGraphInstantiate(&e, g, 0));
+  CUDA_CHECK(cudaGraphInstantiate(&e, g, 0));
   cudaEvent_t b0, b1;
-  CHECK(cudaEventCreate(&b0));
-  CHECK(cudaEventCreate(&b1));
+  CUDA_CHECK(cudaEventCreate(&b0));
+  CUDA_CHECK(cudaEventCreate(&b1));
   double best = 1e30;
   for (int trial = 0; trial < 5; ++trial) {
-    CHECK(cudaEventRecord(b0, s));
-    CHECK(cudaGraphLaunch(e, s));
-    CHECK(cudaEventRecord(b1, s));
-    CHECK(cudaEventSynchronize(b1));
+    CUDA_CHECK(cudaEventRecord(b0, s));
+    CUDA_CHECK(cudaGraphLaunch(e, s));
+    CUDA_CHECK(cudaEventRecord(b1, s));
+    CUDA_CHECK(cudaEventSynchronize(b1));
     float ms;
-    CHECK(cudaEventElapsedTime(&ms, b0, b1));
+    CUDA_CHECK(cudaEventElapsedTime(&ms, b0, b1));
     if (trial > 0 && ms * 1000.0 / reps < best) best = ms * 1000.0 / reps;
   }
-  CHECK(cudaGraphExecDestroy(e));
-  CHECK(cudaGraphDestroy(g));
-  CHECK(cudaStreamDestroy(s));
+  CUDA_CHECK(cudaGraphExecDestroy(e));
+  CUDA_CHECK(cudaGraphDestroy(g));
+  CUDA_CHECK(cudaStreamDestroy(s));
   return best;
 }
 
@@ -209,11 +199,11 @@ int RunMulticastProbe() {
     const size_t latent_layer = static_cast<size_t>(a.rows) * a.heads * kLatentDim * 2;
     const size_t w_layer = static_cast<size_t>(a.heads) * kWBytes;
     char *latent, *w;
-    CHECK(cudaMalloc(&latent, latent_layer * kLayers));
-    CHECK(cudaMalloc(&w, w_layer * kLayers));
-    CHECK(cudaMemset(latent, 1, latent_layer * kLayers));
-    CHECK(cudaMemset(w, 2, w_layer * kLayers));
-    CHECK(cudaMalloc(&a.sink, sizeof(int)));
+    CUDA_CHECK(cudaMalloc(&latent, latent_layer * kLayers));
+    CUDA_CHECK(cudaMalloc(&w, w_layer * kLayers));
+    CUDA_CHECK(cudaMemset(latent, 1, latent_layer * kLayers));
+    CUDA_CHECK(cudaMemset(w, 2, w_layer * kLayers));
+    CUDA_CHECK(cudaMalloc(&a.sink, sizeof(int)));
     a.latent = latent;
     a.w = w;
     a.w_fraction = 1;
@@ -236,9 +226,9 @@ int RunMulticastProbe() {
       if (row_tiles % c != 0) continue;
       row("mcast", c, c, Time<kMcast>(a, c, reps));
     }
-    CHECK(cudaFree(latent));
-    CHECK(cudaFree(w));
-    CHECK(cudaFree(a.sink));
+    CUDA_CHECK(cudaFree(latent));
+    CUDA_CHECK(cudaFree(w));
+    CUDA_CHECK(cudaFree(a.sink));
   }
   return 0;
 }

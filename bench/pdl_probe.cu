@@ -1,7 +1,7 @@
 // pdl_probe: when does a PDL-launched kernel start, and when does its griddepcontrol.wait
 // return, relative to its upstream kernel's launch_dependents and end? Stamped with %globaltimer
 // inside the kernels, in a stream and in a captured graph, with the dependent launched with and
-// without PDL. This is the mechanism the tail's W_UV prefetch relies on (performance goal 4).
+// without PDL. This is the mechanism the tail's W_UV copies before the dependency wait rely on.
 
 #include <cuda_runtime.h>
 
@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/cuda_check.h"
 #include "bench/pdl_probe.h"
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/launch.cuh"
@@ -103,15 +104,6 @@ __global__ void TimerResolution(unsigned long long* out) {
   out[1] = changes > 0 ? (last - begin) / changes : 0;
 }
 
-#define PROBE_CHECK(call)                                                           \
-  do {                                                                              \
-    const cudaError_t e = (call);                                                   \
-    if (e != cudaSuccess) {                                                         \
-      std::fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e));               \
-      return 1;                                                                     \
-    }                                                                               \
-  } while (0)
-
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
@@ -121,17 +113,17 @@ double Median(std::vector<double> v) {
 
 int RunPdlProbe(const PdlProbeOptions& o) {
   unsigned long long* resolution = nullptr;
-  PROBE_CHECK(cudaMalloc(&resolution, 2 * sizeof(unsigned long long)));
+  CUDA_CHECK(cudaMalloc(&resolution, 2 * sizeof(unsigned long long)));
   TimerResolution<<<1, 1>>>(resolution);
   unsigned long long res[2];
-  PROBE_CHECK(cudaMemcpy(res, resolution, sizeof(res), cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpy(res, resolution, sizeof(res), cudaMemcpyDeviceToHost));
   std::printf("# globaltimer: smallest step %llu ns, mean step %llu ns\n", res[0], res[1]);
   cudaFree(resolution);
 
-  PROBE_CHECK(cudaFuncSetAttribute(
+  CUDA_CHECK(cudaFuncSetAttribute(
       ProbeUpstream, cudaFuncAttributeMaxDynamicSharedMemorySize,
       *std::max_element(o.upstream_smem_bytes.begin(), o.upstream_smem_bytes.end())));
-  PROBE_CHECK(cudaFuncSetAttribute(
+  CUDA_CHECK(cudaFuncSetAttribute(
       ProbeDependent, cudaFuncAttributeMaxDynamicSharedMemorySize,
       *std::max_element(o.dependent_smem_bytes.begin(), o.dependent_smem_bytes.end())));
   const int pairs = o.pairs;
@@ -139,14 +131,14 @@ int RunPdlProbe(const PdlProbeOptions& o) {
   int *flags = nullptr, *sink = nullptr;
   uint4* weights = nullptr;
   const size_t weight_words = size_t{1} << 22;  // 64 MB: cold for every pair
-  PROBE_CHECK(cudaMalloc(&stamps, pairs * sizeof(Stamps)));
-  PROBE_CHECK(cudaMalloc(&flags, pairs * sizeof(int)));
-  PROBE_CHECK(cudaMalloc(&sink, sizeof(int)));
-  PROBE_CHECK(cudaMalloc(&weights, weight_words * sizeof(uint4)));
-  PROBE_CHECK(cudaMemset(weights, 0, weight_words * sizeof(uint4)));
-  PROBE_CHECK(cudaMemset(sink, 0, sizeof(int)));
+  CUDA_CHECK(cudaMalloc(&stamps, pairs * sizeof(Stamps)));
+  CUDA_CHECK(cudaMalloc(&flags, pairs * sizeof(int)));
+  CUDA_CHECK(cudaMalloc(&sink, sizeof(int)));
+  CUDA_CHECK(cudaMalloc(&weights, weight_words * sizeof(uint4)));
+  CUDA_CHECK(cudaMemset(weights, 0, weight_words * sizeof(uint4)));
+  CUDA_CHECK(cudaMemset(sink, 0, sizeof(int)));
   cudaStream_t stream;
-  PROBE_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
   std::printf(
       "where,dependent_pdl,epilogue_ns,dependent_blocks,prefetch_words,upstream_smem,"
@@ -161,9 +153,9 @@ int RunPdlProbe(const PdlProbeOptions& o) {
           for (const int upstream_smem : o.upstream_smem_bytes) {
           for (const int dependent_smem : o.dependent_smem_bytes) {
             std::vector<Stamps> init(pairs, Stamps{0, 0, ~0ull, 0, ~0ull, 0, 0});
-            PROBE_CHECK(cudaMemcpy(stamps, init.data(), pairs * sizeof(Stamps),
+            CUDA_CHECK(cudaMemcpy(stamps, init.data(), pairs * sizeof(Stamps),
                                    cudaMemcpyHostToDevice));
-            PROBE_CHECK(cudaMemset(flags, 0, pairs * sizeof(int)));
+            CUDA_CHECK(cudaMemset(flags, 0, pairs * sizeof(int)));
             const int stride = int(weight_words / (size_t(blocks) * 128));
             const int words = std::min(prefetch, stride);
             auto enqueue = [&](cudaStream_t s) -> cudaError_t {
@@ -186,29 +178,29 @@ int RunPdlProbe(const PdlProbeOptions& o) {
             if (graph) {
               cudaGraph_t g;
               cudaGraphExec_t exec;
-              PROBE_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-              PROBE_CHECK(enqueue(stream));
-              PROBE_CHECK(cudaStreamEndCapture(stream, &g));
-              PROBE_CHECK(cudaGraphInstantiate(&exec, g, 0));
-              PROBE_CHECK(cudaGraphUpload(exec, stream));
-              PROBE_CHECK(cudaEventRecord(begin, stream));
-              PROBE_CHECK(cudaGraphLaunch(exec, stream));
-              PROBE_CHECK(cudaEventRecord(end, stream));
-              PROBE_CHECK(cudaStreamSynchronize(stream));
+              CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+              CUDA_CHECK(enqueue(stream));
+              CUDA_CHECK(cudaStreamEndCapture(stream, &g));
+              CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+              CUDA_CHECK(cudaGraphUpload(exec, stream));
+              CUDA_CHECK(cudaEventRecord(begin, stream));
+              CUDA_CHECK(cudaGraphLaunch(exec, stream));
+              CUDA_CHECK(cudaEventRecord(end, stream));
+              CUDA_CHECK(cudaStreamSynchronize(stream));
               cudaGraphExecDestroy(exec);
               cudaGraphDestroy(g);
             } else {
-              PROBE_CHECK(cudaEventRecord(begin, stream));
-              PROBE_CHECK(enqueue(stream));
-              PROBE_CHECK(cudaEventRecord(end, stream));
-              PROBE_CHECK(cudaStreamSynchronize(stream));
+              CUDA_CHECK(cudaEventRecord(begin, stream));
+              CUDA_CHECK(enqueue(stream));
+              CUDA_CHECK(cudaEventRecord(end, stream));
+              CUDA_CHECK(cudaStreamSynchronize(stream));
             }
             float ms = 0;
             cudaEventElapsedTime(&ms, begin, end);
             cudaEventDestroy(begin);
             cudaEventDestroy(end);
             std::vector<Stamps> got(pairs);
-            PROBE_CHECK(cudaMemcpy(got.data(), stamps, pairs * sizeof(Stamps),
+            CUDA_CHECK(cudaMemcpy(got.data(), stamps, pairs * sizeof(Stamps),
                                    cudaMemcpyDeviceToHost));
             std::vector<double> start, release, finish, spread;
             for (int i = pairs / 4; i < pairs; ++i) {  // past the warm-up
@@ -230,7 +222,7 @@ int RunPdlProbe(const PdlProbeOptions& o) {
     }
   }
   int broken = 0;
-  PROBE_CHECK(cudaMemcpy(&broken, sink, sizeof(int), cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpy(&broken, sink, sizeof(int), cudaMemcpyDeviceToHost));
   std::printf("# dependents that saw the upstream flag unset after their wait: %d\n", broken);
   cudaStreamDestroy(stream);
   cudaFree(stamps);

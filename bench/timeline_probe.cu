@@ -48,6 +48,7 @@ constexpr bool kStamped = true;
 #endif
 #include "mla/kernels/mla_value_wgmma.cu"
 
+#include "bench/cuda_check.h"
 #include "bench/timeline_probe.h"
 
 namespace mla {
@@ -63,16 +64,6 @@ cudaError_t LaunchWgConfig(const MlaValueParams& p, cudaStream_t stream, bool pd
   return LaunchWithPdl(kKernel, grid, dim3(T::kThreads), T::kSmemBytes, stream, pdl, p);
 }
 }  // namespace mla
-
-#define CHECK(x)                                                                         \
-  do {                                                                                   \
-    cudaError_t err_ = (x);                                                              \
-    if (err_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x,                     \
-                   cudaGetErrorString(err_));                                            \
-      std::exit(1);                                                                      \
-    }                                                                                    \
-  } while (0)
 
 namespace mla_bench {
 namespace {
@@ -110,10 +101,10 @@ int RunTimelineProbe() {
       {"p6-again", 64, mla::LaunchWgConfig<6, 64, 1, 1, false>},
   };
   cudaStream_t stream;
-  CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cudaEvent_t e0, e1;
-  CHECK(cudaEventCreate(&e0));
-  CHECK(cudaEventCreate(&e1));
+  CUDA_CHECK(cudaEventCreate(&e0));
+  CUDA_CHECK(cudaEventCreate(&e1));
   std::printf("heads,rows,variant,blocks,us_per_layer");
   if (kStamped) {
     std::printf(",period_us,start_after_prev_end_us,start_spread_us,span_us");
@@ -128,51 +119,51 @@ int RunTimelineProbe() {
     const size_t out_n = size_t{1} * rows * heads * 128;
     std::vector<Layer> layers(kLayers);
     for (Layer& l : layers) {
-      CHECK(cudaMalloc(&l.latent, latent_n * 2));
-      CHECK(cudaMalloc(&l.w, w_n * 2));
-      CHECK(cudaMalloc(&l.gate, out_n * 2));
-      CHECK(cudaMalloc(&l.out, out_n * 2));
-      CHECK(cudaMalloc(&l.lengths, rows * 4));
-      CHECK(cudaMemset(l.latent, 0x3c, latent_n * 2));
-      CHECK(cudaMemset(l.w, 0x3c, w_n * 2));
-      CHECK(cudaMemset(l.gate, 0x3c, out_n * 2));
-      CHECK(cudaMemset(l.lengths, 1, rows * 4));
+      CUDA_CHECK(cudaMalloc(&l.latent, latent_n * 2));
+      CUDA_CHECK(cudaMalloc(&l.w, w_n * 2));
+      CUDA_CHECK(cudaMalloc(&l.gate, out_n * 2));
+      CUDA_CHECK(cudaMalloc(&l.out, out_n * 2));
+      CUDA_CHECK(cudaMalloc(&l.lengths, rows * 4));
+      CUDA_CHECK(cudaMemset(l.latent, 0x3c, latent_n * 2));
+      CUDA_CHECK(cudaMemset(l.w, 0x3c, w_n * 2));
+      CUDA_CHECK(cudaMemset(l.gate, 0x3c, out_n * 2));
+      CUDA_CHECK(cudaMemset(l.lengths, 1, rows * 4));
     }
     for (const auto& var : variants) {
       const int blocks = (128 / var.cols) * heads * ((rows + 63) / 64);
       if (blocks > kMaxBlocks) continue;
       // All layers' tails back to back in one graph, with PDL, as tail_bench's embedded graph.
       cudaGraph_t graph;
-      CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+      CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
       for (const Layer& l : layers) {
         const mla::MlaValueParams params{l.latent,  heads * 512, l.w,   128 * 512,
                                          512,       l.gate,      heads * 128, l.lengths,
                                          l.out,     heads * 128, heads, rows, 1};
-        CHECK(var.launch(params, stream, true));
+        CUDA_CHECK(var.launch(params, stream, true));
       }
-      CHECK(cudaStreamEndCapture(stream, &graph));
+      CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
       cudaGraphExec_t exec;
-      CHECK(cudaGraphInstantiate(&exec, graph, 0));
-      for (int i = 0; i < 3; ++i) CHECK(cudaGraphLaunch(exec, stream));
+      CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+      for (int i = 0; i < 3; ++i) CUDA_CHECK(cudaGraphLaunch(exec, stream));
       // The median of 15 replays' time a layer, then one replay whose stamps are read.
       std::vector<double> replay_us;
       for (int i = 0; i < 15; ++i) {
-        CHECK(cudaEventRecord(e0, stream));
-        CHECK(cudaGraphLaunch(exec, stream));
-        CHECK(cudaEventRecord(e1, stream));
-        CHECK(cudaStreamSynchronize(stream));
+        CUDA_CHECK(cudaEventRecord(e0, stream));
+        CUDA_CHECK(cudaGraphLaunch(exec, stream));
+        CUDA_CHECK(cudaEventRecord(e1, stream));
+        CUDA_CHECK(cudaStreamSynchronize(stream));
         float ms;
-        CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
         replay_us.push_back(ms * 1000.0 / kLayers);
       }
       std::printf("%d,%d,%s,%d,%.3f", heads, rows, var.name, blocks, Quantile(replay_us, 0.5));
       if constexpr (kStamped) {
         static int zeros[kMaxBlocks];
-        CHECK(cudaMemcpyToSymbol(probe::g_launches, zeros, sizeof(zeros)));
-        CHECK(cudaGraphLaunch(exec, stream));
-        CHECK(cudaStreamSynchronize(stream));
-        CHECK(cudaMemcpyFromSymbol(clocks, probe::g_clock, sizeof(clocks)));
-        CHECK(cudaMemcpyFromSymbol(times, probe::g_time, sizeof(times)));
+        CUDA_CHECK(cudaMemcpyToSymbol(probe::g_launches, zeros, sizeof(zeros)));
+        CUDA_CHECK(cudaGraphLaunch(exec, stream));
+        CUDA_CHECK(cudaStreamSynchronize(stream));
+        CUDA_CHECK(cudaMemcpyFromSymbol(clocks, probe::g_clock, sizeof(clocks)));
+        CUDA_CHECK(cudaMemcpyFromSymbol(times, probe::g_time, sizeof(times)));
         // Per layer: first entry, last stores issued.
         std::vector<long long> first(kLayers), last(kLayers);
         for (int l = 0; l < kLayers; ++l) {
@@ -207,15 +198,15 @@ int RunTimelineProbe() {
         }
       }
       std::printf("\n");
-      CHECK(cudaGraphExecDestroy(exec));
-      CHECK(cudaGraphDestroy(graph));
+      CUDA_CHECK(cudaGraphExecDestroy(exec));
+      CUDA_CHECK(cudaGraphDestroy(graph));
     }
     for (Layer& l : layers) {
-      CHECK(cudaFree(l.latent));
-      CHECK(cudaFree(l.w));
-      CHECK(cudaFree(l.gate));
-      CHECK(cudaFree(l.out));
-      CHECK(cudaFree(l.lengths));
+      CUDA_CHECK(cudaFree(l.latent));
+      CUDA_CHECK(cudaFree(l.w));
+      CUDA_CHECK(cudaFree(l.gate));
+      CUDA_CHECK(cudaFree(l.out));
+      CUDA_CHECK(cudaFree(l.lengths));
     }
   }
   return 0;

@@ -133,9 +133,10 @@ TEST(DispatchTest, FollowsTheMultiprocessorCount) {
   EXPECT_EQ(MlaValueBlockRows(99, 8, 114), 16);
 }
 
-// MlaValue's rows a block, against the measurements (docs/design.md): 8 (latent in registers) up to 8 rows while 4 heads <= 396 blocks and at
-// 9-32 rows while 4 heads ceil(rows / 8) <= 132, else 16, and 32 once the 32-row grid still has
-// about two blocks a multiprocessor. A distinct kernel each.
+// MlaValue's rows a block, against the measurements (docs/design.md): 8 (latent in registers)
+// up to 8 rows while 4 heads <= 396 blocks and at 9-32 rows while 4 heads ceil(rows / 8) <= 132,
+// else 16, and 32 once the 32-row grid still has about two blocks a multiprocessor. A distinct
+// kernel each.
 TEST(MlaValueBlockRowsTest, EightRowsWhereTheyFitOneWave) {
   for (int heads : {1, 12, 64, 96, 99}) {
     for (int rows : {1, 8}) EXPECT_EQ(MlaValueBlockRows(heads, rows, kH200), 8) << heads << " x " << rows;

@@ -1,7 +1,7 @@
 #ifndef MLA_TAIL_ARGS_H_
 #define MLA_TAIL_ARGS_H_
 
-// The shapes and buffers of one layer's MLA attention tail (../shared/SPEC.md):
+// The shapes and buffers of one layer's MLA attention tail (docs/spec.md):
 // out[t, h*128 + d] = active(t) ? bf16(bf16(sum_k latent[t,h,k] * w_uv[h,k,d]) * sigmoid(gate)) : +0.
 
 #include <cuda_bf16.h>

@@ -271,8 +271,8 @@ TEST_F(FaultGpuTest, DeviceMemoryExhaustedDuringCaptureIsReportedAndRetried) {
   EXPECT_LT(full.graphs_captured, graphs);
   // The last layer's largest bucket comes last in CaptureAll's order: not captured. Replaying it
   // tries a lazy capture. That fails the same way and writes nothing, or, where the failed
-  // CaptureAll left enough memory free for one more graph (once, at 39d1f62: NOTES.md, eighth
-  // session), succeeds and computes the tail.
+  // CaptureAll left enough memory free for one more graph (it can), succeeds and computes the
+  // tail.
   const absl::Status replay = (*set)->Replay(kLayers - 1, 256, stream_);
   RecordProperty("lazy_capture_while_full", replay.ok() ? "succeeded" : "failed");
   if (replay.ok()) {

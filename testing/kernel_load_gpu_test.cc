@@ -2,7 +2,8 @@
 // runs, eagerly and through graphs, and once memory is back its graphs instantiate and replay.
 // MlaTail::Create loads every kernel (PrepareTailKernels, mla/kernels/params.h), so none is
 // loaded on the full device. Alone in its binary, so that no earlier test has loaded a kernel
-// for it. (It also passed with the loading taken out, on an H200: NOTES.md, eighth session.)
+// for it. (On an H200 it passes without that loading too: the test guards it, it does not prove
+// it necessary.)
 
 #include <cuda_runtime.h>
 

@@ -1,7 +1,7 @@
 #ifndef TESTING_REFERENCE_H_
 #define TESTING_REFERENCE_H_
 
-// The CPU reference of ../shared/SPEC.md's math, in plain loops: double accumulation of the
+// The CPU reference of docs/spec.md's math, in plain loops: double accumulation of the
 // exact products, bf16 rounding to nearest even, FP32 sigmoid with std::exp.
 
 #include <cstdint>

@@ -156,12 +156,11 @@ __device__ __forceinline__ uint32_t GatePairInRange(float v0, float v1, uint32_t
   return word & (0u - static_cast<uint32_t>(active));  // a mask, not a branch: +0.0 twice
 }
 
-// out[i] = GatePair(v[2i], v[2i + 1], gate[i], active[i]) for a thread's kN pairs. Why not
-// GatePair in a loop: the division's branch to its general path made each pair a block of its
-// own, so the pairs' exp and reciprocal latencies (about 60 cycles) were paid one after another
-// (Nsight Compute: 30% of stalls waiting on fixed-latency results; bench/results/2026-11-30-h200/
-// NOTES.md, fifth session). Here all pairs are computed without branches; only a thread with a
-// gate below -87.3 or NaN on an active row computes them again the general way.
+// out[i] = GatePair(v[2i], v[2i + 1], gate[i], active[i]) for a thread's kN pairs. Not GatePair
+// in a loop: the division's branch to its general path would make each pair a block of its own,
+// paying the pairs' exp and reciprocal latencies one after another (docs/design.md). Here all
+// pairs are computed without branches; only a thread with a gate below -87.3 or NaN on an active
+// row computes them again the general way.
 template <int kN>
 __device__ __forceinline__ void GatePairs(const float (&v)[2 * kN], const uint32_t (&gate)[kN],
                                           const bool (&active)[kN], uint32_t (&out)[kN]) {

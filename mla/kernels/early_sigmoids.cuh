@@ -1,11 +1,12 @@
 #ifndef MLA_KERNELS_EARLY_SIGMOIDS_CUH_
 #define MLA_KERNELS_EARLY_SIGMOIDS_CUH_
 
-// The gate's sigmoids (SPEC.md's s) computed before the epilogue, while a tile's MMAs run, so that
-// the epilogue only multiplies and rounds; kept as FP32 in registers. For a thread's kPairs pairs
-// of accumulators in wgmma's m64nN layout: pair n = 2j + half is accumulators 4j + 2 * half and
-// 4j + 2 * half + 1, one 4-byte gate word. `Layout` locates them in the tile: Layout::Row(n), the
-// pair's row of the tile, and Layout::GateOffset(n), its gate word's byte offset in the gate tile.
+// The gate's sigmoids (docs/spec.md's s) computed before the epilogue, while a tile's MMAs run, so
+// that the epilogue only multiplies and rounds; kept as FP32 in registers. For a thread's kPairs
+// pairs of accumulators in wgmma's m64nN layout: pair n = 2j + half is accumulators 4j + 2 * half
+// and 4j + 2 * half + 1, one 4-byte gate word. `Layout` locates them in the tile: Layout::Row(n),
+// the pair's row of the tile, and Layout::GateOffset(n), its gate word's byte offset in the gate
+// tile.
 // Used by the MlaValueWgmma and MlaValueWgmma-ws configurations where it measured faster.
 
 #include <cuda_bf16.h>

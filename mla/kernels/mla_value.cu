@@ -37,7 +37,7 @@ constexpr int kWordsPerRow = kLatentDim / 8;  // 16-byte words per latent row
 
 // A block's rows: 8 (one m16 tile whose rows 8-15 are zeros), 16 (one tile) or 32 (two). With
 // 8 the latent goes straight into registers (no shared memory); 16 and 32 stage it in shared
-// memory (in registers, 16 rows measured slower: 210 registers a thread, bench/results/).
+// memory (in registers, 16 rows take 210 registers a thread and measured slower).
 template <int kTileRows>
 constexpr size_t SmemBytes() {
   return kTileRows == 8 ? 0 : size_t{kTileRows} * kSmemRow * sizeof(bf16);
@@ -76,8 +76,7 @@ __device__ __forceinline__ void MlaValueBlock(const MlaValueParams& p) {
   // 8 rows: each thread loads its A fragments (row `group`, the k permutation of W_UV) straight
   // into registers, with no shared-memory hop or block barrier; rows past the end read the last
   // row, whose products are never stored. Without shared memory the blocks can also start on
-  // multiprocessors an upstream kernel has configured for its own (bench/results/, tenth
-  // session: 0.3-1.6 us less added after the stand-in attention kernel).
+  // multiprocessors an upstream kernel has configured for its own (docs/design.md).
   uint4 a_rows[kDirect ? kChunks : 1];
   if constexpr (kDirect) {
     const bf16* row = latent_head + min(t0 + group, p.rows - 1) * p.latent_row_stride +
@@ -98,8 +97,8 @@ __device__ __forceinline__ void MlaValueBlock(const MlaValueParams& p) {
   // This thread's outputs: rows group and group + 8 of each tile, columns 2q, 2q+1 of the warp's.
   // Their gate words and lengths are loaded without branches (rows past the end read the last
   // row, whose result is not stored) and first used in the epilogue, so that all of them are in
-  // flight together: loads under `if (t < rows)` were each waited for inside their branch, one
-  // memory round trip per half (0.4-0.7 us from 9 rows on, bench/results/).
+  // flight together: loads under `if (t < rows)` would each be waited for inside their branch,
+  // one memory round trip per half.
   const int out_column = head * kValueDim + column + 2 * quarter;
   uint32_t gate_word[kRowTiles][kHalves];
   int32_t length[kRowTiles][kHalves];
@@ -123,8 +122,7 @@ __device__ __forceinline__ void MlaValueBlock(const MlaValueParams& p) {
 
   // Accumulator chains: one per MMA of a chunk, and with 8 rows one per chunk parity as well:
   // there nothing else runs beside the MMAs to hide their latency (with shared-memory reads in
-  // the loop, four chains measured no faster with one row tile and 13-18% slower with two;
-  // fifth and eleventh sessions, bench/results/).
+  // the loop, four chains measured no faster with one row tile and slower with two).
   constexpr int kParities = kDirect ? 2 : 1;
   float acc[kRowTiles][kParities][2][4] = {};
 #pragma unroll
@@ -192,9 +190,8 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
   MlaValueBlock<kTileRows>(p);
 }
 
-// 8 rows: held to the registers the two-chain version took (142, allocated as 144), so that
-// three blocks still fit beside an upstream kernel's; at 150 they measured 0.75 us slower at
-// 96 x 1 after an upstream without shared memory (bench/results/, eleventh session).
+// 8 rows: held to 144 registers a thread, so that three blocks still fit beside an upstream
+// kernel's (docs/design.md).
 __global__ void __maxnreg__(144) MlaValueDirectKernel(const MlaValueParams p) {
   MlaValueBlock<8>(p);
 }
@@ -223,18 +220,11 @@ KernelLaunch LaunchOf(int heads, int rows) {
 
 int MlaValueBlockRows(int heads, int rows, int multiprocessors) {
   const int blocks_per_row_block = (kValueDim / kColumnsPerBlock) * heads;
-  // 8 rows (bench/results/, tenth and eleventh sessions):
+  // 8 rows (the measurements behind both cases: docs/design.md):
   // - up to 8 rows while the grid fits the multiprocessors at the three blocks a multiprocessor
-  //   their 140 registers allow (132 on an H200: up to 99 heads). At 128 heads x 1-8 rows they
-  //   took two waves and measured 12-21% slower than 16-row blocks (four a multiprocessor), and
-  //   0.5-1.4 us more after the stand-in upstream kernel;
+  //   their registers allow (132 on an H200: up to 99 heads); past that they take two waves;
   // - at 9-32 rows, ceil(rows / 8) a column block, each reading W_UV, while the grid has at most
-  //   one block a multiprocessor (up to 16 heads at 16 rows, 8 at 32): at 9-16 rows with their
-  //   four chains 1-5% faster than 16-row blocks at 16 heads and 0.5 us less after the upstream;
-  //   at 24-48 heads 14-27% slower back to back (the second W_UV read, more than one block a
-  //   multiprocessor) for 0.2-0.4 us less after it. At 17-32 rows (twelfth session, rows63)
-  //   against 16-row blocks and the 64 x 32 tiles the rule gave them: 24-38% faster back to back
-  //   at 1-4 heads, 2.5-11% at 8 heads, and 0.8 us less after the upstream at 8 x 24-32.
+  //   one block a multiprocessor (up to 16 heads at 16 rows, 8 at 32).
   static_assert(kValueDim / kColumnsPerBlock == 4, "EightRowBlocksFitOneWave counts 4 a head");
   if (rows <= 8 && blocks_per_row_block <= 3 * multiprocessors) return 8;
   if (EightRowBlocksFitOneWave(heads, rows, multiprocessors)) return 8;

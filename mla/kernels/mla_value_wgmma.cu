@@ -47,6 +47,7 @@
 #include "mla/kernels/mla_value_variants.h"
 #include "mla/kernels/params.h"
 #include "mla/kernels/prefetch.cuh"
+#include "mla/kernels/tile_copy.cuh"
 #include "mla/kernels/wgmma.cuh"
 
 // bench/timeline_probe.cu includes this file with MLA_TIMELINE_STAMP defined to record when
@@ -58,56 +59,28 @@
 namespace mla {
 namespace {
 
-constexpr int kStepK = 64;                   // latent values per step: one 128-byte row
-constexpr int kSteps = kLatentDim / kStepK;  // 8
-constexpr int kRowBytes = kStepK * 2;        // 128
-constexpr int kWords = kRowBytes / 16;       // 16-byte words per row: 8
-constexpr int kAlign = 1024;                 // swizzle atom: 8 rows of 128 bytes
-
+// A 64-row tile (wgmma's m) of kCols columns; its stage buffers, gate tile and copies:
+// tile_copy.cuh.
 template <int kStages, int kCols, int kWarpgroups>
-struct WgTile {
+struct WgTile : device::TileLayout<128 * kWarpgroups, 64, kCols> {
+  using L = device::TileLayout<128 * kWarpgroups, 64, kCols>;
+  using L::kRows;
+  using L::kSteps;
   // Each warpgroup computes kWgCols of the tile's columns; all threads copy.
   static constexpr int kThreads = 128 * kWarpgroups;
   static constexpr int kWgCols = kCols / kWarpgroups;
-  static constexpr int kRows = 64;  // wgmma's m
-  static constexpr int kWBytes = kCols * kRowBytes;           // W_UV slice of a step
-  static constexpr int kLatentBytes = kRows * kRowBytes;      // latent slice of a step
-  static constexpr int kStageBytes = kWBytes + kLatentBytes;
   // With a buffer for every step, the prologue issues them all; otherwise kStages - 1 steps
   // fly while one is computed.
   static constexpr bool kAllInFlight = kStages == kSteps;
   static constexpr int kPrologueSteps = kAllInFlight ? kSteps : kStages - 1;
-  // The gate tile: row r's 16-byte word w is stored at word w ^ (r % 8) (rows of 32 columns,
-  // two to 128 bytes: w ^ (r / 2 % 4)), so that the epilogue's 4-byte accesses to one word of 8
-  // rows (a warp) land in different banks.
-  static constexpr int kGateRowBytes = kCols * 2;
-  static constexpr int kGateSwizzle = kCols >= 64 ? 8 : kCols / 8;
-  static constexpr int kGateRowsPerLine = 8 / kGateSwizzle;
   // The epilogue's inputs: the gate tile, then the rows' lengths.
-  static constexpr int kGateOffset = kStages * kStageBytes;
-  static constexpr int kLengthsOffset = kGateOffset + kRows * kGateRowBytes;
-  static constexpr size_t kSmemBytes = kLengthsOffset + kRows * sizeof(int32_t) + kAlign;
-  // Copies per thread and step; thread i moves word i % 8 of rows i / 8 + n * kRowsPerPass,
-  // a multiple of 8 rows apart, so that one swizzled offset serves all its copies.
-  static constexpr int kRowsPerPass = kThreads / kWords;
-  static constexpr int kWCopies = kCols / kRowsPerPass;
-  static constexpr int kLatentCopies = kRows / kRowsPerPass;
-  static constexpr int kGateWordsPerRow = kCols / 8;
-  static constexpr int kGateRowsPerPass = kThreads / kGateWordsPerRow;
-  static constexpr int kGateCopies = kRows / kGateRowsPerPass;
-  // The byte offset of 16-byte word w of the gate tile's row r.
-  static __device__ __forceinline__ int GateWord(int r, int w) {
-    return r * kGateRowBytes + 16 * (w ^ (r / kGateRowsPerLine % kGateSwizzle));
-  }
+  static constexpr int kGateOffset = kStages * L::kStageBytes;
+  static constexpr int kLengthsOffset = kGateOffset + kRows * L::kGateRowBytes;
+  static constexpr size_t kSmemBytes = kLengthsOffset + kRows * sizeof(int32_t) + L::kAlign;
 
   static_assert(kWgCols == 32 || kWgCols == 64 || kWgCols == 128,
                 "wgmma's n: a warpgroup's columns");
   static_assert(kStages >= 2 && kStages <= kSteps, "pipeline depth: at most one buffer a step");
-  static_assert(kRowsPerPass % 8 == 0 && kCols % kRowsPerPass == 0 && kRows % kRowsPerPass == 0,
-                "every thread copies the same number of words, in one swizzle phase");
-  static_assert(kThreads % kGateWordsPerRow == 0 && kRows % kGateRowsPerPass == 0,
-                "every thread copies the same gate words");
-  static_assert(kStageBytes % kAlign == 0 && kWBytes % kAlign == 0, "tiles on atom boundaries");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory of one block");
 };
 
@@ -125,13 +98,11 @@ __device__ __forceinline__ void CopyAsyncWaitUntil(int pending) {
   }
 }
 
-// The gate's sigmoids (SPEC.md's s) computed during the K steps, a few pairs a step while that
-// step's MMAs run and later steps' copies fly, so that the epilogue only multiplies and rounds:
-// 5-7% faster for the 4-stage pipeline at 12 x 1024 and 96 x 128, 3-7% slower for the
-// all-in-flight tiles and the 6-stage pipeline at the shapes the rule gives them (a step's few
-// sigmoids lengthen the chain of MMAs once the copies have landed), 1-4% slower for the 64 x 128
-// tiles there (bench/results/2026-11-30-h200/history/sig32_448de1d, sig33_bf9badd). With kEnabled
-// false: nothing, and the epilogue computes them.
+// The gate's sigmoids (docs/spec.md's s) computed during the K steps, a few pairs a step while
+// that step's MMAs run and later steps' copies fly, so that the epilogue only multiplies and
+// rounds. Only the 4-stage pipeline gains from it; in the others a step's few sigmoids lengthen
+// the chain of MMAs once the copies have landed (docs/design.md). With kEnabled false: nothing,
+// and the epilogue computes them.
 template <typename T, bool kEnabled>
 struct EarlySigmoids {
   __device__ __forceinline__ void Step(int, const uint8_t*, const int32_t*) {}
@@ -150,8 +121,8 @@ struct EarlySigmoids<T, true> {
     }
   };
   static constexpr int kPairs = 2 * T::kGateWordsPerRow;  // 2 halves x kCols / 8
-  static constexpr int kPairsPerStep = kPairs / kSteps;
-  static_assert(kPairs % kSteps == 0, "the same number of pairs every step");
+  static constexpr int kPairsPerStep = kPairs / T::kSteps;
+  static_assert(kPairs % T::kSteps == 0, "the same number of pairs every step");
   device::EarlySigmoidPairs<Layout, kPairs> pairs;
 
   // Step `step`'s pairs; the gate tile and lengths are in shared memory (they came with step 0).
@@ -169,9 +140,10 @@ template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, bool kEarlySi
 __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
     MlaValueWgmmaKernel(const MlaValueParams p) {
   using T = WgTile<kStages, kCols, kWarpgroups>;
-  constexpr int kThreads = T::kThreads;
   constexpr int kRows = T::kRows;
   constexpr int kWgCols = T::kWgCols;
+  constexpr int kSteps = T::kSteps;
+  constexpr int kAlign = T::kAlign;
   static_assert(!kEarlySigmoids || kWarpgroups == 1, "EarlySigmoids: one warpgroup's layout");
   extern __shared__ uint4 smem_words[];
   // The swizzle is a function of the address: align the tiles to its 1024-byte atom.
@@ -179,61 +151,19 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
   const uint32_t smem_base = (smem_raw + kAlign - 1) & ~uint32_t{kAlign - 1};
   uint8_t* smem = reinterpret_cast<uint8_t*>(smem_words) + (smem_base - smem_raw);
 
-  struct Tile {
-    int head, column0, t0;  // column0: the first of its kCols columns of the head's 128
-  };
+  using Tile = device::TileAt;
   const Tile tile{static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x) * kCols,
                   static_cast<int>(blockIdx.z) * kRows};
 
-  const int copy_row = threadIdx.x / kWords;
-  const int copy_word = threadIdx.x % kWords;
-  const int copy_dst = copy_row * kRowBytes + 16 * (copy_word ^ (copy_row % 8));
-  const int64_t w_pass_stride = T::kRowsPerPass * p.w_row_stride;
-
   // Step `step` of tile `c` into stage buffer `stage`.
-  auto copy_w = [&](const Tile& c, int step, int stage) {
-    uint8_t* dst = smem + stage * T::kStageBytes + copy_dst;
-    const bf16* src = p.w_uv + c.head * p.w_head_stride + (c.column0 + copy_row) * p.w_row_stride +
-                      step * kStepK + 8 * copy_word;
-#pragma unroll
-    for (int n = 0; n < T::kWCopies; ++n) {
-      device::CopyAsync16(dst + n * T::kRowsPerPass * kRowBytes, src + n * w_pass_stride, true);
-    }
-  };
+  const device::TileCopier<typename T::L, true> copier(p);
+  auto copy_w = [&](const Tile& c, int step, int stage) { copier.W(p, smem, c, step, stage); };
   auto copy_latent = [&](const Tile& c, int step, int stage) {
-    uint8_t* dst = smem + stage * T::kStageBytes + T::kWBytes + copy_dst;
-#pragma unroll
-    for (int n = 0; n < T::kLatentCopies; ++n) {
-      // Rows past the end are not copied: their products land in output rows never stored.
-      const int t = c.t0 + copy_row + n * T::kRowsPerPass;
-      if (t < p.rows) {
-        device::CopyAsync16(dst + n * T::kRowsPerPass * kRowBytes,
-                            p.latent + t * p.latent_row_stride + c.head * kLatentDim +
-                                step * kStepK + 8 * copy_word,
-                            true);
-      }
-    }
+    copier.Latent(p, smem, c, step, stage);
   };
   uint8_t* const gate_tile = smem + T::kGateOffset;
   auto copy_epilogue_inputs = [&](const Tile& c) {
-    const int row = threadIdx.x / T::kGateWordsPerRow;
-    const int word = threadIdx.x % T::kGateWordsPerRow;
-#pragma unroll
-    for (int n = 0; n < T::kGateCopies; ++n) {
-      const int r = row + n * T::kGateRowsPerPass;
-      const int t = c.t0 + r;
-      const bool valid = t < p.rows;
-      const bf16* src = valid ? p.gate + t * p.gate_row_stride + c.head * kValueDim +
-                                    c.column0 + 8 * word
-                              : p.gate;
-      device::CopyAsync16(gate_tile + T::GateWord(r, word), src, valid);
-    }
-    for (int r = threadIdx.x; r < kRows; r += kThreads) {
-      const int t = c.t0 + r;
-      const bool valid = t < p.rows;
-      device::CopyAsync4(smem + T::kLengthsOffset + r * sizeof(int32_t),
-                         valid ? p.lengths + t / p.q : p.lengths, valid);
-    }
+    copier.EpilogueInputs(p, c, gate_tile, smem + T::kLengthsOffset);
   };
 
   MLA_TIMELINE_STAMP(0);
@@ -257,7 +187,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
   // Warpgroup wg multiplies by W_UV rows (output columns) [wg, wg + 1) * kWgCols of the slice.
   const int wg = threadIdx.x / 128;
   const uint64_t a_desc0 = device::SmemDescriptor(smem_base + T::kWBytes);
-  const uint64_t b_desc0 = device::SmemDescriptor(smem_base + wg * kWgCols * kRowBytes);
+  const uint64_t b_desc0 = device::SmemDescriptor(smem_base + wg * kWgCols * T::kRowBytes);
 
   float acc[kWgCols / 2];
 #pragma unroll
@@ -295,7 +225,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
     device::FenceAccumulators(acc);
     device::WgmmaFence();
 #pragma unroll
-    for (int k = 0; k < kStepK / 16; ++k) {
+    for (int k = 0; k < T::kStepK / 16; ++k) {
       device::Wgmma64xN(acc, a_desc0 + stage_offset + 2 * k, b_desc0 + stage_offset + 2 * k);
     }
     device::WgmmaCommit();
@@ -379,18 +309,12 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
 
 // The configurations FusedKernel names: stages (8: all steps in flight), the tile's
 // columns, the warpgroups that split them, and the minimum blocks a multiprocessor its launch
-// bounds name (0: none). The 64 x 128 tiles' block spent a third of its time after the dependency
-// wait in its epilogue (64 gated columns a thread, one warp a scheduler: 2.1 us of 6.6 at
-// 8 x 1024 embedded with PDL); two warpgroups of 64 columns halve each thread's share and
-// double the warps that hide its latencies: 1.2-3.1% faster at the rule's 64 x 128 shapes and
-// 4.5-11.6% elsewhere in tail_bench (bench/results/2026-11-30-h200/history/ab62_9d42715), where
-// four warpgroups of 32 columns were slower than two (history/timeline60). Two of those blocks
-// still share a multiprocessor: at most 128 registers (122 used). Two warpgroups measured
-// slower in the 6-stage pipeline (history/timeline59). With 1 the
-// 4-stage pipeline keeps 135 registers instead of 96 and is 3-6% faster at 64-96 heads x 16-64
-// rows, at most 1.5% slower at 128 x 128-512 (history/lb12_29707b8); the 6-stage pipeline takes
-// the same bounds. The shared memory of each (WgTile::kSmemBytes) decides how many of its blocks
-// share a multiprocessor, which the rule (mla/dispatch.h) leans on.
+// bounds name (0: none). The 64 x 128 tiles split their columns between two warpgroups, halving
+// each thread's share of the epilogue; two of those blocks still share a multiprocessor (at most
+// 128 registers a thread). A minimum of 1 lets the pipelines keep more registers (the 4-stage
+// one 135 instead of 96). Why these and not their neighbours: docs/design.md. The shared memory
+// of each (WgTile::kSmemBytes) decides how many of its blocks share a multiprocessor, which the
+// rule (mla/dispatch.h) leans on.
 struct WgConfig {
   FusedKernel variant;
   int stages, cols, warpgroups, min_blocks;

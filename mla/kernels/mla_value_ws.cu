@@ -12,15 +12,13 @@
 //   - two consumers (warpgroups 1-2), 64 rows each, wait for a step's buffer, run its four
 //     wgmma m64n128k16 on the shared W_UV slice, and free the buffer once those MMAs are done
 //     (one step later: each step's MMAs run on while the next step's buffer is awaited). After
-//     a tile's last step they gate their 64 rows (SPEC.md: bf16 v, FP32 sigmoid) and store them.
+//     a tile's last step they gate their 64 rows (docs/spec.md: bf16 v, FP32 sigmoid) and store
+//     them.
 //     With one tile a block (the launch decides: WsEarlySigmoids), they compute the sigmoids
 //     during the tile's last four steps instead, and the epilogue only multiplies and rounds.
-// Why: in the block-synchronous persistent kernel it replaced (MlaValueWgmma's loop with a
-// __syncthreads a step), a buffer was refilled only after every thread had passed the next
-// step's barrier, so each step's MMA chain sat on the copy path; without its MMAs that kernel
-// ran at the copy bandwidth (bench/results/2026-11-30-h200/NOTES.md). This one is 2-10% faster
-// from 512 rows (history/ws3_1138687). Moving the gate into a fourth warpgroup, so that the
-// ring would drain through the epilogues too, measured 10% slower (history/ws2_49ae693).
+// Why warp-specialized: with a __syncthreads a step, a buffer is refilled only after every
+// thread has passed the next step's barrier, so each step's MMA chain sits on the copy path.
+// Here the copies never wait for the MMAs; the gate stays with the consumers (docs/design.md).
 //
 // Shared layout: the canonical K-major 128-byte swizzle of wgmma (wgmma.cuh) for the operand
 // buffers; the gate tile with row r's 16-byte word w at word w ^ (r % 8), which the epilogue
@@ -38,19 +36,17 @@
 #include "mla/kernels/mbarrier.cuh"
 #include "mla/kernels/mla_value_variants.h"
 #include "mla/kernels/params.h"
+#include "mla/kernels/tile_copy.cuh"
 #include "mla/kernels/wgmma.cuh"
 
 namespace mla {
 namespace {
 
-struct WsTile {
+// 128 rows (two consumer warpgroups of 64) x all 128 columns; the producer's 128 threads copy
+// (tile_copy.cuh).
+struct WsTile : device::TileLayout<128, 128, kValueDim> {
   static constexpr int kStages = 6;
-  static constexpr int kStepK = 64;                   // latent values a step: one 128-byte row
-  static constexpr int kSteps = kLatentDim / kStepK;  // 8
-  static constexpr int kRowBytes = kStepK * 2;
-  static constexpr int kRows = 128;                   // two consumer warpgroups of 64
-  static constexpr int kCols = kValueDim;             // 128
-  static constexpr int kProducerThreads = 128;
+  static constexpr int kProducerThreads = kCopyThreads;
   static constexpr int kThreads = 3 * 128;
   static constexpr int kConsumerWarps = 8;
   static constexpr int kConsumerThreads = 256;
@@ -58,42 +54,24 @@ struct WsTile {
   // 64 accumulators and the epilogue for the consumers.
   static constexpr int kProducerRegisters = 88;
   static constexpr int kConsumerRegisters = 208;
-  static constexpr int kWBytes = kCols * kRowBytes;
-  static constexpr int kStageBytes = kWBytes + kRows * kRowBytes;
-  static constexpr int kGateRowBytes = kCols * 2;
   static constexpr int kGateOffset = kStages * kStageBytes;
   static constexpr int kLengthsOffset = kGateOffset + kRows * kGateRowBytes;
   static constexpr int kBarriersOffset = kLengthsOffset + kRows * int(sizeof(int32_t));
   static constexpr int kBarriers = 2 * kStages + 2;  // full[], empty[], gate full, gate empty
-  static constexpr int kAlign = 1024;                 // the swizzle's atom
   static constexpr size_t kSmemBytes = kBarriersOffset + kBarriers * sizeof(uint64_t) + kAlign;
-  // The producer's copies: thread i moves word i % 8 of rows i / 8 + 16 n, a multiple of 8 rows
-  // apart, so one swizzled offset serves all of them.
-  static constexpr int kWords = kRowBytes / 16;
-  static constexpr int kRowsPerPass = kProducerThreads / kWords;  // 16
-  static constexpr int kCopies = kRows / kRowsPerPass;            // 8 (W_UV and latent alike)
-  static constexpr int kGateWordsPerRow = kGateRowBytes / 16;     // 16
-  static constexpr int kGateRowsPerPass = kProducerThreads / kGateWordsPerRow;  // 8
-  static constexpr int kGateCopies = kRows / kGateRowsPerPass;                  // 16
-
-  static __device__ __forceinline__ int GateWord(int r, int w) {
-    return r * kGateRowBytes + 16 * (w ^ (r % 8));
-  }
   static_assert(kSmemBytes <= 227 * 1024, "one block a multiprocessor");
   static_assert(kProducerThreads * kProducerRegisters + 2 * 128 * kConsumerRegisters <=
                     kThreads * (65536 / kThreads / 8 * 8),
                 "the warpgroups' registers fit in what the launch gives the block");
-  static_assert(kStageBytes % kAlign == 0 && kWBytes % kAlign == 0, "tiles on atom boundaries");
 };
 
-// The gate's sigmoids (SPEC.md's s) computed during a tile's last K steps, 8 pairs a step while
-// that step's MMAs run, so that the epilogue only multiplies and rounds (about 1 us of exp and
-// reciprocals a tile on the multiprocessor's MUFU unit otherwise). Only where each block has one
-// tile (correct with more, but slower): the gate buffer is free at a block's first tile, so its
-// gate is copied with the first step; a later tile's gate waits for the previous tile's
-// epilogue, and awaiting it mid-tile measured 2-5% slower. With one tile a block: 2-3% faster
-// (bench/results/2026-11-30-h200/history/sig32_448de1d, sig33_bf9badd, ws36_59779da).
-// With kEnabled false: nothing, and the epilogue computes them.
+// The gate's sigmoids (docs/spec.md's s) computed during a tile's last K steps, 8 pairs a step
+// while that step's MMAs run, so that the epilogue only multiplies and rounds (otherwise its exp
+// and reciprocals queue on the multiprocessor's MUFU unit). Only where each block has one tile
+// (correct with more, but slower): the gate buffer is free at a block's first tile, so its gate
+// is copied with the first step; a later tile's gate waits for the previous tile's epilogue, and
+// awaiting it mid-tile is slower (docs/design.md). With kEnabled false: nothing, and the epilogue
+// computes them.
 template <bool kEnabled>
 struct WsEarlySigmoids {
   static constexpr int kGateStep = WsTile::kSteps - 2;  // the producer's gate copy
@@ -161,59 +139,22 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
 
   const int row_tiles = (p.rows + T::kRows - 1) / T::kRows;
   const int tiles = (p.heads * row_tiles - 1 - static_cast<int>(blockIdx.x)) / gridDim.x + 1;
-  struct Tile {
-    int head, t0;
-  };
+  using Tile = device::TileAt;  // all 128 columns: column0 0
   auto tile_at = [&](int i) {
     const int j = blockIdx.x + i * gridDim.x;
-    return Tile{j / row_tiles, j % row_tiles * T::kRows};
+    return Tile{j / row_tiles, 0, j % row_tiles * T::kRows};
   };
 
   if (threadIdx.x < T::kProducerThreads) {
     // ---- Producer ----
     device::WarpgroupRegistersDown<T::kProducerRegisters>();
-    const int copy_row = threadIdx.x / T::kWords;
-    const int copy_word = threadIdx.x % T::kWords;
-    const int copy_dst = copy_row * T::kRowBytes + 16 * (copy_word ^ (copy_row % 8));
-    auto copy_w = [&](const Tile& c, int step, int stage) {
-      uint8_t* dst = smem + stage * T::kStageBytes + copy_dst;
-      const bf16* src = p.w_uv + c.head * p.w_head_stride + copy_row * p.w_row_stride +
-                        step * T::kStepK + 8 * copy_word;
-#pragma unroll
-      for (int n = 0; n < T::kCopies; ++n) {
-        device::CopyAsync16(dst + n * T::kRowsPerPass * T::kRowBytes,
-                            src + n * T::kRowsPerPass * p.w_row_stride, true);
-      }
-    };
+    const device::TileCopier<T, false> copier(p);
+    auto copy_w = [&](const Tile& c, int step, int stage) { copier.W(p, smem, c, step, stage); };
     auto copy_latent = [&](const Tile& c, int step, int stage) {
-      uint8_t* dst = smem + stage * T::kStageBytes + T::kWBytes + copy_dst;
-#pragma unroll
-      for (int n = 0; n < T::kCopies; ++n) {
-        // Rows past the end are not copied: their products land in output rows never stored.
-        const int t = c.t0 + copy_row + n * T::kRowsPerPass;
-        if (t < p.rows) {
-          device::CopyAsync16(dst + n * T::kRowsPerPass * T::kRowBytes,
-                              p.latent + t * p.latent_row_stride + c.head * kLatentDim +
-                                  step * T::kStepK + 8 * copy_word,
-                              true);
-        }
-      }
+      copier.Latent(p, smem, c, step, stage);
     };
     auto copy_epilogue_inputs = [&](const Tile& c) {
-      const int row = threadIdx.x / T::kGateWordsPerRow;
-      const int word = threadIdx.x % T::kGateWordsPerRow;
-#pragma unroll
-      for (int n = 0; n < T::kGateCopies; ++n) {
-        const int r = row + n * T::kGateRowsPerPass;
-        const int t = c.t0 + r;
-        const bool valid = t < p.rows;
-        const bf16* src =
-            valid ? p.gate + t * p.gate_row_stride + c.head * kValueDim + 8 * word : p.gate;
-        device::CopyAsync16(gate_tile + T::GateWord(r, word), src, valid);
-      }
-      const int t = c.t0 + threadIdx.x;
-      const bool valid = t < p.rows;
-      device::CopyAsync4(lengths + threadIdx.x, valid ? p.lengths + t / p.q : p.lengths, valid);
+      copier.EpilogueInputs(p, c, gate_tile, reinterpret_cast<uint8_t*>(lengths));
     };
 
     // W_UV is no upstream kernel's output: the first buffers' share goes before the wait.
