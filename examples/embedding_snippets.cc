@@ -14,6 +14,31 @@ absl::Status CudaStatus(cudaError_t error, const char* what) {
 
 }  // namespace
 
+// [snippet: buffers]
+mla::TailBuffers LayerBuffers(int heads, const mla::bf16* latent, const mla::bf16* kv_b_proj,
+                              const mla::bf16* gate, int64_t gate_width, const int32_t* lengths,
+                              mla::bf16* out) {
+  mla::TailBuffers b;                                  // strides in elements
+  b.latent = latent;                                   // [B, H, 512]
+  b.latent_row_stride = heads * 512;
+  b.w_uv = kv_b_proj + 128 * 512;                      // the V half of [H, 256, 512]
+  b.w_head_stride = 256 * 512;
+  b.w_row_stride = 512;
+  b.gate = gate;                                       // [B, H * 128] of a wider row
+  b.gate_row_stride = gate_width;
+  b.lengths = lengths;                                 // int32 [B / q]; 0 = inactive
+  b.output = out;                                      // [B, H * 128]
+  b.output_row_stride = heads * 128;
+  return b;
+}
+// [end snippet]
+
+// [snippet: eager tail]
+absl::StatusOr<std::unique_ptr<mla::MlaTail>> MakeTail(int device) {
+  return mla::MlaTail::Create(device, mla::TailOptions{});
+}
+// [end snippet]
+
 // [snippet: eager tail under the runtime's capture]
 absl::StatusOr<cudaGraphExec_t> CaptureStepWithTail(mla::MlaTail& tail, const mla::TailShape& shape,
                                                     const mla::TailBuffers& buffers,

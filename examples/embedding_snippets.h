@@ -20,6 +20,15 @@
 
 namespace mla_examples {
 
+// A layer's tensors as the tail sees them: the latent [B, H, 512], W_UV as the V half of an
+// absorbed [H, 256, 512] kv_b_proj, a gate sliced from a wider projection row, and the output.
+mla::TailBuffers LayerBuffers(int heads, const mla::bf16* latent, const mla::bf16* kv_b_proj,
+                              const mla::bf16* gate, int64_t gate_width, const int32_t* lengths,
+                              mla::bf16* out);
+
+// Once per device: the eager tail (checks the GPU, loads the kernels; allocates nothing).
+absl::StatusOr<std::unique_ptr<mla::MlaTail>> MakeTail(int device);
+
 // (a) The runtime captures its decode step on its own stream; MlaTail::Run records the tail
 // into that capture (programmatic edge included) and the runtime instantiates the graph.
 absl::StatusOr<cudaGraphExec_t> CaptureStepWithTail(mla::MlaTail& tail, const mla::TailShape& shape,
