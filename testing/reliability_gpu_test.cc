@@ -69,7 +69,7 @@ TEST_F(ReliabilityGpuTest, InputsWrittenUpstreamUntilItsEndAreSeen) {
   for (FusedKernel v : mla::kFusedKernels) runs.push_back({TailPath::kFused, v});
   runs.push_back({TailPath::kBmm, FusedKernel::kAuto});
   for (const auto& [path, variant] : runs) {
-    for (const auto [heads, rows] :
+    for (const auto& [heads, rows] :
          {std::pair{3, 64}, {12, 64}, {64, 64}, {12, 8}, {64, 5}, {12, 13}}) {
       SCOPED_TRACE(absl::StrCat(mla::TailPathName(path), " ", mla::FusedKernelName(variant),
                                 " heads ", heads, " rows ", rows));
