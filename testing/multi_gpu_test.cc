@@ -28,9 +28,11 @@ namespace {
 constexpr int kHeads = 24;
 constexpr int kDevices = 2;
 constexpr int kLocalHeads = kHeads / kDevices;
-constexpr int kRows = 1024;
-constexpr int kRounds = 25;
-const std::vector<int> kBuckets = {1, 16, 64, 256, 1024};  // fused and BMM paths at 12 heads
+// The sanitizer profile: 256 rows (its largest bucket) and 2 rounds.
+const int kRows = ForProfile(1024, 256);
+const int kRounds = ForProfile(25, 2);
+// Fused and BMM paths at 12 heads; the last bucket is kRows.
+const std::vector<int> kBuckets = ForProfile({1, 16, 64, 256, 1024}, {1, 16, 64, 256});
 
 // One device's share: its heads' slices of the full problem's inputs, copied to it, run by a
 // graph set of its own on its own stream; returns the first mismatches as an error.
