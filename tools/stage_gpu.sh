@@ -10,7 +10,13 @@ set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 stage=${1:-.gpu_stage}
 
-bazel build //... >/dev/null
+# Bazel's progress and INFO lines only when the build fails.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! bazel build //... >"$log" 2>&1; then
+  cat "$log" >&2
+  exit 1
+fi
 tests=$(bazel query 'attr(tags, "\bgpu\b", tests(//...))' 2>/dev/null)
 binaries=$(bazel query 'attr(tags, "\bgpu_bench\b", kind("cc_binary", //...))' 2>/dev/null)
 
