@@ -49,11 +49,12 @@ absl::Status RunHalf(int device, const mla::TailBuffers& full,
   constexpr int64_t kWidth = int64_t{kLocalHeads} * mla::kValueDim;
   const int first_head = device * kLocalHeads;
   DeviceMemory latent, w_uv, gate, lengths, output;
-  MLA_RETURN_IF_ERROR(latent.Reset(size_t{kRows} * kLocalHeads * mla::kLatentDim * 2));
+  MLA_RETURN_IF_ERROR(
+      latent.Reset(static_cast<size_t>(kRows) * kLocalHeads * mla::kLatentDim * 2));
   MLA_RETURN_IF_ERROR(w_uv.Reset(size_t{kLocalHeads} * full.w_head_stride * 2));
-  MLA_RETURN_IF_ERROR(gate.Reset(size_t{kRows} * kWidth * 2));
-  MLA_RETURN_IF_ERROR(lengths.Reset(size_t{kRows} * sizeof(int32_t)));
-  MLA_RETURN_IF_ERROR(output.Reset(size_t{kRows} * kWidth * 2));
+  MLA_RETURN_IF_ERROR(gate.Reset(static_cast<size_t>(kRows) * kWidth * 2));
+  MLA_RETURN_IF_ERROR(lengths.Reset(static_cast<size_t>(kRows) * sizeof(int32_t)));
+  MLA_RETURN_IF_ERROR(output.Reset(static_cast<size_t>(kRows) * kWidth * 2));
   // Across devices: cudaMemcpyDefault works out where each pointer lives.
   MLA_RETURN_IF_CUDA_ERROR(
       cudaMemcpy2DAsync(latent.get(), size_t{kLocalHeads} * mla::kLatentDim * 2,
@@ -88,7 +89,7 @@ absl::Status RunHalf(int device, const mla::TailBuffers& full,
   MLA_RETURN_IF_ERROR((*set)->SetLayer(0, local));
   MLA_RETURN_IF_ERROR((*set)->CaptureAll());
 
-  std::vector<uint16_t> got(size_t{kRows} * kWidth);
+  std::vector<uint16_t> got(static_cast<size_t>(kRows) * kWidth);
   for (int round = 0; round < kRounds; ++round) {
     for (int rows : kBuckets) {
       MLA_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(output.get(), 0xff, output.bytes(), stream),
