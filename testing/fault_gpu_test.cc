@@ -238,16 +238,18 @@ TEST_F(FaultGpuTest, NoBmmAlgorithmIsReportedAndRetried) {
 // time fails with a status, and a lazy capture either fails too or computes the tail; no graph
 // that failed is published; once memory is back, the same set captures the rest and every graph
 // replays correctly. The set's own scratch was allocated at Create, before the device filled up.
+// The sanitizer profile captures 3 layers of buckets up to 64 rows instead of 8 up to 256.
 TEST_F(FaultGpuTest, DeviceMemoryExhaustedDuringCaptureIsReportedAndRetried) {
-  constexpr int kLayers = 8;
-  std::unique_ptr<Problem> problem = MakeProblem(12, 256, 13);
+  const int kLayers = ForProfile(8, 3);
+  const int kRows = ForProfile(256, 64);
+  std::unique_ptr<Problem> problem = MakeProblem(12, kRows, 13);
   ASSERT_NE(problem, nullptr);
   const mla::TailBuffers b = problem->buffers();
   GraphSetOptions options;
   options.heads = 12;
   options.layers = kLayers;
   options.buckets = mla_graph::DefaultBuckets(1);
-  while (options.buckets.back() > 256) options.buckets.pop_back();
+  while (options.buckets.back() > kRows) options.buckets.pop_back();
   absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
   ASSERT_TRUE(set.ok()) << set.status();
   for (int layer = 0; layer < kLayers; ++layer) ASSERT_OK((*set)->SetLayer(layer, b));
@@ -273,7 +275,7 @@ TEST_F(FaultGpuTest, DeviceMemoryExhaustedDuringCaptureIsReportedAndRetried) {
   // tries a lazy capture. That fails the same way and writes nothing, or, where the failed
   // CaptureAll left enough memory free for one more graph (it can), succeeds and computes the
   // tail.
-  const absl::Status replay = (*set)->Replay(kLayers - 1, 256, stream_);
+  const absl::Status replay = (*set)->Replay(kLayers - 1, kRows, stream_);
   RecordProperty("lazy_capture_while_full", replay.ok() ? "succeeded" : "failed");
   if (replay.ok()) {
     ExpectCorrect(*problem);
@@ -291,7 +293,7 @@ TEST_F(FaultGpuTest, DeviceMemoryExhaustedDuringCaptureIsReportedAndRetried) {
   for (int layer = 0; layer < kLayers; ++layer) {
     SCOPED_TRACE(absl::StrCat("layer ", layer));
     ASSERT_OK(problem->PoisonOutput(b.output, stream_));
-    ASSERT_OK((*set)->Replay(layer, 256, stream_));
+    ASSERT_OK((*set)->Replay(layer, kRows, stream_));
     ExpectCorrect(*problem);
   }
   ASSERT_OK(problem->PoisonOutput(b.output, stream_));

@@ -1,5 +1,6 @@
 #include "testing/gpu.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -24,6 +25,19 @@ absl::Status GpusUsable(int count) {
 int RequiredGpus() {
   const char* value = std::getenv(kRequireGpusVariable);
   return value == nullptr ? 0 : std::atoi(value);
+}
+
+bool SanitizerProfile() {
+  // Read once: every test of a process sees the same profile.
+  static const bool sanitize = [] {
+    const char* value = std::getenv(kTestProfileVariable);
+    if (value == nullptr || *value == '\0' || std::strcmp(value, "full") == 0) return false;
+    if (std::strcmp(value, "sanitize") == 0) return true;
+    std::fprintf(stderr, "%s=%s: unknown test profile (full or sanitize)\n", kTestProfileVariable,
+                 value);
+    std::exit(2);
+  }();
+  return sanitize;
 }
 
 }  // namespace mla_testing

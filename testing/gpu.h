@@ -5,6 +5,9 @@
 // skips and says why; with MLA_TAIL_REQUIRE_GPU=1 in the environment it fails instead, so a run
 // that was meant to use the GPU can never pass by skipping.
 
+#include <initializer_list>
+#include <vector>
+
 #include "absl/status/status.h"
 
 namespace mla_testing {
@@ -25,6 +28,25 @@ absl::Status GpusUsable(int count);
 
 // The number in MLA_TAIL_REQUIRE_GPUS (0 when unset or not a number).
 int RequiredGpus();
+
+// The test profile: MLA_TAIL_TEST_PROFILE unset, empty or "full" runs every shape and loop as
+// written; "sanitize" runs the GPU tests under compute-sanitizer within minutes (tools 10-100x
+// slower), with smaller batches and fewer rounds, replays and threads. The profile shrinks what
+// a test repeats, never what it covers: every fused kernel and launch variant, both paths, the
+// graphs and the faults still run. Any other value is a mistake and ends the process.
+inline constexpr char kTestProfileVariable[] = "MLA_TAIL_TEST_PROFILE";
+bool SanitizerProfile();
+
+// `full` in the full profile, `sanitize` in the sanitizer profile.
+template <typename T>
+T ForProfile(T full, T sanitize) {
+  return SanitizerProfile() ? sanitize : full;
+}
+// The same for lists, as a loop takes them: for (int rows : ForProfile({...}, {...})).
+template <typename T>
+std::vector<T> ForProfile(std::initializer_list<T> full, std::initializer_list<T> sanitize) {
+  return SanitizerProfile() ? std::vector<T>(sanitize) : std::vector<T>(full);
+}
 
 }  // namespace mla_testing
 

@@ -92,13 +92,17 @@ class MlaGpuTest : public mla_testing::GpuStreamTest<> {
 };
 
 // Integer-valued data and gates with exact sigmoids: both paths bit for bit equal to the
-// reference and to each other, over the grid of heads x rows x q.
+// reference and to each other, over the grid of heads x rows x q. The sanitizer profile keeps
+// rows that reach each of the rule's kernels at some head count (MlaValue's 8-row blocks at 9
+// and 17; 64 x 128 tiles at 64 x 100, the 4-stage pipeline at 96 x 100, the warp-specialized
+// kernel over two rounds at 128 x 256) and drops the largest batches.
 class GridTest : public MlaGpuTest, public ::testing::WithParamInterface<int> {};
 
 TEST_P(GridTest, BothPathsBitExact) {
   const int heads = GetParam();
   for (int q : {1, 2, 4}) {
-    for (int rows : {1, 2, 7, 8, 9, 15, 16, 17, 32, 33, 64, 100, 256, 1000, 1024}) {
+    for (int rows : ForProfile({1, 2, 7, 8, 9, 15, 16, 17, 32, 33, 64, 100, 256, 1000, 1024},
+                               {1, 9, 17, 64, 100, 256})) {
       if (rows % q != 0) continue;
       // The largest batches on a sample of head counts: the CPU reference is the slow part.
       if (rows >= 1000 && heads != 3 && heads != 12 && heads != 64 && heads != 128) continue;
@@ -131,7 +135,8 @@ std::vector<FusedKernel> TileVariants() {
 }
 
 // Each tile kernel against the CPU reference, and bit for bit equal to MlaValue, over heads x
-// rows x q with rows around the 64- and 128-row tiles' edges.
+// rows x q with rows around the 64- and 128-row tiles' edges. The sanitizer profile keeps the
+// edges up to 129 rows (at 128 heads the warp-specialized kernel loops over two rounds).
 class TileKernelTest : public MlaGpuTest, public ::testing::WithParamInterface<int> {};
 
 TEST_P(TileKernelTest, BitExactAndEqualToColumnSplit) {
@@ -144,7 +149,8 @@ TEST_P(TileKernelTest, BitExactAndEqualToColumnSplit) {
     ASSERT_NE(tiles.back(), nullptr);
   }
   for (int q : {1, 2}) {
-    for (int rows : {1, 15, 16, 17, 63, 64, 65, 100, 127, 128, 129, 256, 1000}) {
+    for (int rows : ForProfile({1, 15, 16, 17, 63, 64, 65, 100, 127, 128, 129, 256, 1000},
+                               {1, 17, 63, 64, 65, 128, 129})) {
       if (rows % q != 0) continue;
       // The CPU reference is the slow part: the largest batch at two head counts.
       if (rows >= 1000 && heads != 3 && heads != 64) continue;
@@ -180,8 +186,8 @@ TEST_F(MlaGpuTest, TileKernelStridedInactiveAndRandom) {
     tiles.push_back(FusedTail(v));
     ASSERT_NE(tiles.back(), nullptr);
   }
-  for (int heads : {1, 12, 63, 128}) {
-    for (int rows : {3, 64, 100, 512}) {
+  for (int heads : ForProfile({1, 12, 63, 128}, {1, 63, 128})) {
+    for (int rows : ForProfile({3, 64, 100, 512}, {3, 100})) {
       SCOPED_TRACE(absl::StrCat("strided: heads ", heads, " rows ", rows));
       ProblemOptions options;
       options.shape = {heads, rows, 1};
@@ -200,7 +206,7 @@ TEST_F(MlaGpuTest, TileKernelStridedInactiveAndRandom) {
     }
   }
   for (int q : {1, 2, 4}) {
-    for (int every : {1, 2}) {
+    for (int every : ForProfile({1, 2}, {2})) {
       SCOPED_TRACE(absl::StrCat("inactive: q ", q, " every ", every));
       ProblemOptions options;
       options.shape = {12, 128, q};
@@ -215,7 +221,7 @@ TEST_F(MlaGpuTest, TileKernelStridedInactiveAndRandom) {
     }
   }
   for (int heads : {12, 128}) {
-    for (int rows : {64, 1000}) {
+    for (int rows : ForProfile({64, 1000}, {64, 256})) {
       SCOPED_TRACE(absl::StrCat("random: heads ", heads, " rows ", rows));
       ProblemOptions options;
       options.shape = {heads, rows, 1};
@@ -234,7 +240,7 @@ TEST_F(MlaGpuTest, TileKernelStridedInactiveAndRandom) {
 // Random data: v within 1 bf16 ulp of the exact dot product (accumulation order differs).
 TEST_F(MlaGpuTest, RandomDataWithinOneUlp) {
   for (int heads : {1, 12, 64, 128}) {
-    for (int rows : {1, 17, 256, 1024}) {
+    for (int rows : ForProfile({1, 17, 256, 1024}, {1, 17, 256})) {
       for (Values gates : {Values::kUniformGates, Values::kExactGates}) {
         SCOPED_TRACE(absl::StrCat("heads ", heads, " rows ", rows));
         ProblemOptions options;
@@ -255,8 +261,8 @@ TEST_F(MlaGpuTest, RandomDataWithinOneUlp) {
 // W_UV as the V half of a [H, 256, 512] kv_b_proj, and latent, gate and output rows wider than
 // the tail (slices of larger tensors); padding columns must stay untouched.
 TEST_F(MlaGpuTest, StridedViews) {
-  for (int heads : {1, 12, 63, 128}) {
-    for (int rows : {3, 16, 100, 512}) {
+  for (int heads : ForProfile({1, 12, 63, 128}, {1, 63, 128})) {
+    for (int rows : ForProfile({3, 16, 100, 512}, {3, 16, 100})) {
       for (int64_t padding : {int64_t{0}, int64_t{8}, int64_t{1024}}) {
         SCOPED_TRACE(absl::StrCat("heads ", heads, " rows ", rows, " padding ", padding));
         ProblemOptions options;
@@ -277,12 +283,13 @@ TEST_F(MlaGpuTest, StridedViews) {
 
 // Inactive requests (length 0 or negative) with NaN latent and gate: exactly +0.0, and their
 // neighbours unaffected (at 8 and 16 rows, MlaValue's 8-row blocks; at 64, a tile kernel); all
-// requests inactive too.
+// requests inactive too. The sanitizer profile takes every first and third request inactive,
+// the latter with negative lengths.
 TEST_F(MlaGpuTest, InactiveRowsAreZeroDespiteNan) {
   for (int rows : {8, 16, 64}) {
     for (int q : {1, 2, 4}) {
-      for (int every : {1, 2, 3}) {
-        for (bool negative : {false, true}) {
+      for (int every : ForProfile({1, 2, 3}, {1, 3})) {
+        for (bool negative : ForProfile({false, true}, {every == 3})) {
           SCOPED_TRACE(absl::StrCat("rows ", rows, " q ", q, " every ", every));
           ProblemOptions options;
           options.shape = {12, rows, q};

@@ -28,9 +28,11 @@ namespace {
 constexpr int kHeads = 24;
 constexpr int kDevices = 2;
 constexpr int kLocalHeads = kHeads / kDevices;
-constexpr int kRows = 1024;
-constexpr int kRounds = 25;
-const std::vector<int> kBuckets = {1, 16, 64, 256, 1024};  // fused and BMM paths at 12 heads
+// The sanitizer profile: 256 rows (its largest bucket) and 2 rounds.
+const int kRows = ForProfile(1024, 256);
+const int kRounds = ForProfile(25, 2);
+// Fused and BMM paths at 12 heads; the last bucket is kRows.
+const std::vector<int> kBuckets = ForProfile({1, 16, 64, 256, 1024}, {1, 16, 64, 256});
 
 // One device's share: its heads' slices of the full problem's inputs, copied to it, run by a
 // graph set of its own on its own stream; returns the first mismatches as an error.
@@ -47,11 +49,12 @@ absl::Status RunHalf(int device, const mla::TailBuffers& full,
   constexpr int64_t kWidth = int64_t{kLocalHeads} * mla::kValueDim;
   const int first_head = device * kLocalHeads;
   DeviceMemory latent, w_uv, gate, lengths, output;
-  MLA_RETURN_IF_ERROR(latent.Reset(size_t{kRows} * kLocalHeads * mla::kLatentDim * 2));
+  MLA_RETURN_IF_ERROR(
+      latent.Reset(static_cast<size_t>(kRows) * kLocalHeads * mla::kLatentDim * 2));
   MLA_RETURN_IF_ERROR(w_uv.Reset(size_t{kLocalHeads} * full.w_head_stride * 2));
-  MLA_RETURN_IF_ERROR(gate.Reset(size_t{kRows} * kWidth * 2));
-  MLA_RETURN_IF_ERROR(lengths.Reset(size_t{kRows} * sizeof(int32_t)));
-  MLA_RETURN_IF_ERROR(output.Reset(size_t{kRows} * kWidth * 2));
+  MLA_RETURN_IF_ERROR(gate.Reset(static_cast<size_t>(kRows) * kWidth * 2));
+  MLA_RETURN_IF_ERROR(lengths.Reset(static_cast<size_t>(kRows) * sizeof(int32_t)));
+  MLA_RETURN_IF_ERROR(output.Reset(static_cast<size_t>(kRows) * kWidth * 2));
   // Across devices: cudaMemcpyDefault works out where each pointer lives.
   MLA_RETURN_IF_CUDA_ERROR(
       cudaMemcpy2DAsync(latent.get(), size_t{kLocalHeads} * mla::kLatentDim * 2,
@@ -86,7 +89,7 @@ absl::Status RunHalf(int device, const mla::TailBuffers& full,
   MLA_RETURN_IF_ERROR((*set)->SetLayer(0, local));
   MLA_RETURN_IF_ERROR((*set)->CaptureAll());
 
-  std::vector<uint16_t> got(size_t{kRows} * kWidth);
+  std::vector<uint16_t> got(static_cast<size_t>(kRows) * kWidth);
   for (int round = 0; round < kRounds; ++round) {
     for (int rows : kBuckets) {
       MLA_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(output.get(), 0xff, output.bytes(), stream),

@@ -62,14 +62,15 @@ TEST_F(ReliabilityGpuTest, ControlPdlWaitSeesLateWrites) {
 // The upstream kernel triggers launch_dependents at once and writes latent, gate and lengths
 // 50 us later; before that they hold NaN and zero lengths. A tail that read any of them before
 // griddepcontrol.wait would produce NaN or zero rows. Every fused kernel and the BMM path, at
-// 64 rows and at 5-13 (MlaValue's 8-row blocks, which load the latent into registers).
+// 64 rows and at 5-13 (MlaValue's 8-row blocks, which load the latent into registers). Three
+// rounds each, one in the sanitizer profile.
 TEST_F(ReliabilityGpuTest, InputsWrittenUpstreamUntilItsEndAreSeen) {
   using mla::FusedKernel;
   std::vector<std::pair<TailPath, FusedKernel>> runs;
   for (FusedKernel v : mla::kFusedKernels) runs.push_back({TailPath::kFused, v});
   runs.push_back({TailPath::kBmm, FusedKernel::kAuto});
   for (const auto& [path, variant] : runs) {
-    for (const auto [heads, rows] :
+    for (const auto& [heads, rows] :
          {std::pair{3, 64}, {12, 64}, {64, 64}, {12, 8}, {64, 5}, {12, 13}}) {
       SCOPED_TRACE(absl::StrCat(mla::TailPathName(path), " ", mla::FusedKernelName(variant),
                                 " heads ", heads, " rows ", rows));
@@ -99,7 +100,7 @@ TEST_F(ReliabilityGpuTest, InputsWrittenUpstreamUntilItsEndAreSeen) {
       absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(0, tail_options);
       ASSERT_TRUE(tail.ok()) << tail.status();
       ASSERT_OK((*tail)->PrepareBmm((*problem)->shape(), b));
-      for (int round = 0; round < 3; ++round) {
+      for (int round = 0; round < ForProfile(3, 1); ++round) {
         ASSERT_EQ(cudaMemset(const_cast<mla::bf16*>(b.latent), 0xff, latent_bytes), cudaSuccess);
         ASSERT_EQ(cudaMemset(const_cast<mla::bf16*>(b.gate), 0xff, gate_bytes), cudaSuccess);
         ASSERT_EQ(cudaMemset(const_cast<int32_t*>(b.lengths), 0, lengths_bytes), cudaSuccess);
@@ -119,11 +120,12 @@ TEST_F(ReliabilityGpuTest, InputsWrittenUpstreamUntilItsEndAreSeen) {
 
 // Separate graph sets, one per thread, each on its own stream, replay for a bounded time with
 // pointers switching between two problems; every result is compared bit for bit with the
-// verified output of its problem.
+// verified output of its problem. Four threads cover both paths at both head counts; the
+// sanitizer profile keeps them and shortens the run.
 TEST_F(ReliabilityGpuTest, SeparateInstancesFromManyThreads) {
   constexpr int kThreads = 4;
-  constexpr auto kDuration = std::chrono::milliseconds(1500);
-  constexpr int kMinReplays = 10;
+  const auto kDuration = std::chrono::milliseconds(ForProfile(1500, 200));
+  const int kMinReplays = ForProfile(10, 3);
   std::atomic<int> failures{0};
   std::atomic<int64_t> replays{0};
   auto worker = [&](int index) {

@@ -6,4 +6,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
-exec bazel run //graph:decode_demo -- "$@"
+exec bazel run //demo:decode_demo -- "$@"

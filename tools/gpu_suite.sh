@@ -2,16 +2,30 @@
 # The staged GPU suite's runner (tools/stage_gpu.sh copies it to STAGE_DIR/run.sh). Runs every
 # staged GPU test with the GPU required (MLA_TAIL_REQUIRE_GPU=1: a missing GPU fails, never
 # skips), optionally under compute-sanitizer, and the benchmarks; leaves logs and summary.txt.
+# Every verdict (a binary, a test case, a sanitizer run) is appended to summary.txt the moment
+# it is known, so a run cut short by a time limit keeps what it finished.
 #
-#   run.sh [--out=DIR] [--filter=GTEST_FILTER] [--sanitize[=TOOLS]] [--sanitize-filter=FILTER]
-#          [--sanitize-shards=N] [--sanitize-jobs=N] [--no-tests] [--bin="NAME ARGS"]...
+#   run.sh [--out=DIR] [--filter=GTEST_FILTER] [--profile=full|sanitize] [--timeout=S]
+#          [--sanitize[=TOOLS]] [--sanitize-filter=FILTER] [--sanitize-shards=N|case]
+#          [--sanitize-jobs=N] [--sanitize-profile] [--no-tests] [--bin="NAME ARGS"]...
 #     --out             where logs and summary.txt go (default $OUT, else ./gpu-results)
 #     --filter          gtest filter for the plain run (default all)
+#     --profile         MLA_TAIL_TEST_PROFILE for every test run (testing/gpu.h): full (default)
+#                       or sanitize (smaller shapes and loops, every code path still run)
+#     --timeout         stop any one test binary or sanitizer run after S seconds (it fails)
 #     --sanitize        also run the tests under compute-sanitizer; TOOLS defaults to
 #                       memcheck,racecheck,initcheck,synccheck
 #     --sanitize-filter gtest filter for the sanitizer runs (default: same as --filter)
-#     --sanitize-shards split each binary's sanitizer run into N gtest shards (default 1)
-#     --sanitize-jobs   sanitizer runs at once (default 1: one after another)
+#     --sanitize-shards split each binary's sanitizer run into N gtest shards (default 1), or
+#                       run each test case on its own (case)
+#     --sanitize-jobs   sanitizer runs at once (default 1: one after another). Tests that fill
+#                       the device (*DeviceFull*, *DeviceMemoryExhausted*) always run alone,
+#                       after the others.
+#     --sanitize-profile  every test under all four tools, sized for under 8 minutes on one H200:
+#                       --profile=sanitize --sanitize --sanitize-shards=case --no-tests
+#                       --sanitize-jobs=<CPU cores> --timeout=300 (flags given as well win);
+#                       ends with a table of the runs by binary and tool
+#     --no-tests        no plain run of the tests
 #     --bin="NAME ARGS" run the staged bin/NAME with ARGS after the tests (repeatable); {out} in
 #                       ARGS becomes the output folder (for CSV files). Staged: tail_bench,
 #                       graph_bench, decode_demo; bench/*.py are in scripts/.
@@ -19,136 +33,351 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$PWD/gpu-results}
 filter='*'
+profile=''
+timeout_s=''
 sanitize_tools=''
 sanitize_filter=''
-sanitize_shards=1
-sanitize_jobs=1
-pdl_order_tests='ReliabilityGpuTest.ControlPdlWaitSeesLateWrites:ReliabilityGpuTest.InputsWrittenUpstreamUntilItsEndAreSeen'
-run_tests=1
+sanitize_shards=''
+sanitize_jobs=''
+sanitize_profile=0
+run_tests=''
 bins=()
 for arg in "$@"; do
   case $arg in
     --out=*) out=${arg#*=} ;;
     --filter=*) filter=${arg#*=} ;;
+    --profile=*) profile=${arg#*=} ;;
+    --timeout=*) timeout_s=${arg#*=} ;;
     --sanitize) sanitize_tools=memcheck,racecheck,initcheck,synccheck ;;
     --sanitize=*) sanitize_tools=${arg#*=} ;;
     --sanitize-filter=*) sanitize_filter=${arg#*=} ;;
     --sanitize-shards=*) sanitize_shards=${arg#*=} ;;
     --sanitize-jobs=*) sanitize_jobs=${arg#*=} ;;
+    --sanitize-profile) sanitize_profile=1 ;;
     --no-tests) run_tests=0 ;;
     --bin=*) bins+=("${arg#*=}") ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
+if [ "$sanitize_profile" = 1 ]; then
+  profile=${profile:-sanitize}
+  sanitize_tools=${sanitize_tools:-memcheck,racecheck,initcheck,synccheck}
+  sanitize_shards=${sanitize_shards:-case}
+  sanitize_jobs=${sanitize_jobs:-$(nproc 2>/dev/null || echo 16)}
+  timeout_s=${timeout_s:-300}
+  run_tests=${run_tests:-0}
+fi
 sanitize_filter=${sanitize_filter:-$filter}
+sanitize_shards=${sanitize_shards:-1}
+sanitize_jobs=${sanitize_jobs:-1}
+timeout_s=${timeout_s:-0}
+run_tests=${run_tests:-1}
+case $profile in
+  ''|full|sanitize) ;;
+  *) echo "run.sh: unknown profile $profile (full or sanitize)" >&2; exit 2 ;;
+esac
+[ -z "$profile" ] || export MLA_TAIL_TEST_PROFILE=$profile
+
 mkdir -p "$out"
 summary=$out/summary.txt
+verdicts=$out/verdicts.txt  # one "STATUS label" line per record, for the closing counts
 : >"$summary"
+: >"$verdicts"
 export MLA_TAIL_REQUIRE_GPU=1
 # Tests needing more GPUs than the machine has skip; as many as it has must run.
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 export MLA_TAIL_REQUIRE_GPUS=${MLA_TAIL_REQUIRE_GPUS:-$gpus}
-passed=0
-failed=0
+# Tests that fill the device's memory: beside them, any other run on the GPU would fail to
+# allocate, so they run alone.
+exclusive_tests=('*DeviceFull*' '*DeviceMemoryExhausted*')
+# initcheck does not keep programmatic dependent launch's ordering: under it, even the control
+# test (a bare PDL-launched copy after griddepcontrol.wait) reads the upstream kernel's buffers
+# before that kernel wrote them, while every other tool and a plain run keep the order. The
+# tests that rely on that ordering are left to the other tools.
+pdl_order_tests=(ReliabilityGpuTest.ControlPdlWaitSeesLateWrites
+                 ReliabilityGpuTest.InputsWrittenUpstreamUntilItsEndAreSeen)
+started=$SECONDS
 
-record() {  # name status seconds
-  printf '%-4s %-60s %6ss\n' "$2" "$1" "$3" | tee -a "$summary"
-  if [ "$2" = PASS ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
-}
-
-run_one() {  # name log command...
-  local name=$1 log=$2
-  shift 2
-  local start=$SECONDS
-  if "$@" >"$log" 2>&1; then record "$name" PASS $((SECONDS - start))
+# Appends stdin to summary.txt (and prints it) in one piece: concurrent runs append whole
+# records, never interleaved lines.
+append() {
+  local text
+  text=$(cat)
+  [ -n "$text" ] || return 0
+  if command -v flock >/dev/null 2>&1; then
+    { flock 9; printf '%s\n' "$text" | tee -a "$summary"; } 9>>"$out/.summary.lock"
   else
-    record "$name" FAIL $((SECONDS - start))
-    tail -n 40 "$log" | sed 's/^/    /'
+    printf '%s\n' "$text" | tee -a "$summary"
   fi
 }
 
-cat "$here/MANIFEST" 2>/dev/null | tee -a "$summary"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee -a "$summary"
+record() {  # status label seconds [note [details]]: a verdict line (details below it), counted
+  printf '%s %s\n' "$1" "$2" >>"$verdicts"
+  {
+    printf '%-4s %-64s %6ss%s\n' "$1" "$2" "$3" "${4:+  $4}"
+    [ -z "${5:-}" ] || printf '%s\n' "$5" | sed 's/^/    /'
+  } | append
+}
+
+failure_details() {  # log: what a failed run's log says about the failure, briefly
+  {
+    grep -E '^=========' "$1" | grep -vE '^========= (COMPUTE-SANITIZER|ERROR SUMMARY: 0 )' | head -30
+    grep -A2 -E ': Failure$' "$1" | head -20
+    grep -E '^\[  FAILED  \] .* ms\)$' "$1" | head -10
+  } | awk '!seen[$0]++'
+  grep -qE '^=========|: Failure$|^\[  FAILED  \]' "$1" || tail -n 20 "$1"
+}
+
+limited() {  # command...: runs it under --timeout when one is set
+  if [ "$timeout_s" -gt 0 ] 2>/dev/null; then timeout -k 10 "$timeout_s" "$@"; else "$@"; fi
+}
+
+# Reads a gtest run's output and appends each test case's verdict as the case ends (the
+# "[ ... ] Name (N ms)" lines; gtest's closing list repeats names without a time).
+case_lines() {  # prefix
+  local line
+  while IFS= read -r line; do
+    case $line in
+      '[       OK ] '*' ms)') echo "  PASS $1 ${line#*\] }" | append ;;
+      '[  FAILED  ] '*' ms)') echo "  FAIL $1 ${line#*\] }" | append ;;
+      '[  SKIPPED ] '*' ms)') echo "  SKIP $1 ${line#*\] }" | append ;;
+    esac
+  done
+}
+
+# A plain run: the binary's output goes to its log, and each case's verdict to the summary.
+run_binary() {  # label log command...
+  local label=$1 log=$2 start=$SECONDS rc
+  shift 2
+  limited "$@" 2>&1 | tee "$log" | case_lines "$label:"
+  rc=${PIPESTATUS[0]}
+  if [ "$rc" = 0 ]; then
+    record PASS "$label" $((SECONDS - start))
+  else
+    local note="exit $rc"
+    [ "$rc" != 124 ] && [ "$rc" != 137 ] || note="timed out after ${timeout_s}s"
+    record FAIL "$label" $((SECONDS - start)) "$note" "$(failure_details "$log")"
+  fi
+}
+
+# The test cases of a binary that a gtest filter selects, one "Suite.Case" a line.
+list_cases() {  # binary filter
+  "$1" --gtest_list_tests --gtest_filter="$2" 2>/dev/null | awk '
+    /^[^ ]/ { suite = ($1 ~ /\.$/) ? $1 : ""; next }
+    /^  / && suite != "" { print suite $1 }'
+}
+
+matches_any() {  # name patterns...: whether name matches one of the glob patterns
+  local name=$1 p
+  shift
+  for p in "$@"; do
+    # shellcheck disable=SC2053
+    [[ $name == $p ]] && return 0
+  done
+  return 1
+}
+
+with_negative() {  # filter patterns...: the filter minus the patterns
+  local f=$1 neg
+  shift
+  [ $# -gt 0 ] || { echo "$f"; return; }
+  neg=$(IFS=:; echo "$*")
+  case $f in *-*) echo "$f:$neg" ;; *) echo "$f-$neg" ;; esac
+}
+
+{
+  cat "$here/MANIFEST" 2>/dev/null
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1
+  echo "profile: ${profile:-full}"
+} | append
 
 if [ "$run_tests" = 1 ]; then
   for t in "$here"/tests/*; do
     name=$(basename "$t")
-    run_one "$name" "$out/$name.log" "$t" --gtest_filter="$filter"
-    grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/$name.log" | sed 's/^/    /' | tee -a "$summary"
+    run_binary "$name" "$out/$name.log" "$t" --gtest_filter="$filter"
   done
 fi
 
-# One sanitizer run of one test binary (one gtest shard of it); its verdict goes to LOG.verdict.
-sanitize_one() {  # tool test shard shards log
-  local tool=$1 t=$2 shard=$3 shards=$4 log=$5 start=$SECONDS
-  # The fault tests provoke CUDA API errors on purpose (a broken capture, memory exhausted):
-  # for them only memory errors count, not the API errors the sanitizer would also report.
+# One sanitizer run: a test binary, or one gtest shard or test case of it. Appends its verdict
+# (and, for a shard or a whole binary, each test case's) as soon as it ends, and keeps it in
+# LOG.verdict for the closing table.
+sanitize_one() {  # tool binary label log unit(case|group) gtest-filter-argument
+  local tool=$1 t=$2 label=$3 log=$4 unit=$5 start=$SECONDS
+  shift 5
+  # Binaries that provoke CUDA API errors on purpose (a broken capture, memory exhausted): for
+  # them only memory errors count, not the API errors the sanitizer would also report.
   local api=()
-  case $(basename "$t") in fault_*) api=(--report-api-errors no) ;; esac
-  # initcheck does not keep programmatic dependent launch's ordering: under it, even the
-  # control test (a bare PDL-launched copy after griddepcontrol.wait) reads the upstream
-  # kernel's buffers before that kernel wrote them, while every other tool and a plain run keep
-  # the order. The tests that rely on that ordering are left to the other tools.
-  local filter=$sanitize_filter
-  if [ "$tool" = initcheck ]; then
-    case $filter in *-*) filter="$filter:$pdl_order_tests" ;; *) filter="$filter-$pdl_order_tests" ;; esac
-  fi
-  GTEST_SHARD_INDEX=$shard GTEST_TOTAL_SHARDS=$shards \
-    "$sanitizer" --tool "$tool" "${api[@]}" --print-limit 100 "$t" \
-    --gtest_filter="$filter" >"$log" 2>&1
-  local rc=$?
+  case $(basename "$t") in fault_*|kernel_load_*) api=(--report-api-errors no) ;; esac
+  local stream=(case_lines "$label:")
+  [ "$unit" = group ] || stream=(cat)  # one test case: the run's verdict is the case's
+  limited "$sanitizer" --tool "$tool" "${api[@]}" --print-limit 100 "$t" "$@" 2>&1 \
+    | tee "$log" | "${stream[@]}" >/dev/null
+  local rc=${PIPESTATUS[0]}
   # racecheck cannot follow the mbarrier-synchronised pipelines of cuBLASLt's own kernels
   # (nvjet*) and reports shared-memory hazards inside them (excluding those kernels from
   # instrumentation crashed the sanitizer). A hazard in any other kernel fails the run.
-  local ours theirs errors="" verdict
+  local ours theirs errors="" verdict note
   ours=$(grep -E '^========= (Error|Warning): Race' "$log" | grep -vc nvjet)
   theirs=$(grep -E '^========= (Error|Warning): Race' "$log" | grep -c nvjet)
   [ "$tool" = racecheck ] || errors=$(grep -E '^========= ERROR SUMMARY: [1-9]' "$log" | head -1)
-  if grep -q '^\[  PASSED  \] 0 tests' "$log" && ! grep -qE '^\[  (FAILED|SKIPPED) ' "$log"; then
+  note="exit $rc, $(grep -cE '^\[       OK \]' "$log") passed"
+  if [ "$tool" = racecheck ]; then note="$note, hazards: ours $ours, nvjet $theirs"
+  else note="$note, $(grep -oE 'ERROR SUMMARY: [0-9]+ errors?' "$log" | tail -1 | cut -d' ' -f3-)"
+  fi
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    verdict=FAIL note="timed out after ${timeout_s}s"
+  elif grep -q '^\[  PASSED  \] 0 tests' "$log" && ! grep -qE '^\[  (FAILED|SKIPPED) ' "$log"; then
     verdict=NONE
   elif grep -q '^\[  PASSED  \]' "$log" && ! grep -q '^\[  FAILED  \]' "$log" \
-       && [ "$ours" = 0 ] && [ -z "$errors" ]; then verdict=PASS
-  else verdict=FAIL
+       && [ "$ours" = 0 ] && [ -z "$errors" ]; then
+    verdict=PASS
+  else
+    verdict=FAIL
   fi
-  echo "$verdict $((SECONDS - start)) $rc $ours $theirs" >"$log.verdict"
+  echo "$verdict $((SECONDS - start)) $rc" >"$log.verdict"
+  if [ "$verdict" = NONE ]; then
+    echo "---- $label: the filter matches no test here" | append
+    return
+  fi
+  local details=""
+  [ "$verdict" = PASS ] || details=$(failure_details "$log")
+  record "$verdict" "$label" $((SECONDS - start)) "$note" "$details"
 }
 
 if [ -n "$sanitize_tools" ]; then
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  # Every (tool, binary, shard) runs at once, at most sanitize_jobs together.
-  running=0
-  for tool in ${sanitize_tools//,/ }; do
-    for t in "$here"/tests/*; do
-      for ((shard = 0; shard < sanitize_shards; ++shard)); do
-        sanitize_one "$tool" "$t" "$shard" "$sanitize_shards" \
-          "$out/$tool.$(basename "$t").$shard.log" &
-        running=$((running + 1))
-        if [ "$running" -ge "$sanitize_jobs" ]; then wait -n; running=$((running - 1)); fi
-      done
+  "$sanitizer" --version 2>&1 | grep -m1 -i version | sed 's/^/sanitizer: /' | append
+  mkdir -p "$out/sanitize"
+  # The heaviest runs first, so that the last to start are short: racecheck, then initcheck;
+  # the grid and graph suites before the small ones.
+  tools=()
+  for tool in racecheck initcheck memcheck synccheck ${sanitize_tools//,/ }; do
+    case ",$sanitize_tools," in *",$tool,"*) ;; *) continue ;; esac
+    matches_any "$tool" "${tools[@]}" || tools+=("$tool")
+  done
+  binaries=()
+  for name in mla_gpu_test graph_gpu_test reliability_gpu_test; do
+    [ -x "$here/tests/$name" ] && binaries+=("$here/tests/$name")
+  done
+  for t in "$here"/tests/*; do
+    matches_any "$t" "${binaries[@]}" || binaries+=("$t")
+  done
+
+  # Each binary's test cases under the filter, listed once.
+  declare -A listed
+  for t in "${binaries[@]}"; do
+    name=$(basename "$t")
+    if ! listed[$name]=$(list_cases "$t" "$sanitize_filter"); then
+      record FAIL "sanitize:$name" 0 "its tests cannot be listed: $("$t" --gtest_list_tests 2>&1 | tail -1)"
+      unset "listed[$name]"
+    fi
+  done
+
+  # The runs, as "tool<TAB>binary<TAB>label<TAB>log<TAB>unit<TAB>gtest filter<TAB>shard" lines;
+  # those that fill the device apart.
+  jobs_file=$out/sanitize/jobs.txt
+  alone_file=$out/sanitize/alone.txt
+  : >"$jobs_file"
+  : >"$alone_file"
+  job() {  # file tool binary label log unit filter [shard]
+    local file=$1
+    shift
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "$6" "${7:-}" >>"$file"
+  }
+  for tool in "${tools[@]}"; do
+    for t in "${binaries[@]}"; do
+      name=$(basename "$t")
+      [ -n "${listed[$name]+set}" ] || continue
+      skip=()
+      [ "$tool" != initcheck ] || skip=("${pdl_order_tests[@]}")
+      cases=()
+      alone=()
+      while IFS= read -r c; do
+        if [ -z "$c" ] || matches_any "$c" "${skip[@]}"; then continue
+        elif matches_any "$c" "${exclusive_tests[@]}"; then alone+=("$c")
+        else cases+=("$c")
+        fi
+      done <<<"${listed[$name]}"
+      if [ ${#cases[@]} = 0 ] && [ ${#alone[@]} = 0 ]; then
+        echo "---- $tool:$name: the filter matches no test here" | append
+        continue
+      fi
+      logs=$out/sanitize/$tool.$name
+      if [ "$sanitize_shards" = case ]; then
+        for c in "${cases[@]}"; do
+          job "$jobs_file" "$tool" "$t" "$tool:$name:$c" "$logs.${c//\//_}.log" case "$c"
+        done
+        for c in "${alone[@]}"; do
+          job "$alone_file" "$tool" "$t" "$tool:$name:$c" "$logs.${c//\//_}.log" case "$c"
+        done
+      else
+        f=$(with_negative "$sanitize_filter" "${skip[@]}" "${exclusive_tests[@]}")
+        if [ ${#cases[@]} -gt 0 ]; then
+          for ((shard = 0; shard < sanitize_shards; ++shard)); do
+            label="$tool:$name"
+            [ "$sanitize_shards" = 1 ] || label="$label[$shard/$sanitize_shards]"
+            job "$jobs_file" "$tool" "$t" "$label" "$logs.$shard.log" group "$f" "$shard"
+          done
+        fi
+        if [ ${#alone[@]} -gt 0 ]; then
+          job "$alone_file" "$tool" "$t" "$tool:$name[alone]" "$logs.alone.log" group \
+            "$(IFS=:; echo "${alone[*]}")"
+        fi
+      fi
     done
   done
+  echo "sanitizer runs: $(wc -l <"$jobs_file"), at most $sanitize_jobs at once; then" \
+       "$(wc -l <"$alone_file") alone (they fill the device)" | append
+
+  run_job() {  # a line of the jobs file
+    local tool t label log unit f shard
+    IFS=$'\t' read -r tool t label log unit f shard <<<"$1"
+    if [ -n "$shard" ]; then
+      GTEST_SHARD_INDEX=$shard GTEST_TOTAL_SHARDS=$sanitize_shards \
+        sanitize_one "$tool" "$t" "$label" "$log" "$unit" --gtest_filter="$f"
+    else
+      sanitize_one "$tool" "$t" "$label" "$log" "$unit" --gtest_filter="$f"
+    fi
+  }
+  running=0
+  while IFS= read -r line; do
+    run_job "$line" </dev/null &
+    running=$((running + 1))
+    if [ "$running" -ge "$sanitize_jobs" ]; then wait -n; running=$((running - 1)); fi
+  done <"$jobs_file"
   wait
-  for tool in ${sanitize_tools//,/ }; do
+  while IFS= read -r line; do run_job "$line" </dev/null; done <"$alone_file"
+
+  # The closing table: passed / runs for each binary and tool, failures marked.
+  {
+    echo
+    printf '%-24s' "sanitizer runs passed"
+    for tool in ${sanitize_tools//,/ }; do printf ' %11s' "$tool"; done
+    echo
     for t in "$here"/tests/*; do
       name=$(basename "$t")
-      for ((shard = 0; shard < sanitize_shards; ++shard)); do
-        log=$out/$tool.$name.$shard.log
-        read -r verdict seconds rc ours theirs <"$log.verdict"
-        label="$tool:$name"
-        [ "$sanitize_shards" = 1 ] || label="$label[$shard/$sanitize_shards]"
-        if [ "$verdict" = NONE ]; then
-          echo "---- $label: the filter matches no test here" | tee -a "$summary"
-          continue
-        fi
-        record "$label" "$verdict" "$seconds"
-        [ "$verdict" = PASS ] || grep -E '^=========' "$log" | head -40 | sed 's/^/    /'
-        grep -cE '^\[       OK \]' "$log" | sed 's/^/    tests passed: /' | tee -a "$summary"
-        echo "    exit $rc; hazards in our kernels: $ours; in cuBLASLt (nvjet): $theirs" | tee -a "$summary"
-        grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | sed 's/^/    /' | tee -a "$summary"
+      printf '%-24s' "$name"
+      for tool in ${sanitize_tools//,/ }; do
+        runs=0 ok=0 bad=0
+        for v in "$out/sanitize/$tool.$name."*.verdict; do
+          [ -e "$v" ] || continue
+          read -r verdict _ <"$v"
+          case $verdict in
+            PASS) runs=$((runs + 1)); ok=$((ok + 1)) ;;
+            FAIL) runs=$((runs + 1)); bad=$((bad + 1)) ;;
+          esac
+        done
+        cell="$ok/$runs"
+        [ "$runs" != 0 ] || cell="-"
+        [ "$bad" = 0 ] || cell="$cell FAIL"
+        printf ' %11s' "$cell"
       done
+      echo
     done
-  done
+    missing=$(($(cat "$jobs_file" "$alone_file" | wc -l) - $(ls "$out/sanitize/"*.verdict 2>/dev/null | wc -l)))
+    [ "$missing" = 0 ] || echo "$missing sanitizer runs left no verdict"
+  } | append
 fi
 
 for spec in "${bins[@]}"; do
@@ -156,11 +385,13 @@ for spec in "${bins[@]}"; do
   args=""
   [ "$name" = "$spec" ] || args=${spec#* }
   args=${args//\{out\}/$out}
-  if [ ! -x "$here/bin/$name" ]; then record "$name" FAIL 0; echo "    not staged: bin/$name"; continue; fi
+  if [ ! -x "$here/bin/$name" ]; then record FAIL "$name" 0 "not staged: bin/$name"; continue; fi
   # shellcheck disable=SC2086
-  run_one "$name" "$out/$name.log" "$here/bin/$name" $args
+  run_binary "$name" "$out/$name.log" "$here/bin/$name" $args
   tail -n 60 "$out/$name.log"
 done
 
-echo "gpu suite: $passed passed, $failed failed" | tee -a "$summary"
+passed=$(grep -c '^PASS ' "$verdicts")
+failed=$(grep -c '^FAIL ' "$verdicts")
+echo "gpu suite: $passed passed, $failed failed ($((SECONDS - started)) s)" | append
 [ "$failed" = 0 ]

@@ -10,8 +10,19 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo=sudo
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+  # apt and debconf talk on both streams even with -qq; their output is kept in a log that is
+  # shown only when the install fails.
+  log=$(mktemp)
+  echo "setup: installing ${missing[*]}"
+  if ! { $sudo apt-get update -qq &&
+         $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+           "${missing[@]}"; } >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    echo "setup: installing ${missing[*]} failed" >&2
+    exit 1
+  fi
+  rm -f "$log"
 fi
 if [ ! -x /usr/local/cuda/bin/nvcc ]; then
   echo "setup: the CUDA toolkit is missing at /usr/local/cuda (nvcc not found)" >&2

@@ -10,7 +10,13 @@ set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 stage=${1:-.gpu_stage}
 
-bazel build //... >/dev/null
+# Bazel's progress and INFO lines only when the build fails.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! bazel build //... >"$log" 2>&1; then
+  cat "$log" >&2
+  exit 1
+fi
 tests=$(bazel query 'attr(tags, "\bgpu\b", tests(//...))' 2>/dev/null)
 binaries=$(bazel query 'attr(tags, "\bgpu_bench\b", kind("cc_binary", //...))' 2>/dev/null)
 
@@ -19,6 +25,12 @@ mkdir -p "$stage/tests" "$stage/bin" "$stage/scripts"
 label_path() { local l=${1#//}; echo "bazel-bin/${l%%:*}/${l##*:}"; }
 for t in $tests; do cp "$(label_path "$t")" "$stage/tests/"; done
 for b in $binaries; do cp "$(label_path "$b")" "$stage/bin/"; done
+# The consumer workspace's runtime (examples/runtime/), built against this checkout.
+if ! examples/runtime/build.sh >"$log" 2>&1; then
+  cat "$log" >&2
+  exit 1
+fi
+cp examples/runtime/bazel-bin/runtime "$stage/bin/example_runtime"
 chmod u+w "$stage"/tests/* "$stage"/bin/*
 strip "$stage"/tests/* "$stage"/bin/*
 cp bench/*.py "$stage/scripts/" 2>/dev/null || true

@@ -1,0 +1,17 @@
+#ifndef DEMO_DECODE_LOOP_H_
+#define DEMO_DECODE_LOOP_H_
+
+// The decode demo on the GPU: a graph set for the model's layers, the model's weights, then the
+// decode loop, each step replayed, checked and reported.
+
+#include "absl/status/status.h"
+#include "demo/config.h"
+
+namespace mla_demo {
+
+// Fails on a mismatch, on an instantiation after warm-up, or on memory growth after warm-up.
+absl::Status RunDemo(const Config& c);
+
+}  // namespace mla_demo
+
+#endif  // DEMO_DECODE_LOOP_H_
