@@ -1,24 +1,29 @@
 #!/usr/bin/env bash
-# Every benchmark the README quotes, on a GPU machine from the staged folder
+# Every benchmark of bench/results, on a GPU machine from the staged folder
 # (tools/stage_gpu.sh copies this to STAGE_DIR/benchmarks.sh): the grid with every fused kernel
 # forced, the q checks, PyTorch, the tail after the stand-in upstream kernel, the large batches,
-# the PDL probe, graph_bench, the table and plot (bench/report.py, where matplotlib is), and the
-# main job. The GPU is required (MLA_TAIL_REQUIRE_GPU=1). Takes about two minutes on an H200.
+# the PDL probe, graph_bench, the table and plot (bench/report.py, where matplotlib is), the
+# decode demo, and the consumer runtime (examples/runtime) checked and measured inside its own
+# step graph. The GPU is required (MLA_TAIL_REQUIRE_GPU=1). About six minutes on an H200.
 #
-#   benchmarks.sh [--out=DIR] [--after=CMD]
+#   benchmarks.sh [--out=DIR] [--after=CMD] [--skip=STEP,...]
 #     --out    where the CSV files, logs, table.md and rc.txt go (default $OUT, else
 #              ./gpu-benchmarks); files of the same names there are appended to
 #     --after  a command run after each step (e.g. packing the folder, so that a run cut off
 #              keeps what it had)
+#     --skip   steps not to run: graph_bench, grid, q, torch, upstream, upstream_kernels, large,
+#              pdl_probe, demo, runtime
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$PWD/gpu-benchmarks}
 after=:
+skip=,
 for arg in "$@"; do
   case $arg in
     --out=*) out=${arg#*=} ;;
     --after=*) after=${arg#*=} ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --skip=*) skip=",${arg#*=}," ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "benchmarks.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -36,6 +41,7 @@ failed=0
 step() {
   local name=$1 limit=$2 log=$3
   shift 3
+  case $skip in *",$name,"*) return 0 ;; esac
   if [ "$(type -t "$1")" = function ]; then
     "$@" >>"$out/$log" 2>&1
   else
@@ -88,17 +94,27 @@ upstream_kernels() {
   done
   return $rc
 }
-step "upstream kernels" - tail_bench_upstream_kernels.log upstream_kernels
+step upstream_kernels - tail_bench_upstream_kernels.log upstream_kernels
 step large 25 tail_bench_large.log "$bin/tail_bench" --commit="$commit" \
   --csv="$out/tail_bench_large.csv" --heads=64,128 --rows=2048,4096 --modes=auto,bmm,peer
-timeout 15 "$bin/pdl_probe" --epilogues_ns=1000 --dependent_blocks=48 --prefetch_words=16 \
-  --upstream_smem=0,102400 --dependent_smem=0,17408 >"$out/pdl_probe.csv" 2>"$out/pdl_probe.err"
-echo "pdl_probe rc $?" >>"$out/rc.txt"
-eval "$after"
+pdl_probe() {
+  timeout 15 "$bin/pdl_probe" --epilogues_ns=1000 --dependent_blocks=48 --prefetch_words=16 \
+    --upstream_smem=0,102400 --dependent_smem=0,17408 >"$out/pdl_probe.csv"
+}
+step pdl_probe - pdl_probe.err pdl_probe
 if python3 -c "import matplotlib" 2>/dev/null; then
   python3 "$here/scripts/report.py" "$out" >"$out/table.md" 2>&1
 fi
 step demo 45 decode_demo_61_layers.log "$bin/decode_demo" --layers=61 --steps=40
+# The consumer runtime: 61 layers a step graph of its own, pointers and lengths changed every
+# step; checked against its CPU reference, then what the tail adds per layer with and without
+# the PDL edge, and the host time of a layer's update.
+runtime() {
+  timeout 60 "$bin/example_runtime" --heads=12,64 --buckets=1,16,64 --check &&
+    timeout 120 "$bin/example_runtime" --heads=12,64 --buckets=1,16,64 --measure \
+      --csv="$out/runtime_embedding.csv"
+}
+step runtime - runtime_embedding.log runtime
 echo "benchmarks.sh: results in $out ($( [ $failed -eq 0 ] && echo all steps passed || \
   echo some steps FAILED, see rc.txt))"
 exit $failed
