@@ -18,8 +18,10 @@ class DeviceFiller {
   DeviceFiller& operator=(const DeviceFiller&) = delete;
   ~DeviceFiller() { Release(); }
 
-  // The bytes taken.
-  size_t Fill() {
+  // The bytes taken; `leave_bytes` stay free (a sanitizer needs some for its own tracking).
+  size_t Fill(size_t leave_bytes = 0) {
+    void* reserve = nullptr;
+    if (leave_bytes > 0 && cudaMalloc(&reserve, leave_bytes) != cudaSuccess) reserve = nullptr;
     size_t taken = 0;
     for (size_t chunk = size_t{1} << 30; chunk >= 256; chunk /= 2) {
       void* p = nullptr;
@@ -29,6 +31,7 @@ class DeviceFiller {
       }
       cudaGetLastError();  // the failed allocation's error is not sticky; clear it
     }
+    if (reserve != nullptr) cudaFree(reserve);
     return taken;
   }
   void Release() {

@@ -14,6 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "mla_tail/graph/tail_graph_set.h"
+#include "mla_tail/graph/tail_nodes.h"
+#include "mla_tail/mla/errors.h"
 #include "mla_tail/graph/buckets.h"
 #include "gtest/gtest.h"
 #include "mla/internal/fault_hooks.h"
@@ -299,6 +301,66 @@ TEST_F(FaultGpuTest, DeviceMemoryExhaustedDuringCaptureIsReportedAndRetried) {
   ASSERT_OK(problem->PoisonOutput(b.output, stream_));
   ASSERT_OK((*set)->Replay(0, 5, stream_));  // a small bucket captured after the fault
   ExpectRows(*problem, *(*set)->BucketRows(5));
+}
+
+// The library leaves the caller's CUDA error state alone: an error pending from the caller's own
+// call stays pending through successful calls, and a failed call of the library's own leaves
+// none behind.
+TEST_F(FaultGpuTest, TheCallersErrorStateIsKept) {
+  std::unique_ptr<Problem> problem = MakeProblem(12, 16, 81);
+  ASSERT_NE(problem, nullptr);
+  absl::StatusOr<std::unique_ptr<mla::MlaTail>> created = mla::MlaTail::Create(0, {});
+  ASSERT_TRUE(created.ok()) << created.status();
+  mla::MlaTail* tail_ = created->get();
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  // The caller's own failed call: an error pending in the thread's last-error slot.
+  ASSERT_EQ(cudaMemcpyAsync(nullptr, nullptr, 16, cudaMemcpyDeviceToDevice, stream_),
+            cudaErrorInvalidValue);
+  ASSERT_EQ(cudaPeekAtLastError(), cudaErrorInvalidValue);
+  auto still_pending = [](const char* after) {
+    EXPECT_EQ(cudaPeekAtLastError(), cudaErrorInvalidValue)
+        << after << " cleared the caller's pending error";
+  };
+  ASSERT_OK(tail_->Run(problem->shape(), problem->buffers(), stream_));
+  still_pending("MlaTail::Run");
+  GraphSetOptions options;
+  options.heads = 12;
+  options.layers = 1;
+  options.buckets = {16};
+  absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
+  ASSERT_TRUE(set.ok()) << set.status();
+  still_pending("TailGraphSet::Create");
+  ASSERT_OK((*set)->SetLayer(0, problem->buffers()));
+  ASSERT_OK((*set)->Replay(0, 16, stream_));
+  still_pending("TailGraphSet::Replay (with its capture)");
+  cudaGraph_t built = nullptr;
+  ASSERT_EQ(cudaGraphCreate(&built, 0), cudaSuccess);
+  ASSERT_TRUE(mla_graph::AddTailNodes(*tail_, built, {}, problem->shape(), problem->buffers()).ok());
+  still_pending("AddTailNodes");
+  cudaGraphDestroy(built);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+
+  // The library's own failed CUDA call (a node that is not in the executable graph) reports an
+  // Internal status carrying the CUDA error, and leaves no error pending.
+  cudaGraph_t graph = nullptr, other_graph = nullptr;
+  ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphCreate(&other_graph, 0), cudaSuccess);
+  absl::StatusOr<mla_graph::TailNodes> nodes =
+      mla_graph::AddTailNodes(*tail_, graph, {}, problem->shape(), problem->buffers());
+  ASSERT_TRUE(nodes.ok()) << nodes.status();
+  ASSERT_TRUE(mla_graph::AddTailNodes(*tail_, other_graph, {}, problem->shape(), problem->buffers()).ok());
+  cudaGraphExec_t other_exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&other_exec, other_graph, 0), cudaSuccess);
+  const absl::Status wrong_exec = nodes->Update(other_exec, problem->buffers());
+  EXPECT_FALSE(wrong_exec.ok());
+  EXPECT_TRUE(mla::CudaErrorOf(wrong_exec).has_value()) << wrong_exec;
+  EXPECT_FALSE(mla::IsStickyCudaError(wrong_exec));
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "the library left its own error pending";
+  cudaGraphExecDestroy(other_exec);
+  cudaGraphDestroy(other_graph);
+  cudaGraphDestroy(graph);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
 }
 
 }  // namespace

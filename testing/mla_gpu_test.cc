@@ -186,7 +186,7 @@ TEST_F(MlaGpuTest, TileKernelStridedInactiveAndRandom) {
     tiles.push_back(FusedTail(v));
     ASSERT_NE(tiles.back(), nullptr);
   }
-  for (int heads : ForProfile({1, 12, 63, 128}, {1, 63, 128})) {
+  for (int heads : ForProfile({1, 12, 63, 128}, {1, 63})) {
     for (int rows : ForProfile({3, 64, 100, 512}, {3, 100})) {
       SCOPED_TRACE(absl::StrCat("strided: heads ", heads, " rows ", rows));
       ProblemOptions options;
@@ -209,7 +209,7 @@ TEST_F(MlaGpuTest, TileKernelStridedInactiveAndRandom) {
     for (int every : ForProfile({1, 2}, {2})) {
       SCOPED_TRACE(absl::StrCat("inactive: q ", q, " every ", every));
       ProblemOptions options;
-      options.shape = {12, 128, q};
+      options.shape = {12, ForProfile(128, 64), q};
       options.inactive_every = every;
       options.negative_lengths = q == 2;
       options.gates = Values::kUniformGates;
@@ -221,7 +221,7 @@ TEST_F(MlaGpuTest, TileKernelStridedInactiveAndRandom) {
     }
   }
   for (int heads : {12, 128}) {
-    for (int rows : ForProfile({64, 1000}, {64, 256})) {
+    for (int rows : ForProfile({64, 1000}, {64})) {
       SCOPED_TRACE(absl::StrCat("random: heads ", heads, " rows ", rows));
       ProblemOptions options;
       options.shape = {heads, rows, 1};
