@@ -35,6 +35,12 @@ int LayersForColdL2(const mla::TailShape& shape, int min_layers, int max_layers,
 absl::StatusOr<std::vector<Layer>> MakeLayers(const mla::TailShape& shape, int count,
                                               cudaStream_t stream);
 
+// Enqueues `enqueue`'s work on `stream` between two events, `warmup` then `replays` times, and
+// returns the median time in microseconds.
+absl::StatusOr<double> TimeOnStream(cudaStream_t stream,
+                                    const std::function<absl::Status(cudaStream_t)>& enqueue,
+                                    int replays, int warmup = 3);
+
 // Captures `enqueue` (which enqueues work on the stream it is given) into a graph, replays it
 // `warmup` then `replays` times, and returns the median replay time in microseconds.
 absl::StatusOr<double> TimeCapturedGraph(cudaStream_t stream,
