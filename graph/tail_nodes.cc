@@ -44,6 +44,9 @@ class TailNodesBuilder {
 
   static void SetNode(TailNodes* nodes, cudaGraphNode_t node) { nodes->node_ = node; }
 
+  // Points the node at `buffers`: in `exec`, or in the graph itself when `exec` is null.
+  static absl::Status Write(TailNodes& nodes, cudaGraphExec_t exec, const TailBuffers& buffers);
+
   static mla::KernelLaunch LaunchOf(const TailNodes& nodes) {
     mla::KernelLaunch launch;
     launch.function = nodes.function_;
@@ -71,35 +74,35 @@ cudaKernelNodeParams KernelParams(const void* function, dim3 grid, dim3 block,
 
 }  // namespace
 
-absl::Status TailNodes::Update(cudaGraphExec_t exec, const TailBuffers& buffers) {
+absl::Status TailNodesBuilder::Write(TailNodes& nodes, cudaGraphExec_t exec,
+                                     const TailBuffers& buffers) {
   mla::internal::CudaErrorScope errors;
-  if (exec == nullptr) return absl::InvalidArgumentError("exec is null");
-  if (node_ == nullptr) return absl::FailedPreconditionError("this TailNodes holds no node");
-  MLA_RETURN_IF_ERROR(mla::ValidateTail(shape_, buffers));
+  if (nodes.node_ == nullptr) return absl::FailedPreconditionError("this TailNodes holds no node");
+  MLA_RETURN_IF_ERROR(mla::ValidateTail(nodes.shape_, buffers));
   mla::DeviceGuard guard;
-  MLA_RETURN_IF_ERROR(guard.Enter(device_));
-  mla::MlaValueParams params = mla::MakeMlaValueParams(shape_, buffers);
+  MLA_RETURN_IF_ERROR(guard.Enter(nodes.device_));
+  mla::MlaValueParams params = mla::MakeMlaValueParams(nodes.shape_, buffers);
   void* arguments[] = {&params};
-  const cudaKernelNodeParams p = KernelParams(function_, grid_, block_, smem_bytes_, arguments);
-  MLA_RETURN_IF_CUDA_ERROR(cudaGraphExecKernelNodeSetParams(exec, node_, &p),
-                           "cudaGraphExecKernelNodeSetParams");
-  buffers_ = buffers;
+  const cudaKernelNodeParams p =
+      KernelParams(nodes.function_, nodes.grid_, nodes.block_, nodes.smem_bytes_, arguments);
+  if (exec != nullptr) {
+    MLA_RETURN_IF_CUDA_ERROR(cudaGraphExecKernelNodeSetParams(exec, nodes.node_, &p),
+                             "cudaGraphExecKernelNodeSetParams");
+  } else {
+    MLA_RETURN_IF_CUDA_ERROR(cudaGraphKernelNodeSetParams(nodes.node_, &p),
+                             "cudaGraphKernelNodeSetParams");
+  }
+  nodes.buffers_ = buffers;
   return absl::OkStatus();
 }
 
+absl::Status TailNodes::Update(cudaGraphExec_t exec, const TailBuffers& buffers) {
+  if (exec == nullptr) return absl::InvalidArgumentError("exec is null");
+  return TailNodesBuilder::Write(*this, exec, buffers);
+}
+
 absl::Status TailNodes::UpdateGraph(const TailBuffers& buffers) {
-  mla::internal::CudaErrorScope errors;
-  if (node_ == nullptr) return absl::FailedPreconditionError("this TailNodes holds no node");
-  MLA_RETURN_IF_ERROR(mla::ValidateTail(shape_, buffers));
-  mla::DeviceGuard guard;
-  MLA_RETURN_IF_ERROR(guard.Enter(device_));
-  mla::MlaValueParams params = mla::MakeMlaValueParams(shape_, buffers);
-  void* arguments[] = {&params};
-  const cudaKernelNodeParams p = KernelParams(function_, grid_, block_, smem_bytes_, arguments);
-  MLA_RETURN_IF_CUDA_ERROR(cudaGraphKernelNodeSetParams(node_, &p),
-                           "cudaGraphKernelNodeSetParams");
-  buffers_ = buffers;
-  return absl::OkStatus();
+  return TailNodesBuilder::Write(*this, /*exec=*/nullptr, buffers);
 }
 
 absl::StatusOr<TailNodes> AddTailNodes(const mla::MlaTail& tail, cudaGraph_t graph,

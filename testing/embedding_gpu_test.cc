@@ -84,14 +84,6 @@ class EmbeddingGpuTest : public GpuStreamTest<> {
     return problem.ok() ? *std::move(problem) : nullptr;
   }
 
-  absl::StatusOr<DeviceMemory> NewOutput(const Problem& problem) {
-    absl::StatusOr<DeviceMemory> m =
-        DeviceMemory::Allocate(problem.output_elements() * sizeof(uint16_t));
-    if (!m.ok()) return m.status();
-    if (absl::Status s = problem.PoisonOutput(m->as<mla::bf16>(), stream_); !s.ok()) return s;
-    return m;
-  }
-
   std::unique_ptr<mla::MlaTail> tail_;
 };
 
@@ -218,7 +210,7 @@ TEST_F(EmbeddingGpuTest, UpdatesApplyToLaterLaunchesWhileEarlierOnesAreQueued) {
   std::unique_ptr<Problem> b = MakeProblem(12, 16, 32);
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
-  absl::StatusOr<DeviceMemory> second_a = NewOutput(*a);
+  absl::StatusOr<DeviceMemory> second_a = a->NewOutput(stream_);
   ASSERT_TRUE(second_a.ok()) << second_a.status();
   cudaGraph_t graph = nullptr;
   ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
@@ -245,7 +237,7 @@ TEST_F(EmbeddingGpuTest, UpdatesApplyToLaterLaunchesWhileEarlierOnesAreQueued) {
   ASSERT_OK(a->Check(second_a->as<mla::bf16>(), a->SampleRows(), true));
 
   // UpdateGraph rewrites the template: a new instantiation holds the new pointers.
-  absl::StatusOr<DeviceMemory> third_a = NewOutput(*a);
+  absl::StatusOr<DeviceMemory> third_a = a->NewOutput(stream_);
   ASSERT_TRUE(third_a.ok());
   ASSERT_OK(nodes->UpdateGraph(a->buffers_with_output(third_a->as<mla::bf16>())));
   cudaGraphExec_t fresh = nullptr;
@@ -307,7 +299,7 @@ TEST_F(EmbeddingGpuTest, RecordTailNodesIntoTheCallersCapture) {
   ASSERT_NE(problem, nullptr);
   absl::StatusOr<LateInputs> late = LateInputs::Save(*problem);
   ASSERT_TRUE(late.ok()) << late.status();
-  absl::StatusOr<DeviceMemory> other = NewOutput(*problem);
+  absl::StatusOr<DeviceMemory> other = problem->NewOutput(stream_);
   ASSERT_TRUE(other.ok());
 
   cudaGraph_t graph = nullptr;
@@ -526,7 +518,7 @@ TEST_F(EmbeddingGpuTest, EveryCallIsSafeWhileAnotherThreadCaptures) {
 TEST_F(EmbeddingGpuTest, DestructionWithWorkInFlight) {
   std::unique_ptr<Problem> problem = MakeProblem(12, 16, 71);
   ASSERT_NE(problem, nullptr);
-  absl::StatusOr<DeviceMemory> second = NewOutput(*problem);
+  absl::StatusOr<DeviceMemory> second = problem->NewOutput(stream_);
   ASSERT_TRUE(second.ok());
   ASSERT_OK(problem->PoisonOutput(problem->buffers().output, stream_));
 

@@ -68,14 +68,6 @@ class GraphGpuTest : public mla_testing::GpuStreamTest<::testing::TestWithParam<
     return problem.ok() ? *std::move(problem) : nullptr;
   }
 
-  absl::StatusOr<DeviceMemory> NewOutput(const Problem& problem) {
-    absl::StatusOr<DeviceMemory> m =
-        DeviceMemory::Allocate(problem.output_elements() * sizeof(uint16_t));
-    if (!m.ok()) return m.status();
-    if (absl::Status s = problem.PoisonOutput(m->as<mla::bf16>(), stream_); !s.ok()) return s;
-    return m;
-  }
-
   // The output bits of `run` into a freshly poisoned copy of the buffers' output layout.
   std::vector<uint16_t> Outputs(const Problem& problem, const mla::TailBuffers& buffers) {
     absl::StatusOr<std::vector<uint16_t>> bits =
@@ -92,7 +84,7 @@ class GraphGpuTest : public mla_testing::GpuStreamTest<::testing::TestWithParam<
     ASSERT_OK(problem.PoisonOutput(buffers.output, stream_));
     ASSERT_OK(set.SetLayer(layer, buffers));
     ASSERT_OK(set.Replay(layer, rows, stream_));
-    absl::StatusOr<DeviceMemory> eager_out = NewOutput(problem);
+    absl::StatusOr<DeviceMemory> eager_out = problem.NewOutput(stream_);
     ASSERT_TRUE(eager_out.ok());
     mla::TailBuffers eager_buffers = buffers;
     eager_buffers.output = eager_out->as<mla::bf16>();
@@ -375,7 +367,7 @@ TEST_P(GraphGpuTest, ChildGraphEmbedding) {
   ASSERT_OK(b->Check(b->buffers().output, b->SampleRows(), true));
 
   // Layer 1 moves to A's inputs and a fresh output: re-export, update the child in place.
-  absl::StatusOr<DeviceMemory> out = NewOutput(*a);
+  absl::StatusOr<DeviceMemory> out = a->NewOutput(stream_);
   ASSERT_TRUE(out.ok());
   ASSERT_OK(set->SetLayer(1, a->buffers_with_output(out->as<mla::bf16>())));
   absl::StatusOr<cudaGraph_t> moved = set->ExportGraph(1, 16);

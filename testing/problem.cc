@@ -158,6 +158,13 @@ mla::TailBuffers Problem::buffers_with_output(bf16* output) const {
   return b;
 }
 
+absl::StatusOr<DeviceMemory> Problem::NewOutput(cudaStream_t stream) const {
+  absl::StatusOr<DeviceMemory> m = DeviceMemory::Allocate(output_elements() * sizeof(uint16_t));
+  if (!m.ok()) return m.status();
+  if (absl::Status s = PoisonOutput(m->as<bf16>(), stream); !s.ok()) return s;
+  return m;
+}
+
 absl::Status Problem::PoisonOutput(bf16* output, cudaStream_t stream) const {
   return mla::CudaStatus(cudaMemsetAsync(output, 0xff, output_elements() * sizeof(bf16), stream),
                          "poison output");

@@ -65,6 +65,8 @@ class Problem {
   mla::TailBuffers buffers_with_output(mla::bf16* output) const;
   size_t output_elements() const;  // the output allocation, guard band included
 
+  // Another output allocation of the problem's layout (output_elements()), filled with NaN.
+  absl::StatusOr<DeviceMemory> NewOutput(cudaStream_t stream) const;
   // Fills an output allocation (of output_elements()) with NaN.
   absl::Status PoisonOutput(mla::bf16* output, cudaStream_t stream) const;
   // Writes new lengths (one per request) to the device.
