@@ -157,7 +157,7 @@ absl::StatusOr<cudaGraphNode_t> OnlyNode(cudaGraph_t graph) {
 // output equals the reference; the edge is programmatic exactly when asked for.
 TEST_F(EmbeddingGpuTest, AddedNodesRunAfterTheUpstreamKernel) {
   for (bool programmatic : {true, false}) {
-    for (const auto [heads, rows] : {std::pair{12, 1}, {12, 16}, {12, 64}, {64, 1}, {64, 16}}) {
+    for (const auto& [heads, rows] : {std::pair{12, 1}, {12, 16}, {12, 64}, {64, 1}, {64, 16}}) {
       SCOPED_TRACE(absl::StrCat(programmatic ? "programmatic" : "full", " edge, heads ", heads,
                                 " rows ", rows));
       std::unique_ptr<Problem> problem = MakeProblem(heads, rows, 7 + heads + rows, 0);
