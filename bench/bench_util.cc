@@ -10,7 +10,7 @@
 #include "bench/limit_kernels.h"
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/value_bmm.h"
-#include "testing/fill.h"
+#include "testing/support/fill.h"
 
 namespace mla_bench {
 

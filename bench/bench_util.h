@@ -14,7 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "mla_tail/mla/tail_args.h"
-#include "testing/problem.h"
+#include "testing/support/problem.h"
 
 namespace mla_bench {
 

@@ -23,7 +23,7 @@
 #include "bench/bench_util.h"
 #include "mla_tail/graph/tail_graph_set.h"
 #include "mla/internal/cuda_status.h"
-#include "testing/gpu.h"
+#include "testing/support/gpu.h"
 
 ABSL_FLAG(int, heads, 12, "local heads");
 ABSL_FLAG(int, layers, 61, "layers");

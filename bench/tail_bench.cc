@@ -45,7 +45,7 @@
 #include "mla/kernels/params.h"
 #include "mla_tail/mla/tail.h"
 #include "mla/internal/value_bmm.h"
-#include "testing/gpu.h"
+#include "testing/support/gpu.h"
 
 ABSL_FLAG(std::string, heads, "8,12,16,32,64,96,128", "head counts");
 ABSL_FLAG(std::string, rows, "1,2,4,8,16,32,64,128,256,512,1024", "rows (tokens)");

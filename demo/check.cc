@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "mla/internal/cuda_status.h"
-#include "testing/reference.h"
+#include "testing/support/reference.h"
 
 namespace mla_demo {
 

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "mla/internal/cuda_status.h"
-#include "testing/test_values.h"
+#include "testing/support/test_values.h"
 
 namespace mla_demo {
 

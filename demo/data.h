@@ -12,8 +12,8 @@
 #include "absl/status/status.h"
 #include "demo/config.h"
 #include "mla_tail/mla/tail_args.h"
-#include "testing/problem.h"
-#include "testing/reference.h"
+#include "testing/support/problem.h"
+#include "testing/support/reference.h"
 
 namespace mla_demo {
 

@@ -39,9 +39,9 @@
 #include "mla_tail/graph/buckets.h"
 #include "mla_tail/mla/tail.h"
 #include "mla_tail/mla/tail_args.h"
-#include "testing/bf16_bits.h"
-#include "testing/gpu.h"
-#include "testing/reference.h"
+#include "testing/support/bf16_bits.h"
+#include "testing/support/gpu.h"
+#include "testing/support/reference.h"
 
 ABSL_FLAG(int, heads, 12, "local heads H");
 ABSL_FLAG(int, layers, 61, "layers of the model");

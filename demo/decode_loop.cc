@@ -22,8 +22,8 @@
 #include "mla/internal/cuda_status.h"
 #include "mla_tail/graph/tail_graph_set.h"
 #include "mla_tail/mla/tail.h"
-#include "testing/fill.h"
-#include "testing/test_values.h"
+#include "testing/support/fill.h"
+#include "testing/support/test_values.h"
 
 namespace mla_demo {
 namespace {

@@ -3,8 +3,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "testing/fill.h"
-#include "testing/test_values.h"
+#include "testing/support/fill.h"
+#include "testing/support/test_values.h"
 
 namespace mla_demo {
 

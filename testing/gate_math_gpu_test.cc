@@ -3,8 +3,8 @@
 // below -87 (and NaN) to the general path.
 
 #include "gtest/gtest.h"
-#include "testing/gate_math.h"
-#include "testing/gpu_stream_test.h"
+#include "testing/support/gate_math.h"
+#include "testing/support/gpu_stream_test.h"
 
 namespace mla_testing {
 namespace {

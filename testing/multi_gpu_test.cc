@@ -18,9 +18,9 @@
 #include "gtest/gtest.h"
 #include "mla/internal/cuda_status.h"
 #include "mla_tail/mla/tail.h"
-#include "testing/gpu.h"
-#include "testing/problem.h"
-#include "testing/status_macros.h"
+#include "testing/support/gpu.h"
+#include "testing/support/problem.h"
+#include "testing/support/status_macros.h"
 
 namespace mla_testing {
 namespace {

@@ -1,12 +1,12 @@
-#include "testing/reference.h"
+#include "testing/support/reference.h"
 
 #include <cmath>
 #include <limits>
 #include <string>
 
 #include "gtest/gtest.h"
-#include "testing/bf16_bits.h"
-#include "testing/test_values.h"
+#include "testing/support/bf16_bits.h"
+#include "testing/support/test_values.h"
 
 namespace mla_testing {
 namespace {

@@ -18,11 +18,11 @@
 #include "gtest/gtest.h"
 #include "mla/kernels/params.h"
 #include "mla_tail/mla/tail.h"
-#include "testing/gpu.h"
-#include "testing/gpu_stream_test.h"
-#include "testing/late_writer.h"
-#include "testing/problem.h"
-#include "testing/status_macros.h"
+#include "testing/support/gpu.h"
+#include "testing/support/gpu_stream_test.h"
+#include "testing/support/late_writer.h"
+#include "testing/support/problem.h"
+#include "testing/support/status_macros.h"
 
 namespace mla_testing {
 namespace {

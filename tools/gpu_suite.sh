@@ -10,7 +10,7 @@
 #          [--sanitize-jobs=N] [--sanitize-profile] [--no-tests] [--bin="NAME ARGS"]...
 #     --out             where logs and summary.txt go (default $OUT, else ./gpu-results)
 #     --filter          gtest filter for the plain run (default all)
-#     --profile         MLA_TAIL_TEST_PROFILE for every test run (testing/gpu.h): full (default)
+#     --profile         MLA_TAIL_TEST_PROFILE for every test run (testing/support/gpu.h): full (default)
 #                       or sanitize (smaller shapes and loops, every code path still run)
 #     --timeout         stop any one test binary or sanitizer run after S seconds (it fails)
 #     --sanitize        also run the tests under compute-sanitizer; TOOLS defaults to

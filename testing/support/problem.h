@@ -14,8 +14,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "mla_tail/mla/tail_args.h"
-#include "testing/reference.h"
-#include "testing/test_values.h"
+#include "testing/support/reference.h"
+#include "testing/support/test_values.h"
 
 namespace mla_testing {
 

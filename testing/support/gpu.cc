@@ -1,4 +1,4 @@
-#include "testing/gpu.h"
+#include "testing/support/gpu.h"
 
 #include <cstdio>
 #include <cstdlib>

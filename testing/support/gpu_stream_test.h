@@ -8,7 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include "gtest/gtest.h"
-#include "testing/gpu.h"
+#include "testing/support/gpu.h"
 
 namespace mla_testing {
 

@@ -1,9 +1,9 @@
-#include "testing/reference.h"
+#include "testing/support/reference.h"
 
 #include <cmath>
 #include <cstdio>
 
-#include "testing/bf16_bits.h"
+#include "testing/support/bf16_bits.h"
 
 namespace mla_testing {
 

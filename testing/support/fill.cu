@@ -1,7 +1,7 @@
 #include <cuda_runtime.h>
 
 #include "mla/kernels/launch.cuh"
-#include "testing/fill.h"
+#include "testing/support/fill.h"
 
 namespace mla_testing {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/launch.cuh"
-#include "testing/late_writer.h"
+#include "testing/support/late_writer.h"
 
 namespace mla_testing {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "testing/test_values.h"
+#include "testing/support/test_values.h"
 
 namespace mla_testing {
 

@@ -1,4 +1,4 @@
-#include "testing/problem.h"
+#include "testing/support/problem.h"
 
 #include <cuda_runtime.h>
 
@@ -11,8 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "mla/internal/cuda_status.h"
-#include "testing/bf16_bits.h"
-#include "testing/fill.h"
+#include "testing/support/bf16_bits.h"
+#include "testing/support/fill.h"
 
 namespace mla_testing {
 

@@ -1,4 +1,4 @@
-#include "testing/gate_math.h"
+#include "testing/support/gate_math.h"
 
 #include <cuda_runtime.h>
 
