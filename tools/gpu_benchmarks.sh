@@ -4,7 +4,8 @@
 # forced, the q checks, PyTorch, the tail after the stand-in upstream kernel, the large batches,
 # the PDL probe, graph_bench, the table and plot (bench/report.py, where matplotlib is), the
 # decode demo, and the consumer runtime (examples/runtime) checked and measured inside its own
-# step graph. The GPU is required (MLA_TAIL_REQUIRE_GPU=1). About six minutes on an H200.
+# step graph. The GPU is required (MLA_TAIL_REQUIRE_GPU=1). About three minutes on an H200, two of
+# them PyTorch's (--skip=torch: about one).
 #
 #   benchmarks.sh [--out=DIR] [--after=CMD] [--skip=STEP,...]
 #     --out    where the CSV files, logs, table.md and rc.txt go (default $OUT, else
