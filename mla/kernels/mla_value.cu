@@ -26,6 +26,16 @@
 #include "mla/kernels/params.h"
 #include "mla/kernels/prefetch.cuh"
 
+// bench/timeline_probe.cu includes this file with the stamps defined to record when thread 0
+// reaches each point of its block's chain (STAMP_AFTER: once `value`, a word the point
+// produced, is available); otherwise they compile to nothing.
+#ifndef MLA_TIMELINE_STAMP
+#define MLA_TIMELINE_STAMP(point)
+#endif
+#ifndef MLA_TIMELINE_STAMP_AFTER
+#define MLA_TIMELINE_STAMP_AFTER(point, value)
+#endif
+
 namespace mla {
 namespace {
 
@@ -61,6 +71,7 @@ __device__ __forceinline__ void MlaValueBlock(const MlaValueParams& p) {
   const int quarter = lane % 4;
   const int column = chunk * kColumnsPerBlock + warp * 8;  // first of the warp's 8 columns
 
+  MLA_TIMELINE_STAMP(0);
   // W_UV before the wait: weights are written by no upstream kernel.
   const bf16* w_column = p.w_uv + head * p.w_head_stride +
                          static_cast<int64_t>(column + group) * p.w_row_stride + 8 * quarter;
@@ -71,6 +82,7 @@ __device__ __forceinline__ void MlaValueBlock(const MlaValueParams& p) {
                                 kColumnsPerBlock);
 
   device::GridDependencyWait();
+  MLA_TIMELINE_STAMP(1);
 
   const bf16* latent_head = p.latent + head * kLatentDim;
   // 8 rows: each thread loads its A fragments (row `group`, the k permutation of W_UV) straight
@@ -118,6 +130,9 @@ __device__ __forceinline__ void MlaValueBlock(const MlaValueParams& p) {
   if constexpr (!kDirect) {
     device::CopyAsyncCommitAndWaitAll();
     __syncthreads();
+    MLA_TIMELINE_STAMP(2);
+  } else {
+    MLA_TIMELINE_STAMP_AFTER(2, a_rows[0].x ^ a_rows[kChunks - 1].w);
   }
 
   // Accumulator chains: one per MMA of a chunk, and with 8 rows one per chunk parity as well:
@@ -156,6 +171,7 @@ __device__ __forceinline__ void MlaValueBlock(const MlaValueParams& p) {
     }
     return s0 + s1;
   };
+  MLA_TIMELINE_STAMP_AFTER(10, __float_as_uint(acc[0][0][0][0] + acc[0][kParities - 1][1][0]));
   constexpr int kPairs = kRowTiles * kHalves;
   float v[2 * kPairs];
   uint32_t gates[kPairs];
@@ -173,6 +189,7 @@ __device__ __forceinline__ void MlaValueBlock(const MlaValueParams& p) {
     }
   }
   device::GatePairs(v, gates, active, out);
+  MLA_TIMELINE_STAMP_AFTER(11, out[0] ^ out[kPairs - 1]);
 #pragma unroll
   for (int tile = 0; tile < kRowTiles; ++tile) {
 #pragma unroll
@@ -183,6 +200,7 @@ __device__ __forceinline__ void MlaValueBlock(const MlaValueParams& p) {
           out[kHalves * tile + half];
     }
   }
+  MLA_TIMELINE_STAMP(12);
 }
 
 template <int kTileRows>
@@ -191,8 +209,12 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
 }
 
 // 8 rows: held to 144 registers a thread, so that three blocks still fit beside an upstream
-// kernel's (docs/design.md).
-__global__ void __maxnreg__(144) MlaValueDirectKernel(const MlaValueParams p) {
+// kernel's (docs/design.md). The timeline probe's stamps take more (168 still fit three).
+#ifndef MLA_VALUE_DIRECT_MAX_REGISTERS
+#define MLA_VALUE_DIRECT_MAX_REGISTERS 144
+#endif
+__global__ void __maxnreg__(MLA_VALUE_DIRECT_MAX_REGISTERS)
+    MlaValueDirectKernel(const MlaValueParams p) {
   MlaValueBlock<8>(p);
 }
 
