@@ -1,12 +1,12 @@
 // Where a fused block's time goes (bench/timeline_probe.h). This file includes the kernels' own
-// source, mla/kernels/mla_value.cu and mla_value_wgmma.cu, with the timeline stamps defined:
-// thread 0 of each block records its clock at each point of its chain, and the global timer at
-// entry, at the dependency wait's return and at the last point. The points:
+// source, mla/kernels/mla_value.cu, mla_value_ksplit.cu and mla_value_wgmma.cu, with the timeline
+// stamps defined: thread 0 of each block records its clock at each point of its chain, and the
+// global timer at entry, at the dependency wait's return and at the last point. The points:
 //   0  entry
 //   1  the dependency wait returned (W_UV's first steps and the L2 prefetch issued before it)
-//   2  MlaValue: the latent in registers or shared memory; MlaValueWgmma: K step 0's copies
-//      landed and published. 3-9: MlaValueWgmma's K steps 1-7 likewise
-//   10 the last MMAs done
+//   2  MlaValue, MlaValueKSplit: the latent in registers or shared memory; MlaValueWgmma: K
+//      step 0's copies landed and published. 3-9: MlaValueWgmma's K steps 1-7 likewise
+//   10 the last MMAs done (MlaValueKSplit: every warp's partial sums in shared memory)
 //   11 the epilogue done (gate applied; MlaValueWgmma: the tile in shared memory)
 //   12 the stores issued
 // Built with PROBE_NO_STAMPS the kernels are the library's code and only the replay time counts.
@@ -61,6 +61,7 @@ constexpr bool kStamped = false;
 constexpr bool kStamped = true;
 #endif
 #include "mla/kernels/mla_value.cu"
+#include "mla/kernels/mla_value_ksplit.cu"
 #include "mla/kernels/mla_value_wgmma.cu"
 
 #include "bench/cuda_check.h"
@@ -94,6 +95,7 @@ int RunTimelineProbe() {
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
   CUDA_CHECK(mla::PrepareMlaValueColumnSplit());
+  CUDA_CHECK(mla::PrepareMlaValueKSplit());
   CUDA_CHECK(mla::PrepareMlaValueWgmma());
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -120,6 +122,8 @@ int RunTimelineProbe() {
       mla::KernelLaunch launch;
       if (kernel == mla::FusedKernel::kColumnSplit) {
         launch = mla::PlanMlaValueColumnSplit(heads, rows, multiprocessors);
+      } else if (kernel == mla::FusedKernel::kLatentSplit) {
+        launch = mla::PlanMlaValueKSplit(heads, rows);
       } else if (mla::PlanMlaValueWgmma(heads, rows, kernel, &launch) != cudaSuccess) {
         continue;  // the persistent kernel has no stamps
       }
@@ -190,7 +194,8 @@ int RunTimelineProbe() {
             last[s] = std::max(last[s], times[s][b][2]);
           }
         }
-        const bool wgmma = kernel != mla::FusedKernel::kColumnSplit;
+        const bool wgmma = kernel != mla::FusedKernel::kColumnSplit &&
+                           kernel != mla::FusedKernel::kLatentSplit;
         const int last_step = wgmma ? 9 : 2;
         std::vector<double> period, ahead, release, data, steps, mma, epilogue, stores, chain;
         for (int s = 4; s < kSlots - 2; ++s) {

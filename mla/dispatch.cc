@@ -8,6 +8,8 @@ const char* FusedKernelName(FusedKernel kernel) {
       return "auto";
     case FusedKernel::kColumnSplit:
       return "split";
+    case FusedKernel::kLatentSplit:
+      return "ksplit";
     case FusedKernel::kTile64x64Pipeline4:
       return "wgmma-p4";
     case FusedKernel::kTile64x64AllSteps:

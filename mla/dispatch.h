@@ -13,6 +13,9 @@ enum class FusedKernel {
   kAuto,  // the rule below decides by shape
   // MlaValue: 128 threads per (32 columns, head, 8/16/32 rows), W_UV held in registers.
   kColumnSplit,
+  // MlaValueKSplit: a block per (16 columns, head, 8 or 16 rows) whose warps split the latent
+  // axis (8 warps with 8 rows, 4 with 16), W_UV held in registers.
+  kLatentSplit,
   // MlaValueWgmma: wgmma from shared memory, 8 steps of 64 latent values; the configurations
   // differ in the tile and in how the steps are brought in.
   kTile64x64Pipeline4,  // 64 x 64 tiles, a 4-stage pipeline (73 KB, three blocks an SM)
@@ -27,13 +30,19 @@ enum class FusedKernel {
 
 // Every concrete kernel, for callers that force each in turn (tests, benchmarks).
 inline constexpr FusedKernel kFusedKernels[] = {
-    FusedKernel::kColumnSplit,       FusedKernel::kTile64x64Pipeline4,
+    FusedKernel::kColumnSplit,       FusedKernel::kLatentSplit,
+    FusedKernel::kTile64x64Pipeline4,
     FusedKernel::kTile64x64AllSteps, FusedKernel::kTile64x128,
     FusedKernel::kTile64x32AllSteps, FusedKernel::kTile64x64Pipeline6,
     FusedKernel::kPersistent128x128};
 
 // A short stable name ("split", "wgmma-p4", ...), as benchmark files record it.
 const char* FusedKernelName(FusedKernel kernel);
+
+// Whether MlaValueKSplit's 16-row blocks (8 a head per 16 rows) fit one an SM.
+constexpr bool SixteenRowKSplitBlocksFitOneWave(int heads, int rows, int multiprocessors) {
+  return 8LL * heads * ((rows + 15) / 16) <= multiprocessors;
+}
 
 // Whether MlaValue's 8-row blocks (32 columns each, ceil(rows / 8) of them per column block) at
 // up to 32 rows fit one an SM: the rule gives them those shapes, and MlaValue runs 8-row blocks
@@ -46,6 +55,12 @@ constexpr bool EightRowBlocksFitOneWave(int heads, int rows, int multiprocessors
 // tiles; the block-count thresholds (96, 256) are measured crossovers, not SM counts.
 constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocessors) {
   const long long work = static_cast<long long>(heads) * rows;
+  // The latent axis over a block's warps: up to 8 rows at up to 64 heads, and up to 32 rows
+  // while its 16-row blocks fit one a multiprocessor.
+  if (rows <= 8 && heads <= 64) return FusedKernel::kLatentSplit;
+  if (rows <= 32 && SixteenRowKSplitBlocksFitOneWave(heads, rows, multiprocessors)) {
+    return FusedKernel::kLatentSplit;
+  }
   if (rows <= 16 && (heads <= 64 || work <= 768)) return FusedKernel::kColumnSplit;
   if (EightRowBlocksFitOneWave(heads, rows, multiprocessors)) return FusedKernel::kColumnSplit;
   const long long tiles_64 = heads * ((rows + 63LL) / 64);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <iterator>
 #include <string>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -54,27 +55,37 @@ TEST(FusedKernelTest, ResolvesToOneKernel) {
 }
 
 // The rule against the H200 measurements it was drawn from: at each shape, the kernel it picks
-// was the fastest or within 3% of it, or is kept on purpose (MlaValue up to 16 rows at up to 64
-// heads, for its start behind an upstream kernel; docs/design.md).
+// was the fastest or within 3% of it (MlaValueKSplit at 32 x 8: 4%), or is kept on purpose
+// (MlaValue at 9-16 rows and up to 64 heads, for its start behind an upstream kernel;
+// docs/design.md).
 TEST(DispatchTest, FollowsTheMeasurements) {
   using K = FusedKernel;
   const struct {
     int heads, rows;
     K kernel;
   } measured[] = {
-      {8, 1, K::kColumnSplit},
-      {8, 16, K::kColumnSplit},
-      {12, 16, K::kColumnSplit},
+      {8, 1, K::kLatentSplit},
+      {8, 8, K::kLatentSplit},
+      {12, 1, K::kLatentSplit},
+      {12, 8, K::kLatentSplit},
+      {16, 4, K::kLatentSplit},
+      {32, 4, K::kLatentSplit},
+      {32, 8, K::kLatentSplit},
+      {64, 1, K::kLatentSplit},
+      {64, 8, K::kLatentSplit},
+      {8, 16, K::kLatentSplit},
+      {12, 16, K::kLatentSplit},
+      {16, 16, K::kLatentSplit},
+      {8, 17, K::kLatentSplit},
+      {8, 32, K::kLatentSplit},
+      {3, 32, K::kLatentSplit},
       {32, 16, K::kColumnSplit},
-      {64, 1, K::kColumnSplit},
       {64, 16, K::kColumnSplit},
       {96, 8, K::kColumnSplit},
+      {128, 1, K::kColumnSplit},
       {128, 4, K::kColumnSplit},
-      {8, 17, K::kColumnSplit},
-      {8, 32, K::kColumnSplit},
       {8, 33, K::kTile64x32AllSteps},
       {12, 17, K::kTile64x32AllSteps},
-      {3, 32, K::kColumnSplit},
       {8, 64, K::kTile64x32AllSteps},
       {8, 128, K::kTile64x32AllSteps},
       {12, 32, K::kTile64x32AllSteps},
@@ -121,11 +132,14 @@ TEST(DispatchTest, FollowsTheMeasurements) {
   }
 }
 
-// The SM count enters where the rule counts waves: a GPU with fewer SMs moves the 8-row blocks'
-// and the one-wave 64 x 128 tiles' ranges with it.
+// The SM count enters where the rule counts waves: a GPU with fewer SMs moves the 16-row
+// MlaValueKSplit blocks', the 8-row MlaValue blocks' and the one-wave 64 x 128 tiles' ranges
+// with it.
 TEST(DispatchTest, FollowsTheMultiprocessorCount) {
-  EXPECT_EQ(DispatchFusedKernel(8, 32, kH200), FusedKernel::kColumnSplit);
+  EXPECT_EQ(DispatchFusedKernel(8, 32, kH200), FusedKernel::kLatentSplit);
   EXPECT_EQ(DispatchFusedKernel(8, 32, 114), FusedKernel::kTile64x32AllSteps);
+  EXPECT_EQ(DispatchFusedKernel(4, 32, 64), FusedKernel::kLatentSplit);
+  EXPECT_EQ(DispatchFusedKernel(4, 32, 63), FusedKernel::kTile64x32AllSteps);
   EXPECT_EQ(DispatchFusedKernel(8, 1024, kH200), FusedKernel::kTile64x128);
   EXPECT_EQ(DispatchFusedKernel(7, 1024, 114), FusedKernel::kTile64x128);
   EXPECT_NE(DispatchFusedKernel(8, 1024, 114), FusedKernel::kTile64x128);
@@ -168,6 +182,27 @@ TEST(MlaValueBlockRowsTest, EightRowsWhereTheyFitOneWave) {
             KernelFunction(12, 17, FusedKernel::kColumnSplit));
   EXPECT_NE(KernelFunction(128, 8, FusedKernel::kColumnSplit),
             KernelFunction(128, 32, FusedKernel::kColumnSplit));
+}
+
+// MlaValueKSplit: 8-row blocks of 8 warps up to 8 rows, 16-row blocks of 4 warps above; 16
+// columns a block.
+TEST(MlaValueKSplitTest, RowsAndWarpsByBatch) {
+  MlaValueParams params = {};
+  params.heads = 12;
+  params.q = 1;
+  for (const auto& [rows, tiles, threads] :
+       {std::tuple{1, 1, 256}, {8, 1, 256}, {9, 1, 128}, {16, 1, 128}, {17, 2, 128}, {32, 2, 128}}) {
+    params.rows = rows;
+    KernelLaunch launch;
+    ASSERT_EQ(PlanMlaValue(params, FusedKernel::kLatentSplit, kH200, &launch), cudaSuccess);
+    EXPECT_EQ(launch.grid.x, 8u) << rows;
+    EXPECT_EQ(launch.grid.y, 12u) << rows;
+    EXPECT_EQ(launch.grid.z, static_cast<unsigned>(tiles)) << rows;
+    EXPECT_EQ(launch.block.x, static_cast<unsigned>(threads)) << rows;
+    EXPECT_EQ(launch.smem_bytes, 0u) << rows;  // static only
+  }
+  EXPECT_NE(KernelFunction(12, 8, FusedKernel::kLatentSplit),
+            KernelFunction(12, 9, FusedKernel::kLatentSplit));
 }
 
 }  // namespace

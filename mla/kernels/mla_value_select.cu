@@ -39,6 +39,10 @@ cudaError_t PlanMlaValue(const MlaValueParams& p, FusedKernel kernel, int multip
     *launch = PlanMlaValueWs(p.heads, p.rows, multiprocessors);
     return cudaSuccess;
   }
+  if (resolved == FusedKernel::kLatentSplit) {
+    *launch = PlanMlaValueKSplit(p.heads, p.rows);
+    return cudaSuccess;
+  }
   if (IsMlaValueWgmma(resolved)) return PlanMlaValueWgmma(p.heads, p.rows, resolved, launch);
   *launch = PlanMlaValueColumnSplit(p.heads, p.rows, multiprocessors);
   return cudaSuccess;
@@ -61,7 +65,7 @@ cudaError_t LaunchMlaValue(const KernelLaunch& launch, const MlaValueParams& par
 }
 
 cudaError_t PrepareTailKernels() {
-  for (cudaError_t (*prepare)() : {PrepareMlaValueColumnSplit, PrepareMlaValueWgmma,
+  for (cudaError_t (*prepare)() : {PrepareMlaValueColumnSplit, PrepareMlaValueKSplit, PrepareMlaValueWgmma,
                                    PrepareMlaValueWs, PrepareMlaGate, PrepareBmmPointers}) {
     const cudaError_t e = prepare();
     if (e != cudaSuccess) return e;

@@ -15,6 +15,11 @@ namespace mla {
 KernelLaunch PlanMlaValueColumnSplit(int heads, int rows, int multiprocessors);
 cudaError_t PrepareMlaValueColumnSplit();
 
+// MlaValueKSplit (mla_value_ksplit.cu): 8-row blocks of 8 warps up to 8 rows, else 16-row
+// blocks of 4.
+KernelLaunch PlanMlaValueKSplit(int heads, int rows);
+cudaError_t PrepareMlaValueKSplit();
+
 // MlaValueWgmma (mla_value_wgmma.cu) in the configuration a kTile* kernel names;
 // cudaErrorInvalidValue for any other kernel. IsMlaValueWgmma tells which kernels those are.
 bool IsMlaValueWgmma(FusedKernel kernel);
