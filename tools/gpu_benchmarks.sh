@@ -2,7 +2,7 @@
 # Every benchmark of bench/results, on a GPU machine from the staged folder
 # (tools/stage_gpu.sh copies this to STAGE_DIR/benchmarks.sh): the grid with every fused kernel
 # forced, the q checks, PyTorch, the tail after the stand-in upstream kernel, the large batches,
-# the PDL probe, graph_bench, the table and plot (bench/report.py, where matplotlib is), the
+# the PDL probe, the timeline probe, graph_bench, the table and plot (bench/report.py, where matplotlib is), the
 # decode demo, and the consumer runtime (examples/runtime) checked and measured inside its own
 # step graph. The GPU is required (MLA_TAIL_REQUIRE_GPU=1). About three minutes on an H200, two of
 # them PyTorch's (--skip=torch: about one).
@@ -13,7 +13,7 @@
 #     --after  a command run after each step (e.g. packing the folder, so that a run cut off
 #              keeps what it had)
 #     --skip   steps not to run: graph_bench, grid, q, torch, upstream, upstream_kernels, large,
-#              pdl_probe, demo, runtime
+#              pdl_probe, timeline, demo, runtime
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$PWD/gpu-benchmarks}
@@ -32,7 +32,7 @@ mkdir -p "$out"
 export MLA_TAIL_REQUIRE_GPU=1
 bin=$here/bin
 commit=$(sed -n 's/^commit //p' "$here/MANIFEST")
-kernels=fused-split,fused-wgmma-a8n32,fused-wgmma-a8,fused-wgmma-p6,fused-wgmma-p4
+kernels=fused-split,fused-ksplit,fused-wgmma-a8n32,fused-wgmma-a8,fused-wgmma-p6,fused-wgmma-p4
 kernels=$kernels,fused-wgmma-n128,fused-wgmma-ws
 failed=0
 
@@ -103,6 +103,12 @@ pdl_probe() {
     --upstream_smem=0,102400 --dependent_smem=0,17408 >"$out/pdl_probe.csv"
 }
 step pdl_probe - pdl_probe.err pdl_probe
+# Where the dispatched kernel's blocks spend their time at 8-16 heads, stamped and unstamped.
+timeline() {
+  timeout 60 "$bin/timeline_probe" >"$out/timeline_probe.csv" &&
+    timeout 60 "$bin/timeline_probe_clean" >"$out/timeline_probe_clean.csv"
+}
+step timeline - timeline_probe.err timeline
 if python3 -c "import matplotlib" 2>/dev/null; then
   python3 "$here/scripts/report.py" "$out" >"$out/table.md" 2>&1
 fi
