@@ -39,9 +39,11 @@ inline constexpr FusedKernel kFusedKernels[] = {
 // A short stable name ("split", "wgmma-p4", ...), as benchmark files record it.
 const char* FusedKernelName(FusedKernel kernel);
 
-// Whether MlaValueKSplit's 16-row blocks (8 a head per 16 rows) fit one an SM.
-constexpr bool SixteenRowKSplitBlocksFitOneWave(int heads, int rows, int multiprocessors) {
-  return 8LL * heads * ((rows + 15) / 16) <= multiprocessors;
+// Whether MlaValueKSplit's blocks (8 a head per 8 rows up to 8 rows, else per 16 rows) fit one
+// an SM.
+constexpr bool KSplitBlocksFitOneWave(int heads, int rows, int multiprocessors) {
+  const int tile_rows = rows <= 8 ? 8 : 16;
+  return 8LL * heads * ((rows + tile_rows - 1) / tile_rows) <= multiprocessors;
 }
 
 // Whether MlaValue's 8-row blocks (32 columns each, ceil(rows / 8) of them per column block) at
@@ -55,10 +57,9 @@ constexpr bool EightRowBlocksFitOneWave(int heads, int rows, int multiprocessors
 // tiles; the block-count thresholds (96, 256) are measured crossovers, not SM counts.
 constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocessors) {
   const long long work = static_cast<long long>(heads) * rows;
-  // The latent axis over a block's warps: up to 8 rows at up to 64 heads, and up to 32 rows
-  // while its 16-row blocks fit one a multiprocessor.
-  if (rows <= 8 && heads <= 64) return FusedKernel::kLatentSplit;
-  if (rows <= 32 && SixteenRowKSplitBlocksFitOneWave(heads, rows, multiprocessors)) {
+  // The latent axis over a block's warps, up to 32 rows while its blocks fit one an SM (past
+  // that, behind an upstream kernel without shared memory, its 4 KB a block start late).
+  if (rows <= 32 && KSplitBlocksFitOneWave(heads, rows, multiprocessors)) {
     return FusedKernel::kLatentSplit;
   }
   if (rows <= 16 && (heads <= 64 || work <= 768)) return FusedKernel::kColumnSplit;

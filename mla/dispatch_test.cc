@@ -55,9 +55,9 @@ TEST(FusedKernelTest, ResolvesToOneKernel) {
 }
 
 // The rule against the H200 measurements it was drawn from: at each shape, the kernel it picks
-// was the fastest or within 3% of it (MlaValueKSplit at 32 x 8: 4%), or is kept on purpose
-// (MlaValue at 9-16 rows and up to 64 heads, for its start behind an upstream kernel;
-// docs/design.md).
+// was the fastest or within 3% of it, or is kept on purpose (MlaValue up to 16 rows at up to 64
+// heads where MlaValueKSplit's blocks take more than a wave, for its start behind an upstream
+// kernel; docs/design.md).
 TEST(DispatchTest, FollowsTheMeasurements) {
   using K = FusedKernel;
   const struct {
@@ -69,10 +69,11 @@ TEST(DispatchTest, FollowsTheMeasurements) {
       {12, 1, K::kLatentSplit},
       {12, 8, K::kLatentSplit},
       {16, 4, K::kLatentSplit},
-      {32, 4, K::kLatentSplit},
-      {32, 8, K::kLatentSplit},
-      {64, 1, K::kLatentSplit},
-      {64, 8, K::kLatentSplit},
+      {16, 8, K::kLatentSplit},
+      {17, 1, K::kColumnSplit},
+      {32, 4, K::kColumnSplit},
+      {64, 1, K::kColumnSplit},
+      {64, 8, K::kColumnSplit},
       {8, 16, K::kLatentSplit},
       {12, 16, K::kLatentSplit},
       {16, 16, K::kLatentSplit},
@@ -140,6 +141,8 @@ TEST(DispatchTest, FollowsTheMultiprocessorCount) {
   EXPECT_EQ(DispatchFusedKernel(8, 32, 114), FusedKernel::kTile64x32AllSteps);
   EXPECT_EQ(DispatchFusedKernel(4, 32, 64), FusedKernel::kLatentSplit);
   EXPECT_EQ(DispatchFusedKernel(4, 32, 63), FusedKernel::kTile64x32AllSteps);
+  EXPECT_EQ(DispatchFusedKernel(16, 1, 128), FusedKernel::kLatentSplit);
+  EXPECT_EQ(DispatchFusedKernel(16, 1, 127), FusedKernel::kColumnSplit);
   EXPECT_EQ(DispatchFusedKernel(8, 1024, kH200), FusedKernel::kTile64x128);
   EXPECT_EQ(DispatchFusedKernel(7, 1024, 114), FusedKernel::kTile64x128);
   EXPECT_NE(DispatchFusedKernel(8, 1024, 114), FusedKernel::kTile64x128);
