@@ -41,16 +41,45 @@ def load(path):
     return rows
 
 
+def print_grids(ours, torch, shapes):
+    heads = sorted({h for h, _ in shapes})
+    rows = sorted({b for _, b in shapes})
+    us = lambda h, b: ours[(h, b, 1, "auto")]["us_per_layer"]
+    cells = {
+        "Time (µs)": lambda h, b: f"{us(h, b):.2f}",
+        "Efficiency (limit / time)":
+            lambda h, b: f"{100 * ours[(h, b, 1, 'auto')]['limit_us'] / us(h, b):.0f}%",
+        "Against PyTorch (its time / ours)":
+            lambda h, b: f"{torch[(h, b, 1, 'torch')]['us_per_layer'] / us(h, b):.2f}×",
+        "Against cuBLASLt + gate (its time / ours)":
+            lambda h, b: f"{ours[(h, b, 1, 'peer')]['us_per_layer'] / us(h, b):.2f}×",
+    }
+    for title, cell in cells.items():
+        print(f"**{title}:**\n")
+        print("| rows \\ heads | " + " | ".join(str(h) for h in heads) + " |")
+        print("|---:|" + "---:|" * len(heads))
+        for b in rows:
+            print(f"| {b} | " + " | ".join(cell(h, b) for h in heads) + " |")
+        print()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("folder", nargs="?", default="bench/results/h200",
                         help="results folder holding tail_bench.csv and torch_peer.csv")
     parser.add_argument("--out", help="folder for efficiency.png (default: the results folder)")
+    parser.add_argument("--grids", action="store_true",
+                        help="print rows x heads grids of the dispatched path (time, efficiency, "
+                        "PyTorch's and cuBLASLt + gate's time over ours) instead, as "
+                        "docs/benchmarks.md shows them")
     args = parser.parse_args()
     folder, out = args.folder, args.out or args.folder
     ours = load(os.path.join(folder, "tail_bench.csv"))
     torch = load(os.path.join(folder, "torch_peer.csv"))
     shapes = sorted({(h, b) for h, b, q, m in ours if m == "auto" and q == 1})
+    if args.grids:
+        print_grids(ours, torch, shapes)
+        return
     replays = any((h, b, 1, "auto-replay") in ours for h, b in shapes)
     replay_head = " back-to-back replays (µs) |" if replays else ""
     flops = any(ours[(h, b, 1, "auto")].get("flop_us") is not None for h, b in shapes)

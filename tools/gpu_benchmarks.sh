@@ -2,10 +2,10 @@
 # Every benchmark of bench/results, on a GPU machine from the staged folder
 # (tools/stage_gpu.sh copies this to STAGE_DIR/benchmarks.sh): the grid with every fused kernel
 # forced, the q checks, PyTorch, the tail after the stand-in upstream kernel, the large batches,
-# the PDL probe, the timeline probe, graph_bench, the table and plot (bench/report.py, where matplotlib is), the
-# decode demo, and the consumer runtime (examples/runtime) checked and measured inside its own
-# step graph. The GPU is required (MLA_TAIL_REQUIRE_GPU=1). About three minutes on an H200, two of
-# them PyTorch's (--skip=torch: about one).
+# the PDL probe, the timeline probe, graph_bench, the table and plot (bench/report.py, where
+# matplotlib is), the decode demo, and the consumer runtime (examples/runtime) checked and
+# measured inside its own step graph. The GPU is required (MLA_TAIL_REQUIRE_GPU=1). Under three
+# minutes on an H200, most of it PyTorch's (--skip=torch: under a minute).
 #
 #   benchmarks.sh [--out=DIR] [--after=CMD] [--skip=STEP,...]
 #     --out    where the CSV files, logs, table.md and rc.txt go (default $OUT, else
