@@ -25,16 +25,7 @@
 #include "mla/kernels/mla_value_variants.h"
 #include "mla/kernels/params.h"
 #include "mla/kernels/prefetch.cuh"
-
-// bench/timeline_probe.cu includes this file with the stamps defined to record when thread 0
-// reaches each point of its block's chain (STAMP_AFTER: once `value`, a word the point
-// produced, is available); otherwise they compile to nothing.
-#ifndef MLA_TIMELINE_STAMP
-#define MLA_TIMELINE_STAMP(point)
-#endif
-#ifndef MLA_TIMELINE_STAMP_AFTER
-#define MLA_TIMELINE_STAMP_AFTER(point, value)
-#endif
+#include "mla/kernels/timeline_stamps.cuh"
 
 namespace mla {
 namespace {

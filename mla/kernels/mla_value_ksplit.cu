@@ -28,14 +28,7 @@
 #include "mla/kernels/mla_value_variants.h"
 #include "mla/kernels/params.h"
 #include "mla/kernels/prefetch.cuh"
-
-// bench/timeline_probe.cu includes this file with the stamps defined (as in mla_value.cu).
-#ifndef MLA_TIMELINE_STAMP
-#define MLA_TIMELINE_STAMP(point)
-#endif
-#ifndef MLA_TIMELINE_STAMP_AFTER
-#define MLA_TIMELINE_STAMP_AFTER(point, value)
-#endif
+#include "mla/kernels/timeline_stamps.cuh"
 
 namespace mla {
 namespace {
@@ -107,16 +100,15 @@ __global__ void __launch_bounds__(32 * kWarps) MlaValueKSplitKernel(const MlaVal
 
   MLA_TIMELINE_STAMP_AFTER(2, a_rows[0][0].x ^ a_rows[kHalves - 1][kChunks - 1].w);
 
-  // Per tile, two chains (chunk parity) of the two MMAs of a chunk when the chunks are few.
-  constexpr int kParities = kTiles * kChunks >= 4 ? 1 : 2;
-  float acc[kTiles][kParities][2][4] = {};
+  // Per tile, a chain for each of the two MMAs of a chunk: with both tiles, four chains.
+  float acc[kTiles][2][4] = {};
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
     const uint4 x = a_rows[0][c];
     const uint4 y = kHalves == 2 ? a_rows[kHalves - 1][c] : make_uint4(0, 0, 0, 0);
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) {
-      float(&chain)[2][4] = acc[j][c % kParities];
+      float(&chain)[2][4] = acc[j];
       device::MmaBf16(chain[0], x.x, y.x, x.y, y.y, w_fragment[j][c].x, w_fragment[j][c].y);
       device::MmaBf16(chain[1], x.z, y.z, x.w, y.w, w_fragment[j][c].z, w_fragment[j][c].w);
     }
@@ -126,10 +118,7 @@ __global__ void __launch_bounds__(32 * kWarps) MlaValueKSplitKernel(const MlaVal
   for (int j = 0; j < kTiles; ++j) {
     float s[4];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      s[e] = acc[j][0][0][e] + acc[j][0][1][e];
-      if (kParities == 2) s[e] += acc[j][kParities - 1][0][e] + acc[j][kParities - 1][1][e];
-    }
+    for (int e = 0; e < 4; ++e) s[e] = acc[j][0][e] + acc[j][1][e];
     if constexpr (kHalves == 2) {
       partials[warp][j][lane] = make_float4(s[0], s[1], s[2], s[3]);
     } else {

@@ -48,13 +48,8 @@
 #include "mla/kernels/params.h"
 #include "mla/kernels/prefetch.cuh"
 #include "mla/kernels/tile_copy.cuh"
+#include "mla/kernels/timeline_stamps.cuh"
 #include "mla/kernels/wgmma.cuh"
-
-// bench/timeline_probe.cu includes this file with MLA_TIMELINE_STAMP defined to record when
-// each block reaches each point of its chain; otherwise the stamps compile to nothing.
-#ifndef MLA_TIMELINE_STAMP
-#define MLA_TIMELINE_STAMP(point)
-#endif
 
 namespace mla {
 namespace {
