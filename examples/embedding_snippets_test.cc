@@ -9,40 +9,25 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "mla_tail/mla/tail.h"
 #include "mla_tail/mla/tail_args.h"
+#include "testing/support/bf16_bits.h"
+#include "testing/support/gpu.h"
 
 namespace mla_examples {
 namespace {
 
+using mla_testing::Bf16ToFloat;
+using mla_testing::FloatToBf16;
+using mla_testing::GpuRequired;
+
 constexpr int kHeads = 2;
 constexpr int kRows = 16;  // the largest bucket
 constexpr int kColumns = kHeads * mla::kValueDim;
-
-bool GpuRequired() {
-  const char* value = std::getenv("MLA_TAIL_REQUIRE_GPU");
-  return value != nullptr && *value != '\0' && std::strcmp(value, "0") != 0;
-}
-
-uint16_t FloatToBf16(float f) {  // round to nearest even; the values here are finite
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof(bits));
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>(bits >> 16);
-}
-
-float Bf16ToFloat(uint16_t b) {
-  const uint32_t bits = uint32_t{b} << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
 
 float LatentValue(int t, int h, int k) { return ((t * 31 + h * 7 + k * 3) % 15 - 7) / 16.0f; }
 float WeightValue(int h, int k, int d) { return ((h * 5 + k * 11 + d * 13) % 9 - 4) / 64.0f; }
