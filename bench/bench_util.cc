@@ -12,27 +12,27 @@
 #include "mla/internal/value_bmm.h"
 #include "testing/support/fill.h"
 
-namespace mla_bench {
+namespace mla_tail_bench {
 
-using mla::bf16;
-using mla::kLatentDim;
-using mla::kValueDim;
-using mla_testing::DeviceMemory;
+using mla_tail::bf16;
+using mla_tail::kLatentDim;
+using mla_tail::kValueDim;
+using mla_tail_testing::DeviceMemory;
 
-int64_t TailBytes(const mla::TailShape& s) {
+int64_t TailBytes(const mla_tail::TailShape& s) {
   const int64_t h = s.heads, b = s.rows;
   return 2 * (h * kValueDim * kLatentDim + b * h * kLatentDim + 2 * b * h * kValueDim) +
          4 * (b / s.q);
 }
 
-int LayersForColdL2(const mla::TailShape& shape, int min_layers, int max_layers,
+int LayersForColdL2(const mla_tail::TailShape& shape, int min_layers, int max_layers,
                     int64_t cold_bytes) {
   const int64_t per_layer = TailBytes(shape);
   const int64_t needed = (cold_bytes + per_layer - 1) / per_layer;
   return static_cast<int>(std::clamp<int64_t>(needed, min_layers, max_layers));
 }
 
-absl::StatusOr<std::vector<Layer>> MakeLayers(const mla::TailShape& shape, int count,
+absl::StatusOr<std::vector<Layer>> MakeLayers(const mla_tail::TailShape& shape, int count,
                                               cudaStream_t stream) {
   std::vector<Layer> layers(count);
   const int64_t h = shape.heads, b = shape.rows;
@@ -49,28 +49,28 @@ absl::StatusOr<std::vector<Layer>> MakeLayers(const mla::TailShape& shape, int c
                            Alloc{&layer.output, b * h * kValueDim * 2}}) {
       MLA_RETURN_IF_ERROR(a.memory->Reset(a.bytes));
     }
-    using mla_testing::Values;
+    using mla_tail_testing::Values;
     const uint64_t seed = 1000 + 4 * i;
     MLA_RETURN_IF_CUDA_ERROR(
-        mla_testing::FillTestValues(
+        mla_tail_testing::FillTestValues(
             {layer.latent.as<uint16_t>(), b, h, kLatentDim, h * kLatentDim, kLatentDim}, seed,
             Values::kUniform, stream),
         "fill latent");
     MLA_RETURN_IF_CUDA_ERROR(
-        mla_testing::FillTestValues(
+        mla_tail_testing::FillTestValues(
             {layer.w_uv.as<uint16_t>(), h, kValueDim, kLatentDim, kValueDim * kLatentDim,
              kLatentDim},
             seed + 1, Values::kUniform, stream),
         "fill w_uv");
     MLA_RETURN_IF_CUDA_ERROR(
-        mla_testing::FillTestValues({layer.gate.as<uint16_t>(), b, 1, h * kValueDim,
+        mla_tail_testing::FillTestValues({layer.gate.as<uint16_t>(), b, 1, h * kValueDim,
                                      h * kValueDim, 0},
                                     seed + 2, Values::kUniformGates, stream),
         "fill gate");
     MLA_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(layer.lengths.get(), 0x01, layer.lengths.bytes(),
                                              stream),
                              "lengths");
-    layer.buffers = mla::CompactBuffers(shape, layer.latent.as<bf16>(), layer.w_uv.as<bf16>(),
+    layer.buffers = mla_tail::CompactBuffers(shape, layer.latent.as<bf16>(), layer.w_uv.as<bf16>(),
                                         layer.gate.as<bf16>(), layer.lengths.as<int32_t>(),
                                         layer.output.as<bf16>());
   }
@@ -90,7 +90,7 @@ absl::StatusOr<double> TimeOnStream(cudaStream_t stream,
     cudaEventRecord(start, stream);
     status = enqueue(stream);
     cudaEventRecord(stop, stream);
-    if (status.ok()) status = mla::CudaStatus(cudaEventSynchronize(stop), "timed work");
+    if (status.ok()) status = mla_tail::CudaStatus(cudaEventSynchronize(stop), "timed work");
     float ms = 0;
     cudaEventElapsedTime(&ms, start, stop);
     if (i >= warmup) times.push_back(ms);
@@ -119,7 +119,7 @@ absl::StatusOr<double> TimeCapturedGraph(cudaStream_t stream,
   absl::StatusOr<double> us = TimeOnStream(
       stream,
       [exec](cudaStream_t s) {
-        return mla::CudaStatus(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
+        return mla_tail::CudaStatus(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
       },
       replays, warmup);
   cudaGraphExecDestroy(exec);
@@ -136,7 +136,7 @@ absl::StatusOr<CopyRates> MeasureCopyRates(cudaStream_t stream) {
   absl::StatusOr<double> kernel_us = TimeCapturedGraph(
       stream,
       [&](cudaStream_t s) {
-        return mla::CudaStatus(LaunchCopyKernel(a->get(), b->get(), kBytes, s), "copy");
+        return mla_tail::CudaStatus(LaunchCopyKernel(a->get(), b->get(), kBytes, s), "copy");
       },
       10);
   if (!kernel_us.ok()) return kernel_us.status();
@@ -145,7 +145,7 @@ absl::StatusOr<CopyRates> MeasureCopyRates(cudaStream_t stream) {
   absl::StatusOr<double> memcpy_us = TimeOnStream(
       stream,
       [&](cudaStream_t s) {
-        return mla::CudaStatus(
+        return mla_tail::CudaStatus(
             cudaMemcpyAsync(b->get(), a->get(), kBytes, cudaMemcpyDeviceToDevice, s),
             "cudaMemcpyAsync");
       },
@@ -157,7 +157,7 @@ absl::StatusOr<CopyRates> MeasureCopyRates(cudaStream_t stream) {
   return rates;
 }
 
-double TailFlops(const mla::TailShape& s) {
+double TailFlops(const mla_tail::TailShape& s) {
   return 2.0 * s.rows * s.heads * kLatentDim * kValueDim;
 }
 
@@ -191,7 +191,7 @@ absl::StatusOr<double> MeasureMatrixRate(cudaStream_t stream) {
       if (handle != nullptr) cublasLtDestroy(handle);
     }
   } lt;
-  using mla::CublasStatus;
+  using mla_tail::CublasStatus;
   MLA_RETURN_IF_ERROR(CublasStatus(cublasLtCreate(&lt.handle), "cublasLtCreate"));
   MLA_RETURN_IF_ERROR(CublasStatus(
       cublasLtMatmulDescCreate(&lt.matmul, CUBLAS_COMPUTE_32F, CUDA_R_32F),
@@ -237,4 +237,4 @@ std::string DeviceDescription() {
                       (driver % 1000) / 10);
 }
 
-}  // namespace mla_bench
+}  // namespace mla_tail_bench

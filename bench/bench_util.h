@@ -1,5 +1,5 @@
-#ifndef BENCH_BENCH_UTIL_H_
-#define BENCH_BENCH_UTIL_H_
+#ifndef MLA_TAIL_BENCH_BENCH_UTIL_H_
+#define MLA_TAIL_BENCH_BENCH_UTIL_H_
 
 // Shared pieces of the benchmark programs: per-layer device buffers rotated to keep L2 cold,
 // graph timing with CUDA events, the copy-bandwidth limit, and result records.
@@ -16,23 +16,23 @@
 #include "mla_tail/mla/tail_args.h"
 #include "testing/support/problem.h"
 
-namespace mla_bench {
+namespace mla_tail_bench {
 
 // One layer's tail inputs and output, filled with uniform test values; every request active.
 struct Layer {
-  mla_testing::DeviceMemory latent, w_uv, gate, lengths, output;
-  mla::TailBuffers buffers;
+  mla_tail_testing::DeviceMemory latent, w_uv, gate, lengths, output;
+  mla_tail::TailBuffers buffers;
 };
 
 // Bytes the tail must move per layer: W_UV, latent, gate and lengths read once, output written.
-int64_t TailBytes(const mla::TailShape& shape);
+int64_t TailBytes(const mla_tail::TailShape& shape);
 
 // Layers enough that their bytes exceed `cold_bytes` (three L2s by default), at least
 // `min_layers`, at most `max_layers`.
-int LayersForColdL2(const mla::TailShape& shape, int min_layers, int max_layers,
+int LayersForColdL2(const mla_tail::TailShape& shape, int min_layers, int max_layers,
                     int64_t cold_bytes = int64_t{180} << 20);
 
-absl::StatusOr<std::vector<Layer>> MakeLayers(const mla::TailShape& shape, int count,
+absl::StatusOr<std::vector<Layer>> MakeLayers(const mla_tail::TailShape& shape, int count,
                                               cudaStream_t stream);
 
 // Enqueues `enqueue`'s work on `stream` between two events, `warmup` then `replays` times, and
@@ -61,11 +61,11 @@ absl::StatusOr<CopyRates> MeasureCopyRates(cudaStream_t stream);
 absl::StatusOr<double> MeasureMatrixRate(cudaStream_t stream);
 
 // The tail's multiply-adds as FLOPs: 2 x rows x heads x 512 x 128.
-double TailFlops(const mla::TailShape& shape);
+double TailFlops(const mla_tail::TailShape& shape);
 
 // "NVIDIA H200, driver 580.x" and so on, for result headers.
 std::string DeviceDescription();
 
-}  // namespace mla_bench
+}  // namespace mla_tail_bench
 
-#endif  // BENCH_BENCH_UTIL_H_
+#endif  // MLA_TAIL_BENCH_BENCH_UTIL_H_

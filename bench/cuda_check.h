@@ -1,5 +1,5 @@
-#ifndef BENCH_CUDA_CHECK_H_
-#define BENCH_CUDA_CHECK_H_
+#ifndef MLA_TAIL_BENCH_CUDA_CHECK_H_
+#define MLA_TAIL_BENCH_CUDA_CHECK_H_
 
 // The probes' check of a CUDA runtime call: on an error, prints where, the call and the error
 // to stderr and exits with status 1 (a probe holds nothing that the process's exit does not
@@ -20,4 +20,4 @@
     }                                                                               \
   } while (0)
 
-#endif  // BENCH_CUDA_CHECK_H_
+#endif  // MLA_TAIL_BENCH_CUDA_CHECK_H_

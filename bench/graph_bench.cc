@@ -31,12 +31,12 @@ ABSL_FLAG(int, iterations, 100, "timed passes over all layers");
 ABSL_FLAG(std::string, csv, "", "append results to this CSV file");
 ABSL_FLAG(std::string, commit, "unknown", "the commit measured, for the record");
 
-namespace mla_bench {
+namespace mla_tail_bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using mla_graph::GraphSetOptions;
-using mla_graph::TailGraphSet;
+using mla_tail::GraphSetOptions;
+using mla_tail::TailGraphSet;
 
 struct Row {
   std::string what;
@@ -60,9 +60,9 @@ absl::StatusOr<double> HostMicros(int layers, int iterations, cudaStream_t strea
 }
 
 int Main() {
-  if (absl::Status gpu = mla_testing::GpuUsable(); !gpu.ok()) {
+  if (absl::Status gpu = mla_tail_testing::GpuUsable(); !gpu.ok()) {
     std::fprintf(stderr, "graph_bench: no usable GPU: %s\n", gpu.ToString().c_str());
-    return mla_testing::GpuRequired() ? 1 : 0;
+    return mla_tail_testing::GpuRequired() ? 1 : 0;
   }
   const int heads = absl::GetFlag(FLAGS_heads), layer_count = absl::GetFlag(FLAGS_layers);
   const int iterations = absl::GetFlag(FLAGS_iterations);
@@ -76,14 +76,14 @@ int Main() {
 
   // Two buffer sets per layer at the largest default bucket (512 rows): double-buffered
   // activations, so that updates have somewhere to point.
-  const mla::TailShape largest{heads, 512, 1};
+  const mla_tail::TailShape largest{heads, 512, 1};
   absl::StatusOr<std::vector<Layer>> ping = MakeLayers(largest, layer_count, stream);
   if (!ping.ok()) return fail(ping.status());
   absl::StatusOr<std::vector<Layer>> pong = MakeLayers(largest, layer_count, stream);
   if (!pong.ok()) return fail(pong.status());
   const std::vector<Layer>* sets[2] = {&*ping, &*pong};
 
-  auto make_set = [&](mla::TailPath path, mla_graph::UpdateMechanism update)
+  auto make_set = [&](mla_tail::TailPath path, mla_tail::UpdateMechanism update)
       -> absl::StatusOr<std::unique_ptr<TailGraphSet>> {
     GraphSetOptions options;
     options.heads = heads;
@@ -100,7 +100,7 @@ int Main() {
 
   // Ahead-of-time capture of every default bucket for every layer.
   absl::StatusOr<std::unique_ptr<TailGraphSet>> ahead =
-      make_set(mla::TailPath::kAuto, mla_graph::UpdateMechanism::kKernelNodeParams);
+      make_set(mla_tail::TailPath::kAuto, mla_tail::UpdateMechanism::kKernelNodeParams);
   if (!ahead.ok()) return fail(ahead.status());
   const absl::Time start = absl::Now();
   if (absl::Status s = (*ahead)->CaptureAll(); !s.ok()) return fail(s);
@@ -118,7 +118,7 @@ int Main() {
 
   // Lazy capture: the first replay of each bucket of one layer.
   absl::StatusOr<std::unique_ptr<TailGraphSet>> lazy =
-      make_set(mla::TailPath::kAuto, mla_graph::UpdateMechanism::kKernelNodeParams);
+      make_set(mla_tail::TailPath::kAuto, mla_tail::UpdateMechanism::kKernelNodeParams);
   if (!lazy.ok()) return fail(lazy.status());
   const absl::Time lazy_start = absl::Now();
   for (int b : (*lazy)->buckets()) {
@@ -139,7 +139,7 @@ int Main() {
     cudaGraphDestroy(*graph);
   }
   absl::StatusOr<double> launch = HostMicros(layer_count, iterations, stream, [&](int, int l) {
-    return mla::CudaStatus(cudaGraphLaunch(bare[l], stream), "launch");
+    return mla_tail::CudaStatus(cudaGraphLaunch(bare[l], stream), "launch");
   });
   absl::StatusOr<double> replay = HostMicros(layer_count, iterations, stream, [&](int, int l) {
     return (*ahead)->Replay(l, 1, stream);
@@ -150,15 +150,15 @@ int Main() {
   rows.push_back({"  Replay() - bare launch", *replay - *launch, "us/call"});
 
   // Pointer update + replay, each mechanism, each path: every call switches buffer sets.
-  for (mla::TailPath path : {mla::TailPath::kFused, mla::TailPath::kBmm}) {
-    for (auto update : {mla_graph::UpdateMechanism::kKernelNodeParams,
-                        mla_graph::UpdateMechanism::kWholeGraph}) {
+  for (mla_tail::TailPath path : {mla_tail::TailPath::kFused, mla_tail::TailPath::kBmm}) {
+    for (auto update : {mla_tail::UpdateMechanism::kKernelNodeParams,
+                        mla_tail::UpdateMechanism::kWholeGraph}) {
       absl::StatusOr<std::unique_ptr<TailGraphSet>> set = make_set(path, update);
       if (!set.ok()) return fail(set.status());
       for (int l = 0; l < layer_count; ++l) {  // capture bucket 1 before timing
         if (absl::Status s = (*set)->Replay(l, 1, stream); !s.ok()) return fail(s);
       }
-      const bool whole = update == mla_graph::UpdateMechanism::kWholeGraph;
+      const bool whole = update == mla_tail::UpdateMechanism::kWholeGraph;
       absl::StatusOr<double> updated =
           HostMicros(layer_count, whole ? iterations / 10 + 1 : iterations, stream,
                      [&](int i, int l) {
@@ -170,7 +170,7 @@ int Main() {
         return (*set)->Replay(l, 1, stream);
       });
       if (!plain.ok()) return fail(plain.status());
-      const std::string name = absl::StrCat(mla::TailPathName(path), " path, ",
+      const std::string name = absl::StrCat(mla_tail::TailPathName(path), " path, ",
                                             whole ? "whole-graph update" : "kernel-node update");
       rows.push_back({absl::StrCat(name, ": update + replay"), *updated, "us/call"});
       rows.push_back({absl::StrCat(name, ": plain replay"), *plain, "us/call"});
@@ -199,9 +199,9 @@ int Main() {
 }
 
 }  // namespace
-}  // namespace mla_bench
+}  // namespace mla_tail_bench
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  return mla_bench::Main();
+  return mla_tail_bench::Main();
 }

@@ -21,7 +21,7 @@
 #include "bench/cuda_check.h"
 #include "bench/ingest_probe.h"
 
-namespace mla_bench {
+namespace mla_tail_bench {
 namespace {
 
 constexpr int kThreads = 256;
@@ -175,4 +175,4 @@ int RunIngestProbe() {
   return 0;
 }
 
-}  // namespace mla_bench
+}  // namespace mla_tail_bench

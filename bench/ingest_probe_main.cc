@@ -2,4 +2,4 @@
 // (bench/ingest_probe.cu).
 #include "bench/ingest_probe.h"
 
-int main() { return mla_bench::RunIngestProbe(); }
+int main() { return mla_tail_bench::RunIngestProbe(); }

@@ -6,7 +6,7 @@
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/launch.cuh"
 
-namespace mla_bench {
+namespace mla_tail_bench {
 namespace {
 
 struct FloorParams {
@@ -14,8 +14,8 @@ struct FloorParams {
 };
 
 __global__ void FloorKernel(const FloorParams) {
-  mla::device::GridDependencyWait();
-  mla::device::LaunchDependents();
+  mla_tail::device::GridDependencyWait();
+  mla_tail::device::LaunchDependents();
 }
 
 struct CopyParams {
@@ -49,11 +49,11 @@ __device__ void SpinUntil(uint64_t end) {
 }
 
 __global__ void UpstreamKernel(const UpstreamParams p) {
-  mla::device::GridDependencyWait();
+  mla_tail::device::GridDependencyWait();
   const uint64_t start = GlobalTimer();
   SpinUntil(start + p.busy_ns);
   __syncthreads();
-  mla::device::LaunchDependents();
+  mla_tail::device::LaunchDependents();
   const uint64_t epilogue_end = GlobalTimer() + p.epilogue_ns;
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < p.output_words;
        i += size_t{gridDim.x} * blockDim.x) {
@@ -74,20 +74,20 @@ cudaError_t LaunchUpstreamKernel(int blocks, unsigned busy_ns, unsigned epilogue
         UpstreamKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes));
     if (e != cudaSuccess) return e;
   }
-  return mla::LaunchWithPdl(UpstreamKernel, dim3(blocks), dim3(128), smem_bytes, stream, pdl,
+  return mla_tail::LaunchWithPdl(UpstreamKernel, dim3(blocks), dim3(128), smem_bytes, stream, pdl,
                             UpstreamParams{busy_ns, epilogue_ns, static_cast<uint4*>(output),
                                            output_bytes / 16});
 }
 
 cudaError_t LaunchFloorKernel(int blocks, cudaStream_t stream, bool pdl) {
-  return mla::LaunchWithPdl(FloorKernel, dim3(blocks), dim3(128), 0, stream, pdl, FloorParams{0});
+  return mla_tail::LaunchWithPdl(FloorKernel, dim3(blocks), dim3(128), 0, stream, pdl, FloorParams{0});
 }
 
 cudaError_t LaunchCopyKernel(const void* src, void* dst, size_t bytes, cudaStream_t stream) {
   int sms = 0;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
   const CopyParams p{static_cast<const uint4*>(src), static_cast<uint4*>(dst), bytes / 16};
-  return mla::LaunchWithPdl(CopyKernel, dim3(sms * 8), dim3(256), 0, stream, false, p);
+  return mla_tail::LaunchWithPdl(CopyKernel, dim3(sms * 8), dim3(256), 0, stream, false, p);
 }
 
-}  // namespace mla_bench
+}  // namespace mla_tail_bench

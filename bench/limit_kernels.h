@@ -1,5 +1,5 @@
-#ifndef BENCH_LIMIT_KERNELS_H_
-#define BENCH_LIMIT_KERNELS_H_
+#ifndef MLA_TAIL_BENCH_LIMIT_KERNELS_H_
+#define MLA_TAIL_BENCH_LIMIT_KERNELS_H_
 
 // Kernels that measure the limits the tail is held against.
 
@@ -7,7 +7,7 @@
 
 #include <cstddef>
 
-namespace mla_bench {
+namespace mla_tail_bench {
 
 // An empty kernel of `blocks` blocks (with PDL wait and trigger): the launch floor of a graph node.
 cudaError_t LaunchFloorKernel(int blocks, cudaStream_t stream, bool pdl);
@@ -25,6 +25,6 @@ cudaError_t LaunchUpstreamKernel(int blocks, unsigned busy_ns, unsigned epilogue
                                  size_t smem_bytes, void* output, size_t output_bytes,
                                  cudaStream_t stream, bool pdl);
 
-}  // namespace mla_bench
+}  // namespace mla_tail_bench
 
-#endif  // BENCH_LIMIT_KERNELS_H_
+#endif  // MLA_TAIL_BENCH_LIMIT_KERNELS_H_

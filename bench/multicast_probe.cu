@@ -2,7 +2,7 @@
 //
 // Each block stands for one 64-row x 128-column tile of the tail (a head's 64 latent rows, 64 KB,
 // and the head's whole W_UV, 128 KB), brings both into shared memory with every copy in flight at
-// once, and exits: the ingest of MlaValueWgmma's 64 x 128 tiles without their MMAs and epilogue.
+// once, and exits: the ingest of Tile's 64 x 128 tiles without their MMAs and epilogue.
 // Layers rotate so that L2 is cold, as in tail_bench. Ways of bringing W_UV in:
 //   cp.async   128 threads, 16 bytes a copy (what the kernels do), all of it or 1 / f of it (an
 //              upper bound on what sharing could save: fewer bytes, no handoff);
@@ -23,7 +23,7 @@
 #include "bench/cuda_check.h"
 #include "bench/multicast_probe.h"
 
-namespace mla_bench {
+namespace mla_tail_bench {
 namespace {
 
 constexpr int kLatentDim = 512;
@@ -233,4 +233,4 @@ int RunMulticastProbe() {
   return 0;
 }
 
-}  // namespace mla_bench
+}  // namespace mla_tail_bench

@@ -1,9 +1,9 @@
-#ifndef BENCH_PDL_PROBE_H_
-#define BENCH_PDL_PROBE_H_
+#ifndef MLA_TAIL_BENCH_PDL_PROBE_H_
+#define MLA_TAIL_BENCH_PDL_PROBE_H_
 
 #include <vector>
 
-namespace mla_bench {
+namespace mla_tail_bench {
 
 struct PdlProbeOptions {
   int pairs = 200;              // upstream/dependent pairs per configuration
@@ -22,6 +22,6 @@ struct PdlProbeOptions {
 // dependent that read the upstream's flag unset after its wait.
 int RunPdlProbe(const PdlProbeOptions& options);
 
-}  // namespace mla_bench
+}  // namespace mla_tail_bench
 
-#endif  // BENCH_PDL_PROBE_H_
+#endif  // MLA_TAIL_BENCH_PDL_PROBE_H_

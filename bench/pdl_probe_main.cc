@@ -33,7 +33,7 @@ bool ParseList(const std::string& text, std::vector<int>* out) {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  mla_bench::PdlProbeOptions options;
+  mla_tail_bench::PdlProbeOptions options;
   options.pairs = absl::GetFlag(FLAGS_pairs);
   options.busy_ns = absl::GetFlag(FLAGS_busy_ns);
   if (!ParseList(absl::GetFlag(FLAGS_epilogues_ns), &options.epilogues_ns) ||
@@ -44,5 +44,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "pdl_probe: a list flag is not a comma-separated list of integers >= 0\n");
     return 2;
   }
-  return mla_bench::RunPdlProbe(options);
+  return mla_tail_bench::RunPdlProbe(options);
 }

@@ -3,4 +3,4 @@
 #include "bench/multicast_probe.h"
 #include "bench/timeline_probe.h"
 
-int main() { return mla_bench::PROBE_RUN(); }
+int main() { return mla_tail_bench::PROBE_RUN(); }

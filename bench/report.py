@@ -20,9 +20,9 @@ import os
 import sys
 
 
-KERNEL_MODES = ("fused", "fused-split", "fused-ksplit", "fused-wgmma-a8n32", "fused-wgmma-a8",
-                "fused-wgmma-p6", "fused-wgmma-p4", "fused-wgmma-n128", "fused-wgmma-persistent",
-                "fused-wgmma-ws", "bmm")
+KERNEL_MODES = ("fused", "fused-ColumnSplit", "fused-LatentSplit", "fused-Tile64x32AllSteps",
+                "fused-Tile64x64AllSteps", "fused-Tile64x64Pipeline6", "fused-Tile64x64Pipeline4",
+                "fused-Tile64x128", "fused-Persistent128x128", "bmm")
 
 
 def load(path):

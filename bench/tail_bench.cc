@@ -10,12 +10,11 @@
 //     each); --replays rounds over all layers between two CUDA events, divided by the calls.
 //     The host time per Replay call is printed and recorded too.
 // The fused path with its kernel forced (TailOptions::fused_kernel), embedded or replayed:
-// fused-split (MlaValue), fused-wgmma-a8n32, -a8, -p6, -p4, -n128 (MlaValueWgmma's
-// configurations), fused-wgmma-ws (the warp-specialized persistent kernel), and each with
-// -replay.
+// fused-<kernel> with <kernel> a mla_tail::FusedKernelName (fused-ColumnSplit,
+// fused-Tile64x64Pipeline4, ...), and each with -replay.
 //
 //   tail_bench --heads=8,12,64 --rows=1,16,256 --modes=fused,auto,auto-replay --csv=out.csv
-//   tail_bench --heads=12,64,128 --rows=64,256,1024 --modes=fused-wgmma-p4,fused-wgmma-ws
+//   tail_bench --heads=12,64,128 --rows=64,256,1024 --modes=fused-Tile64x64Pipeline4,fused-Persistent128x128
 
 #include <cuda_runtime.h>
 
@@ -54,8 +53,8 @@ ABSL_FLAG(std::string, modes, "fused,bmm,auto,peer,auto-replay",
           "comma-separated: fused, bmm, auto (dispatched), peer, all layers in one graph; "
           "fused-replay, bmm-replay, auto-replay: one TailGraphSet graph per layer, replayed back "
           "to back; fused-<kernel> (and -replay): the fused path with its kernel forced, "
-          "<kernel> one of split (MlaValue), wgmma-a8n32, wgmma-a8, wgmma-p6, wgmma-p4, wgmma-n128 "
-          "(MlaValueWgmma's configurations), wgmma-ws (its warp-specialized persistent kernel)");
+          "<kernel> a fused kernel's name (ColumnSplit, LatentSplit, Tile64x64Pipeline4, ...: "
+          "mla_tail::FusedKernelName)");
 ABSL_FLAG(int, min_layers, 16, "layers rotated at least");
 ABSL_FLAG(int, max_layers, 256, "layers rotated at most");
 ABSL_FLAG(int, replays, 20,
@@ -73,12 +72,12 @@ ABSL_FLAG(bool, upstream_writes_latent, true,
           "the upstream kernel rewrites the tail's latent after launch_dependents, as attention "
           "writes it (it is then in L2)");
 ABSL_FLAG(std::string, fused_kernel, "auto",
-          "the fused kernel of the auto and up modes: auto (the rule) or a kernel's name (split, "
-          "wgmma-p4, ...)");
+          "the fused kernel of the auto and up modes: auto (the rule) or a kernel's name "
+          "(ColumnSplit, Tile64x64Pipeline4, ...)");
 ABSL_FLAG(bool, pdl, true, "launch the tail's kernels with PDL (the library's default)");
 ABSL_FLAG(bool, upstream_pdl, true, "launch the upstream kernel itself with PDL (after a tail)");
 
-namespace mla_bench {
+namespace mla_tail_bench {
 namespace {
 
 std::vector<int> ParseList(const std::string& text) {
@@ -92,35 +91,35 @@ std::vector<int> ParseList(const std::string& text) {
 
 constexpr absl::string_view kReplaySuffix = "-replay";
 constexpr absl::string_view kPathModes[] = {"fused", "bmm", "auto"};
-// The variants a mode can force: every fused kernel.
-const std::vector<mla::FusedKernel> kForcedVariants(std::begin(mla::kFusedKernels),
-                                                        std::end(mla::kFusedKernels));
+// The kernels a mode can force: every fused kernel.
+const std::vector<mla_tail::FusedKernel> kForcedKernels(std::begin(mla_tail::kFusedKernels),
+                                                        std::end(mla_tail::kFusedKernels));
 
 bool IsReplayMode(absl::string_view mode) { return absl::EndsWith(mode, kReplaySuffix); }
 
-// The fused kernel a mode forces ("fused-<variant name>", with or without -replay); kAuto for
+// The fused kernel a mode forces ("fused-<kernel name>", with or without -replay); kAuto for
 // the other modes.
-mla::FusedKernel ModeVariant(absl::string_view mode) {
+mla_tail::FusedKernel ModeKernel(absl::string_view mode) {
   absl::ConsumeSuffix(&mode, kReplaySuffix);
-  for (mla::FusedKernel v : kForcedVariants) {
-    if (mode == absl::StrCat("fused-", mla::FusedKernelName(v))) return v;
+  for (mla_tail::FusedKernel v : kForcedKernels) {
+    if (mode == absl::StrCat("fused-", mla_tail::FusedKernelName(v))) return v;
   }
-  return mla::FusedKernel::kAuto;
+  return mla_tail::FusedKernel::kAuto;
 }
 
 bool IsKnownMode(absl::string_view mode) {
-  if (mode == "peer" || ModeVariant(mode) != mla::FusedKernel::kAuto) return true;
+  if (mode == "peer" || ModeKernel(mode) != mla_tail::FusedKernel::kAuto) return true;
   absl::ConsumeSuffix(&mode, kReplaySuffix);
   return absl::c_linear_search(kPathModes, mode);
 }
 
-// The path a mode runs: fused (any variant) and bmm, with or without -replay, force one; the
+// The path a mode runs: fused (any kernel) and bmm, with or without -replay, force one; the
 // rest dispatch.
-mla::TailPath ModePath(absl::string_view mode) {
+mla_tail::TailPath ModePath(absl::string_view mode) {
   absl::ConsumeSuffix(&mode, kReplaySuffix);
-  return mode == "fused" || absl::StartsWith(mode, "fused-") ? mla::TailPath::kFused
-         : mode == "bmm"                                      ? mla::TailPath::kBmm
-                                                              : mla::TailPath::kAuto;
+  return mode == "fused" || absl::StartsWith(mode, "fused-") ? mla_tail::TailPath::kFused
+         : mode == "bmm"                                      ? mla_tail::TailPath::kBmm
+                                                              : mla_tail::TailPath::kAuto;
 }
 
 struct ReplayTiming {
@@ -136,13 +135,13 @@ struct ReplayTiming {
 // measures, beside the graph-embedded time. The host time covers the same calls: where the GPU
 // is the slower side and the launch queue fills, the host waits too, and its time then tends to
 // the GPU's rather than to the enqueue cost alone.
-absl::StatusOr<ReplayTiming> TimeBackToBackReplays(const mla::TailShape& shape,
-                                                   mla::TailPath path,
-                                                   mla::FusedKernel fused_kernel,
+absl::StatusOr<ReplayTiming> TimeBackToBackReplays(const mla_tail::TailShape& shape,
+                                                   mla_tail::TailPath path,
+                                                   mla_tail::FusedKernel fused_kernel,
                                                    const std::vector<Layer>& layers, int rounds,
                                                    cudaStream_t stream) {
-  using mla_graph::TailGraphSet;
-  mla_graph::GraphSetOptions options;
+  using mla_tail::TailGraphSet;
+  mla_tail::GraphSetOptions options;
   options.heads = shape.heads;
   options.q = shape.q;
   options.layers = static_cast<int>(layers.size());
@@ -169,20 +168,20 @@ absl::StatusOr<ReplayTiming> TimeBackToBackReplays(const mla::TailShape& shape,
   MLA_RETURN_IF_CUDA_ERROR(cudaEventCreate(&start), "cudaEventCreate");
   if (const cudaError_t e = cudaEventCreate(&stop); e != cudaSuccess) {
     cudaEventDestroy(start);
-    return mla::CudaStatus(e, "cudaEventCreate");
+    return mla_tail::CudaStatus(e, "cudaEventCreate");
   }
-  absl::Status status = mla::CudaStatus(cudaEventRecord(start, stream), "cudaEventRecord");
+  absl::Status status = mla_tail::CudaStatus(cudaEventRecord(start, stream), "cudaEventRecord");
   const auto host_start = std::chrono::steady_clock::now();
   for (int r = 0; r < rounds && status.ok(); ++r) status = round();
   const auto host_stop = std::chrono::steady_clock::now();
-  if (status.ok()) status = mla::CudaStatus(cudaEventRecord(stop, stream), "cudaEventRecord");
+  if (status.ok()) status = mla_tail::CudaStatus(cudaEventRecord(stop, stream), "cudaEventRecord");
   // Drain the stream even after a failure, so that no replay outlives the events.
   const absl::Status drained =
-      mla::CudaStatus(cudaStreamSynchronize(stream), "back-to-back replays");
+      mla_tail::CudaStatus(cudaStreamSynchronize(stream), "back-to-back replays");
   if (status.ok()) status = drained;
   float ms = 0;
   if (status.ok()) {
-    status = mla::CudaStatus(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    status = mla_tail::CudaStatus(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
@@ -202,24 +201,24 @@ absl::StatusOr<ReplayTiming> TimeBackToBackReplays(const mla::TailShape& shape,
 // plainly (no programmatic dependency).
 class Peer {
  public:
-  static absl::StatusOr<std::unique_ptr<Peer>> Create(const mla::TailShape& shape) {
+  static absl::StatusOr<std::unique_ptr<Peer>> Create(const mla_tail::TailShape& shape) {
     auto peer = std::make_unique<Peer>();
     peer->shape_ = shape;
-    MLA_RETURN_IF_ERROR(mla::CublasStatus(cublasLtCreate(&peer->handle_), "cublasLtCreate"));
-    absl::StatusOr<mla_testing::DeviceMemory> values = mla_testing::DeviceMemory::Allocate(
-        size_t{2} * shape.heads * shape.rows * mla::kValueDim);
+    MLA_RETURN_IF_ERROR(mla_tail::CublasStatus(cublasLtCreate(&peer->handle_), "cublasLtCreate"));
+    absl::StatusOr<mla_tail_testing::DeviceMemory> values = mla_tail_testing::DeviceMemory::Allocate(
+        size_t{2} * shape.heads * shape.rows * mla_tail::kValueDim);
     if (!values.ok()) return values.status();
     peer->values_ = *std::move(values);
-    absl::StatusOr<mla_testing::DeviceMemory> workspace =
-        mla_testing::DeviceMemory::Allocate(kWorkspace);
+    absl::StatusOr<mla_tail_testing::DeviceMemory> workspace =
+        mla_tail_testing::DeviceMemory::Allocate(kWorkspace);
     if (!workspace.ok()) return workspace.status();
     peer->workspace_ = *std::move(workspace);
-    mla::ValueBmmShape s{shape.heads, shape.rows, shape.heads * mla::kLatentDim,
-                         mla::kValueDim * mla::kLatentDim, mla::kLatentDim};
-    absl::StatusOr<mla::ValueBmm> bmm =
-        mla::ValueBmm::Create(peer->handle_, s, mla::BmmBatchMode::kStrided, kWorkspace);
+    mla_tail::ValueBmmShape s{shape.heads, shape.rows, shape.heads * mla_tail::kLatentDim,
+                         mla_tail::kValueDim * mla_tail::kLatentDim, mla_tail::kLatentDim};
+    absl::StatusOr<mla_tail::ValueBmm> bmm =
+        mla_tail::ValueBmm::Create(peer->handle_, s, mla_tail::BmmBatchMode::kStrided, kWorkspace);
     if (!bmm.ok()) return bmm.status();
-    peer->bmm_ = std::make_unique<mla::ValueBmm>(*std::move(bmm));
+    peer->bmm_ = std::make_unique<mla_tail::ValueBmm>(*std::move(bmm));
     return peer;
   }
   ~Peer() {
@@ -227,25 +226,25 @@ class Peer {
     if (handle_ != nullptr) cublasLtDestroy(handle_);
   }
 
-  absl::Status Run(const mla::TailBuffers& b, cudaStream_t stream) {
+  absl::Status Run(const mla_tail::TailBuffers& b, cudaStream_t stream) {
     MLA_RETURN_IF_ERROR(
-        bmm_->RunStrided(b.latent, b.w_uv, values_.as<mla::bf16>(), workspace_.get(), stream));
-    const mla::MlaGateParams gate{
-        values_.as<mla::bf16>(),
+        bmm_->RunStrided(b.latent, b.w_uv, values_.as<mla_tail::bf16>(), workspace_.get(), stream));
+    const mla_tail::BmmGateParams gate{
+        values_.as<mla_tail::bf16>(),
         {b.gate, b.gate_row_stride, b.lengths, b.output, b.output_row_stride},
         /*operand_table=*/nullptr,
         shape_.heads,
         shape_.rows,
         shape_.q};
-    return mla::CudaStatus(mla::LaunchMlaGate(gate, stream, /*pdl=*/false), "gate");
+    return mla_tail::CudaStatus(mla_tail::LaunchBmmGate(gate, stream, /*pdl=*/false), "gate");
   }
 
  private:
   static constexpr size_t kWorkspace = size_t{32} << 20;
-  mla::TailShape shape_;
+  mla_tail::TailShape shape_;
   cublasLtHandle_t handle_ = nullptr;
-  mla_testing::DeviceMemory values_, workspace_;
-  std::unique_ptr<mla::ValueBmm> bmm_;
+  mla_tail_testing::DeviceMemory values_, workspace_;
+  std::unique_ptr<mla_tail::ValueBmm> bmm_;
 };
 
 int Main() {
@@ -263,9 +262,9 @@ int Main() {
     std::fprintf(stderr, "tail_bench: --replays must be at least 1\n");
     return 1;
   }
-  if (absl::Status gpu = mla_testing::GpuUsable(); !gpu.ok()) {
+  if (absl::Status gpu = mla_tail_testing::GpuUsable(); !gpu.ok()) {
     std::fprintf(stderr, "tail_bench: no usable GPU: %s\n", gpu.ToString().c_str());
-    return mla_testing::GpuRequired() ? 1 : 0;
+    return mla_tail_testing::GpuRequired() ? 1 : 0;
   }
   cudaStream_t stream;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
@@ -316,38 +315,38 @@ int Main() {
            "flop_us,copy_tbs\n";
   }
 
-  mla::TailOptions options;
+  mla_tail::TailOptions options;
   options.max_rows = 4096;
   options.pdl = absl::GetFlag(FLAGS_pdl);
   if (absl::GetFlag(FLAGS_fused_kernel) != "auto") {
-    options.fused_kernel = ModeVariant("fused-" + absl::GetFlag(FLAGS_fused_kernel));
-    if (options.fused_kernel == mla::FusedKernel::kAuto) {
+    options.fused_kernel = ModeKernel("fused-" + absl::GetFlag(FLAGS_fused_kernel));
+    if (options.fused_kernel == mla_tail::FusedKernel::kAuto) {
       std::fprintf(stderr, "--fused_kernel: no kernel is called %s\n",
                    absl::GetFlag(FLAGS_fused_kernel).c_str());
       return 1;
     }
   }
-  absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(0, options);
+  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail = mla_tail::MlaTail::Create(0, options);
   if (!tail.ok()) {
     std::fprintf(stderr, "MlaTail: %s\n", tail.status().ToString().c_str());
     return 1;
   }
   options.pdl = false;
-  absl::StatusOr<std::unique_ptr<mla::MlaTail>> no_pdl = mla::MlaTail::Create(0, options);
+  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> no_pdl = mla_tail::MlaTail::Create(0, options);
   if (!no_pdl.ok()) {
     std::fprintf(stderr, "MlaTail: %s\n", no_pdl.status().ToString().c_str());
     return 1;
   }
   // One fused-only tail per forced kernel (no BMM scratch to speak of).
-  std::vector<std::unique_ptr<mla::MlaTail>> forced(kForcedVariants.size());
+  std::vector<std::unique_ptr<mla_tail::MlaTail>> forced(kForcedKernels.size());
   for (size_t i = 0; i < forced.size(); ++i) {
-    mla::TailOptions fused_options;
+    mla_tail::TailOptions fused_options;
     fused_options.max_heads = 1;
     fused_options.max_rows = 1;
     fused_options.workspace_bytes = 0;
     fused_options.pdl = absl::GetFlag(FLAGS_pdl);
-    fused_options.fused_kernel = kForcedVariants[i];
-    absl::StatusOr<std::unique_ptr<mla::MlaTail>> t = mla::MlaTail::Create(0, fused_options);
+    fused_options.fused_kernel = kForcedKernels[i];
+    absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> t = mla_tail::MlaTail::Create(0, fused_options);
     if (!t.ok()) {
       std::fprintf(stderr, "MlaTail: %s\n", t.status().ToString().c_str());
       return 1;
@@ -355,10 +354,10 @@ int Main() {
     forced[i] = *std::move(t);
   }
   // The tail a mode runs through: the forced kernel's, or the library's default.
-  auto tail_for = [&](absl::string_view mode) -> mla::MlaTail& {
-    const mla::FusedKernel variant = ModeVariant(mode);
+  auto tail_for = [&](absl::string_view mode) -> mla_tail::MlaTail& {
+    const mla_tail::FusedKernel kernel = ModeKernel(mode);
     for (size_t i = 0; i < forced.size(); ++i) {
-      if (kForcedVariants[i] == variant) return *forced[i];
+      if (kForcedKernels[i] == kernel) return *forced[i];
     }
     return **tail;
   };
@@ -367,7 +366,7 @@ int Main() {
     for (int heads : ParseList(absl::GetFlag(FLAGS_heads))) {
       for (int rows : ParseList(absl::GetFlag(FLAGS_rows))) {
         if (rows % q != 0) continue;
-        const mla::TailShape shape{heads, rows, q};
+        const mla_tail::TailShape shape{heads, rows, q};
         const int layer_count = LayersForColdL2(shape, absl::GetFlag(FLAGS_min_layers),
                                                 absl::GetFlag(FLAGS_max_layers));
         absl::StatusOr<std::vector<Layer>> layers = MakeLayers(shape, layer_count, stream);
@@ -395,7 +394,7 @@ int Main() {
         for (const std::string& mode : modes) {
           if (IsReplayMode(mode)) {
             absl::StatusOr<ReplayTiming> timing =
-                TimeBackToBackReplays(shape, ModePath(mode), ModeVariant(mode), *layers,
+                TimeBackToBackReplays(shape, ModePath(mode), ModeKernel(mode), *layers,
                                       absl::GetFlag(FLAGS_replays), stream);
             if (!timing.ok()) {
               std::fprintf(stderr, "%s heads %d rows %d: %s\n", mode.c_str(), heads, rows,
@@ -416,9 +415,9 @@ int Main() {
             peer = *std::move(p);
           }
           const bool upstream = mode.rfind("up", 0) == 0;
-          const mla::TailPath path = ModePath(mode);
-          mla::MlaTail& runner = tail_for(mode);
-          if (path != mla::TailPath::kFused) {
+          const mla_tail::TailPath path = ModePath(mode);
+          mla_tail::MlaTail& runner = tail_for(mode);
+          if (path != mla_tail::TailPath::kFused) {
             // Plan outside the capture.
             absl::Status planned = (*tail)->PrepareBmm(shape, (*layers)[0].buffers);
             if (!planned.ok()) std::fprintf(stderr, "plan: %s\n", planned.ToString().c_str());
@@ -467,9 +466,9 @@ int Main() {
 }
 
 }  // namespace
-}  // namespace mla_bench
+}  // namespace mla_tail_bench
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  return mla_bench::Main();
+  return mla_tail_bench::Main();
 }

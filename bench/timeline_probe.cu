@@ -1,13 +1,13 @@
 // Where a fused block's time goes (bench/timeline_probe.h). This file includes the kernels' own
-// source, mla/kernels/mla_value.cu, mla_value_ksplit.cu and mla_value_wgmma.cu, with the timeline
+// source, mla/kernels/column_split.cu, latent_split.cu and tile.cu, with the timeline
 // stamps defined: thread 0 of each block records its clock at each point of its chain, and the
 // global timer at entry, at the dependency wait's return and at the last point. The points:
 //   0  entry
 //   1  the dependency wait returned (W_UV's first steps and the L2 prefetch issued before it)
-//   2  MlaValue, MlaValueKSplit: the latent in registers or shared memory; MlaValueWgmma: K
-//      step 0's copies landed and published. 3-9: MlaValueWgmma's K steps 1-7 likewise
-//   10 the last MMAs done (MlaValueKSplit: every warp's partial sums in shared memory)
-//   11 the epilogue done (gate applied; MlaValueWgmma: the tile in shared memory)
+//   2  ColumnSplit, LatentSplit: the latent in registers or shared memory; Tile: K
+//      step 0's copies landed and published. 3-9: Tile's K steps 1-7 likewise
+//   10 the last MMAs done (LatentSplit: every warp's partial sums in shared memory)
+//   11 the epilogue done (gate applied; Tile: the tile in shared memory)
 //   12 the stores issued
 // Built with PROBE_NO_STAMPS the kernels are the library's code and only the replay time counts.
 
@@ -60,14 +60,14 @@ constexpr bool kStamped = false;
 #define MLA_VALUE_DIRECT_MAX_REGISTERS 168
 constexpr bool kStamped = true;
 #endif
-#include "mla/kernels/mla_value.cu"
-#include "mla/kernels/mla_value_ksplit.cu"
-#include "mla/kernels/mla_value_wgmma.cu"
+#include "mla/kernels/column_split.cu"
+#include "mla/kernels/latent_split.cu"
+#include "mla/kernels/tile.cu"
 
 #include "bench/cuda_check.h"
 #include "bench/timeline_probe.h"
 
-namespace mla_bench {
+namespace mla_tail_bench {
 namespace {
 
 double Quantile(std::vector<double> v, double q) {
@@ -77,7 +77,7 @@ double Quantile(std::vector<double> v, double q) {
 }
 
 struct Layer {
-  mla::bf16 *latent, *w, *gate, *out;
+  mla_tail::bf16 *latent, *w, *gate, *out;
   int32_t* lengths;
 };
 
@@ -94,9 +94,9 @@ int RunTimelineProbe() {
   int device = 0, multiprocessors = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
-  CUDA_CHECK(mla::PrepareMlaValueColumnSplit());
-  CUDA_CHECK(mla::PrepareMlaValueKSplit());
-  CUDA_CHECK(mla::PrepareMlaValueWgmma());
+  CUDA_CHECK(mla_tail::LoadColumnSplit());
+  CUDA_CHECK(mla_tail::LoadLatentSplit());
+  CUDA_CHECK(mla_tail::LoadTileKernels());
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cudaEvent_t e0, e1;
@@ -118,13 +118,13 @@ int RunTimelineProbe() {
   static long long times[kSlots][kMaxBlocks][3];
   for (const int heads : kHeads) {
     for (const int rows : kRows) {
-      const mla::FusedKernel kernel = mla::DispatchFusedKernel(heads, rows, multiprocessors);
-      mla::KernelLaunch launch;
-      if (kernel == mla::FusedKernel::kColumnSplit) {
-        launch = mla::PlanMlaValueColumnSplit(heads, rows, multiprocessors);
-      } else if (kernel == mla::FusedKernel::kLatentSplit) {
-        launch = mla::PlanMlaValueKSplit(heads, rows);
-      } else if (mla::PlanMlaValueWgmma(heads, rows, kernel, &launch) != cudaSuccess) {
+      const mla_tail::FusedKernel kernel = mla_tail::DispatchFusedKernel(heads, rows, multiprocessors);
+      mla_tail::KernelLaunch launch;
+      if (kernel == mla_tail::FusedKernel::kColumnSplit) {
+        launch = mla_tail::PlanColumnSplit(heads, rows, multiprocessors);
+      } else if (kernel == mla_tail::FusedKernel::kLatentSplit) {
+        launch = mla_tail::PlanLatentSplit(heads, rows);
+      } else if (mla_tail::PlanTile(heads, rows, kernel, &launch) != cudaSuccess) {
         continue;  // the persistent kernel has no stamps
       }
       const int blocks = static_cast<int>(launch.grid.x * launch.grid.y * launch.grid.z);
@@ -152,11 +152,11 @@ int RunTimelineProbe() {
       cudaGraph_t graph;
       CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
       for (const Layer& l : all) {
-        const mla::MlaValueParams params{l.latent,  heads * 512, l.w,   128 * 512,
+        const mla_tail::FusedTailParams params{l.latent,  heads * 512, l.w,   128 * 512,
                                          512,       l.gate,      heads * 128, l.lengths,
                                          l.out,     heads * 128, heads, rows, 1};
-        CUDA_CHECK(mla::LaunchWithPdl(
-            reinterpret_cast<void (*)(mla::MlaValueParams)>(const_cast<void*>(launch.function)),
+        CUDA_CHECK(mla_tail::LaunchWithPdl(
+            reinterpret_cast<void (*)(mla_tail::FusedTailParams)>(const_cast<void*>(launch.function)),
             launch.grid, launch.block, launch.smem_bytes, stream, true, params));
       }
       CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
@@ -174,7 +174,7 @@ int RunTimelineProbe() {
         CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
         replay_us.push_back(ms * 1000.0 / layers);
       }
-      std::printf("%d,%d,%s,%d,%d,%.3f", heads, rows, mla::FusedKernelName(kernel), blocks,
+      std::printf("%d,%d,%s,%d,%d,%.3f", heads, rows, mla_tail::FusedKernelName(kernel), blocks,
                   layers, Quantile(replay_us, 0.5));
       if constexpr (kStamped) {
         static int zeros[kMaxBlocks];
@@ -194,8 +194,8 @@ int RunTimelineProbe() {
             last[s] = std::max(last[s], times[s][b][2]);
           }
         }
-        const bool wgmma = kernel != mla::FusedKernel::kColumnSplit &&
-                           kernel != mla::FusedKernel::kLatentSplit;
+        const bool wgmma = kernel != mla_tail::FusedKernel::kColumnSplit &&
+                           kernel != mla_tail::FusedKernel::kLatentSplit;
         const int last_step = wgmma ? 9 : 2;
         std::vector<double> period, ahead, release, data, steps, mma, epilogue, stores, chain;
         for (int s = 4; s < kSlots - 2; ++s) {
@@ -237,4 +237,4 @@ int RunTimelineProbe() {
   return 0;
 }
 
-}  // namespace mla_bench
+}  // namespace mla_tail_bench

@@ -11,7 +11,7 @@
 #include "mla/internal/cuda_status.h"
 #include "testing/support/reference.h"
 
-namespace mla_demo {
+namespace mla_tail_demo {
 
 absl::StatusOr<int> CheckLayer(const Config& c, const Model& m, const Batch& batch, int bucket,
                                int step, int layer, std::vector<uint16_t>* got, CheckLog* log) {
@@ -35,7 +35,7 @@ absl::StatusOr<int> CheckLayer(const Config& c, const Model& m, const Batch& bat
 
   const std::vector<int> rows =
       SampleRows(batch, c.q, c.check_rows, Seed(c.seed, Data::kSample, step, layer));
-  const mla_testing::ReferenceInputs in =
+  const mla_tail_testing::ReferenceInputs in =
       StepInputs(c.heads, c.q, c.seed, step, layer, batch.lengths);
   const int pairs = static_cast<int>(rows.size()) * c.heads;
   std::atomic<int> next{0};
@@ -43,9 +43,9 @@ absl::StatusOr<int> CheckLayer(const Config& c, const Model& m, const Batch& bat
     for (int i = next++; i < pairs; i = next++) {
       const int t = rows[i / c.heads], h = i % c.heads;
       for (int d = 0; d < kD; ++d) {
-        const mla_testing::ReferenceElement ref = mla_testing::ReferenceOutput(in, t, h, d);
+        const mla_tail_testing::ReferenceElement ref = mla_tail_testing::ReferenceOutput(in, t, h, d);
         std::string why;
-        if (!mla_testing::OutputAgrees(ref, out[t * width + h * kD + d], /*exact=*/false, &why)) {
+        if (!mla_tail_testing::OutputAgrees(ref, out[t * width + h * kD + d], /*exact=*/false, &why)) {
           log->Report(
               absl::StrCat("layer ", layer, " row ", t, " head ", h, " column ", d, ": ", why));
         }
@@ -59,4 +59,4 @@ absl::StatusOr<int> CheckLayer(const Config& c, const Model& m, const Batch& bat
   return static_cast<int>(rows.size());
 }
 
-}  // namespace mla_demo
+}  // namespace mla_tail_demo

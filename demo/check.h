@@ -1,5 +1,5 @@
-#ifndef DEMO_CHECK_H_
-#define DEMO_CHECK_H_
+#ifndef MLA_TAIL_DEMO_CHECK_H_
+#define MLA_TAIL_DEMO_CHECK_H_
 
 // The decode demo's check of a layer's output after a step, against the CPU reference.
 
@@ -13,7 +13,7 @@
 #include "demo/config.h"
 #include "demo/data.h"
 
-namespace mla_demo {
+namespace mla_tail_demo {
 
 // Rows past the bucket downloaded to see them still poisoned.
 inline constexpr int kRowsPastBucket = 8;
@@ -39,6 +39,6 @@ struct CheckLog {
 absl::StatusOr<int> CheckLayer(const Config& c, const Model& m, const Batch& batch, int bucket,
                                int step, int layer, std::vector<uint16_t>* got, CheckLog* log);
 
-}  // namespace mla_demo
+}  // namespace mla_tail_demo
 
-#endif  // DEMO_CHECK_H_
+#endif  // MLA_TAIL_DEMO_CHECK_H_

@@ -9,23 +9,23 @@
 #include "mla/internal/cuda_status.h"
 #include "testing/support/test_values.h"
 
-namespace mla_demo {
+namespace mla_tail_demo {
 
-using mla_testing::SplitMix64;
-using mla_testing::TestValue;
-using mla_testing::Values;
+using mla_tail_testing::SplitMix64;
+using mla_tail_testing::TestValue;
+using mla_tail_testing::Values;
 
 uint64_t Seed(uint64_t seed, Data data, uint64_t step, uint64_t index) {
   return SplitMix64(SplitMix64(SplitMix64(seed * 8 + static_cast<uint64_t>(data)) ^ step) ^ index);
 }
 
-mla_testing::ReferenceInputs StepInputs(int heads, int q, uint64_t seed, int step, int layer,
+mla_tail_testing::ReferenceInputs StepInputs(int heads, int q, uint64_t seed, int step, int layer,
                                         std::vector<int32_t> lengths) {
   const uint64_t latent_seed = Seed(seed, Data::kLatent, step, layer);
   const uint64_t w_seed = Seed(seed, Data::kWeights, 0, layer);
   const uint64_t gate_seed = Seed(seed, Data::kGate, step, layer);
   const uint64_t width = static_cast<uint64_t>(heads) * kD;
-  mla_testing::ReferenceInputs in;
+  mla_tail_testing::ReferenceInputs in;
   in.heads = heads;
   in.q = q;
   in.latent = [=](int t, int h, int k) {
@@ -90,18 +90,18 @@ absl::Status Model::Allocate() {
     // The kernels read the padding rows' latent and gate (their lengths make the output
     // +0.0); NaN there, never garbage, keeps initcheck's view defined and shows the rows
     // are ignored.
-    for (const mla_testing::DeviceMemory* m : {&latent[slot], &gate[slot]}) {
+    for (const mla_tail_testing::DeviceMemory* m : {&latent[slot], &gate[slot]}) {
       MLA_RETURN_IF_CUDA_ERROR(cudaMemset(m->get(), 0xff, m->bytes()), "poison activations");
     }
   }
   return absl::OkStatus();
 }
 
-mla::TailBuffers Model::Buffers(int s, int l) const {
-  auto bf16 = [](uint16_t* bits) { return reinterpret_cast<mla::bf16*>(bits); };
-  return mla::CompactBuffers({heads, bmax, q}, bf16(latent_of(s, l)), bf16(w_uv_of(l)),
+mla_tail::TailBuffers Model::Buffers(int s, int l) const {
+  auto bf16 = [](uint16_t* bits) { return reinterpret_cast<mla_tail::bf16*>(bits); };
+  return mla_tail::CompactBuffers({heads, bmax, q}, bf16(latent_of(s, l)), bf16(w_uv_of(l)),
                              bf16(gate_of(s, l)), lengths[s].as<int32_t>(),
                              bf16(output_of(s, l)));
 }
 
-}  // namespace mla_demo
+}  // namespace mla_tail_demo

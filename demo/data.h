@@ -1,5 +1,5 @@
-#ifndef DEMO_DATA_H_
-#define DEMO_DATA_H_
+#ifndef MLA_TAIL_DEMO_DATA_H_
+#define MLA_TAIL_DEMO_DATA_H_
 
 // What the decode demo computes on: every value is drawn from the run's seed, so the device fills
 // and the CPU reference derive the same data independently. Each step draws a batch (its rows
@@ -15,7 +15,7 @@
 #include "testing/support/problem.h"
 #include "testing/support/reference.h"
 
-namespace mla_demo {
+namespace mla_tail_demo {
 
 // Seeds of everything drawn, derived the same way by the fills and the reference.
 enum class Data : uint64_t { kWeights = 1, kLatent, kGate, kBatch, kLengths, kSample };
@@ -24,7 +24,7 @@ uint64_t Seed(uint64_t seed, Data data, uint64_t step, uint64_t index);
 
 // The inputs of layer `layer` at step `step`, computed element by element from the seeds and
 // logical indices the fills used (W_UV does not depend on the step).
-mla_testing::ReferenceInputs StepInputs(int heads, int q, uint64_t seed, int step, int layer,
+mla_tail_testing::ReferenceInputs StepInputs(int heads, int q, uint64_t seed, int step, int layer,
                                         std::vector<int32_t> lengths);
 
 // One length per request: about one in five finished (0), the others 1..4096.
@@ -50,7 +50,7 @@ struct Model {
   Model(const Config& c, int largest_bucket)
       : heads(c.heads), layers(c.layers), bmax(largest_bucket), q(c.q) {}
   const int heads, layers, bmax, q;
-  mla_testing::DeviceMemory w_uv, latent[2], gate[2], output[2], lengths[2];
+  mla_tail_testing::DeviceMemory w_uv, latent[2], gate[2], output[2], lengths[2];
 
   int64_t width() const { return int64_t{heads} * kD; }
   int64_t latent_elements() const { return int64_t{bmax} * heads * kL; }  // per layer
@@ -63,9 +63,9 @@ struct Model {
   uint16_t* gate_of(int s, int l) const { return gate[s].as<uint16_t>() + l * row_elements(); }
   uint16_t* output_of(int s, int l) const { return output[s].as<uint16_t>() + l * row_elements(); }
 
-  mla::TailBuffers Buffers(int s, int l) const;
+  mla_tail::TailBuffers Buffers(int s, int l) const;
 };
 
-}  // namespace mla_demo
+}  // namespace mla_tail_demo
 
-#endif  // DEMO_DATA_H_
+#endif  // MLA_TAIL_DEMO_DATA_H_

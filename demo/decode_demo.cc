@@ -1,4 +1,4 @@
-// decode_demo: the main job. Plays a decode loop through a mla_graph::TailGraphSet. The model's
+// decode_demo: the main job. Plays a decode loop through a mla_tail::TailGraphSet. The model's
 // W_UV stays put while the activations alternate between two buffer slots, so every layer's
 // pointers change every step and each replay updates its graph in place. Each step draws a batch
 // (some steps repeat the previous size, some jump across buckets) in which about one request in
@@ -60,7 +60,7 @@ ABSL_FLAG(int, max_rss_growth_mib, 16, "host RSS growth allowed after the warm-u
 ABSL_FLAG(bool, watch_memory, true,
           "fail on memory growth after warm-up (false under compute-sanitizer, whose own "
           "allocations change the device's free memory)");
-namespace mla_demo {
+namespace mla_tail_demo {
 namespace {
 
 absl::StatusOr<Config> ParseConfig() {
@@ -81,12 +81,12 @@ absl::StatusOr<Config> ParseConfig() {
   if (path != "auto" && path != "fused" && path != "bmm") {
     return absl::InvalidArgumentError(absl::StrCat("--path=", path, " is not auto, fused or bmm"));
   }
-  c.path = path == "fused" ? mla::TailPath::kFused
-           : path == "bmm" ? mla::TailPath::kBmm
-                           : mla::TailPath::kAuto;
-  if (c.q < 1 || c.q > mla::kMaxQ) {
+  c.path = path == "fused" ? mla_tail::TailPath::kFused
+           : path == "bmm" ? mla_tail::TailPath::kBmm
+                           : mla_tail::TailPath::kAuto;
+  if (c.q < 1 || c.q > mla_tail::kMaxQ) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--q=", c.q, " is outside [1, ", mla::kMaxQ, "]"));
+        absl::StrCat("--q=", c.q, " is outside [1, ", mla_tail::kMaxQ, "]"));
   }
   for (absl::string_view part :
        absl::StrSplit(absl::GetFlag(FLAGS_buckets), ',', absl::SkipEmpty())) {
@@ -96,8 +96,8 @@ absl::StatusOr<Config> ParseConfig() {
     }
     c.buckets.push_back(rows);
   }
-  if (c.buckets.empty()) c.buckets = mla_graph::DefaultBuckets(c.q);
-  MLA_RETURN_IF_ERROR(mla_graph::ValidateBuckets(c.buckets, c.q));
+  if (c.buckets.empty()) c.buckets = mla_tail::DefaultBuckets(c.q);
+  MLA_RETURN_IF_ERROR(mla_tail::ValidateBuckets(c.buckets, c.q));
   if (c.max_rows < c.q || c.max_rows > c.buckets.back()) {
     return absl::InvalidArgumentError(absl::StrCat("--max_rows=", c.max_rows,
                                                    " is outside [q = ", c.q,
@@ -120,9 +120,9 @@ absl::StatusOr<Config> ParseConfig() {
 // uses, so that the data and the math can be looked at anywhere.
 int RunWithoutGpu(const Config& c, const absl::Status& why) {
   absl::PrintF("decode_demo: no usable GPU: %s\n", why.ToString());
-  if (mla_testing::GpuRequired()) {
+  if (mla_tail_testing::GpuRequired()) {
     absl::FPrintF(stderr, "decode_demo: %s is set, so a GPU is required: failing\n",
-                  mla_testing::kRequireGpuVariable);
+                  mla_tail_testing::kRequireGpuVariable);
     return 1;
   }
   constexpr int kHeads = 4, kRows = 3, kLayers = 2, kHead = 1, kColumns = 4;
@@ -132,18 +132,18 @@ int RunWithoutGpu(const Config& c, const absl::Status& why) {
       "CPU reference, one step: heads %d, rows %d, q 1, layers %d; head %d, columns 0..%d\n",
       kHeads, kRows, kLayers, kHead, kColumns - 1);
   for (int layer = 0; layer < kLayers; ++layer) {
-    const mla_testing::ReferenceInputs in = StepInputs(kHeads, 1, c.seed, 0, layer, lengths);
+    const mla_tail_testing::ReferenceInputs in = StepInputs(kHeads, 1, c.seed, 0, layer, lengths);
     for (int t = 0; t < kRows; ++t) {
       std::string line = absl::StrFormat("  layer %d row %d (length %4d):", layer, t, lengths[t]);
       for (int d = 0; d < kColumns; ++d) {
-        const mla_testing::ReferenceElement e = mla_testing::ReferenceOutput(in, t, kHead, d);
-        absl::StrAppendFormat(&line, "  %+9.5f (0x%04x)", mla_testing::Bf16ToFloat(e.out), e.out);
+        const mla_tail_testing::ReferenceElement e = mla_tail_testing::ReferenceOutput(in, t, kHead, d);
+        absl::StrAppendFormat(&line, "  %+9.5f (0x%04x)", mla_tail_testing::Bf16ToFloat(e.out), e.out);
       }
       absl::PrintF("%s\n", line);
     }
   }
   absl::PrintF("GPU part skipped: no usable GPU (set %s=1 to fail instead)\n",
-               mla_testing::kRequireGpuVariable);
+               mla_tail_testing::kRequireGpuVariable);
   return 0;
 }
 
@@ -153,7 +153,7 @@ int Main() {
     absl::FPrintF(stderr, "decode_demo: %s\n", config.status().ToString());
     return 1;
   }
-  if (absl::Status gpu = mla_testing::GpuUsable(); !gpu.ok()) return RunWithoutGpu(*config, gpu);
+  if (absl::Status gpu = mla_tail_testing::GpuUsable(); !gpu.ok()) return RunWithoutGpu(*config, gpu);
   if (absl::Status status = RunDemo(*config); !status.ok()) {
     absl::FPrintF(stderr, "decode_demo: %s\n", status.ToString());
     return 1;
@@ -162,9 +162,9 @@ int Main() {
 }
 
 }  // namespace
-}  // namespace mla_demo
+}  // namespace mla_tail_demo
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  return mla_demo::Main();
+  return mla_tail_demo::Main();
 }

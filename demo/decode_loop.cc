@@ -25,13 +25,13 @@
 #include "testing/support/fill.h"
 #include "testing/support/test_values.h"
 
-namespace mla_demo {
+namespace mla_tail_demo {
 namespace {
 
-using mla_graph::GraphSetOptions;
-using mla_graph::GraphSetStats;
-using mla_graph::TailGraphSet;
-using mla_testing::Values;
+using mla_tail::GraphSetOptions;
+using mla_tail::GraphSetStats;
+using mla_tail::TailGraphSet;
+using mla_tail_testing::Values;
 
 constexpr int kMemoryEvery = 1000;  // steps between memory samples (and the last step)
 
@@ -50,7 +50,7 @@ absl::Status SetUp(const Config& c, const Cuda& cuda, Model& m, TailGraphSet& se
   absl::PrintF(
       "decode_demo: heads %d, layers %d, q %d, path %s, %d buckets (%d..%d rows), "
       "batches up to %d rows, %d steps\n",
-      c.heads, c.layers, c.q, mla::TailPathName(c.path), c.buckets.size(), c.buckets.front(),
+      c.heads, c.layers, c.q, mla_tail::TailPathName(c.path), c.buckets.size(), c.buckets.front(),
       c.buckets.back(), c.max_rows, c.steps);
   if (c.capture_all) {
     const absl::Time begin = absl::Now();
@@ -154,4 +154,4 @@ absl::Status RunDemo(const Config& c) {
   return absl::OkStatus();
 }
 
-}  // namespace mla_demo
+}  // namespace mla_tail_demo

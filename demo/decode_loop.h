@@ -1,5 +1,5 @@
-#ifndef DEMO_DECODE_LOOP_H_
-#define DEMO_DECODE_LOOP_H_
+#ifndef MLA_TAIL_DEMO_DECODE_LOOP_H_
+#define MLA_TAIL_DEMO_DECODE_LOOP_H_
 
 // The decode demo on the GPU: a graph set for the model's layers, the model's weights, then the
 // decode loop, each step replayed, checked and reported.
@@ -7,11 +7,11 @@
 #include "absl/status/status.h"
 #include "demo/config.h"
 
-namespace mla_demo {
+namespace mla_tail_demo {
 
 // Fails on a mismatch, on an instantiation after warm-up, or on memory growth after warm-up.
 absl::Status RunDemo(const Config& c);
 
-}  // namespace mla_demo
+}  // namespace mla_tail_demo
 
-#endif  // DEMO_DECODE_LOOP_H_
+#endif  // MLA_TAIL_DEMO_DECODE_LOOP_H_

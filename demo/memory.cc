@@ -8,7 +8,7 @@
 #include "absl/status/status.h"
 #include "mla/internal/cuda_status.h"
 
-namespace mla_demo {
+namespace mla_tail_demo {
 
 absl::StatusOr<MemorySample> SampleMemory() {
   size_t free_bytes = 0, total_bytes = 0;
@@ -23,4 +23,4 @@ absl::StatusOr<MemorySample> SampleMemory() {
                       int64_t{resident_pages} * sysconf(_SC_PAGESIZE)};
 }
 
-}  // namespace mla_demo
+}  // namespace mla_tail_demo

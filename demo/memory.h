@@ -1,5 +1,5 @@
-#ifndef DEMO_MEMORY_H_
-#define DEMO_MEMORY_H_
+#ifndef MLA_TAIL_DEMO_MEMORY_H_
+#define MLA_TAIL_DEMO_MEMORY_H_
 
 // Device and host memory as the decode demo watches it for growth after its warm-up steps.
 
@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace mla_demo {
+namespace mla_tail_demo {
 
 struct MemorySample {
   int64_t device_bytes = 0;  // in use on the device: total - free (cudaMemGetInfo)
@@ -30,6 +30,6 @@ struct MemoryWatch {
 
 inline double MiB(int64_t bytes) { return bytes / 1048576.0; }
 
-}  // namespace mla_demo
+}  // namespace mla_tail_demo
 
-#endif  // DEMO_MEMORY_H_
+#endif  // MLA_TAIL_DEMO_MEMORY_H_

@@ -6,11 +6,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-namespace mla_demo {
+namespace mla_tail_demo {
 
 void PrintStepLine(const Config& c, const StepOutcome& s) {
-  const mla_graph::GraphSetStats& before = s.before;
-  const mla_graph::GraphSetStats& after = s.after;
+  const mla_tail::GraphSetStats& before = s.before;
+  const mla_tail::GraphSetStats& after = s.after;
   std::string line = absl::StrFormat(
       "step %3d  rows %4d (bucket %4d, q %d)  replays %d  node updates +%d", s.step,
       s.batch->rows, s.bucket, c.q, after.replays - before.replays,
@@ -36,7 +36,7 @@ void PrintStepLine(const Config& c, const StepOutcome& s) {
 
 std::vector<std::string> PrintSummary(const Config& c, const LoopTotals& totals) {
   std::vector<std::string> failures;
-  const mla_graph::GraphSetStats& s = totals.stats;
+  const mla_tail::GraphSetStats& s = totals.stats;
   const std::optional<MemoryWatch>& memory = totals.memory;
   const int64_t late_instantiations = s.instantiations - totals.warm.instantiations;
   absl::PrintF("summary: %d steps of %d layers, %d replays\n", c.steps, c.layers, s.replays);
@@ -94,4 +94,4 @@ std::vector<std::string> PrintSummary(const Config& c, const LoopTotals& totals)
   return failures;
 }
 
-}  // namespace mla_demo
+}  // namespace mla_tail_demo

@@ -1,5 +1,5 @@
-#ifndef DEMO_REPORT_H_
-#define DEMO_REPORT_H_
+#ifndef MLA_TAIL_DEMO_REPORT_H_
+#define MLA_TAIL_DEMO_REPORT_H_
 
 // What the decode demo prints: a line per step (every --print_every steps, and always when the
 // step fails the run), and the closing summary, which also decides what fails the run.
@@ -15,14 +15,14 @@
 #include "demo/step.h"
 #include "mla_tail/graph/tail_graph_set.h"
 
-namespace mla_demo {
+namespace mla_tail_demo {
 
 // A step's outcome, for its line.
 struct StepOutcome {
   int step = 0;
   const Batch* batch = nullptr;
   int bucket = 0;
-  mla_graph::GraphSetStats before, after;  // the set's counters around the step's replays
+  mla_tail::GraphSetStats before, after;  // the set's counters around the step's replays
   StepTimes times;
   int rows_checked = 0, layers_checked = 0, layers_failed = 0;
   const CheckLog* log = nullptr;
@@ -32,8 +32,8 @@ void PrintStepLine(const Config& c, const StepOutcome& s);
 
 // The loop's totals, for the summary.
 struct LoopTotals {
-  mla_graph::GraphSetStats stats;  // the set's counters at the end
-  mla_graph::GraphSetStats warm;   // and after the warm-up steps
+  mla_tail::GraphSetStats stats;  // the set's counters at the end
+  mla_tail::GraphSetStats warm;   // and after the warm-up steps
   double host_us = 0, gpu_ms = 0, loop_seconds = 0;
   int checks_passed = 0, checks_failed = 0;
   std::optional<MemoryWatch> memory;  // from the end of the warm-up steps on
@@ -42,6 +42,6 @@ struct LoopTotals {
 // Prints the summary; returns what fails the run (nothing when it passed).
 std::vector<std::string> PrintSummary(const Config& c, const LoopTotals& totals);
 
-}  // namespace mla_demo
+}  // namespace mla_tail_demo
 
-#endif  // DEMO_REPORT_H_
+#endif  // MLA_TAIL_DEMO_REPORT_H_

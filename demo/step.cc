@@ -6,10 +6,10 @@
 #include "testing/support/fill.h"
 #include "testing/support/test_values.h"
 
-namespace mla_demo {
+namespace mla_tail_demo {
 
-using mla_graph::TailGraphSet;
-using mla_testing::Values;
+using mla_tail::TailGraphSet;
+using mla_tail_testing::Values;
 
 absl::StatusOr<StepTimes> RunStep(const Config& c, const Model& m, const Batch& batch, int bucket,
                                   int step, const std::vector<int>& checked_layers,
@@ -36,7 +36,7 @@ absl::StatusOr<StepTimes> RunStep(const Config& c, const Model& m, const Batch& 
       cudaMemcpyAsync(lengths, batch.lengths.data(), batch.lengths.size() * sizeof(int32_t),
                       cudaMemcpyHostToDevice, stream),
       "upload lengths");
-  MLA_RETURN_IF_ERROR(mla_graph::ZeroPaddingLengths(lengths, batch.rows, bucket, c.q, stream));
+  MLA_RETURN_IF_ERROR(mla_tail::ZeroPaddingLengths(lengths, batch.rows, bucket, c.q, stream));
 
   StepTimes times;
   MLA_RETURN_IF_CUDA_ERROR(cudaEventRecord(cuda.start, stream), "record start");
@@ -52,4 +52,4 @@ absl::StatusOr<StepTimes> RunStep(const Config& c, const Model& m, const Batch& 
   return times;
 }
 
-}  // namespace mla_demo
+}  // namespace mla_tail_demo

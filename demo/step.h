@@ -1,5 +1,5 @@
-#ifndef DEMO_STEP_H_
-#define DEMO_STEP_H_
+#ifndef MLA_TAIL_DEMO_STEP_H_
+#define MLA_TAIL_DEMO_STEP_H_
 
 // One decode step of the demo on the device: the step's activations written into its slot,
 // then every layer pointed at the slot and replayed.
@@ -15,7 +15,7 @@
 #include "mla/internal/cuda_status.h"
 #include "mla_tail/graph/tail_graph_set.h"
 
-namespace mla_demo {
+namespace mla_tail_demo {
 
 // The stream of the loop and the events that time a step's replays.
 struct Cuda {
@@ -32,7 +32,7 @@ struct Cuda {
   absl::Status Create() {
     MLA_RETURN_IF_CUDA_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
     MLA_RETURN_IF_CUDA_ERROR(cudaEventCreate(&start), "event");
-    return mla::CudaStatus(cudaEventCreate(&stop), "event");
+    return mla_tail::CudaStatus(cudaEventCreate(&stop), "event");
   }
 };
 
@@ -45,8 +45,8 @@ struct StepTimes {
 // the lengths and zero the padding requests', then point every layer at the slot and replay it.
 absl::StatusOr<StepTimes> RunStep(const Config& c, const Model& m, const Batch& batch, int bucket,
                                   int step, const std::vector<int>& checked_layers,
-                                  mla_graph::TailGraphSet* set, const Cuda& cuda);
+                                  mla_tail::TailGraphSet* set, const Cuda& cuda);
 
-}  // namespace mla_demo
+}  // namespace mla_tail_demo
 
-#endif  // DEMO_STEP_H_
+#endif  // MLA_TAIL_DEMO_STEP_H_

@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "mla_tail/mla/errors.h"
 
-namespace mla_examples {
+namespace mla_tail_examples {
 
 namespace {
 
@@ -15,10 +15,10 @@ absl::Status CudaStatus(cudaError_t error, const char* what) {
 }  // namespace
 
 // [snippet: buffers]
-mla::TailBuffers LayerBuffers(int heads, const mla::bf16* latent, const mla::bf16* kv_b_proj,
-                              const mla::bf16* gate, int64_t gate_width, const int32_t* lengths,
-                              mla::bf16* out) {
-  mla::TailBuffers b;                                  // strides in elements
+mla_tail::TailBuffers LayerBuffers(int heads, const mla_tail::bf16* latent, const mla_tail::bf16* kv_b_proj,
+                              const mla_tail::bf16* gate, int64_t gate_width, const int32_t* lengths,
+                              mla_tail::bf16* out) {
+  mla_tail::TailBuffers b;                                  // strides in elements
   b.latent = latent;                                   // [B, H, 512]
   b.latent_row_stride = heads * 512;
   b.w_uv = kv_b_proj + 128 * 512;                      // the V half of [H, 256, 512]
@@ -34,14 +34,14 @@ mla::TailBuffers LayerBuffers(int heads, const mla::bf16* latent, const mla::bf1
 // [end snippet]
 
 // [snippet: eager tail]
-absl::StatusOr<std::unique_ptr<mla::MlaTail>> MakeTail(int device) {
-  return mla::MlaTail::Create(device, mla::TailOptions{});
+absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> MakeTail(int device) {
+  return mla_tail::MlaTail::Create(device, mla_tail::TailOptions{});
 }
 // [end snippet]
 
 // [snippet: eager tail under the runtime's capture]
-absl::StatusOr<cudaGraphExec_t> CaptureStepWithTail(mla::MlaTail& tail, const mla::TailShape& shape,
-                                                    const mla::TailBuffers& buffers,
+absl::StatusOr<cudaGraphExec_t> CaptureStepWithTail(mla_tail::MlaTail& tail, const mla_tail::TailShape& shape,
+                                                    const mla_tail::TailBuffers& buffers,
                                                     cudaStream_t stream) {
   MLA_TAIL_RETURN_IF_ERROR(CudaStatus(
       cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin capture"));
@@ -64,16 +64,16 @@ absl::StatusOr<cudaGraphExec_t> CaptureStepWithTail(mla::MlaTail& tail, const ml
 // [end snippet]
 
 // [snippet: graph set]
-absl::StatusOr<std::unique_ptr<mla_graph::TailGraphSet>> MakeTailGraphSet(
+absl::StatusOr<std::unique_ptr<mla_tail::TailGraphSet>> MakeTailGraphSet(
     int device, int heads, const std::vector<int>& buckets,
-    absl::Span<const mla::TailBuffers> layer_buffers) {
-  mla_graph::GraphSetOptions options;
+    absl::Span<const mla_tail::TailBuffers> layer_buffers) {
+  mla_tail::GraphSetOptions options;
   options.heads = heads;
   options.q = 1;
   options.layers = static_cast<int>(layer_buffers.size());
   options.buckets = buckets;  // e.g. {1, 16, 64}; buffers hold the largest bucket's rows
-  absl::StatusOr<std::unique_ptr<mla_graph::TailGraphSet>> set =
-      mla_graph::TailGraphSet::Create(device, options);
+  absl::StatusOr<std::unique_ptr<mla_tail::TailGraphSet>> set =
+      mla_tail::TailGraphSet::Create(device, options);
   if (!set.ok()) return set.status();
   for (int layer = 0; layer < options.layers; ++layer) {
     MLA_TAIL_RETURN_IF_ERROR((*set)->SetLayer(layer, layer_buffers[layer]));
@@ -82,13 +82,13 @@ absl::StatusOr<std::unique_ptr<mla_graph::TailGraphSet>> MakeTailGraphSet(
   return set;
 }
 
-absl::Status DecodeStepWithGraphSet(mla_graph::TailGraphSet& set, int rows, int32_t* lengths,
+absl::Status DecodeStepWithGraphSet(mla_tail::TailGraphSet& set, int rows, int32_t* lengths,
                                     cudaStream_t stream) {
   absl::StatusOr<int> bucket_rows = set.BucketRows(rows);
   if (!bucket_rows.ok()) return bucket_rows.status();
   // The padding requests [rows, bucket) must have length 0: their output rows become +0.0.
   MLA_TAIL_RETURN_IF_ERROR(
-      mla_graph::ZeroPaddingLengths(lengths, rows, *bucket_rows, set.options().q, stream));
+      mla_tail::ZeroPaddingLengths(lengths, rows, *bucket_rows, set.options().q, stream));
   for (int layer = 0; layer < set.options().layers; ++layer) {
     // ... the layer's attention ...
     MLA_TAIL_RETURN_IF_ERROR(set.Replay(layer, rows, stream));
@@ -99,15 +99,15 @@ absl::Status DecodeStepWithGraphSet(mla_graph::TailGraphSet& set, int rows, int3
 // [end snippet]
 
 // [snippet: tail nodes in the runtime's step graph]
-absl::Status AddTailsToStepGraph(const mla::MlaTail& tail, const mla::TailShape& shape,
+absl::Status AddTailsToStepGraph(const mla_tail::MlaTail& tail, const mla_tail::TailShape& shape,
                                  absl::Span<const cudaGraphNode_t> attention_nodes,
-                                 absl::Span<const mla::TailBuffers> layer_buffers,
+                                 absl::Span<const mla_tail::TailBuffers> layer_buffers,
                                  StepGraph* step) {
   step->tails.clear();
   for (size_t layer = 0; layer < layer_buffers.size(); ++layer) {
     // A programmatic edge from the attention kernel node: the tail fetches W_UV while the
     // attention kernel still runs, and waits for it before reading the latent.
-    absl::StatusOr<mla_graph::TailNodes> nodes = mla_graph::AddTailNodes(
+    absl::StatusOr<mla_tail::TailNodes> nodes = mla_tail::AddTailNodes(
         tail, step->graph, {attention_nodes[layer]}, shape, layer_buffers[layer]);
     if (!nodes.ok()) return nodes.status();
     // ... the layer's output projection, after nodes->node() ...
@@ -116,7 +116,7 @@ absl::Status AddTailsToStepGraph(const mla::MlaTail& tail, const mla::TailShape&
   return CudaStatus(cudaGraphInstantiate(&step->exec, step->graph, 0), "instantiate");
 }
 
-absl::Status PointStepAt(StepGraph& step, absl::Span<const mla::TailBuffers> layer_buffers) {
+absl::Status PointStepAt(StepGraph& step, absl::Span<const mla_tail::TailBuffers> layer_buffers) {
   // A kernel-node update per layer in the instantiated graph: no re-instantiation, and launches
   // already enqueued keep the pointers they had.
   for (size_t layer = 0; layer < step.tails.size(); ++layer) {
@@ -126,4 +126,4 @@ absl::Status PointStepAt(StepGraph& step, absl::Span<const mla::TailBuffers> lay
 }
 // [end snippet]
 
-}  // namespace mla_examples
+}  // namespace mla_tail_examples

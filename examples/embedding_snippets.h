@@ -1,5 +1,5 @@
-#ifndef EXAMPLES_EMBEDDING_SNIPPETS_H_
-#define EXAMPLES_EMBEDDING_SNIPPETS_H_
+#ifndef MLA_TAIL_EXAMPLES_EMBEDDING_SNIPPETS_H_
+#define MLA_TAIL_EXAMPLES_EMBEDDING_SNIPPETS_H_
 
 // Three ways a serving runtime embeds the tail, short enough to quote: each function uses only
 // the public headers and public targets (//mla:tail, //graph:tail_graph_set,
@@ -18,29 +18,29 @@
 #include "mla_tail/mla/tail.h"
 #include "mla_tail/mla/tail_args.h"
 
-namespace mla_examples {
+namespace mla_tail_examples {
 
 // A layer's tensors as the tail sees them: the latent [B, H, 512], W_UV as the V half of an
 // absorbed [H, 256, 512] kv_b_proj, a gate sliced from a wider projection row, and the output.
-mla::TailBuffers LayerBuffers(int heads, const mla::bf16* latent, const mla::bf16* kv_b_proj,
-                              const mla::bf16* gate, int64_t gate_width, const int32_t* lengths,
-                              mla::bf16* out);
+mla_tail::TailBuffers LayerBuffers(int heads, const mla_tail::bf16* latent, const mla_tail::bf16* kv_b_proj,
+                              const mla_tail::bf16* gate, int64_t gate_width, const int32_t* lengths,
+                              mla_tail::bf16* out);
 
 // Once per device: the eager tail (checks the GPU, loads the kernels; allocates nothing).
-absl::StatusOr<std::unique_ptr<mla::MlaTail>> MakeTail(int device);
+absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> MakeTail(int device);
 
 // (a) The runtime captures its decode step on its own stream; MlaTail::Run records the tail
 // into that capture (programmatic edge included) and the runtime instantiates the graph.
-absl::StatusOr<cudaGraphExec_t> CaptureStepWithTail(mla::MlaTail& tail, const mla::TailShape& shape,
-                                                    const mla::TailBuffers& buffers,
+absl::StatusOr<cudaGraphExec_t> CaptureStepWithTail(mla_tail::MlaTail& tail, const mla_tail::TailShape& shape,
+                                                    const mla_tail::TailBuffers& buffers,
                                                     cudaStream_t stream);
 
 // (b) A TailGraphSet for a model's layers and batch buckets: set up once, then one Replay per
 // layer and step (the smallest bucket that holds `rows`; padding requests get length 0).
-absl::StatusOr<std::unique_ptr<mla_graph::TailGraphSet>> MakeTailGraphSet(
+absl::StatusOr<std::unique_ptr<mla_tail::TailGraphSet>> MakeTailGraphSet(
     int device, int heads, const std::vector<int>& buckets,
-    absl::Span<const mla::TailBuffers> layer_buffers);
-absl::Status DecodeStepWithGraphSet(mla_graph::TailGraphSet& set, int rows, int32_t* lengths,
+    absl::Span<const mla_tail::TailBuffers> layer_buffers);
+absl::Status DecodeStepWithGraphSet(mla_tail::TailGraphSet& set, int rows, int32_t* lengths,
                                     cudaStream_t stream);
 
 // (c) The tail as nodes of the runtime's own step graph, after each layer's attention node,
@@ -48,13 +48,13 @@ absl::Status DecodeStepWithGraphSet(mla_graph::TailGraphSet& set, int rows, int3
 struct StepGraph {
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
-  std::vector<mla_graph::TailNodes> tails;  // one per layer
+  std::vector<mla_tail::TailNodes> tails;  // one per layer
 };
-absl::Status AddTailsToStepGraph(const mla::MlaTail& tail, const mla::TailShape& shape,
+absl::Status AddTailsToStepGraph(const mla_tail::MlaTail& tail, const mla_tail::TailShape& shape,
                                  absl::Span<const cudaGraphNode_t> attention_nodes,
-                                 absl::Span<const mla::TailBuffers> layer_buffers, StepGraph* step);
-absl::Status PointStepAt(StepGraph& step, absl::Span<const mla::TailBuffers> layer_buffers);
+                                 absl::Span<const mla_tail::TailBuffers> layer_buffers, StepGraph* step);
+absl::Status PointStepAt(StepGraph& step, absl::Span<const mla_tail::TailBuffers> layer_buffers);
 
-}  // namespace mla_examples
+}  // namespace mla_tail_examples
 
-#endif  // EXAMPLES_EMBEDDING_SNIPPETS_H_
+#endif  // MLA_TAIL_EXAMPLES_EMBEDDING_SNIPPETS_H_

@@ -18,16 +18,16 @@
 #include "testing/support/bf16_bits.h"
 #include "testing/support/gpu.h"
 
-namespace mla_examples {
+namespace mla_tail_examples {
 namespace {
 
-using mla_testing::Bf16ToFloat;
-using mla_testing::FloatToBf16;
-using mla_testing::GpuRequired;
+using mla_tail_testing::Bf16ToFloat;
+using mla_tail_testing::FloatToBf16;
+using mla_tail_testing::GpuRequired;
 
 constexpr int kHeads = 2;
 constexpr int kRows = 16;  // the largest bucket
-constexpr int kColumns = kHeads * mla::kValueDim;
+constexpr int kColumns = kHeads * mla_tail::kValueDim;
 
 float LatentValue(int t, int h, int k) { return ((t * 31 + h * 7 + k * 3) % 15 - 7) / 16.0f; }
 float WeightValue(int h, int k, int d) { return ((h * 5 + k * 11 + d * 13) % 9 - 4) / 64.0f; }
@@ -43,7 +43,7 @@ T* DeviceCopy(const std::vector<T>& host) {
 class EmbeddingSnippetsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(0, {});
+    absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail = mla_tail::MlaTail::Create(0, {});
     if (!tail.ok()) {
       if (tail.status().code() != absl::StatusCode::kFailedPrecondition || GpuRequired()) {
         GTEST_FAIL() << "no usable GPU: " << tail.status();
@@ -55,17 +55,17 @@ class EmbeddingSnippetsTest : public ::testing::Test {
     tail_ = std::move(*tail);
     ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
 
-    std::vector<uint16_t> latent(size_t{kRows} * kHeads * mla::kLatentDim);
+    std::vector<uint16_t> latent(size_t{kRows} * kHeads * mla_tail::kLatentDim);
     for (int t = 0; t < kRows; ++t)
       for (int h = 0; h < kHeads; ++h)
-        for (int k = 0; k < mla::kLatentDim; ++k)
-          latent[(static_cast<size_t>(t) * kHeads + h) * mla::kLatentDim + k] =
+        for (int k = 0; k < mla_tail::kLatentDim; ++k)
+          latent[(static_cast<size_t>(t) * kHeads + h) * mla_tail::kLatentDim + k] =
               FloatToBf16(LatentValue(t, h, k));
-    std::vector<uint16_t> w_uv(size_t{kHeads} * mla::kValueDim * mla::kLatentDim);
+    std::vector<uint16_t> w_uv(size_t{kHeads} * mla_tail::kValueDim * mla_tail::kLatentDim);
     for (int h = 0; h < kHeads; ++h)
-      for (int d = 0; d < mla::kValueDim; ++d)
-        for (int k = 0; k < mla::kLatentDim; ++k)
-          w_uv[(static_cast<size_t>(h) * mla::kValueDim + d) * mla::kLatentDim + k] =
+      for (int d = 0; d < mla_tail::kValueDim; ++d)
+        for (int k = 0; k < mla_tail::kLatentDim; ++k)
+          w_uv[(static_cast<size_t>(h) * mla_tail::kValueDim + d) * mla_tail::kLatentDim + k] =
               FloatToBf16(WeightValue(h, k, d));
     lengths_host_.resize(kRows);
     for (int r = 0; r < kRows; ++r) lengths_host_[r] = r % 5 == 3 ? 0 : 1 + r;
@@ -89,11 +89,11 @@ class EmbeddingSnippetsTest : public ::testing::Test {
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
-  mla::TailBuffers Buffers(int output) const {
-    return mla::CompactBuffers({kHeads, kRows, 1}, reinterpret_cast<const mla::bf16*>(latent_),
-                               reinterpret_cast<const mla::bf16*>(w_uv_),
-                               reinterpret_cast<const mla::bf16*>(gate_), lengths_,
-                               reinterpret_cast<mla::bf16*>(outputs_[output]));
+  mla_tail::TailBuffers Buffers(int output) const {
+    return mla_tail::CompactBuffers({kHeads, kRows, 1}, reinterpret_cast<const mla_tail::bf16*>(latent_),
+                               reinterpret_cast<const mla_tail::bf16*>(w_uv_),
+                               reinterpret_cast<const mla_tail::bf16*>(gate_), lengths_,
+                               reinterpret_cast<mla_tail::bf16*>(outputs_[output]));
   }
 
   // Compares output `output`'s first `rows` rows with the exact result (+0 beyond `active_rows`).
@@ -106,13 +106,13 @@ class EmbeddingSnippetsTest : public ::testing::Test {
     for (int t = 0; t < rows; ++t) {
       const bool active = t < active_rows && lengths_host_[t] > 0;
       for (int h = 0; h < kHeads; ++h) {
-        for (int d = 0; d < mla::kValueDim; ++d) {
+        for (int d = 0; d < mla_tail::kValueDim; ++d) {
           float sum = 0;  // exact: multiples of 2^-10 far below 2^24 of them
-          for (int k = 0; k < mla::kLatentDim; ++k) {
+          for (int k = 0; k < mla_tail::kLatentDim; ++k) {
             sum += LatentValue(t, h, k) * WeightValue(h, k, d);
           }
           const uint16_t want = active ? FloatToBf16(Bf16ToFloat(FloatToBf16(sum)) * 0.5f) : 0;
-          const uint16_t value = got[static_cast<size_t>(t) * kColumns + h * mla::kValueDim + d];
+          const uint16_t value = got[static_cast<size_t>(t) * kColumns + h * mla_tail::kValueDim + d];
           if (value != want && ++mismatches <= 5) {
             ADD_FAILURE() << "output " << output << " row " << t << " head " << h << " column " << d
                           << ": got 0x" << std::hex << value << ", want 0x" << want;
@@ -123,7 +123,7 @@ class EmbeddingSnippetsTest : public ::testing::Test {
     EXPECT_EQ(mismatches, 0);
   }
 
-  std::unique_ptr<mla::MlaTail> tail_;
+  std::unique_ptr<mla_tail::MlaTail> tail_;
   cudaStream_t stream_ = nullptr;
   std::vector<int32_t> lengths_host_;
   uint16_t* latent_ = nullptr;
@@ -143,8 +143,8 @@ TEST_F(EmbeddingSnippetsTest, EagerTailUnderCapture) {
 }
 
 TEST_F(EmbeddingSnippetsTest, GraphSetReplay) {
-  const std::vector<mla::TailBuffers> layers = {Buffers(0), Buffers(1)};
-  absl::StatusOr<std::unique_ptr<mla_graph::TailGraphSet>> set =
+  const std::vector<mla_tail::TailBuffers> layers = {Buffers(0), Buffers(1)};
+  absl::StatusOr<std::unique_ptr<mla_tail::TailGraphSet>> set =
       MakeTailGraphSet(/*device=*/0, kHeads, {1, kRows}, layers);
   ASSERT_TRUE(set.ok()) << set.status();
   constexpr int kBatch = 13;  // padded to the 16-row bucket
@@ -160,11 +160,11 @@ TEST_F(EmbeddingSnippetsTest, TailNodesUpdatedInPlace) {
   for (cudaGraphNode_t& node : attention) {  // stand-ins for the runtime's attention kernels
     ASSERT_EQ(cudaGraphAddEmptyNode(&node, step.graph, nullptr, 0), cudaSuccess);
   }
-  const std::vector<mla::TailBuffers> first = {Buffers(0), Buffers(0)};
+  const std::vector<mla_tail::TailBuffers> first = {Buffers(0), Buffers(0)};
   const absl::Status added =
       AddTailsToStepGraph(*tail_, {kHeads, kRows, 1}, attention, first, &step);
   ASSERT_TRUE(added.ok()) << added;
-  const std::vector<mla::TailBuffers> moved = {Buffers(1), Buffers(2)};
+  const std::vector<mla_tail::TailBuffers> moved = {Buffers(1), Buffers(2)};
   const absl::Status pointed = PointStepAt(step, moved);
   ASSERT_TRUE(pointed.ok()) << pointed;
   ASSERT_EQ(cudaGraphLaunch(step.exec, stream_), cudaSuccess);
@@ -175,4 +175,4 @@ TEST_F(EmbeddingSnippetsTest, TailNodesUpdatedInPlace) {
 }
 
 }  // namespace
-}  // namespace mla_examples
+}  // namespace mla_tail_examples

@@ -9,7 +9,7 @@
 
 #include "gtest/gtest.h"
 
-namespace mla_examples {
+namespace mla_tail_examples {
 namespace {
 
 std::string Trim(const std::string& line) {
@@ -54,4 +54,4 @@ TEST(ReadmeSnippetsTest, EveryQuotedLineIsInTheCompiledExamples) {
 }
 
 }  // namespace
-}  // namespace mla_examples
+}  // namespace mla_tail_examples

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "mla_tail/mla/tail_args.h"
 
-namespace mla_graph {
+namespace mla_tail {
 
 std::vector<int> DefaultBuckets(int q, int max_rows) {
   if (q < 1) return {};  // no multiple of q: ValidateBuckets names the bad q
@@ -24,15 +24,15 @@ std::vector<int> DefaultBuckets(int q, int max_rows) {
 }
 
 absl::Status ValidateBuckets(absl::Span<const int> buckets, int q) {
-  if (q < 1 || q > mla::kMaxQ) {
-    return absl::InvalidArgumentError(absl::StrCat("q = ", q, " is outside [1, ", mla::kMaxQ, "]"));
+  if (q < 1 || q > mla_tail::kMaxQ) {
+    return absl::InvalidArgumentError(absl::StrCat("q = ", q, " is outside [1, ", mla_tail::kMaxQ, "]"));
   }
   if (buckets.empty()) return absl::InvalidArgumentError("the bucket list is empty");
   for (size_t i = 0; i < buckets.size(); ++i) {
     const int b = buckets[i];
-    if (b < 1 || b > mla::kMaxRows) {
+    if (b < 1 || b > mla_tail::kMaxRows) {
       return absl::InvalidArgumentError(
-          absl::StrCat("bucket ", i, " = ", b, " is outside [1, ", mla::kMaxRows, "]"));
+          absl::StrCat("bucket ", i, " = ", b, " is outside [1, ", mla_tail::kMaxRows, "]"));
     }
     if (b % q != 0) {
       return absl::InvalidArgumentError(
@@ -57,4 +57,4 @@ absl::StatusOr<int> FindBucket(absl::Span<const int> buckets, int rows) {
   return static_cast<int>(it - buckets.begin());
 }
 
-}  // namespace mla_graph
+}  // namespace mla_tail

@@ -1,5 +1,5 @@
-#ifndef GRAPH_BUCKETS_H_
-#define GRAPH_BUCKETS_H_
+#ifndef MLA_TAIL_GRAPH_BUCKETS_H_
+#define MLA_TAIL_GRAPH_BUCKETS_H_
 
 // Batch buckets: the row counts tails are captured for. A replay of `rows` runs the smallest
 // bucket >= rows; rows between are padding.
@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
-namespace mla_graph {
+namespace mla_tail {
 
 // The default list, close to vLLM's and SGLang's: 1, 2, 4, 8..256 by 8, 272..512 by 16, each
 // rounded up to a multiple of q and deduplicated (tokens = requests * q), up to `max_rows`;
@@ -18,12 +18,12 @@ namespace mla_graph {
 std::vector<int> DefaultBuckets(int q, int max_rows = 512);
 
 // InvalidArgument unless `buckets` is non-empty, strictly increasing, every entry a multiple of
-// q and within [1, mla::kMaxRows].
+// q and within [1, mla_tail::kMaxRows].
 absl::Status ValidateBuckets(absl::Span<const int> buckets, int q);
 
 // Index of the smallest bucket >= rows (binary search); OutOfRange past the largest.
 absl::StatusOr<int> FindBucket(absl::Span<const int> buckets, int rows);
 
-}  // namespace mla_graph
+}  // namespace mla_tail
 
-#endif  // GRAPH_BUCKETS_H_
+#endif  // MLA_TAIL_GRAPH_BUCKETS_H_

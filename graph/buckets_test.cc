@@ -3,7 +3,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace mla_graph {
+namespace mla_tail {
 namespace {
 
 using ::testing::ElementsAre;
@@ -67,4 +67,4 @@ TEST(FindBucketTest, PicksTheSmallestBucketThatHoldsTheRows) {
 }
 
 }  // namespace
-}  // namespace mla_graph
+}  // namespace mla_tail

@@ -14,11 +14,11 @@
 #include "mla/kernels/params.h"
 #include "mla_tail/graph/buckets.h"
 
-namespace mla_graph {
+namespace mla_tail {
 
-using mla::TailBuffers;
-using mla::TailPath;
-using mla::TailShape;
+using mla_tail::TailBuffers;
+using mla_tail::TailPath;
+using mla_tail::TailShape;
 
 // One (layer, bucket) graph: the captured template (brought up to date with the executable graph
 // when exported), its executable graph, and the kernel nodes a pointer update rewrites, with the
@@ -31,7 +31,7 @@ struct TailGraphSet::Entry {
   bool template_stale = false;  // the template still holds older buffers (updated at export)
   cudaGraphNode_t value_node = nullptr, tables_node = nullptr;
   cudaKernelNodeParams value_launch{}, tables_launch{};
-  mla::BmmPointerParams tables_args{};
+  mla_tail::BmmPointerParams tables_args{};
 
   bool captured() const { return exec != nullptr; }
   void Destroy() {
@@ -60,10 +60,10 @@ absl::Status SetKernelArgs(cudaGraphExec_t exec, cudaGraphNode_t node,
   params.kernelParams = arguments;
   params.extra = nullptr;
   if (exec == nullptr) {
-    return mla::CudaStatus(cudaGraphKernelNodeSetParams(node, &params),
+    return mla_tail::CudaStatus(cudaGraphKernelNodeSetParams(node, &params),
                            "cudaGraphKernelNodeSetParams");
   }
-  return mla::CudaStatus(cudaGraphExecKernelNodeSetParams(exec, node, &params),
+  return mla_tail::CudaStatus(cudaGraphExecKernelNodeSetParams(exec, node, &params),
                          "cudaGraphExecKernelNodeSetParams");
 }
 
@@ -72,7 +72,7 @@ absl::Status SetKernelArgs(cudaGraphExec_t exec, cudaGraphNode_t node,
 bool MayTakeBmmPath(const GraphSetOptions& options) {
   const int max_rows = std::max(options.buckets.back(), options.max_eager_rows);
   for (int rows = options.q; rows <= max_rows; rows += options.q) {
-    if (mla::MlaTail::Resolve(options.path, {options.heads, rows, options.q}) == TailPath::kBmm) {
+    if (mla_tail::MlaTail::Resolve(options.path, {options.heads, rows, options.q}) == TailPath::kBmm) {
       return true;
     }
   }
@@ -99,7 +99,7 @@ absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int
                                                    " (multiples of q, rows <= bucket_rows)"));
   }
   if (rows == bucket_rows) return absl::OkStatus();
-  return mla::CudaStatus(
+  return mla_tail::CudaStatus(
       cudaMemsetAsync(lengths + rows / q, 0, size_t(bucket_rows - rows) / q * sizeof(int32_t),
                       stream),
       "cudaMemsetAsync(padding lengths)");
@@ -107,39 +107,39 @@ absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int
 
 absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
     int device, const GraphSetOptions& options_in) {
-  mla::internal::CudaErrorScope errors;
+  mla_tail::internal::CudaErrorScope errors;
   GraphSetOptions options = options_in;
-  if (options.q < 1 || options.q > mla::kMaxQ) {
+  if (options.q < 1 || options.q > mla_tail::kMaxQ) {
     return absl::InvalidArgumentError(
-        absl::StrCat("q = ", options.q, " is outside [1, ", mla::kMaxQ, "]"));
+        absl::StrCat("q = ", options.q, " is outside [1, ", mla_tail::kMaxQ, "]"));
   }
   if (options.buckets.empty()) options.buckets = DefaultBuckets(options.q);
   MLA_RETURN_IF_ERROR(ValidateBuckets(options.buckets, options.q));
-  MLA_RETURN_IF_ERROR(mla::ValidateShape({options.heads, options.buckets.back(), options.q}));
+  MLA_RETURN_IF_ERROR(mla_tail::ValidateShape({options.heads, options.buckets.back(), options.q}));
   if (options.layers < 1) {
     return absl::InvalidArgumentError(absl::StrCat("layers = ", options.layers, " is below 1"));
   }
-  if (options.max_eager_rows < 0 || options.max_eager_rows > mla::kMaxRows ||
+  if (options.max_eager_rows < 0 || options.max_eager_rows > mla_tail::kMaxRows ||
       options.max_eager_rows % options.q != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "max_eager_rows = ", options.max_eager_rows, " must be in [0, ", mla::kMaxRows,
+        "max_eager_rows = ", options.max_eager_rows, " must be in [0, ", mla_tail::kMaxRows,
         "] and a multiple of q = ", options.q));
   }
-  mla::TailOptions tail_options;
+  mla_tail::TailOptions tail_options;
   tail_options.bmm = MayTakeBmmPath(options);
   tail_options.max_heads = options.heads;
   tail_options.max_rows = std::max(options.buckets.back(), options.max_eager_rows);
   tail_options.workspace_bytes = options.workspace_bytes;
   tail_options.pdl = options.pdl;
   tail_options.fused_kernel = options.fused_kernel;
-  absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(device, tail_options);
+  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail = mla_tail::MlaTail::Create(device, tail_options);
   if (!tail.ok()) return tail.status();
 
   std::unique_ptr<TailGraphSet> set(new TailGraphSet(device, std::move(options), *std::move(tail)));
   set->stats_.scratch_bytes = static_cast<int64_t>(set->tail_->scratch_bytes());
-  mla::DeviceGuard guard;
+  mla_tail::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device));
-  mla::internal::RelaxedCaptureMode relaxed;
+  mla_tail::internal::RelaxedCaptureMode relaxed;
   MLA_RETURN_IF_CUDA_ERROR(
       cudaStreamCreateWithFlags(&set->capture_stream_, cudaStreamNonBlocking),
       "cudaStreamCreate(capture stream)");
@@ -147,7 +147,7 @@ absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
 }
 
 TailGraphSet::TailGraphSet(int device, GraphSetOptions options,
-                           std::unique_ptr<mla::MlaTail> tail)
+                           std::unique_ptr<mla_tail::MlaTail> tail)
     : device_(device),
       options_(std::move(options)),
       tail_(std::move(tail)),
@@ -156,10 +156,10 @@ TailGraphSet::TailGraphSet(int device, GraphSetOptions options,
       entries_(size_t(options_.layers) * options_.buckets.size()) {}
 
 TailGraphSet::~TailGraphSet() {
-  mla::internal::CudaErrorScope errors;
-  mla::DeviceGuard guard;
+  mla_tail::internal::CudaErrorScope errors;
+  mla_tail::DeviceGuard guard;
   if (!guard.Enter(device_).ok()) return;
-  mla::internal::RelaxedCaptureMode relaxed;
+  mla_tail::internal::RelaxedCaptureMode relaxed;
   // An executable graph destroyed while launches of it are in flight is freed once they
   // complete (CUDA's contract), so nothing here waits. The BMM scratch the graphs use is freed
   // by the tail after the last replay that used it (RecordBmmUse).
@@ -196,13 +196,13 @@ absl::Status TailGraphSet::CheckRows(int rows) const {
 }
 
 absl::Status TailGraphSet::SetLayer(int layer, const TailBuffers& buffers) {
-  mla::internal::CudaErrorScope errors;
+  mla_tail::internal::CudaErrorScope errors;
   if (layer < 0 || layer >= options_.layers) {
     return absl::InvalidArgumentError(
         absl::StrCat("layer = ", layer, " is outside [0, ", options_.layers, ")"));
   }
   MLA_RETURN_IF_ERROR(
-      mla::ValidateTail({options_.heads, max_rows(), options_.q}, buffers));
+      mla_tail::ValidateTail({options_.heads, max_rows(), options_.q}, buffers));
   layers_[layer] = buffers;
   layer_set_[layer] = true;
   return absl::OkStatus();
@@ -220,7 +220,7 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
   const TailShape shape{options_.heads, options_.buckets[bucket_index], options_.q};
   const TailBuffers& buffers = layers_[layer];
   Entry entry;
-  entry.path = mla::MlaTail::Resolve(options_.path, shape);
+  entry.path = mla_tail::MlaTail::Resolve(options_.path, shape);
   entry.applied = buffers;
   // cuBLASLt's heuristic runs here, outside the capture.
   if (entry.path == TailPath::kBmm) {
@@ -232,13 +232,13 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
       cudaStreamBeginCapture(capture_stream_, cudaStreamCaptureModeThreadLocal),
       "cudaStreamBeginCapture");
   const absl::Status run = tail_->Run(shape, buffers, capture_stream_, entry.path);
-  const mla::internal::FaultHooks& faults = mla::internal::ActiveFaultHooks();
+  const mla_tail::internal::FaultHooks& faults = mla_tail::internal::ActiveFaultHooks();
   if (run.ok() && faults.during_capture) faults.during_capture(capture_stream_);
   const cudaError_t ended = cudaStreamEndCapture(capture_stream_, &entry.graph);
   if (!run.ok() || ended != cudaSuccess) {
     entry.Destroy();
     if (!run.ok()) return run;
-    return mla::CudaStatus(ended, absl::StrCat("capture of layer ", layer, ", bucket ",
+    return mla_tail::CudaStatus(ended, absl::StrCat("capture of layer ", layer, ", bucket ",
                                                shape.rows));
   }
 
@@ -246,18 +246,18 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
   // cuBLASLt nodes lie between): only those are asked for their parameters, since cuBLASLt's
   // own nodes refuse the question.
   size_t count = 0;
-  absl::Status found = mla::CudaStatus(cudaGraphGetNodes(entry.graph, nullptr, &count),
+  absl::Status found = mla_tail::CudaStatus(cudaGraphGetNodes(entry.graph, nullptr, &count),
                                        "cudaGraphGetNodes");
   std::vector<cudaGraphNode_t> nodes(count);
   if (found.ok()) {
-    found = mla::CudaStatus(cudaGraphGetNodes(entry.graph, nodes.data(), &count),
+    found = mla_tail::CudaStatus(cudaGraphGetNodes(entry.graph, nodes.data(), &count),
                             "cudaGraphGetNodes");
   }
   // The kernel the tail launched for this shape (the fused kernels are different functions).
-  mla::KernelLaunch fused_launch;
-  mla::MlaValueParams fused_params;
+  mla_tail::KernelLaunch fused_launch;
+  mla_tail::FusedTailParams fused_params;
   if (entry.path == TailPath::kFused) {
-    const absl::Status planned = mla::internal::TailAccess::PlanFused(
+    const absl::Status planned = mla_tail::internal::TailAccess::PlanFused(
         *tail_, shape, buffers, &fused_launch, &fused_params);
     if (!planned.ok()) {
       entry.Destroy();
@@ -267,26 +267,26 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
   const void* value_kernel = fused_launch.function;
   for (size_t i = 0; found.ok() && i < count; ++i) {
     size_t dependencies = 0, dependents = 0;
-    found = mla::CudaStatus(
+    found = mla_tail::CudaStatus(
         cudaGraphNodeGetDependencies(nodes[i], nullptr, nullptr, &dependencies),
         "cudaGraphNodeGetDependencies");
     if (found.ok()) {
-      found = mla::CudaStatus(
+      found = mla_tail::CudaStatus(
           cudaGraphNodeGetDependentNodes(nodes[i], nullptr, nullptr, &dependents),
           "cudaGraphNodeGetDependentNodes");
     }
     if (!found.ok() || (dependencies > 0 && dependents > 0)) continue;
     cudaKernelNodeParams params;
-    found = mla::CudaStatus(cudaGraphKernelNodeGetParams(nodes[i], &params),
+    found = mla_tail::CudaStatus(cudaGraphKernelNodeGetParams(nodes[i], &params),
                             "cudaGraphKernelNodeGetParams");
     if (!found.ok()) break;
     if (value_kernel != nullptr && params.func == value_kernel) {
       entry.value_node = nodes[i];
       entry.value_launch = params;
-    } else if (params.func == mla::BmmPointersKernelAddress()) {
+    } else if (params.func == mla_tail::BmmPointersKernelAddress()) {
       entry.tables_node = nodes[i];
       entry.tables_launch = params;
-      entry.tables_args = *static_cast<const mla::BmmPointerParams*>(params.kernelParams[0]);
+      entry.tables_args = *static_cast<const mla_tail::BmmPointerParams*>(params.kernelParams[0]);
     }
   }
   const bool complete = entry.path == TailPath::kFused
@@ -305,7 +305,7 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
 
 absl::Status TailGraphSet::Capture(int layer, int bucket_index) {
   // Our capture and instantiation must neither fail for nor break another thread's capture.
-  mla::internal::RelaxedCaptureMode relaxed;
+  mla_tail::internal::RelaxedCaptureMode relaxed;
   const absl::Time start = absl::Now();
   absl::StatusOr<Entry> entry = CaptureEntry(layer, bucket_index);
   if (!entry.ok()) return entry.status();
@@ -313,7 +313,7 @@ absl::Status TailGraphSet::Capture(int layer, int bucket_index) {
   if (instantiated != cudaSuccess) {
     entry->exec = nullptr;
     entry->Destroy();
-    return mla::CudaStatus(instantiated, absl::StrCat("cudaGraphInstantiate (layer ", layer,
+    return mla_tail::CudaStatus(instantiated, absl::StrCat("cudaGraphInstantiate (layer ", layer,
                                                       ", bucket ",
                                                       options_.buckets[bucket_index], ")"));
   }
@@ -336,11 +336,11 @@ absl::Status TailGraphSet::CaptureMeasured(int layer, int bucket_index) {
 }
 
 absl::Status TailGraphSet::CaptureAll() {
-  mla::internal::CudaErrorScope errors;
-  mla::DeviceGuard guard;
+  mla_tail::internal::CudaErrorScope errors;
+  mla_tail::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device_));
   for (int layer = 0; layer < options_.layers; ++layer) MLA_RETURN_IF_ERROR(CheckLayer(layer));
-  mla::internal::RelaxedCaptureMode relaxed;
+  mla_tail::internal::RelaxedCaptureMode relaxed;
   // Memory is measured once around the whole pass: cudaMemGetInfo costs as much as a capture.
   size_t free_before = 0, free_after = 0, total = 0;
   cudaMemGetInfo(&free_before, &total);
@@ -351,13 +351,13 @@ absl::Status TailGraphSet::CaptureAll() {
       status = Capture(layer, b);
       if (status.ok()) {
         // Ahead of time, so that a first replay costs what every replay costs.
-        status = mla::CudaStatus(cudaGraphUpload(EntryFor(layer, b).exec, capture_stream_),
+        status = mla_tail::CudaStatus(cudaGraphUpload(EntryFor(layer, b).exec, capture_stream_),
                                  "cudaGraphUpload");
       }
     }
   }
   const absl::Status uploaded =
-      mla::CudaStatus(cudaStreamSynchronize(capture_stream_), "graph uploads");
+      mla_tail::CudaStatus(cudaStreamSynchronize(capture_stream_), "graph uploads");
   cudaMemGetInfo(&free_after, &total);
   if (free_after < free_before) stats_.graph_memory_bytes += int64_t(free_before - free_after);
   return status.ok() ? uploaded : status;
@@ -413,18 +413,18 @@ absl::Status TailGraphSet::WriteNodes(int bucket_index, const TailBuffers& buffe
   const TailShape shape{options_.heads, options_.buckets[bucket_index], options_.q};
   if (entry->path == TailPath::kFused) {
     return SetKernelArgs(exec, entry->value_node, entry->value_launch,
-                         mla::MakeMlaValueParams(shape, buffers));
+                         mla_tail::MakeFusedTailParams(shape, buffers));
   }
   return SetKernelArgs(exec, entry->tables_node, entry->tables_launch,
-                       mla::MakeBmmPointerParams(shape, buffers, entry->tables_args.values,
+                       mla_tail::MakeBmmPointerParams(shape, buffers, entry->tables_args.values,
                                                  const_cast<void**>(entry->tables_args.a_table)));
 }
 
 absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
-  mla::internal::CudaErrorScope errors;
+  mla_tail::internal::CudaErrorScope errors;
   MLA_RETURN_IF_ERROR(CheckLayer(layer));
   MLA_RETURN_IF_ERROR(CheckRows(rows));
-  mla::DeviceGuard guard;
+  mla_tail::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device_));
   // A stream's device never changes: asking CUDA once per stream keeps two driver queries off
   // every replay.
@@ -432,7 +432,7 @@ absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
     MLA_RETURN_IF_ERROR(tail_->CheckStream(stream));
     accepted_stream_ = stream;
   }
-  absl::StatusOr<bool> capturing = mla::internal::IsCapturing(stream);
+  absl::StatusOr<bool> capturing = mla_tail::internal::IsCapturing(stream);
   if (!capturing.ok()) return capturing.status();
 
   absl::StatusOr<int> bucket = FindBucket(options_.buckets, rows);
@@ -454,19 +454,19 @@ absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
   const Entry& ready = EntryFor(layer, *bucket);
   MLA_RETURN_IF_CUDA_ERROR(cudaGraphLaunch(ready.exec, stream), "cudaGraphLaunch");
   if (ready.path == TailPath::kBmm) {
-    MLA_RETURN_IF_ERROR(mla::internal::TailAccess::RecordBmmUse(*tail_, stream));
+    MLA_RETURN_IF_ERROR(mla_tail::internal::TailAccess::RecordBmmUse(*tail_, stream));
   }
   ++stats_.replays;
   return absl::OkStatus();
 }
 
 absl::StatusOr<cudaGraph_t> TailGraphSet::ExportGraph(int layer, int rows) {
-  mla::internal::CudaErrorScope errors;
+  mla_tail::internal::CudaErrorScope errors;
   MLA_RETURN_IF_ERROR(CheckLayer(layer));
   MLA_RETURN_IF_ERROR(CheckRows(rows));
   absl::StatusOr<int> bucket = FindBucket(options_.buckets, rows);
   if (!bucket.ok()) return bucket.status();
-  mla::DeviceGuard guard;
+  mla_tail::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device_));
   if (!EntryFor(layer, *bucket).captured()) {
     MLA_RETURN_IF_ERROR(CaptureMeasured(layer, *bucket));
@@ -478,9 +478,9 @@ absl::StatusOr<cudaGraph_t> TailGraphSet::ExportGraph(int layer, int rows) {
     entry.template_stale = false;
   }
   cudaGraph_t clone = nullptr;
-  mla::internal::RelaxedCaptureMode relaxed;
+  mla_tail::internal::RelaxedCaptureMode relaxed;
   MLA_RETURN_IF_CUDA_ERROR(cudaGraphClone(&clone, entry.graph), "cudaGraphClone");
   return clone;
 }
 
-}  // namespace mla_graph
+}  // namespace mla_tail

@@ -1,5 +1,5 @@
-#ifndef GRAPH_TAIL_GRAPH_SET_H_
-#define GRAPH_TAIL_GRAPH_SET_H_
+#ifndef MLA_TAIL_GRAPH_TAIL_GRAPH_SET_H_
+#define MLA_TAIL_GRAPH_TAIL_GRAPH_SET_H_
 
 // TailGraphSet: a model's MLA attention tails captured into CUDA graphs, one per (layer, batch
 // bucket), replayed with pointers updated in place.
@@ -27,7 +27,7 @@
 // its whole decode step) records the bucket's tail into that capture, as MlaTail::Run would,
 // programmatic edge included; it launches no graph of its own, which CUDA would refuse. The
 // recorded nodes hold the pointers set at that time; to update them in place, build the step
-// with mla_graph::AddTailNodes (graph/tail_nodes.h) instead.
+// with mla_tail::AddTailNodes (graph/tail_nodes.h) instead.
 //
 // Embedding as a child graph: ExportGraph returns a clone of a (layer, bucket) graph, owned by
 // the caller. A child-graph node has no programmatic edge, so the tail then starts only after
@@ -56,7 +56,7 @@
 #include "mla_tail/mla/tail.h"
 #include "mla_tail/mla/tail_args.h"
 
-namespace mla_graph {
+namespace mla_tail {
 
 enum class UpdateMechanism {
   kKernelNodeParams,  // rewrite the changed kernel nodes of the executable graph (default)
@@ -70,8 +70,8 @@ struct GraphSetOptions {
   std::vector<int> buckets;   // rows per bucket, sorted; empty: DefaultBuckets(q)
   int max_eager_rows = 0;     // Replay of more rows than the largest bucket runs the eager tail
                               // up to this many rows (0: OutOfRange instead)
-  mla::TailPath path = mla::TailPath::kAuto;  // the path of every graph (kAuto: mla/dispatch.h)
-  mla::FusedKernel fused_kernel = mla::FusedKernel::kAuto;  // the fused path's kernel
+  mla_tail::TailPath path = mla_tail::TailPath::kAuto;  // the path of every graph (kAuto: mla/dispatch.h)
+  mla_tail::FusedKernel fused_kernel = mla_tail::FusedKernel::kAuto;  // the fused path's kernel
   UpdateMechanism update = UpdateMechanism::kKernelNodeParams;
   bool pdl = true;
   size_t workspace_bytes = size_t{32} << 20;  // cuBLASLt workspace, shared by all graphs (when
@@ -105,7 +105,7 @@ class TailGraphSet {
   // largest bucket, or max_eager_rows when larger): latent, gate and output hold that many rows,
   // lengths that many requests. Takes effect at the layer's next Replay; on error the layer
   // keeps what it had.
-  absl::Status SetLayer(int layer, const mla::TailBuffers& buffers);
+  absl::Status SetLayer(int layer, const mla_tail::TailBuffers& buffers);
 
   // Captures every (layer, bucket) graph not captured yet. Every layer must be set.
   absl::Status CaptureAll();
@@ -133,7 +133,7 @@ class TailGraphSet {
 
  private:
   struct Entry;
-  TailGraphSet(int device, GraphSetOptions options, std::unique_ptr<mla::MlaTail> tail);
+  TailGraphSet(int device, GraphSetOptions options, std::unique_ptr<mla_tail::MlaTail> tail);
   Entry& EntryFor(int layer, int bucket_index);
   absl::Status CheckLayer(int layer) const;
   absl::Status Capture(int layer, int bucket_index);
@@ -143,7 +143,7 @@ class TailGraphSet {
   absl::Status Apply(int layer, int bucket_index);
   // Writes `buffers` into the entry's caller-facing kernel nodes: of `exec`, or of the template
   // when `exec` is null.
-  absl::Status WriteNodes(int bucket_index, const mla::TailBuffers& buffers, cudaGraphExec_t exec,
+  absl::Status WriteNodes(int bucket_index, const mla_tail::TailBuffers& buffers, cudaGraphExec_t exec,
                           Entry* entry);
   absl::Status CheckRows(int rows) const;
   int max_rows() const;
@@ -151,9 +151,9 @@ class TailGraphSet {
   int device_;
   GraphSetOptions options_;
   std::optional<cudaStream_t> accepted_stream_;  // the last stream MlaTail::CheckStream accepted
-  std::unique_ptr<mla::MlaTail> tail_;  // the eager tail, whose launches are captured
+  std::unique_ptr<mla_tail::MlaTail> tail_;  // the eager tail, whose launches are captured
   cudaStream_t capture_stream_ = nullptr;
-  std::vector<mla::TailBuffers> layers_;
+  std::vector<mla_tail::TailBuffers> layers_;
   std::vector<bool> layer_set_;
   std::vector<Entry> entries_;  // [layer][bucket]
   GraphSetStats stats_;
@@ -164,6 +164,6 @@ class TailGraphSet {
 absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int q,
                                 cudaStream_t stream);
 
-}  // namespace mla_graph
+}  // namespace mla_tail
 
-#endif  // GRAPH_TAIL_GRAPH_SET_H_
+#endif  // MLA_TAIL_GRAPH_TAIL_GRAPH_SET_H_

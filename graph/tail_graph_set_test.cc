@@ -7,7 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace mla_graph {
+namespace mla_tail {
 namespace {
 
 using ::testing::HasSubstr;
@@ -61,4 +61,4 @@ TEST(TailGraphSetOptionsTest, BadOptionsAreRefused) {
 }
 
 }  // namespace
-}  // namespace mla_graph
+}  // namespace mla_tail

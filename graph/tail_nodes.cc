@@ -10,26 +10,26 @@
 #include "mla/internal/tail_access.h"
 #include "mla/kernels/params.h"
 
-namespace mla_graph {
+namespace mla_tail {
 
-using mla::TailBuffers;
-using mla::TailShape;
+using mla_tail::TailBuffers;
+using mla_tail::TailShape;
 
 class TailNodesBuilder {
  public:
   // Validates what a tail node needs and plans its launch (nothing is added yet).
-  static absl::StatusOr<TailNodes> Plan(const mla::MlaTail& tail, const TailShape& shape,
+  static absl::StatusOr<TailNodes> Plan(const mla_tail::MlaTail& tail, const TailShape& shape,
                                         const TailBuffers& buffers,
-                                        mla::MlaValueParams* params) {
-    MLA_RETURN_IF_ERROR(mla::ValidateTail(shape, buffers));
-    if (mla::MlaTail::Resolve(mla::TailPath::kAuto, shape) != mla::TailPath::kFused) {
+                                        mla_tail::FusedTailParams* params) {
+    MLA_RETURN_IF_ERROR(mla_tail::ValidateTail(shape, buffers));
+    if (mla_tail::MlaTail::Resolve(mla_tail::TailPath::kAuto, shape) != mla_tail::TailPath::kFused) {
       return absl::UnimplementedError(absl::StrCat(
           "graph nodes hold the fused path only; the rule takes the BMM path at heads = ",
           shape.heads, ", rows = ", shape.rows, ": use MlaTail::Run or TailGraphSet there"));
     }
-    mla::KernelLaunch launch;
+    mla_tail::KernelLaunch launch;
     MLA_RETURN_IF_ERROR(
-        mla::internal::TailAccess::PlanFused(tail, shape, buffers, &launch, params));
+        mla_tail::internal::TailAccess::PlanFused(tail, shape, buffers, &launch, params));
     TailNodes nodes;
     nodes.device_ = tail.device();
     nodes.shape_ = shape;
@@ -47,8 +47,8 @@ class TailNodesBuilder {
   // Points the node at `buffers`: in `exec`, or in the graph itself when `exec` is null.
   static absl::Status Write(TailNodes& nodes, cudaGraphExec_t exec, const TailBuffers& buffers);
 
-  static mla::KernelLaunch LaunchOf(const TailNodes& nodes) {
-    mla::KernelLaunch launch;
+  static mla_tail::KernelLaunch LaunchOf(const TailNodes& nodes) {
+    mla_tail::KernelLaunch launch;
     launch.function = nodes.function_;
     launch.grid = nodes.grid_;
     launch.block = nodes.block_;
@@ -76,12 +76,12 @@ cudaKernelNodeParams KernelParams(const void* function, dim3 grid, dim3 block,
 
 absl::Status TailNodesBuilder::Write(TailNodes& nodes, cudaGraphExec_t exec,
                                      const TailBuffers& buffers) {
-  mla::internal::CudaErrorScope errors;
+  mla_tail::internal::CudaErrorScope errors;
   if (nodes.node_ == nullptr) return absl::FailedPreconditionError("this TailNodes holds no node");
-  MLA_RETURN_IF_ERROR(mla::ValidateTail(nodes.shape_, buffers));
-  mla::DeviceGuard guard;
+  MLA_RETURN_IF_ERROR(mla_tail::ValidateTail(nodes.shape_, buffers));
+  mla_tail::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(nodes.device_));
-  mla::MlaValueParams params = mla::MakeMlaValueParams(nodes.shape_, buffers);
+  mla_tail::FusedTailParams params = mla_tail::MakeFusedTailParams(nodes.shape_, buffers);
   void* arguments[] = {&params};
   const cudaKernelNodeParams p =
       KernelParams(nodes.function_, nodes.grid_, nodes.block_, nodes.smem_bytes_, arguments);
@@ -105,16 +105,16 @@ absl::Status TailNodes::UpdateGraph(const TailBuffers& buffers) {
   return TailNodesBuilder::Write(*this, /*exec=*/nullptr, buffers);
 }
 
-absl::StatusOr<TailNodes> AddTailNodes(const mla::MlaTail& tail, cudaGraph_t graph,
+absl::StatusOr<TailNodes> AddTailNodes(const mla_tail::MlaTail& tail, cudaGraph_t graph,
                                        absl::Span<const cudaGraphNode_t> dependencies,
                                        const TailShape& shape, const TailBuffers& buffers,
                                        const TailNodeOptions& options) {
-  mla::internal::CudaErrorScope errors;
+  mla_tail::internal::CudaErrorScope errors;
   if (graph == nullptr) return absl::InvalidArgumentError("graph is null");
-  mla::MlaValueParams params;
+  mla_tail::FusedTailParams params;
   absl::StatusOr<TailNodes> nodes = TailNodesBuilder::Plan(tail, shape, buffers, &params);
   if (!nodes.ok()) return nodes.status();
-  mla::DeviceGuard guard;
+  mla_tail::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(tail.device()));
 
   // A programmatic edge only from kernel nodes (CUDA defines the port on those alone).
@@ -134,7 +134,7 @@ absl::StatusOr<TailNodes> AddTailNodes(const mla::MlaTail& tail, cudaGraph_t gra
     }
   }
 
-  const mla::KernelLaunch launch = TailNodesBuilder::LaunchOf(*nodes);
+  const mla_tail::KernelLaunch launch = TailNodesBuilder::LaunchOf(*nodes);
   void* arguments[] = {&params};
   cudaGraphNodeParams node_params = {};
   node_params.type = cudaGraphNodeTypeKernel;
@@ -153,15 +153,15 @@ absl::StatusOr<TailNodes> AddTailNodes(const mla::MlaTail& tail, cudaGraph_t gra
   return nodes;
 }
 
-absl::StatusOr<TailNodes> RecordTailNodes(const mla::MlaTail& tail, cudaStream_t stream,
+absl::StatusOr<TailNodes> RecordTailNodes(const mla_tail::MlaTail& tail, cudaStream_t stream,
                                           const TailShape& shape, const TailBuffers& buffers) {
-  mla::internal::CudaErrorScope errors;
-  mla::MlaValueParams params;
+  mla_tail::internal::CudaErrorScope errors;
+  mla_tail::FusedTailParams params;
   absl::StatusOr<TailNodes> nodes = TailNodesBuilder::Plan(tail, shape, buffers, &params);
   if (!nodes.ok()) return nodes.status();
-  mla::DeviceGuard guard;
+  mla_tail::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(tail.device()));
-  absl::StatusOr<bool> capturing = mla::internal::IsCapturing(stream);
+  absl::StatusOr<bool> capturing = mla_tail::internal::IsCapturing(stream);
   if (!capturing.ok()) return capturing.status();
   if (!*capturing) {
     return absl::FailedPreconditionError(
@@ -169,9 +169,9 @@ absl::StatusOr<TailNodes> RecordTailNodes(const mla::MlaTail& tail, cudaStream_t
   }
   // Recorded as MlaTail::Run records it (the launch attribute makes the edge programmatic);
   // the capture's dependency set is then exactly the new node.
-  const mla::KernelLaunch launch = TailNodesBuilder::LaunchOf(*nodes);
-  MLA_RETURN_IF_CUDA_ERROR(mla::LaunchMlaValue(launch, params, stream, tail.options().pdl),
-                           "MlaValue launch (captured)");
+  const mla_tail::KernelLaunch launch = TailNodesBuilder::LaunchOf(*nodes);
+  MLA_RETURN_IF_CUDA_ERROR(mla_tail::LaunchFusedKernel(launch, params, stream, tail.options().pdl),
+                           "ColumnSplit launch (captured)");
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   const cudaGraphNode_t* after = nullptr;
   size_t count = 0;
@@ -187,4 +187,4 @@ absl::StatusOr<TailNodes> RecordTailNodes(const mla::MlaTail& tail, cudaStream_t
   return nodes;
 }
 
-}  // namespace mla_graph
+}  // namespace mla_tail

@@ -1,11 +1,11 @@
-#ifndef GRAPH_TAIL_NODES_H_
-#define GRAPH_TAIL_NODES_H_
+#ifndef MLA_TAIL_GRAPH_TAIL_NODES_H_
+#define MLA_TAIL_GRAPH_TAIL_NODES_H_
 
 // TailNodes: one layer's tail as a node of the caller's own CUDA graph, for a runtime that
 // builds or captures its whole decode step as one graph and updates it in place.
 //
 //   // Building the step graph (once per bucket):
-//   auto tail_node = mla_graph::AddTailNodes(*tail, graph, {attention_node}, shape, buffers);
+//   auto tail_node = mla_tail::AddTailNodes(*tail, graph, {attention_node}, shape, buffers);
 //   ... add the output projection after tail_node->node() ...
 //   cudaGraphInstantiate(&exec, graph, 0);
 //   // Each step, when a pointer moved (only future launches of `exec` see it):
@@ -37,7 +37,7 @@
 #include "mla_tail/mla/tail.h"
 #include "mla_tail/mla/tail_args.h"
 
-namespace mla_graph {
+namespace mla_tail {
 
 struct TailNodeOptions {
   // A programmatic (PDL) edge from each kernel-node dependency; requires the MlaTail to launch
@@ -49,21 +49,21 @@ class TailNodes {
  public:
   // The node that work after the tail depends on.
   cudaGraphNode_t node() const { return node_; }
-  const mla::TailShape& shape() const { return shape_; }
+  const mla_tail::TailShape& shape() const { return shape_; }
   // The buffers the node's graph holds (as added, or as last given to Update).
-  const mla::TailBuffers& buffers() const { return buffers_; }
+  const mla_tail::TailBuffers& buffers() const { return buffers_; }
   // The kernel the node runs.
-  mla::FusedKernel kernel() const { return kernel_; }
+  mla_tail::FusedKernel kernel() const { return kernel_; }
 
   // Points the tail's node in `exec` (instantiated from the graph the node belongs to) at
   // `buffers`, validated for the node's shape: a kernel-node update (about 1 us of host time),
   // no re-instantiation. Launches of `exec` already enqueued keep what they had. On error
   // nothing changed.
-  absl::Status Update(cudaGraphExec_t exec, const mla::TailBuffers& buffers);
+  absl::Status Update(cudaGraphExec_t exec, const mla_tail::TailBuffers& buffers);
 
   // Also rewrites the node in the graph itself, so that later instantiations and clones of it
   // hold `buffers` (Update changes only an executable graph).
-  absl::Status UpdateGraph(const mla::TailBuffers& buffers);
+  absl::Status UpdateGraph(const mla_tail::TailBuffers& buffers);
 
  private:
   friend class TailNodesBuilder;
@@ -76,28 +76,28 @@ class TailNodes {
   dim3 grid_;
   dim3 block_;
   unsigned int smem_bytes_ = 0;
-  mla::TailShape shape_;
-  mla::TailBuffers buffers_;
-  mla::FusedKernel kernel_ = mla::FusedKernel::kAuto;
+  mla_tail::TailShape shape_;
+  mla_tail::TailBuffers buffers_;
+  mla_tail::FusedKernel kernel_ = mla_tail::FusedKernel::kAuto;
 };
 
 // Adds `tail`'s fused kernel for `shape` over `buffers` to `graph`, after `dependencies` (nodes
 // of `graph`; may be empty). The graph must be instantiated on `tail`'s device. Validates every
 // argument first: InvalidArgument for a bad shape, buffer or dependency, Unimplemented for the
 // BMM path. On error nothing was added.
-absl::StatusOr<TailNodes> AddTailNodes(const mla::MlaTail& tail, cudaGraph_t graph,
+absl::StatusOr<TailNodes> AddTailNodes(const mla_tail::MlaTail& tail, cudaGraph_t graph,
                                        absl::Span<const cudaGraphNode_t> dependencies,
-                                       const mla::TailShape& shape,
-                                       const mla::TailBuffers& buffers,
+                                       const mla_tail::TailShape& shape,
+                                       const mla_tail::TailBuffers& buffers,
                                        const TailNodeOptions& options = {});
 
 // Records `tail`'s fused kernel into the capture under way on `stream` (after what the capture
 // holds so far, with a programmatic edge when the MlaTail launches with PDL, as MlaTail::Run
 // records it) and returns its node. FailedPrecondition when `stream` is not capturing.
-absl::StatusOr<TailNodes> RecordTailNodes(const mla::MlaTail& tail, cudaStream_t stream,
-                                          const mla::TailShape& shape,
-                                          const mla::TailBuffers& buffers);
+absl::StatusOr<TailNodes> RecordTailNodes(const mla_tail::MlaTail& tail, cudaStream_t stream,
+                                          const mla_tail::TailShape& shape,
+                                          const mla_tail::TailBuffers& buffers);
 
-}  // namespace mla_graph
+}  // namespace mla_tail
 
-#endif  // GRAPH_TAIL_NODES_H_
+#endif  // MLA_TAIL_GRAPH_TAIL_NODES_H_

@@ -1,29 +1,18 @@
 #include "mla_tail/mla/dispatch.h"
 
-namespace mla {
+namespace mla_tail {
 
 const char* FusedKernelName(FusedKernel kernel) {
   switch (kernel) {
     case FusedKernel::kAuto:
-      return "auto";
-    case FusedKernel::kColumnSplit:
-      return "split";
-    case FusedKernel::kLatentSplit:
-      return "ksplit";
-    case FusedKernel::kTile64x64Pipeline4:
-      return "wgmma-p4";
-    case FusedKernel::kTile64x64AllSteps:
-      return "wgmma-a8";
-    case FusedKernel::kTile64x128:
-      return "wgmma-n128";
-    case FusedKernel::kTile64x32AllSteps:
-      return "wgmma-a8n32";
-    case FusedKernel::kTile64x64Pipeline6:
-      return "wgmma-p6";
-    case FusedKernel::kPersistent128x128:
-      return "wgmma-ws";
+      return "Auto";
+#define MLA_TAIL_NAME_CASE(name) \
+  case FusedKernel::k##name:     \
+    return #name;
+      MLA_TAIL_FUSED_KERNELS(MLA_TAIL_NAME_CASE)
+#undef MLA_TAIL_NAME_CASE
   }
   return "?";
 }
 
-}  // namespace mla
+}  // namespace mla_tail

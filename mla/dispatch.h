@@ -1,53 +1,68 @@
-#ifndef MLA_DISPATCH_H_
-#define MLA_DISPATCH_H_
+#ifndef MLA_TAIL_MLA_DISPATCH_H_
+#define MLA_TAIL_MLA_DISPATCH_H_
 
 // The fused path's kernels and the measured rule that picks one for a shape. The measurements
 // behind each threshold are in docs/design.md and docs/benchmarks.md; mla/dispatch_test.cc pins
 // the rule at the measured shapes.
 
-namespace mla {
+namespace mla_tail {
 
 // The fused path's kernels. Each computes the tail of docs/spec.md; they add the products in
-// different orders, so a value may differ by 1 bf16 ulp where the FP32 sum is not exact.
+// different orders, so a value may differ by 1 bf16 ulp where the FP32 sum is not exact. A
+// kernel's name is the same everywhere: the enumerator without its k, the kernel function and
+// its file (kColumnSplit: ColumnSplitKernel in mla/kernels/column_split.cu; the kTile*
+// configurations: TileKernel in tile.cu) and the label benchmarks record (FusedKernelName).
+//
+//   ColumnSplit         128 threads per (32 columns, head, 8/16/32 rows), W_UV in registers.
+//   LatentSplit         a block per (16 columns, head, 8 or 16 rows) whose warps split the
+//                       latent axis (8 warps with 8 rows, 4 with 16), W_UV in registers.
+//   Tile*               wgmma from shared memory, 8 steps of 64 latent values; the
+//                       configurations differ in the tile and in how the steps are brought in:
+//   Tile64x64Pipeline4  64 x 64 tiles, a 4-stage pipeline (73 KB, three blocks an SM)
+//   Tile64x64AllSteps   64 x 64 tiles, all 8 steps in flight (140 KB, one block an SM)
+//   Tile64x128          64 x 128 tiles (each latent row read once), 3 stages, 2 warpgroups
+//   Tile64x32AllSteps   64 x 32 tiles, all 8 steps in flight (101 KB, two blocks an SM)
+//   Tile64x64Pipeline6  64 x 64 tiles, a 6-stage pipeline (105 KB, two blocks an SM)
+//   Persistent128x128   persistent 128 x 128 tiles, one block an SM; a producer warpgroup's
+//                       copies and two consumer warpgroups' MMAs hand a ring of 6 buffers over
+//                       mbarriers.
+#define MLA_TAIL_FUSED_KERNELS(X)                                                     \
+  X(ColumnSplit)                                                                      \
+  X(LatentSplit)                                                                      \
+  X(Tile64x64Pipeline4)                                                               \
+  X(Tile64x64AllSteps)                                                                \
+  X(Tile64x128)                                                                       \
+  X(Tile64x32AllSteps)                                                                \
+  X(Tile64x64Pipeline6)                                                               \
+  X(Persistent128x128)
+
 enum class FusedKernel {
   kAuto,  // the rule below decides by shape
-  // MlaValue: 128 threads per (32 columns, head, 8/16/32 rows), W_UV held in registers.
-  kColumnSplit,
-  // MlaValueKSplit: a block per (16 columns, head, 8 or 16 rows) whose warps split the latent
-  // axis (8 warps with 8 rows, 4 with 16), W_UV held in registers.
-  kLatentSplit,
-  // MlaValueWgmma: wgmma from shared memory, 8 steps of 64 latent values; the configurations
-  // differ in the tile and in how the steps are brought in.
-  kTile64x64Pipeline4,  // 64 x 64 tiles, a 4-stage pipeline (73 KB, three blocks an SM)
-  kTile64x64AllSteps,   // 64 x 64 tiles, all 8 steps in flight (140 KB, one block an SM)
-  kTile64x128,          // 64 x 128 tiles (each latent row read once), 3 stages, 2 warpgroups
-  kTile64x32AllSteps,   // 64 x 32 tiles, all 8 steps in flight (101 KB, two blocks an SM)
-  kTile64x64Pipeline6,  // 64 x 64 tiles, a 6-stage pipeline (105 KB, two blocks an SM)
-  // MlaValueWgmma-ws: persistent 128 x 128 tiles, one block an SM; a producer warpgroup's copies
-  // and two consumer warpgroups' MMAs hand a ring of 6 buffers over mbarriers.
-  kPersistent128x128,
+#define MLA_TAIL_ENUMERATOR(name) k##name,
+  MLA_TAIL_FUSED_KERNELS(MLA_TAIL_ENUMERATOR)
+#undef MLA_TAIL_ENUMERATOR
 };
 
 // Every concrete kernel, for callers that force each in turn (tests, benchmarks).
 inline constexpr FusedKernel kFusedKernels[] = {
-    FusedKernel::kColumnSplit,       FusedKernel::kLatentSplit,
-    FusedKernel::kTile64x64Pipeline4,
-    FusedKernel::kTile64x64AllSteps, FusedKernel::kTile64x128,
-    FusedKernel::kTile64x32AllSteps, FusedKernel::kTile64x64Pipeline6,
-    FusedKernel::kPersistent128x128};
+#define MLA_TAIL_LIST_ENTRY(name) FusedKernel::k##name,
+    MLA_TAIL_FUSED_KERNELS(MLA_TAIL_LIST_ENTRY)
+#undef MLA_TAIL_LIST_ENTRY
+};
 
-// A short stable name ("split", "wgmma-p4", ...), as benchmark files record it.
+// The kernel's name: its enumerator without the k ("ColumnSplit", "Tile64x64Pipeline4", ...;
+// "Auto" for kAuto), as benchmark files record it.
 const char* FusedKernelName(FusedKernel kernel);
 
-// Whether MlaValueKSplit's blocks (8 a head per 8 rows up to 8 rows, else per 16 rows) fit one
+// Whether LatentSplit's blocks (8 a head per 8 rows up to 8 rows, else per 16 rows) fit one
 // an SM.
-constexpr bool KSplitBlocksFitOneWave(int heads, int rows, int multiprocessors) {
+constexpr bool LatentSplitBlocksFitOneWave(int heads, int rows, int multiprocessors) {
   const int tile_rows = rows <= 8 ? 8 : 16;
   return 8LL * heads * ((rows + tile_rows - 1) / tile_rows) <= multiprocessors;
 }
 
-// Whether MlaValue's 8-row blocks (32 columns each, ceil(rows / 8) of them per column block) at
-// up to 32 rows fit one an SM: the rule gives them those shapes, and MlaValue runs 8-row blocks
+// Whether ColumnSplit's 8-row blocks (32 columns each, ceil(rows / 8) of them per column block) at
+// up to 32 rows fit one an SM: the rule gives them those shapes, and ColumnSplit runs 8-row blocks
 // there.
 constexpr bool EightRowBlocksFitOneWave(int heads, int rows, int multiprocessors) {
   return rows <= 32 && 4LL * heads * ((rows + 7) / 8) <= multiprocessors;
@@ -59,7 +74,7 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
   const long long work = static_cast<long long>(heads) * rows;
   // The latent axis over a block's warps, up to 32 rows while its blocks fit one an SM (past
   // that, behind an upstream kernel without shared memory, its 4 KB a block start late).
-  if (rows <= 32 && KSplitBlocksFitOneWave(heads, rows, multiprocessors)) {
+  if (rows <= 32 && LatentSplitBlocksFitOneWave(heads, rows, multiprocessors)) {
     return FusedKernel::kLatentSplit;
   }
   if (rows <= 16 && (heads <= 64 || work <= 768)) return FusedKernel::kColumnSplit;
@@ -82,6 +97,6 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
 // kernel. It is the faster path at no measured shape; TailPath::kBmm still selects it.
 constexpr bool UseBmmPath(int /*heads*/, int /*rows*/) { return false; }
 
-}  // namespace mla
+}  // namespace mla_tail
 
-#endif  // MLA_DISPATCH_H_
+#endif  // MLA_TAIL_MLA_DISPATCH_H_

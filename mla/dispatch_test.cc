@@ -11,20 +11,20 @@
 #include "gtest/gtest.h"
 #include "mla/kernels/params.h"
 
-namespace mla {
+namespace mla_tail {
 namespace {
 
 constexpr int kH200 = 132;  // the GPU the rule was measured on (multiprocessors)
 
-// The function PlanMlaValue launches for a shape and kernel.
+// The function PlanFusedKernel launches for a shape and kernel.
 const void* KernelFunction(int heads, int rows, FusedKernel kernel = FusedKernel::kAuto,
                            int multiprocessors = kH200) {
-  MlaValueParams params = {};
+  FusedTailParams params = {};
   params.heads = heads;
   params.rows = rows;
   params.q = 1;
   KernelLaunch launch;
-  EXPECT_EQ(PlanMlaValue(params, kernel, multiprocessors, &launch), cudaSuccess);
+  EXPECT_EQ(PlanFusedKernel(params, kernel, multiprocessors, &launch), cudaSuccess);
   return launch.function;
 }
 
@@ -55,8 +55,8 @@ TEST(FusedKernelTest, ResolvesToOneKernel) {
 }
 
 // The rule against the H200 measurements it was drawn from: at each shape, the kernel it picks
-// was the fastest or within 3% of it, or is kept on purpose (MlaValue up to 16 rows at up to 64
-// heads where MlaValueKSplit's blocks take more than a wave, for its start behind an upstream
+// was the fastest or within 3% of it, or is kept on purpose (ColumnSplit up to 16 rows at up to 64
+// heads where LatentSplit's blocks take more than a wave, for its start behind an upstream
 // kernel; docs/design.md).
 TEST(DispatchTest, FollowsTheMeasurements) {
   using K = FusedKernel;
@@ -134,7 +134,7 @@ TEST(DispatchTest, FollowsTheMeasurements) {
 }
 
 // The SM count enters where the rule counts waves: a GPU with fewer SMs moves the 16-row
-// MlaValueKSplit blocks', the 8-row MlaValue blocks' and the one-wave 64 x 128 tiles' ranges
+// LatentSplit blocks', the 8-row ColumnSplit blocks' and the one-wave 64 x 128 tiles' ranges
 // with it.
 TEST(DispatchTest, FollowsTheMultiprocessorCount) {
   EXPECT_EQ(DispatchFusedKernel(8, 32, kH200), FusedKernel::kLatentSplit);
@@ -146,58 +146,58 @@ TEST(DispatchTest, FollowsTheMultiprocessorCount) {
   EXPECT_EQ(DispatchFusedKernel(8, 1024, kH200), FusedKernel::kTile64x128);
   EXPECT_EQ(DispatchFusedKernel(7, 1024, 114), FusedKernel::kTile64x128);
   EXPECT_NE(DispatchFusedKernel(8, 1024, 114), FusedKernel::kTile64x128);
-  EXPECT_EQ(MlaValueBlockRows(99, 8, kH200), 8);
-  EXPECT_EQ(MlaValueBlockRows(99, 8, 114), 16);
+  EXPECT_EQ(ColumnSplitBlockRows(99, 8, kH200), 8);
+  EXPECT_EQ(ColumnSplitBlockRows(99, 8, 114), 16);
 }
 
-// MlaValue's rows a block, against the measurements (docs/design.md): 8 (latent in registers)
+// ColumnSplit's rows a block, against the measurements (docs/design.md): 8 (latent in registers)
 // up to 8 rows while 4 heads <= 396 blocks and at 9-32 rows while 4 heads ceil(rows / 8) <= 132,
 // else 16, and 32 once the 32-row grid still has about two blocks a multiprocessor. A distinct
 // kernel each.
-TEST(MlaValueBlockRowsTest, EightRowsWhereTheyFitOneWave) {
+TEST(ColumnSplitBlockRowsTest, EightRowsWhereTheyFitOneWave) {
   for (int heads : {1, 12, 64, 96, 99}) {
-    for (int rows : {1, 8}) EXPECT_EQ(MlaValueBlockRows(heads, rows, kH200), 8) << heads << " x " << rows;
+    for (int rows : {1, 8}) EXPECT_EQ(ColumnSplitBlockRows(heads, rows, kH200), 8) << heads << " x " << rows;
   }
   for (int heads : {1, 8, 12, 16}) {
-    for (int rows : {9, 16}) EXPECT_EQ(MlaValueBlockRows(heads, rows, kH200), 8) << heads << " x " << rows;
+    for (int rows : {9, 16}) EXPECT_EQ(ColumnSplitBlockRows(heads, rows, kH200), 8) << heads << " x " << rows;
   }
   for (int heads : {17, 24, 32, 64}) {
     for (int rows : {9, 16}) {
-      EXPECT_EQ(MlaValueBlockRows(heads, rows, kH200), 16) << heads << " x " << rows;
+      EXPECT_EQ(ColumnSplitBlockRows(heads, rows, kH200), 16) << heads << " x " << rows;
     }
   }
   for (int heads : {1, 3, 8}) {
     for (int rows : {17, 24, 32}) {
-      EXPECT_EQ(MlaValueBlockRows(heads, rows, kH200), 8) << heads << " x " << rows;
+      EXPECT_EQ(ColumnSplitBlockRows(heads, rows, kH200), 8) << heads << " x " << rows;
     }
   }
-  EXPECT_EQ(MlaValueBlockRows(8, 33, kH200), 16);
-  EXPECT_EQ(MlaValueBlockRows(9, 32, kH200), 16);
-  EXPECT_EQ(MlaValueBlockRows(11, 24, kH200), 8);
+  EXPECT_EQ(ColumnSplitBlockRows(8, 33, kH200), 16);
+  EXPECT_EQ(ColumnSplitBlockRows(9, 32, kH200), 16);
+  EXPECT_EQ(ColumnSplitBlockRows(11, 24, kH200), 8);
   EXPECT_EQ(KernelFunction(8, 32, FusedKernel::kColumnSplit),
             KernelFunction(8, 1, FusedKernel::kColumnSplit));
-  for (int rows : {1, 8, 16}) EXPECT_EQ(MlaValueBlockRows(100, rows, kH200), 16) << rows;
-  EXPECT_EQ(MlaValueBlockRows(128, 4, kH200), 16);
-  EXPECT_EQ(MlaValueBlockRows(12, 17, kH200), 16);
-  EXPECT_EQ(MlaValueBlockRows(12, 32, kH200), 16);
-  EXPECT_EQ(MlaValueBlockRows(128, 32, kH200), 32);
+  for (int rows : {1, 8, 16}) EXPECT_EQ(ColumnSplitBlockRows(100, rows, kH200), 16) << rows;
+  EXPECT_EQ(ColumnSplitBlockRows(128, 4, kH200), 16);
+  EXPECT_EQ(ColumnSplitBlockRows(12, 17, kH200), 16);
+  EXPECT_EQ(ColumnSplitBlockRows(12, 32, kH200), 16);
+  EXPECT_EQ(ColumnSplitBlockRows(128, 32, kH200), 32);
   EXPECT_NE(KernelFunction(12, 8, FusedKernel::kColumnSplit),
             KernelFunction(12, 17, FusedKernel::kColumnSplit));
   EXPECT_NE(KernelFunction(128, 8, FusedKernel::kColumnSplit),
             KernelFunction(128, 32, FusedKernel::kColumnSplit));
 }
 
-// MlaValueKSplit: 8-row blocks of 8 warps up to 8 rows, 16-row blocks of 4 warps above; 16
+// LatentSplit: 8-row blocks of 8 warps up to 8 rows, 16-row blocks of 4 warps above; 16
 // columns a block.
-TEST(MlaValueKSplitTest, RowsAndWarpsByBatch) {
-  MlaValueParams params = {};
+TEST(LatentSplitTest, RowsAndWarpsByBatch) {
+  FusedTailParams params = {};
   params.heads = 12;
   params.q = 1;
   for (const auto& [rows, tiles, threads] :
        {std::tuple{1, 1, 256}, {8, 1, 256}, {9, 1, 128}, {16, 1, 128}, {17, 2, 128}, {32, 2, 128}}) {
     params.rows = rows;
     KernelLaunch launch;
-    ASSERT_EQ(PlanMlaValue(params, FusedKernel::kLatentSplit, kH200, &launch), cudaSuccess);
+    ASSERT_EQ(PlanFusedKernel(params, FusedKernel::kLatentSplit, kH200, &launch), cudaSuccess);
     EXPECT_EQ(launch.grid.x, 8u) << rows;
     EXPECT_EQ(launch.grid.y, 12u) << rows;
     EXPECT_EQ(launch.grid.z, static_cast<unsigned>(tiles)) << rows;
@@ -209,4 +209,4 @@ TEST(MlaValueKSplitTest, RowsAndWarpsByBatch) {
 }
 
 }  // namespace
-}  // namespace mla
+}  // namespace mla_tail

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "mla_tail/mla/version.h"
 
-namespace mla {
+namespace mla_tail {
 
 const char* Version() {
   static const std::string version = absl::StrCat(
@@ -51,4 +51,4 @@ std::optional<cudaError_t> CudaErrorOf(const absl::Status& status) {
   return static_cast<cudaError_t>(value);
 }
 
-}  // namespace mla
+}  // namespace mla_tail

@@ -1,5 +1,5 @@
-#ifndef MLA_ERRORS_H_
-#define MLA_ERRORS_H_
+#ifndef MLA_TAIL_MLA_ERRORS_H_
+#define MLA_TAIL_MLA_ERRORS_H_
 
 // How the library reports failures. Every public call returns absl::Status / absl::StatusOr;
 // nothing throws or aborts. A call that fails has launched nothing and written nothing of the
@@ -29,7 +29,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
-namespace mla {
+namespace mla_tail {
 
 // The payload type URL under which a status carries its cudaError_t (as a decimal number).
 inline constexpr absl::string_view kCudaErrorPayloadUrl = "mla_tail/cuda_error";
@@ -44,7 +44,7 @@ bool IsStickyCudaError(const absl::Status& status);
 // Whether a CUDA error is sticky (corrupts the context), as CUDA documents them.
 bool IsStickyCudaError(cudaError_t error);
 
-}  // namespace mla
+}  // namespace mla_tail
 
 // Returns from the enclosing function when `expr` (an absl::Status) is not OK.
 #define MLA_TAIL_RETURN_IF_ERROR(expr)                 \
@@ -53,4 +53,4 @@ bool IsStickyCudaError(cudaError_t error);
     if (!_mla_tail_status.ok()) return _mla_tail_status; \
   } while (false)
 
-#endif  // MLA_ERRORS_H_
+#endif  // MLA_TAIL_MLA_ERRORS_H_

@@ -8,7 +8,7 @@
 #include "mla/internal/cuda_status.h"
 #include "mla_tail/mla/version.h"
 
-namespace mla {
+namespace mla_tail {
 namespace {
 
 TEST(CudaStatusTest, SuccessIsOk) { EXPECT_TRUE(CudaStatus(cudaSuccess, "x").ok()); }
@@ -17,12 +17,12 @@ TEST(CudaStatusTest, StickyErrorsAreDataLossAndCarryTheirError) {
   for (cudaError_t error : {cudaErrorIllegalAddress, cudaErrorLaunchFailure,
                             cudaErrorIllegalInstruction, cudaErrorMisalignedAddress,
                             cudaErrorHardwareStackError, cudaErrorECCUncorrectable}) {
-    const absl::Status status = CudaStatus(error, "MlaValue launch");
+    const absl::Status status = CudaStatus(error, "ColumnSplit launch");
     EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
     EXPECT_TRUE(IsStickyCudaError(status)) << status;
     ASSERT_TRUE(CudaErrorOf(status).has_value());
     EXPECT_EQ(*CudaErrorOf(status), error);
-    EXPECT_NE(status.message().find("MlaValue launch"), absl::string_view::npos);
+    EXPECT_NE(status.message().find("ColumnSplit launch"), absl::string_view::npos);
     EXPECT_NE(status.message().find("sticky"), absl::string_view::npos);
   }
 }
@@ -78,4 +78,4 @@ TEST(ReturnIfErrorTest, ReturnsTheError) {
 }
 
 }  // namespace
-}  // namespace mla
+}  // namespace mla_tail

@@ -17,7 +17,7 @@
 #include "mla/kernels/params.h"
 #include "mla_tail/mla/dispatch.h"
 
-namespace mla {
+namespace mla_tail {
 
 namespace {
 
@@ -118,7 +118,7 @@ absl::StatusOr<std::unique_ptr<MlaTail>> MlaTail::Create(int device, const TailO
   MLA_RETURN_IF_CUDA_ERROR(MultiprocessorCount(device, &impl->multiprocessors),
                            "cudaDeviceGetAttribute(multiprocessors)");
   // Loaded now, so that a first Run() inside a capture loads nothing.
-  MLA_RETURN_IF_CUDA_ERROR(PrepareTailKernels(), "loading the tail's kernels");
+  MLA_RETURN_IF_CUDA_ERROR(LoadTailKernels(), "loading the tail's kernels");
   return std::unique_ptr<MlaTail>(new MlaTail(std::move(impl)));
 }
 
@@ -280,12 +280,12 @@ absl::Status MlaTail::Run(const TailShape& shape, const TailBuffers& buffers, cu
 
 absl::Status MlaTail::Impl::RunFused(const TailShape& shape, const TailBuffers& b,
                                      cudaStream_t stream) const {
-  const MlaValueParams params = MakeMlaValueParams(shape, b);
+  const FusedTailParams params = MakeFusedTailParams(shape, b);
   KernelLaunch launch;
   MLA_RETURN_IF_CUDA_ERROR(
-      PlanMlaValue(params, options.fused_kernel, multiprocessors, &launch),
+      PlanFusedKernel(params, options.fused_kernel, multiprocessors, &launch),
       "planning the fused kernel");
-  return CudaStatus(LaunchMlaValue(launch, params, stream, options.pdl), "MlaValue launch");
+  return CudaStatus(LaunchFusedKernel(launch, params, stream, options.pdl), "ColumnSplit launch");
 }
 
 absl::Status MlaTail::Impl::RunBmm(const TailShape& shape, const TailBuffers& b,
@@ -301,8 +301,8 @@ absl::Status MlaTail::Impl::RunBmm(const TailShape& shape, const TailBuffers& b,
   MLA_RETURN_IF_CUDA_ERROR(LaunchBmmPointers(tables, stream, options.pdl), "BmmPointers launch");
   MLA_RETURN_IF_ERROR((*plan)->RunPointerArray(tables.a_table, tables.b_table, tables.d_table,
                                                bmm.workspace, stream));
-  MLA_RETURN_IF_CUDA_ERROR(LaunchMlaGate(MakeMlaGateParams(shape, tables), stream, options.pdl),
-                           "MlaGate launch");
+  MLA_RETURN_IF_CUDA_ERROR(LaunchBmmGate(MakeBmmGateParams(shape, tables), stream, options.pdl),
+                           "BmmGateKernel launch");
   // What the destructor's frees wait for. A captured run is the caller's graph's to order.
   if (!*capturing) {
     MLA_RETURN_IF_CUDA_ERROR(cudaEventRecord(bmm.last_run, stream), "cudaEventRecord");
@@ -314,9 +314,9 @@ namespace internal {
 
 absl::Status TailAccess::PlanFused(const MlaTail& tail, const TailShape& shape,
                                    const TailBuffers& buffers, KernelLaunch* launch,
-                                   MlaValueParams* params) {
-  *params = MakeMlaValueParams(shape, buffers);
-  return CudaStatus(PlanMlaValue(*params, tail.impl_->options.fused_kernel,
+                                   FusedTailParams* params) {
+  *params = MakeFusedTailParams(shape, buffers);
+  return CudaStatus(PlanFusedKernel(*params, tail.impl_->options.fused_kernel,
                                  tail.impl_->multiprocessors, launch),
                     "planning the fused kernel");
 }
@@ -328,4 +328,4 @@ absl::Status TailAccess::RecordBmmUse(MlaTail& tail, cudaStream_t stream) {
 }
 
 }  // namespace internal
-}  // namespace mla
+}  // namespace mla_tail

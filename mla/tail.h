@@ -1,9 +1,9 @@
-#ifndef MLA_TAIL_H_
-#define MLA_TAIL_H_
+#ifndef MLA_TAIL_MLA_TAIL_H_
+#define MLA_TAIL_MLA_TAIL_H_
 
 // MlaTail: the MLA attention tail of one layer on one device, launched eagerly.
 //
-//   auto tail = mla::MlaTail::Create(/*device=*/0, {});
+//   auto tail = mla_tail::MlaTail::Create(/*device=*/0, {});
 //   MLA_TAIL_RETURN_IF_ERROR((*tail)->Run({heads, rows, q}, buffers, stream));
 //
 // Run() validates every argument, then launches a fused kernel or the cuBLASLt batched GEMM and
@@ -30,7 +30,7 @@
 #include "mla_tail/mla/dispatch.h"
 #include "mla_tail/mla/tail_args.h"
 
-namespace mla {
+namespace mla_tail {
 
 namespace internal {
 class TailAccess;
@@ -105,6 +105,6 @@ class MlaTail {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace mla
+}  // namespace mla_tail
 
-#endif  // MLA_TAIL_H_
+#endif  // MLA_TAIL_MLA_TAIL_H_

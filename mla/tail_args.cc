@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-namespace mla {
+namespace mla_tail {
 namespace {
 
 constexpr int64_t kBf16Align = 16;  // bytes
@@ -141,4 +141,4 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
   return absl::OkStatus();
 }
 
-}  // namespace mla
+}  // namespace mla_tail

@@ -1,5 +1,5 @@
-#ifndef MLA_TAIL_ARGS_H_
-#define MLA_TAIL_ARGS_H_
+#ifndef MLA_TAIL_MLA_TAIL_ARGS_H_
+#define MLA_TAIL_MLA_TAIL_ARGS_H_
 
 // The shapes and buffers of one layer's MLA attention tail (docs/spec.md):
 // out[t, h*128 + d] = active(t) ? bf16(bf16(sum_k latent[t,h,k] * w_uv[h,k,d]) * sigmoid(gate)) : +0.
@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 
-namespace mla {
+namespace mla_tail {
 
 using bf16 = __nv_bfloat16;
 
@@ -51,6 +51,6 @@ absl::Status ValidateShape(const TailShape& shape);
 // do not overlap) and that the output overlaps no input.
 absl::Status ValidateTail(const TailShape& shape, const TailBuffers& buffers);
 
-}  // namespace mla
+}  // namespace mla_tail
 
-#endif  // MLA_TAIL_ARGS_H_
+#endif  // MLA_TAIL_MLA_TAIL_ARGS_H_

@@ -6,7 +6,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace mla {
+namespace mla_tail {
 namespace {
 
 using ::testing::HasSubstr;
@@ -163,4 +163,4 @@ TEST(ValidateTailTest, RefusesAnOutputThatOverlapsAnInput) {
 }
 
 }  // namespace
-}  // namespace mla
+}  // namespace mla_tail

@@ -1,5 +1,5 @@
-#ifndef MLA_VERSION_H_
-#define MLA_VERSION_H_
+#ifndef MLA_TAIL_MLA_VERSION_H_
+#define MLA_TAIL_MLA_VERSION_H_
 
 // The library's version (CHANGELOG.md). The major number changes when the public headers change
 // incompatibly; before 1.0 the minor number does.
@@ -8,11 +8,11 @@
 #define MLA_TAIL_VERSION_MINOR 2
 #define MLA_TAIL_VERSION_PATCH 0
 
-namespace mla {
+namespace mla_tail {
 
 // "MAJOR.MINOR.PATCH" of the library linked in, to compare with the headers' macros.
 const char* Version();
 
-}  // namespace mla
+}  // namespace mla_tail
 
-#endif  // MLA_VERSION_H_
+#endif  // MLA_TAIL_MLA_VERSION_H_

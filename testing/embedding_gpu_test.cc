@@ -30,16 +30,16 @@
 #include "testing/support/problem.h"
 #include "testing/support/status_macros.h"
 
-namespace mla_testing {
+namespace mla_tail_testing {
 namespace {
 
-using ::mla::TailPath;
-using ::mla_graph::AddTailNodes;
-using ::mla_graph::GraphSetOptions;
-using ::mla_graph::RecordTailNodes;
-using ::mla_graph::TailGraphSet;
-using ::mla_graph::TailNodeOptions;
-using ::mla_graph::TailNodes;
+using ::mla_tail::TailPath;
+using ::mla_tail::AddTailNodes;
+using ::mla_tail::GraphSetOptions;
+using ::mla_tail::RecordTailNodes;
+using ::mla_tail::TailGraphSet;
+using ::mla_tail::TailNodeOptions;
+using ::mla_tail::TailNodes;
 using ::testing::HasSubstr;
 
 // Holds a stream's later work until Release() (or a watchdog's timeout): a host function that
@@ -66,9 +66,9 @@ class EmbeddingGpuTest : public GpuStreamTest<> {
   void SetUp() override {
     GpuStreamTest::SetUp();
     if (!StreamReady()) return;
-    mla::TailOptions options;
+    mla_tail::TailOptions options;
     options.max_rows = 64;
-    absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(0, options);
+    absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail = mla_tail::MlaTail::Create(0, options);
     ASSERT_TRUE(tail.ok()) << tail.status();
     tail_ = *std::move(tail);
   }
@@ -84,7 +84,7 @@ class EmbeddingGpuTest : public GpuStreamTest<> {
     return problem.ok() ? *std::move(problem) : nullptr;
   }
 
-  std::unique_ptr<mla::MlaTail> tail_;
+  std::unique_ptr<mla_tail::MlaTail> tail_;
 };
 
 // A problem whose latent, gate and lengths an upstream kernel writes late: before it, they hold
@@ -94,7 +94,7 @@ struct LateInputs {
   size_t latent_bytes = 0, gate_bytes = 0, lengths_bytes = 0;
 
   static absl::StatusOr<LateInputs> Save(const Problem& problem) {
-    const mla::TailBuffers b = problem.buffers();
+    const mla_tail::TailBuffers b = problem.buffers();
     const int rows = problem.shape().rows;
     LateInputs late;
     late.latent_bytes = size_t(rows) * b.latent_row_stride * 2;
@@ -118,9 +118,9 @@ struct LateInputs {
 
   // Overwrites the inputs with NaN and zero lengths (in stream order).
   absl::Status Spoil(const Problem& problem, cudaStream_t stream) const {
-    const mla::TailBuffers b = problem.buffers();
-    if (cudaMemsetAsync(const_cast<mla::bf16*>(b.latent), 0xff, latent_bytes, stream) ||
-        cudaMemsetAsync(const_cast<mla::bf16*>(b.gate), 0xff, gate_bytes, stream) ||
+    const mla_tail::TailBuffers b = problem.buffers();
+    if (cudaMemsetAsync(const_cast<mla_tail::bf16*>(b.latent), 0xff, latent_bytes, stream) ||
+        cudaMemsetAsync(const_cast<mla_tail::bf16*>(b.gate), 0xff, gate_bytes, stream) ||
         cudaMemsetAsync(const_cast<int32_t*>(b.lengths), 0, lengths_bytes, stream)) {
       return absl::InternalError("spoiling the inputs");
     }
@@ -129,11 +129,11 @@ struct LateInputs {
 
   // The upstream kernel: triggers its dependents at once, writes the inputs 50 us later.
   cudaError_t LaunchWriter(const Problem& problem, cudaStream_t stream) const {
-    const mla::TailBuffers b = problem.buffers();
+    const mla_tail::TailBuffers b = problem.buffers();
     const char* s = saved.as<char>();
     const LateCopy copies[3] = {
-        {s, const_cast<mla::bf16*>(b.latent), latent_bytes},
-        {s + latent_bytes, const_cast<mla::bf16*>(b.gate), gate_bytes},
+        {s, const_cast<mla_tail::bf16*>(b.latent), latent_bytes},
+        {s + latent_bytes, const_cast<mla_tail::bf16*>(b.gate), gate_bytes},
         {s + latent_bytes + gate_bytes, const_cast<int32_t*>(b.lengths), lengths_bytes}};
     return LaunchLateWriter(copies, 50000, stream);
   }
@@ -227,24 +227,24 @@ TEST_F(EmbeddingGpuTest, UpdatesApplyToLaterLaunchesWhileEarlierOnesAreQueued) {
   ASSERT_OK(nodes->Update(exec, b->buffers()));
   EXPECT_EQ(nodes->buffers().output, b->buffers().output);
   ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
-  ASSERT_OK(nodes->Update(exec, a->buffers_with_output(second_a->as<mla::bf16>())));
+  ASSERT_OK(nodes->Update(exec, a->buffers_with_output(second_a->as<mla_tail::bf16>())));
   ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
   EXPECT_EQ(cudaStreamQuery(stream_), cudaErrorNotReady);
   gate.Release();
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
   ASSERT_OK(a->Check(a->buffers().output, a->SampleRows(), true));
   ASSERT_OK(b->Check(b->buffers().output, b->SampleRows(), true));
-  ASSERT_OK(a->Check(second_a->as<mla::bf16>(), a->SampleRows(), true));
+  ASSERT_OK(a->Check(second_a->as<mla_tail::bf16>(), a->SampleRows(), true));
 
   // UpdateGraph rewrites the template: a new instantiation holds the new pointers.
   absl::StatusOr<DeviceMemory> third_a = a->NewOutput(stream_);
   ASSERT_TRUE(third_a.ok());
-  ASSERT_OK(nodes->UpdateGraph(a->buffers_with_output(third_a->as<mla::bf16>())));
+  ASSERT_OK(nodes->UpdateGraph(a->buffers_with_output(third_a->as<mla_tail::bf16>())));
   cudaGraphExec_t fresh = nullptr;
   ASSERT_EQ(cudaGraphInstantiate(&fresh, graph, 0), cudaSuccess);
   ASSERT_EQ(cudaGraphLaunch(fresh, stream_), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-  ASSERT_OK(a->Check(third_a->as<mla::bf16>(), a->SampleRows(), true));
+  ASSERT_OK(a->Check(third_a->as<mla_tail::bf16>(), a->SampleRows(), true));
   cudaGraphExecDestroy(fresh);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
@@ -258,7 +258,7 @@ TEST_F(EmbeddingGpuTest, BadArgumentsAreRefused) {
   ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
   EXPECT_EQ(AddTailNodes(*tail_, nullptr, {}, a->shape(), a->buffers()).status().code(),
             absl::StatusCode::kInvalidArgument);
-  mla::TailBuffers broken = a->buffers();
+  mla_tail::TailBuffers broken = a->buffers();
   broken.gate = nullptr;
   EXPECT_THAT(std::string(
                   AddTailNodes(*tail_, graph, {}, a->shape(), broken).status().message()),
@@ -319,7 +319,7 @@ TEST_F(EmbeddingGpuTest, RecordTailNodesIntoTheCallersCapture) {
 
   cudaGraphExec_t exec = nullptr;
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-  for (mla::bf16* output : {problem->buffers().output, other->as<mla::bf16>()}) {
+  for (mla_tail::bf16* output : {problem->buffers().output, other->as<mla_tail::bf16>()}) {
     ASSERT_OK(nodes->Update(exec, problem->buffers_with_output(output)));
     ASSERT_OK(late->Spoil(*problem, stream_));
     ASSERT_OK(problem->PoisonOutput(output, stream_));
@@ -386,7 +386,7 @@ INSTANTIATE_TEST_SUITE_P(
                                          cudaStreamCaptureModeRelaxed)),
     [](const auto& info) {
       const cudaStreamCaptureMode mode = std::get<1>(info.param);
-      return absl::StrCat(mla::TailPathName(std::get<0>(info.param)),
+      return absl::StrCat(mla_tail::TailPathName(std::get<0>(info.param)),
                           mode == cudaStreamCaptureModeGlobal        ? "Global"
                           : mode == cudaStreamCaptureModeThreadLocal ? "ThreadLocal"
                                                                      : "Relaxed");
@@ -451,16 +451,16 @@ TEST_F(EmbeddingGpuTest, EveryCallIsSafeWhileAnotherThreadCaptures) {
                                   << cudaGetErrorName(ended);
   };
 
-  std::unique_ptr<mla::MlaTail> tail;
+  std::unique_ptr<mla_tail::MlaTail> tail;
   during_capture("MlaTail::Create", [&] {
-    mla::TailOptions options;
+    mla_tail::TailOptions options;
     options.max_rows = 64;
-    absl::StatusOr<std::unique_ptr<mla::MlaTail>> created = mla::MlaTail::Create(0, options);
+    absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> created = mla_tail::MlaTail::Create(0, options);
     if (created.ok()) tail = *std::move(created);
     return created.status();
   });
   ASSERT_NE(tail, nullptr);
-  const mla::TailBuffers b = problem->buffers();
+  const mla_tail::TailBuffers b = problem->buffers();
   during_capture("MlaTail::PrepareBmm",
                  [&] { return tail->PrepareBmm(problem->shape(), b); });
   during_capture("MlaTail::Run (BMM)",
@@ -478,7 +478,7 @@ TEST_F(EmbeddingGpuTest, EveryCallIsSafeWhileAnotherThreadCaptures) {
     return absl::OkStatus();
   });
   for (TailPath path : {TailPath::kFused, TailPath::kBmm}) {
-    SCOPED_TRACE(mla::TailPathName(path));
+    SCOPED_TRACE(mla_tail::TailPathName(path));
     std::unique_ptr<TailGraphSet> set;
     during_capture("TailGraphSet::Create", [&] {
       GraphSetOptions options;
@@ -522,9 +522,9 @@ TEST_F(EmbeddingGpuTest, DestructionWithWorkInFlight) {
   ASSERT_TRUE(second.ok());
   ASSERT_OK(problem->PoisonOutput(problem->buffers().output, stream_));
 
-  mla::TailOptions tail_options;
+  mla_tail::TailOptions tail_options;
   tail_options.max_rows = 64;
-  absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(0, tail_options);
+  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail = mla_tail::MlaTail::Create(0, tail_options);
   ASSERT_TRUE(tail.ok()) << tail.status();
   GraphSetOptions options;
   options.heads = 12;
@@ -533,7 +533,7 @@ TEST_F(EmbeddingGpuTest, DestructionWithWorkInFlight) {
   options.path = TailPath::kBmm;
   absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
   ASSERT_TRUE(set.ok()) << set.status();
-  ASSERT_OK((*set)->SetLayer(0, problem->buffers_with_output(second->as<mla::bf16>())));
+  ASSERT_OK((*set)->SetLayer(0, problem->buffers_with_output(second->as<mla_tail::bf16>())));
   ASSERT_OK((*set)->CaptureAll());
   ASSERT_OK((*tail)->PrepareBmm(problem->shape(), problem->buffers()));
 
@@ -565,8 +565,8 @@ TEST_F(EmbeddingGpuTest, DestructionWithWorkInFlight) {
   }
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
   ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(), true));
-  ASSERT_OK(problem->Check(second->as<mla::bf16>(), problem->SampleRows(), true));
+  ASSERT_OK(problem->Check(second->as<mla_tail::bf16>(), problem->SampleRows(), true));
 }
 
 }  // namespace
-}  // namespace mla_testing
+}  // namespace mla_tail_testing

@@ -27,16 +27,16 @@
 #include "testing/support/reference.h"
 #include "testing/support/status_macros.h"
 
-namespace mla_testing {
+namespace mla_tail_testing {
 namespace {
 
-using ::mla::TailPath;
-using ::mla_graph::GraphSetOptions;
-using ::mla_graph::GraphSetStats;
-using ::mla_graph::TailGraphSet;
+using ::mla_tail::TailPath;
+using ::mla_tail::GraphSetOptions;
+using ::mla_tail::GraphSetStats;
+using ::mla_tail::TailGraphSet;
 using ::testing::HasSubstr;
 
-class FaultGpuTest : public mla_testing::GpuStreamTest<> {
+class FaultGpuTest : public mla_tail_testing::GpuStreamTest<> {
  protected:
 
   std::unique_ptr<Problem> MakeProblem(int heads, int rows, uint64_t seed) {
@@ -68,7 +68,7 @@ class FaultGpuTest : public mla_testing::GpuStreamTest<> {
     ASSERT_TRUE(bits.ok()) << bits.status();
     const ReferenceInputs in = problem.reference_inputs();
     const int64_t stride = problem.buffers().output_row_stride;
-    const int64_t width = int64_t{problem.shape().heads} * mla::kValueDim;
+    const int64_t width = int64_t{problem.shape().heads} * mla_tail::kValueDim;
     const int64_t rows = static_cast<int64_t>(bits->size()) / stride;
     int mismatches = 0;
     for (int64_t t = 0; t < rows; ++t) {
@@ -78,7 +78,7 @@ class FaultGpuTest : public mla_testing::GpuStreamTest<> {
         if (t >= computed || c >= width) {
           if (got == 0xffff) continue;
           why = "overwritten";
-        } else if (OutputAgrees(ReferenceOutput(in, t, c / mla::kValueDim, c % mla::kValueDim),
+        } else if (OutputAgrees(ReferenceOutput(in, t, c / mla_tail::kValueDim, c % mla_tail::kValueDim),
                                 got, /*exact=*/true, &why)) {
           continue;
         }
@@ -111,7 +111,7 @@ TEST_P(CaptureFaultTest, InvalidatedCaptureIsReportedAndRetried) {
   options.layers = 2;
   options.buckets = {16, 64};
   options.path = GetParam();
-  mla::internal::FaultHooks faults;
+  mla_tail::internal::FaultHooks faults;
   faults.during_capture = [&](cudaStream_t capturing) {
     if (!inject) return;
     ++injected;
@@ -119,10 +119,10 @@ TEST_P(CaptureFaultTest, InvalidatedCaptureIsReportedAndRetried) {
     // as the code that made it would not know about our capture).
     cudaStreamSynchronize(capturing);
   };
-  mla::internal::ScopedFaultHooks hooks(faults);
+  mla_tail::internal::ScopedFaultHooks hooks(faults);
   absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
   ASSERT_TRUE(set.ok()) << set.status();
-  const mla::TailBuffers b = problem->buffers();
+  const mla_tail::TailBuffers b = problem->buffers();
   ASSERT_OK((*set)->SetLayer(0, b));
   ASSERT_OK((*set)->SetLayer(1, b));
 
@@ -169,7 +169,7 @@ TEST_P(CaptureFaultTest, InvalidatedCaptureIsReportedAndRetried) {
 INSTANTIATE_TEST_SUITE_P(Paths, CaptureFaultTest,
                          ::testing::Values(TailPath::kFused, TailPath::kBmm),
                          [](const ::testing::TestParamInfo<TailPath>& info) {
-                           return std::string(mla::TailPathName(info.param));
+                           return std::string(mla_tail::TailPathName(info.param));
                          });
 
 // cuBLASLt finding no algorithm for the BMM path's GEMM: the eager tail and the graph set both
@@ -179,17 +179,17 @@ TEST_F(FaultGpuTest, NoBmmAlgorithmIsReportedAndRetried) {
   ASSERT_NE(problem, nullptr);
   std::atomic<bool> inject{true};
   std::atomic<int> asked{0};
-  mla::internal::FaultHooks faults;
+  mla_tail::internal::FaultHooks faults;
   faults.bmm_finds_no_algorithm = [&] {
     ++asked;
     return inject.load();
   };
-  mla::internal::ScopedFaultHooks hooks(faults);
-  const mla::TailBuffers b = problem->buffers();
+  mla_tail::internal::ScopedFaultHooks hooks(faults);
+  const mla_tail::TailBuffers b = problem->buffers();
 
-  mla::TailOptions tail_options;
+  mla_tail::TailOptions tail_options;
   tail_options.max_rows = 64;
-  absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(0, tail_options);
+  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail = mla_tail::MlaTail::Create(0, tail_options);
   ASSERT_TRUE(tail.ok()) << tail.status();
 
   GraphSetOptions options;
@@ -246,11 +246,11 @@ TEST_F(FaultGpuTest, DeviceMemoryExhaustedDuringCaptureIsReportedAndRetried) {
   const int kRows = ForProfile(256, 64);
   std::unique_ptr<Problem> problem = MakeProblem(12, kRows, 13);
   ASSERT_NE(problem, nullptr);
-  const mla::TailBuffers b = problem->buffers();
+  const mla_tail::TailBuffers b = problem->buffers();
   GraphSetOptions options;
   options.heads = 12;
   options.layers = kLayers;
-  options.buckets = mla_graph::DefaultBuckets(1);
+  options.buckets = mla_tail::DefaultBuckets(1);
   while (options.buckets.back() > kRows) options.buckets.pop_back();
   absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
   ASSERT_TRUE(set.ok()) << set.status();
@@ -309,9 +309,9 @@ TEST_F(FaultGpuTest, DeviceMemoryExhaustedDuringCaptureIsReportedAndRetried) {
 TEST_F(FaultGpuTest, TheCallersErrorStateIsKept) {
   std::unique_ptr<Problem> problem = MakeProblem(12, 16, 81);
   ASSERT_NE(problem, nullptr);
-  absl::StatusOr<std::unique_ptr<mla::MlaTail>> created = mla::MlaTail::Create(0, {});
+  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> created = mla_tail::MlaTail::Create(0, {});
   ASSERT_TRUE(created.ok()) << created.status();
-  mla::MlaTail* tail_ = created->get();
+  mla_tail::MlaTail* tail_ = created->get();
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
   // The caller's own failed call: an error pending in the thread's last-error slot.
   ASSERT_EQ(cudaMemcpyAsync(nullptr, nullptr, 16, cudaMemcpyDeviceToDevice, stream_),
@@ -335,7 +335,7 @@ TEST_F(FaultGpuTest, TheCallersErrorStateIsKept) {
   still_pending("TailGraphSet::Replay (with its capture)");
   cudaGraph_t built = nullptr;
   ASSERT_EQ(cudaGraphCreate(&built, 0), cudaSuccess);
-  ASSERT_TRUE(mla_graph::AddTailNodes(*tail_, built, {}, problem->shape(), problem->buffers()).ok());
+  ASSERT_TRUE(mla_tail::AddTailNodes(*tail_, built, {}, problem->shape(), problem->buffers()).ok());
   still_pending("AddTailNodes");
   cudaGraphDestroy(built);
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
@@ -346,16 +346,16 @@ TEST_F(FaultGpuTest, TheCallersErrorStateIsKept) {
   cudaGraph_t graph = nullptr, other_graph = nullptr;
   ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
   ASSERT_EQ(cudaGraphCreate(&other_graph, 0), cudaSuccess);
-  absl::StatusOr<mla_graph::TailNodes> nodes =
-      mla_graph::AddTailNodes(*tail_, graph, {}, problem->shape(), problem->buffers());
+  absl::StatusOr<mla_tail::TailNodes> nodes =
+      mla_tail::AddTailNodes(*tail_, graph, {}, problem->shape(), problem->buffers());
   ASSERT_TRUE(nodes.ok()) << nodes.status();
-  ASSERT_TRUE(mla_graph::AddTailNodes(*tail_, other_graph, {}, problem->shape(), problem->buffers()).ok());
+  ASSERT_TRUE(mla_tail::AddTailNodes(*tail_, other_graph, {}, problem->shape(), problem->buffers()).ok());
   cudaGraphExec_t other_exec = nullptr;
   ASSERT_EQ(cudaGraphInstantiate(&other_exec, other_graph, 0), cudaSuccess);
   const absl::Status wrong_exec = nodes->Update(other_exec, problem->buffers());
   EXPECT_FALSE(wrong_exec.ok());
-  EXPECT_TRUE(mla::CudaErrorOf(wrong_exec).has_value()) << wrong_exec;
-  EXPECT_FALSE(mla::IsStickyCudaError(wrong_exec));
+  EXPECT_TRUE(mla_tail::CudaErrorOf(wrong_exec).has_value()) << wrong_exec;
+  EXPECT_FALSE(mla_tail::IsStickyCudaError(wrong_exec));
   EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "the library left its own error pending";
   cudaGraphExecDestroy(other_exec);
   cudaGraphDestroy(other_graph);
@@ -364,4 +364,4 @@ TEST_F(FaultGpuTest, TheCallersErrorStateIsKept) {
 }
 
 }  // namespace
-}  // namespace mla_testing
+}  // namespace mla_tail_testing

@@ -1,4 +1,4 @@
-// The gate math of every fused kernel and MlaGate, over all 65536 bf16 gates: the branch-free
+// The gate math of every fused kernel and BmmGateKernel, over all 65536 bf16 gates: the branch-free
 // computation equals the IEEE division bit for bit wherever it claims to, and leaves only gates
 // below -87 (and NaN) to the general path.
 
@@ -6,7 +6,7 @@
 #include "testing/support/gate_math.h"
 #include "testing/support/gpu_stream_test.h"
 
-namespace mla_testing {
+namespace mla_tail_testing {
 namespace {
 
 using GateMathGpuTest = GpuStreamTest<>;
@@ -28,4 +28,4 @@ TEST_F(GateMathGpuTest, BranchFreeGateEqualsDivisionForEveryBf16Gate) {
 }
 
 }  // namespace
-}  // namespace mla_testing
+}  // namespace mla_tail_testing

@@ -19,24 +19,24 @@
 #include "testing/support/problem.h"
 #include "testing/support/status_macros.h"
 
-namespace mla_testing {
+namespace mla_tail_testing {
 namespace {
 
-using ::mla::TailPath;
-using ::mla_graph::GraphSetOptions;
-using ::mla_graph::TailGraphSet;
+using ::mla_tail::TailPath;
+using ::mla_tail::GraphSetOptions;
+using ::mla_tail::TailGraphSet;
 using ::testing::HasSubstr;
 
 const std::vector<int> kBuckets = {1, 2, 8, 16, 24, 40, 64};
 
-class GraphGpuTest : public mla_testing::GpuStreamTest<::testing::TestWithParam<TailPath>> {
+class GraphGpuTest : public mla_tail_testing::GpuStreamTest<::testing::TestWithParam<TailPath>> {
  protected:
   void SetUp() override {
     GpuStreamTest::SetUp();
     if (!StreamReady()) return;
-    mla::TailOptions options;
+    mla_tail::TailOptions options;
     options.max_rows = 256;
-    absl::StatusOr<std::unique_ptr<mla::MlaTail>> eager = mla::MlaTail::Create(0, options);
+    absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> eager = mla_tail::MlaTail::Create(0, options);
     ASSERT_TRUE(eager.ok()) << eager.status();
     eager_ = *std::move(eager);
   }
@@ -69,7 +69,7 @@ class GraphGpuTest : public mla_testing::GpuStreamTest<::testing::TestWithParam<
   }
 
   // The output bits of `run` into a freshly poisoned copy of the buffers' output layout.
-  std::vector<uint16_t> Outputs(const Problem& problem, const mla::TailBuffers& buffers) {
+  std::vector<uint16_t> Outputs(const Problem& problem, const mla_tail::TailBuffers& buffers) {
     absl::StatusOr<std::vector<uint16_t>> bits =
         DownloadBits(buffers.output, problem.output_elements());
     EXPECT_TRUE(bits.ok()) << bits.status();
@@ -79,18 +79,18 @@ class GraphGpuTest : public mla_testing::GpuStreamTest<::testing::TestWithParam<
   // Replays `layer` for `rows` into `buffers` (poisoned first) and the eager tail for the
   // bucket's rows into a second output; both must agree bit for bit.
   void ExpectReplayEqualsEager(TailGraphSet& set, const Problem& problem, int layer, int rows,
-                               mla::TailBuffers buffers) {
+                               mla_tail::TailBuffers buffers) {
     SCOPED_TRACE(absl::StrCat("layer ", layer, " rows ", rows));
     ASSERT_OK(problem.PoisonOutput(buffers.output, stream_));
     ASSERT_OK(set.SetLayer(layer, buffers));
     ASSERT_OK(set.Replay(layer, rows, stream_));
     absl::StatusOr<DeviceMemory> eager_out = problem.NewOutput(stream_);
     ASSERT_TRUE(eager_out.ok());
-    mla::TailBuffers eager_buffers = buffers;
-    eager_buffers.output = eager_out->as<mla::bf16>();
+    mla_tail::TailBuffers eager_buffers = buffers;
+    eager_buffers.output = eager_out->as<mla_tail::bf16>();
     const int bucket = *set.BucketRows(rows);
     ASSERT_OK(eager_->Run({problem.shape().heads, bucket, problem.shape().q}, eager_buffers,
-                          stream_, mla::MlaTail::Resolve(GetParam(), {problem.shape().heads,
+                          stream_, mla_tail::MlaTail::Resolve(GetParam(), {problem.shape().heads,
                                                                        bucket,
                                                                        problem.shape().q})));
     ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
@@ -98,7 +98,7 @@ class GraphGpuTest : public mla_testing::GpuStreamTest<::testing::TestWithParam<
         << "replay differs from the eager tail";
   }
 
-  std::unique_ptr<mla::MlaTail> eager_;
+  std::unique_ptr<mla_tail::MlaTail> eager_;
 };
 
 // Every bucket, rows at and between buckets, q 1 and 2: replay == eager, and the full bucket
@@ -151,18 +151,18 @@ TEST_P(GraphGpuTest, PointerUpdatesReplayWithoutInstantiation) {
   const int64_t instantiations = set->stats().instantiations;
   ExpectReplayEqualsEager(*set, *a, 0, 40, a->buffers());
 
-  using Mutation = void (*)(mla::TailBuffers&, const mla::TailBuffers&);
+  using Mutation = void (*)(mla_tail::TailBuffers&, const mla_tail::TailBuffers&);
   const std::pair<const char*, Mutation> mutations[] = {
-      {"latent", [](mla::TailBuffers& x, const mla::TailBuffers& y) { x.latent = y.latent; }},
-      {"w_uv", [](mla::TailBuffers& x, const mla::TailBuffers& y) { x.w_uv = y.w_uv; }},
-      {"gate", [](mla::TailBuffers& x, const mla::TailBuffers& y) { x.gate = y.gate; }},
-      {"lengths", [](mla::TailBuffers& x, const mla::TailBuffers& y) { x.lengths = y.lengths; }},
-      {"output", [](mla::TailBuffers& x, const mla::TailBuffers& y) { x.output = y.output; }},
-      {"all", [](mla::TailBuffers& x, const mla::TailBuffers& y) { x = y; }},
+      {"latent", [](mla_tail::TailBuffers& x, const mla_tail::TailBuffers& y) { x.latent = y.latent; }},
+      {"w_uv", [](mla_tail::TailBuffers& x, const mla_tail::TailBuffers& y) { x.w_uv = y.w_uv; }},
+      {"gate", [](mla_tail::TailBuffers& x, const mla_tail::TailBuffers& y) { x.gate = y.gate; }},
+      {"lengths", [](mla_tail::TailBuffers& x, const mla_tail::TailBuffers& y) { x.lengths = y.lengths; }},
+      {"output", [](mla_tail::TailBuffers& x, const mla_tail::TailBuffers& y) { x.output = y.output; }},
+      {"all", [](mla_tail::TailBuffers& x, const mla_tail::TailBuffers& y) { x = y; }},
   };
   for (const auto& [name, mutate] : mutations) {
     SCOPED_TRACE(name);
-    mla::TailBuffers buffers = a->buffers();
+    mla_tail::TailBuffers buffers = a->buffers();
     mutate(buffers, b->buffers());
     const int64_t updates = set->stats().node_updates;
     ExpectReplayEqualsEager(*set, *a, 0, 40, buffers);
@@ -186,7 +186,7 @@ TEST_P(GraphGpuTest, WholeGraphUpdatesAgree) {
   std::unique_ptr<Problem> b = MakeProblem(8, 24, 1, 32);
   ASSERT_TRUE(a != nullptr && b != nullptr);
   GraphSetOptions options = Options(8, 1, 1, {8, 24});
-  options.update = mla_graph::UpdateMechanism::kWholeGraph;
+  options.update = mla_tail::UpdateMechanism::kWholeGraph;
   std::unique_ptr<TailGraphSet> set = MakeSet(options);
   ASSERT_NE(set, nullptr);
   ExpectReplayEqualsEager(*set, *a, 0, 24, a->buffers());
@@ -223,7 +223,7 @@ TEST_P(GraphGpuTest, LengthsAndPadding) {
   ASSERT_NE(problem, nullptr);
   std::unique_ptr<TailGraphSet> set = MakeSet(Options(12, 1, 1, {8, 40}));
   ASSERT_NE(set, nullptr);
-  const mla::TailBuffers b = problem->buffers();
+  const mla_tail::TailBuffers b = problem->buffers();
   ASSERT_OK(set->SetLayer(0, b));
   ASSERT_OK(set->Replay(0, 40, stream_));
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
@@ -240,13 +240,13 @@ TEST_P(GraphGpuTest, LengthsAndPadding) {
 
   // 29 rows in the 40-row bucket: rows 29..39 are padding with NaN latent and gate.
   const int rows = 29;
-  ASSERT_EQ(cudaMemset2DAsync(const_cast<mla::bf16*>(b.latent) + rows * b.latent_row_stride,
+  ASSERT_EQ(cudaMemset2DAsync(const_cast<mla_tail::bf16*>(b.latent) + rows * b.latent_row_stride,
                               b.latent_row_stride * 2, 0xff, 12 * 512 * 2, 40 - rows, stream_),
             cudaSuccess);
-  ASSERT_EQ(cudaMemset2DAsync(const_cast<mla::bf16*>(b.gate) + rows * b.gate_row_stride,
+  ASSERT_EQ(cudaMemset2DAsync(const_cast<mla_tail::bf16*>(b.gate) + rows * b.gate_row_stride,
                               b.gate_row_stride * 2, 0xff, 12 * 128 * 2, 40 - rows, stream_),
             cudaSuccess);
-  ASSERT_OK(mla_graph::ZeroPaddingLengths(const_cast<int32_t*>(b.lengths), rows, 40, 1, stream_));
+  ASSERT_OK(mla_tail::ZeroPaddingLengths(const_cast<int32_t*>(b.lengths), rows, 40, 1, stream_));
   ASSERT_OK(problem->PoisonOutput(b.output, stream_));
   ASSERT_OK(set->Replay(0, rows, stream_));
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
@@ -299,8 +299,8 @@ TEST_P(GraphGpuTest, RowsBeyondTheLargestBucket) {
 
   // SetLayer checks the buffers for every row Replay may run: an output that begins 32 latent
   // rows on overlaps the latent's rows 32-47, which only the eager fallback reads.
-  mla::TailBuffers overlapping = problem->buffers();
-  overlapping.output = const_cast<mla::bf16*>(overlapping.latent) + 32 * overlapping.latent_row_stride;
+  mla_tail::TailBuffers overlapping = problem->buffers();
+  overlapping.output = const_cast<mla_tail::bf16*>(overlapping.latent) + 32 * overlapping.latent_row_stride;
   ASSERT_OK(set->SetLayer(0, overlapping));
   const absl::Status refused = fallback->SetLayer(0, overlapping);
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
@@ -369,14 +369,14 @@ TEST_P(GraphGpuTest, ChildGraphEmbedding) {
   // Layer 1 moves to A's inputs and a fresh output: re-export, update the child in place.
   absl::StatusOr<DeviceMemory> out = a->NewOutput(stream_);
   ASSERT_TRUE(out.ok());
-  ASSERT_OK(set->SetLayer(1, a->buffers_with_output(out->as<mla::bf16>())));
+  ASSERT_OK(set->SetLayer(1, a->buffers_with_output(out->as<mla_tail::bf16>())));
   absl::StatusOr<cudaGraph_t> moved = set->ExportGraph(1, 16);
   ASSERT_TRUE(moved.ok()) << moved.status();
   ASSERT_EQ(cudaGraphExecChildGraphNodeSetParams(exec, children[0], *moved), cudaSuccess);
   cudaGraphDestroy(*moved);
   ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-  ASSERT_TRUE(Outputs(*a, a->buffers()) == Outputs(*a, a->buffers_with_output(out->as<mla::bf16>())));
+  ASSERT_TRUE(Outputs(*a, a->buffers()) == Outputs(*a, a->buffers_with_output(out->as<mla_tail::bf16>())));
 
   // Back to B's buffers, applied by a Replay first: the export then carries them too.
   ASSERT_OK(set->SetLayer(1, b->buffers()));
@@ -443,7 +443,7 @@ TEST_P(GraphGpuTest, ErrorsLeaveTheSetUsable) {
   EXPECT_EQ(set->Replay(0, 0, stream_).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(set->Replay(0, 18, stream_).code(), absl::StatusCode::kOutOfRange);
   EXPECT_EQ(set->Replay(1, 8, stream_).code(), absl::StatusCode::kFailedPrecondition);
-  mla::TailBuffers broken = problem->buffers();
+  mla_tail::TailBuffers broken = problem->buffers();
   broken.gate = nullptr;
   EXPECT_THAT(std::string(set->SetLayer(0, broken).message()), HasSubstr("gate is null"));
   broken = problem->buffers();
@@ -471,7 +471,7 @@ TEST_P(GraphGpuTest, ErrorsLeaveTheSetUsable) {
   ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(), true));
 }
 
-// The fused path with each MlaValueWgmma configuration forced (at 64 heads x 256 rows the
+// The fused path with each Tile configuration forced (at 64 heads x 256 rows the
 // warp-specialized one runs one 128-row tile a block; TileKernelTest loops it over 4 at
 // 64 heads x 1000 rows): the captured node is found (the capture fails otherwise), replays equal the eager tail with the same kernel bit for bit, and they follow a
 // pointer update without a new instantiation.
@@ -514,23 +514,23 @@ TEST(GraphTileKernelTest, ReplayEqualsEagerAndFollowsUpdates) {
       DeviceMemory::Allocate(problems[0]->output_elements() * sizeof(uint16_t));
   ASSERT_TRUE(eager_output.ok());
 
-  std::vector<mla::FusedKernel> variants;
-  for (mla::FusedKernel v : mla::kFusedKernels) {
-    if (v != mla::FusedKernel::kColumnSplit) variants.push_back(v);
+  std::vector<mla_tail::FusedKernel> kernels;
+  for (mla_tail::FusedKernel v : mla_tail::kFusedKernels) {
+    if (v != mla_tail::FusedKernel::kColumnSplit) kernels.push_back(v);
   }
-  for (mla::FusedKernel variant : variants) {
-    SCOPED_TRACE(mla::FusedKernelName(variant));
+  for (mla_tail::FusedKernel kernel : kernels) {
+    SCOPED_TRACE(mla_tail::FusedKernelName(kernel));
     GraphSetOptions options;
     options.heads = kHeads;
     options.layers = 1;
     options.buckets = {16, large};
     options.path = TailPath::kFused;
-    options.fused_kernel = variant;
+    options.fused_kernel = kernel;
     absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
     ASSERT_TRUE(set.ok()) << set.status();
-    mla::TailOptions eager_options;
-    eager_options.fused_kernel = variant;
-    absl::StatusOr<std::unique_ptr<mla::MlaTail>> eager = mla::MlaTail::Create(0, eager_options);
+    mla_tail::TailOptions eager_options;
+    eager_options.fused_kernel = kernel;
+    absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> eager = mla_tail::MlaTail::Create(0, eager_options);
     ASSERT_TRUE(eager.ok()) << eager.status();
 
     int64_t instantiations = 0;
@@ -541,7 +541,7 @@ TEST(GraphTileKernelTest, ReplayEqualsEagerAndFollowsUpdates) {
         SCOPED_TRACE(absl::StrCat("problem ", i, " rows ", rows));
         ASSERT_OK(problem.PoisonOutput(problem.buffers().output, stream));
         ASSERT_OK((*set)->Replay(0, rows, stream));
-        mla::bf16* out = eager_output->as<mla::bf16>();
+        mla_tail::bf16* out = eager_output->as<mla_tail::bf16>();
         ASSERT_OK(problem.PoisonOutput(out, stream));
         ASSERT_OK((*eager)->Run({kHeads, rows, 1}, problem.buffers_with_output(out), stream,
                                 TailPath::kFused));
@@ -564,7 +564,7 @@ TEST(GraphTileKernelTest, ReplayEqualsEagerAndFollowsUpdates) {
 
 INSTANTIATE_TEST_SUITE_P(Paths, GraphGpuTest,
                          ::testing::Values(TailPath::kFused, TailPath::kBmm, TailPath::kAuto),
-                         [](const auto& info) { return std::string(mla::TailPathName(info.param)); });
+                         [](const auto& info) { return std::string(mla_tail::TailPathName(info.param)); });
 
 }  // namespace
-}  // namespace mla_testing
+}  // namespace mla_tail_testing

@@ -19,21 +19,21 @@
 #include "testing/support/problem.h"
 #include "testing/support/status_macros.h"
 
-namespace mla_testing {
+namespace mla_tail_testing {
 namespace {
 
-using ::mla::FusedKernel;
-using ::mla::TailPath;
+using ::mla_tail::FusedKernel;
+using ::mla_tail::TailPath;
 using ::testing::HasSubstr;
 
-class MlaGpuTest : public mla_testing::GpuStreamTest<> {
+class MlaGpuTest : public mla_tail_testing::GpuStreamTest<> {
  protected:
   void SetUp() override {
     GpuStreamTest::SetUp();
     if (!StreamReady()) return;
-    mla::TailOptions options;
+    mla_tail::TailOptions options;
     options.max_rows = 1024;
-    absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(0, options);
+    absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail = mla_tail::MlaTail::Create(0, options);
     ASSERT_TRUE(tail.ok()) << tail.status();
     tail_ = *std::move(tail);
   }
@@ -44,12 +44,12 @@ class MlaGpuTest : public mla_testing::GpuStreamTest<> {
     return problem.ok() ? *std::move(problem) : nullptr;
   }
 
-  // A tail whose fused path runs `variant`.
-  static std::unique_ptr<mla::MlaTail> FusedTail(FusedKernel variant) {
-    mla::TailOptions options;
+  // A tail whose fused path runs `kernel`.
+  static std::unique_ptr<mla_tail::MlaTail> FusedTail(FusedKernel kernel) {
+    mla_tail::TailOptions options;
     options.max_rows = 1024;
-    options.fused_kernel = variant;
-    absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(0, options);
+    options.fused_kernel = kernel;
+    absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail = mla_tail::MlaTail::Create(0, options);
     EXPECT_TRUE(tail.ok()) << tail.status();
     return tail.ok() ? *std::move(tail) : nullptr;
   }
@@ -59,24 +59,24 @@ class MlaGpuTest : public mla_testing::GpuStreamTest<> {
                                     const std::vector<int>& rows) {
     return RunAndCheckWith(*tail_, problem, path, exact, rows);
   }
-  std::vector<uint16_t> RunAndCheckWith(mla::MlaTail& tail, const Problem& problem, TailPath path,
+  std::vector<uint16_t> RunAndCheckWith(mla_tail::MlaTail& tail, const Problem& problem, TailPath path,
                                         bool exact, const std::vector<int>& rows) {
     absl::StatusOr<DeviceMemory> output =
         DeviceMemory::Allocate(problem.output_elements() * sizeof(uint16_t));
     EXPECT_TRUE(output.ok()) << output.status();
     if (!output.ok()) return {};
-    EXPECT_TRUE(problem.PoisonOutput(output->as<mla::bf16>(), stream_).ok());
+    EXPECT_TRUE(problem.PoisonOutput(output->as<mla_tail::bf16>(), stream_).ok());
     const absl::Status run =
-        tail.Run(problem.shape(), problem.buffers_with_output(output->as<mla::bf16>()), stream_,
+        tail.Run(problem.shape(), problem.buffers_with_output(output->as<mla_tail::bf16>()), stream_,
                  path);
     EXPECT_TRUE(run.ok()) << run;
     EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-    const absl::Status check = problem.Check(output->as<mla::bf16>(), rows, exact);
-    EXPECT_TRUE(check.ok()) << mla::TailPathName(path) << ", fused kernel "
-                            << mla::FusedKernelName(tail.options().fused_kernel) << ": "
+    const absl::Status check = problem.Check(output->as<mla_tail::bf16>(), rows, exact);
+    EXPECT_TRUE(check.ok()) << mla_tail::TailPathName(path) << ", fused kernel "
+                            << mla_tail::FusedKernelName(tail.options().fused_kernel) << ": "
                             << check;
     absl::StatusOr<std::vector<uint16_t>> bits =
-        DownloadBits(output->as<mla::bf16>(), problem.output_elements());
+        DownloadBits(output->as<mla_tail::bf16>(), problem.output_elements());
     return bits.ok() ? *std::move(bits) : std::vector<uint16_t>{};
   }
 
@@ -88,12 +88,12 @@ class MlaGpuTest : public mla_testing::GpuStreamTest<> {
     for (uint16_t b : *bits) ASSERT_EQ(b, 0xffff) << "the output was written";
   }
 
-  std::unique_ptr<mla::MlaTail> tail_;
+  std::unique_ptr<mla_tail::MlaTail> tail_;
 };
 
 // Integer-valued data and gates with exact sigmoids: both paths bit for bit equal to the
 // reference and to each other, over the grid of heads x rows x q. The sanitizer profile keeps
-// rows that reach each of the rule's kernels at some head count (MlaValue's 8-row blocks at 9
+// rows that reach each of the rule's kernels at some head count (ColumnSplit's 8-row blocks at 9
 // and 17; 64 x 128 tiles at 64 x 100, the 4-stage pipeline at 96 x 100, the warp-specialized
 // kernel over two rounds at 128 x 256) and drops the largest batches.
 class GridTest : public MlaGpuTest, public ::testing::WithParamInterface<int> {};
@@ -125,26 +125,26 @@ TEST_P(GridTest, BothPathsBitExact) {
 INSTANTIATE_TEST_SUITE_P(Heads, GridTest, ::testing::Values(1, 3, 8, 12, 16, 63, 64, 96, 128),
                          [](const auto& info) { return absl::StrCat("H", info.param); });
 
-// The fused kernels other than MlaValue (MlaValueWgmma's configurations), each forced.
-std::vector<FusedKernel> TileVariants() {
-  std::vector<FusedKernel> variants;
-  for (FusedKernel v : mla::kFusedKernels) {
-    if (v != FusedKernel::kColumnSplit) variants.push_back(v);
+// The fused kernels other than ColumnSplit (Tile's configurations), each forced.
+std::vector<FusedKernel> TileKernels() {
+  std::vector<FusedKernel> kernels;
+  for (FusedKernel v : mla_tail::kFusedKernels) {
+    if (v != FusedKernel::kColumnSplit) kernels.push_back(v);
   }
-  return variants;
+  return kernels;
 }
 
-// Each tile kernel against the CPU reference, and bit for bit equal to MlaValue, over heads x
+// Each tile kernel against the CPU reference, and bit for bit equal to ColumnSplit, over heads x
 // rows x q with rows around the 64- and 128-row tiles' edges. The sanitizer profile keeps the
 // edges up to 129 rows (at 128 heads the warp-specialized kernel loops over two rounds).
 class TileKernelTest : public MlaGpuTest, public ::testing::WithParamInterface<int> {};
 
 TEST_P(TileKernelTest, BitExactAndEqualToColumnSplit) {
   const int heads = GetParam();
-  std::unique_ptr<mla::MlaTail> split = FusedTail(FusedKernel::kColumnSplit);
+  std::unique_ptr<mla_tail::MlaTail> split = FusedTail(FusedKernel::kColumnSplit);
   ASSERT_NE(split, nullptr);
-  std::vector<std::unique_ptr<mla::MlaTail>> tiles;
-  for (FusedKernel v : TileVariants()) {
+  std::vector<std::unique_ptr<mla_tail::MlaTail>> tiles;
+  for (FusedKernel v : TileKernels()) {
     tiles.push_back(FusedTail(v));
     ASSERT_NE(tiles.back(), nullptr);
   }
@@ -163,11 +163,11 @@ TEST_P(TileKernelTest, BitExactAndEqualToColumnSplit) {
       const std::vector<int> sample = problem->SampleRows(rows >= 1000 ? 2 : 4);
       const std::vector<uint16_t> expected =
           RunAndCheckWith(*split, *problem, TailPath::kFused, true, sample);
-      for (const std::unique_ptr<mla::MlaTail>& tile : tiles) {
+      for (const std::unique_ptr<mla_tail::MlaTail>& tile : tiles) {
         const std::vector<uint16_t> got =
             RunAndCheckWith(*tile, *problem, TailPath::kFused, true, sample);
         ASSERT_TRUE(got == expected)
-            << mla::FusedKernelName(tile->options().fused_kernel) << " differs from split";
+            << mla_tail::FusedKernelName(tile->options().fused_kernel) << " differs from split";
       }
     }
   }
@@ -179,10 +179,10 @@ INSTANTIATE_TEST_SUITE_P(Heads, TileKernelTest, ::testing::Values(1, 3, 12, 63, 
 // The tile kernels on the kv_b_proj view of W_UV with padded latent, gate and output rows; on
 // inactive requests (length 0 or negative, NaN latent and gate); on random data within 1 ulp.
 TEST_F(MlaGpuTest, TileKernelStridedInactiveAndRandom) {
-  std::unique_ptr<mla::MlaTail> split = FusedTail(FusedKernel::kColumnSplit);
+  std::unique_ptr<mla_tail::MlaTail> split = FusedTail(FusedKernel::kColumnSplit);
   ASSERT_NE(split, nullptr);
-  std::vector<std::unique_ptr<mla::MlaTail>> tiles;
-  for (FusedKernel v : TileVariants()) {
+  std::vector<std::unique_ptr<mla_tail::MlaTail>> tiles;
+  for (FusedKernel v : TileKernels()) {
     tiles.push_back(FusedTail(v));
     ASSERT_NE(tiles.back(), nullptr);
   }
@@ -199,9 +199,9 @@ TEST_F(MlaGpuTest, TileKernelStridedInactiveAndRandom) {
       const std::vector<int> sample = problem->SampleRows(2);
       const std::vector<uint16_t> expected =
           RunAndCheckWith(*split, *problem, TailPath::kFused, true, sample);
-      for (const std::unique_ptr<mla::MlaTail>& tile : tiles) {
+      for (const std::unique_ptr<mla_tail::MlaTail>& tile : tiles) {
         ASSERT_TRUE(RunAndCheckWith(*tile, *problem, TailPath::kFused, true, sample) == expected)
-            << mla::FusedKernelName(tile->options().fused_kernel) << " differs from split";
+            << mla_tail::FusedKernelName(tile->options().fused_kernel) << " differs from split";
       }
     }
   }
@@ -215,7 +215,7 @@ TEST_F(MlaGpuTest, TileKernelStridedInactiveAndRandom) {
       options.gates = Values::kUniformGates;
       std::unique_ptr<Problem> problem = MakeProblem(options);
       ASSERT_NE(problem, nullptr);
-      for (const std::unique_ptr<mla::MlaTail>& tile : tiles) {
+      for (const std::unique_ptr<mla_tail::MlaTail>& tile : tiles) {
         RunAndCheckWith(*tile, *problem, TailPath::kFused, false, problem->SampleRows());
       }
     }
@@ -230,7 +230,7 @@ TEST_F(MlaGpuTest, TileKernelStridedInactiveAndRandom) {
       options.seed = 23 + heads + rows;
       std::unique_ptr<Problem> problem = MakeProblem(options);
       ASSERT_NE(problem, nullptr);
-      for (const std::unique_ptr<mla::MlaTail>& tile : tiles) {
+      for (const std::unique_ptr<mla_tail::MlaTail>& tile : tiles) {
         RunAndCheckWith(*tile, *problem, TailPath::kFused, false, problem->SampleRows(2));
       }
     }
@@ -282,7 +282,7 @@ TEST_F(MlaGpuTest, StridedViews) {
 }
 
 // Inactive requests (length 0 or negative) with NaN latent and gate: exactly +0.0, and their
-// neighbours unaffected (at 8 and 16 rows, MlaValue's 8-row blocks; at 64, a tile kernel); all
+// neighbours unaffected (at 8 and 16 rows, ColumnSplit's 8-row blocks; at 64, a tile kernel); all
 // requests inactive too. The sanitizer profile takes every first and third request inactive,
 // the latter with negative lengths.
 TEST_F(MlaGpuTest, InactiveRowsAreZeroDespiteNan) {
@@ -342,37 +342,37 @@ TEST_F(MlaGpuTest, ValidationErrorsLaunchNothing) {
   ASSERT_NE(problem, nullptr);
   struct Case {
     const char* message;
-    mla::TailShape shape;
-    void (*mutate)(mla::TailBuffers&);
+    mla_tail::TailShape shape;
+    void (*mutate)(mla_tail::TailBuffers&);
     absl::StatusCode code = absl::StatusCode::kInvalidArgument;
   };
-  const mla::TailShape good = problem->shape();
+  const mla_tail::TailShape good = problem->shape();
   const Case cases[] = {
-      {"heads = 0", {0, 32, 2}, [](mla::TailBuffers&) {}},
-      {"heads = 129", {129, 32, 2}, [](mla::TailBuffers&) {}},
-      {"rows = 0", {12, 0, 2}, [](mla::TailBuffers&) {}},
-      {"q = 0", {12, 32, 0}, [](mla::TailBuffers&) {}},
-      {"not a multiple of q", {12, 31, 2}, [](mla::TailBuffers&) {}},
-      {"latent is null", good, [](mla::TailBuffers& b) { b.latent = nullptr; }},
-      {"w_uv is null", good, [](mla::TailBuffers& b) { b.w_uv = nullptr; }},
-      {"gate is null", good, [](mla::TailBuffers& b) { b.gate = nullptr; }},
-      {"lengths is null", good, [](mla::TailBuffers& b) { b.lengths = nullptr; }},
-      {"latent = ", good, [](mla::TailBuffers& b) { b.latent += 4; }},
-      {"gate = ", good, [](mla::TailBuffers& b) { b.gate += 1; }},
-      {"w_uv = ", good, [](mla::TailBuffers& b) { b.w_uv += 2; }},
-      {"latent_row_stride", good, [](mla::TailBuffers& b) { b.latent_row_stride -= 8; }},
-      {"gate_row_stride", good, [](mla::TailBuffers& b) { b.gate_row_stride += 4; }},
-      {"output_row_stride", good, [](mla::TailBuffers& b) { b.output_row_stride -= 8; }},
-      {"w_head_stride", good, [](mla::TailBuffers& b) { b.w_head_stride = 512; }},
-      {"w_row_stride", good, [](mla::TailBuffers& b) { b.w_row_stride = 500; }},
+      {"heads = 0", {0, 32, 2}, [](mla_tail::TailBuffers&) {}},
+      {"heads = 129", {129, 32, 2}, [](mla_tail::TailBuffers&) {}},
+      {"rows = 0", {12, 0, 2}, [](mla_tail::TailBuffers&) {}},
+      {"q = 0", {12, 32, 0}, [](mla_tail::TailBuffers&) {}},
+      {"not a multiple of q", {12, 31, 2}, [](mla_tail::TailBuffers&) {}},
+      {"latent is null", good, [](mla_tail::TailBuffers& b) { b.latent = nullptr; }},
+      {"w_uv is null", good, [](mla_tail::TailBuffers& b) { b.w_uv = nullptr; }},
+      {"gate is null", good, [](mla_tail::TailBuffers& b) { b.gate = nullptr; }},
+      {"lengths is null", good, [](mla_tail::TailBuffers& b) { b.lengths = nullptr; }},
+      {"latent = ", good, [](mla_tail::TailBuffers& b) { b.latent += 4; }},
+      {"gate = ", good, [](mla_tail::TailBuffers& b) { b.gate += 1; }},
+      {"w_uv = ", good, [](mla_tail::TailBuffers& b) { b.w_uv += 2; }},
+      {"latent_row_stride", good, [](mla_tail::TailBuffers& b) { b.latent_row_stride -= 8; }},
+      {"gate_row_stride", good, [](mla_tail::TailBuffers& b) { b.gate_row_stride += 4; }},
+      {"output_row_stride", good, [](mla_tail::TailBuffers& b) { b.output_row_stride -= 8; }},
+      {"w_head_stride", good, [](mla_tail::TailBuffers& b) { b.w_head_stride = 512; }},
+      {"w_row_stride", good, [](mla_tail::TailBuffers& b) { b.w_row_stride = 500; }},
       {"output overlaps gate", good,
-       [](mla::TailBuffers& b) { b.gate = b.output + 8; }},
+       [](mla_tail::TailBuffers& b) { b.gate = b.output + 8; }},
   };
   for (TailPath path : {TailPath::kFused, TailPath::kBmm, TailPath::kAuto}) {
     for (const Case& c : cases) {
       SCOPED_TRACE(c.message);
       ASSERT_OK(problem->PoisonOutput(problem->buffers().output, stream_));
-      mla::TailBuffers buffers = problem->buffers();
+      mla_tail::TailBuffers buffers = problem->buffers();
       c.mutate(buffers);
       const absl::Status status = tail_->Run(c.shape, buffers, stream_, path);
       EXPECT_EQ(status.code(), c.code) << status;
@@ -386,12 +386,12 @@ TEST_F(MlaGpuTest, ValidationErrorsLaunchNothing) {
 // The BMM path's scratch bounds it; asking for more is OutOfRange, launches nothing, and the
 // fused path still serves the shape.
 TEST_F(MlaGpuTest, BmmBeyondCapacityIsOutOfRange) {
-  mla::TailOptions options;
+  mla_tail::TailOptions options;
   options.max_rows = 64;
   options.max_heads = 16;
-  absl::StatusOr<std::unique_ptr<mla::MlaTail>> small = mla::MlaTail::Create(0, options);
+  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> small = mla_tail::MlaTail::Create(0, options);
   ASSERT_TRUE(small.ok()) << small.status();
-  for (mla::TailShape shape : {mla::TailShape{16, 80, 1}, mla::TailShape{32, 32, 1}}) {
+  for (mla_tail::TailShape shape : {mla_tail::TailShape{16, 80, 1}, mla_tail::TailShape{32, 32, 1}}) {
     ProblemOptions problem_options;
     problem_options.shape = shape;
     std::unique_ptr<Problem> problem = MakeProblem(problem_options);
@@ -412,12 +412,12 @@ TEST_F(MlaGpuTest, BmmBeyondCapacityIsOutOfRange) {
 // With it, the scratch (the values, the cuBLASLt workspace and the operand tables) is allocated
 // when the BMM path is first prepared, not before.
 TEST_F(MlaGpuTest, WithoutBmmScratchTheBmmPathIsRefused) {
-  mla::TailOptions options;
+  mla_tail::TailOptions options;
   options.bmm = false;
-  absl::StatusOr<std::unique_ptr<mla::MlaTail>> fused_only = mla::MlaTail::Create(0, options);
+  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> fused_only = mla_tail::MlaTail::Create(0, options);
   ASSERT_TRUE(fused_only.ok()) << fused_only.status();
   EXPECT_EQ((*fused_only)->scratch_bytes(), 0u);
-  for (mla::TailShape shape : {mla::TailShape{12, 8, 1}, mla::TailShape{64, 256, 2}}) {
+  for (mla_tail::TailShape shape : {mla_tail::TailShape{12, 8, 1}, mla_tail::TailShape{64, 256, 2}}) {
     SCOPED_TRACE(absl::StrCat("heads ", shape.heads, " rows ", shape.rows));
     ProblemOptions problem_options;
     problem_options.shape = shape;
@@ -439,7 +439,7 @@ TEST_F(MlaGpuTest, WithoutBmmScratchTheBmmPathIsRefused) {
     }
   }
   // With it, nothing is allocated until the BMM path is first prepared.
-  absl::StatusOr<std::unique_ptr<mla::MlaTail>> both = mla::MlaTail::Create(0, {});
+  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> both = mla_tail::MlaTail::Create(0, {});
   ASSERT_TRUE(both.ok()) << both.status();
   EXPECT_EQ((*both)->scratch_bytes(), 0u);
   ProblemOptions problem_options;
@@ -449,23 +449,23 @@ TEST_F(MlaGpuTest, WithoutBmmScratchTheBmmPathIsRefused) {
   ASSERT_OK((*both)->Run(problem->shape(), problem->buffers(), stream_));
   EXPECT_EQ((*both)->scratch_bytes(), 0u) << "the fused path allocated";
   ASSERT_OK((*both)->PrepareBmm(problem->shape(), problem->buffers()));
-  const mla::TailOptions defaults;
+  const mla_tail::TailOptions defaults;
   EXPECT_EQ((*both)->scratch_bytes(),
-            defaults.workspace_bytes + size_t{mla::kMaxHeads} * 1024 * mla::kValueDim * 2 +
-                mla::kOperandTableBytes);
+            defaults.workspace_bytes + size_t{mla_tail::kMaxHeads} * 1024 * mla_tail::kValueDim * 2 +
+                mla_tail::kOperandTableBytes);
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
 }
 
 TEST_F(MlaGpuTest, CreateRefusesBadOptionsAndDevices) {
-  mla::TailOptions options;
+  mla_tail::TailOptions options;
   options.max_heads = 0;
-  EXPECT_EQ(mla::MlaTail::Create(0, options).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(mla_tail::MlaTail::Create(0, options).status().code(), absl::StatusCode::kInvalidArgument);
   options = {};
   options.max_rows = 0;
-  EXPECT_EQ(mla::MlaTail::Create(0, options).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(mla_tail::MlaTail::Create(0, options).status().code(), absl::StatusCode::kInvalidArgument);
   int count = 0;
   ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
-  const absl::Status missing = mla::MlaTail::Create(count, {}).status();
+  const absl::Status missing = mla_tail::MlaTail::Create(count, {}).status();
   EXPECT_EQ(missing.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(missing.message()), HasSubstr(absl::StrCat("device ", count)));
 }
@@ -488,4 +488,4 @@ TEST_F(MlaGpuTest, StreamOfAnotherDeviceIsRefused) {
 }
 
 }  // namespace
-}  // namespace mla_testing
+}  // namespace mla_tail_testing

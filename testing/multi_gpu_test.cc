@@ -22,7 +22,7 @@
 #include "testing/support/problem.h"
 #include "testing/support/status_macros.h"
 
-namespace mla_testing {
+namespace mla_tail_testing {
 namespace {
 
 constexpr int kHeads = 24;
@@ -36,7 +36,7 @@ const std::vector<int> kBuckets = ForProfile({1, 16, 64, 256, 1024}, {1, 16, 64,
 
 // One device's share: its heads' slices of the full problem's inputs, copied to it, run by a
 // graph set of its own on its own stream; returns the first mismatches as an error.
-absl::Status RunHalf(int device, const mla::TailBuffers& full,
+absl::Status RunHalf(int device, const mla_tail::TailBuffers& full,
                      const std::map<int, std::vector<uint16_t>>& expected, int64_t* replays) {
   MLA_RETURN_IF_CUDA_ERROR(cudaSetDevice(device), "cudaSetDevice");
   cudaStream_t stream = nullptr;
@@ -46,20 +46,20 @@ absl::Status RunHalf(int device, const mla::TailBuffers& full,
     ~StreamCloser() { cudaStreamDestroy(s); }
   } closer{stream};
 
-  constexpr int64_t kWidth = int64_t{kLocalHeads} * mla::kValueDim;
+  constexpr int64_t kWidth = int64_t{kLocalHeads} * mla_tail::kValueDim;
   const int first_head = device * kLocalHeads;
   DeviceMemory latent, w_uv, gate, lengths, output;
   MLA_RETURN_IF_ERROR(
-      latent.Reset(static_cast<size_t>(kRows) * kLocalHeads * mla::kLatentDim * 2));
+      latent.Reset(static_cast<size_t>(kRows) * kLocalHeads * mla_tail::kLatentDim * 2));
   MLA_RETURN_IF_ERROR(w_uv.Reset(size_t{kLocalHeads} * full.w_head_stride * 2));
   MLA_RETURN_IF_ERROR(gate.Reset(static_cast<size_t>(kRows) * kWidth * 2));
   MLA_RETURN_IF_ERROR(lengths.Reset(static_cast<size_t>(kRows) * sizeof(int32_t)));
   MLA_RETURN_IF_ERROR(output.Reset(static_cast<size_t>(kRows) * kWidth * 2));
   // Across devices: cudaMemcpyDefault works out where each pointer lives.
   MLA_RETURN_IF_CUDA_ERROR(
-      cudaMemcpy2DAsync(latent.get(), size_t{kLocalHeads} * mla::kLatentDim * 2,
-                        full.latent + int64_t{first_head} * mla::kLatentDim,
-                        full.latent_row_stride * 2, size_t{kLocalHeads} * mla::kLatentDim * 2,
+      cudaMemcpy2DAsync(latent.get(), size_t{kLocalHeads} * mla_tail::kLatentDim * 2,
+                        full.latent + int64_t{first_head} * mla_tail::kLatentDim,
+                        full.latent_row_stride * 2, size_t{kLocalHeads} * mla_tail::kLatentDim * 2,
                         kRows, cudaMemcpyDefault, stream),
       "copy latent");
   MLA_RETURN_IF_CUDA_ERROR(
@@ -67,24 +67,24 @@ absl::Status RunHalf(int device, const mla::TailBuffers& full,
                       cudaMemcpyDefault, stream),
       "copy w_uv");
   MLA_RETURN_IF_CUDA_ERROR(
-      cudaMemcpy2DAsync(gate.get(), kWidth * 2, full.gate + first_head * mla::kValueDim,
+      cudaMemcpy2DAsync(gate.get(), kWidth * 2, full.gate + first_head * mla_tail::kValueDim,
                         full.gate_row_stride * 2, kWidth * 2, kRows, cudaMemcpyDefault, stream),
       "copy gate");
   MLA_RETURN_IF_CUDA_ERROR(cudaMemcpyAsync(lengths.get(), full.lengths, lengths.bytes(),
                                            cudaMemcpyDefault, stream),
                            "copy lengths");
-  mla::TailBuffers local = mla::CompactBuffers(
-      {kLocalHeads, kRows, 1}, latent.as<mla::bf16>(), w_uv.as<mla::bf16>(),
-      gate.as<mla::bf16>(), lengths.as<int32_t>(), output.as<mla::bf16>());
+  mla_tail::TailBuffers local = mla_tail::CompactBuffers(
+      {kLocalHeads, kRows, 1}, latent.as<mla_tail::bf16>(), w_uv.as<mla_tail::bf16>(),
+      gate.as<mla_tail::bf16>(), lengths.as<int32_t>(), output.as<mla_tail::bf16>());
   local.w_head_stride = full.w_head_stride;
   local.w_row_stride = full.w_row_stride;
 
-  mla_graph::GraphSetOptions options;
+  mla_tail::GraphSetOptions options;
   options.heads = kLocalHeads;
   options.layers = 1;
   options.buckets = kBuckets;
-  absl::StatusOr<std::unique_ptr<mla_graph::TailGraphSet>> set =
-      mla_graph::TailGraphSet::Create(device, options);
+  absl::StatusOr<std::unique_ptr<mla_tail::TailGraphSet>> set =
+      mla_tail::TailGraphSet::Create(device, options);
   if (!set.ok()) return set.status();
   MLA_RETURN_IF_ERROR((*set)->SetLayer(0, local));
   MLA_RETURN_IF_ERROR((*set)->CaptureAll());
@@ -105,7 +105,7 @@ absl::Status RunHalf(int device, const mla::TailBuffers& full,
       const int64_t full_stride = full.output_row_stride;
       for (int64_t t = 0; t < kRows; ++t) {
         for (int64_t c = 0; c < kWidth; ++c) {
-          const uint16_t w = want[t * full_stride + int64_t{first_head} * mla::kValueDim + c];
+          const uint16_t w = want[t * full_stride + int64_t{first_head} * mla_tail::kValueDim + c];
           const uint16_t g = got[t * kWidth + c];
           if (w != g) {
             return absl::InternalError(absl::StrCat(
@@ -139,10 +139,10 @@ TEST(MultiGpuTest, HeadsSplitAcrossTwoDevicesEqualOneDevice) {
   problem_options.guard_rows = 0;
   absl::StatusOr<std::unique_ptr<Problem>> problem = Problem::Create(problem_options, stream);
   ASSERT_TRUE(problem.ok()) << problem.status();
-  const mla::TailBuffers full = (*problem)->buffers();
-  mla::TailOptions tail_options;
+  const mla_tail::TailBuffers full = (*problem)->buffers();
+  mla_tail::TailOptions tail_options;
   tail_options.max_rows = kRows;
-  absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(0, tail_options);
+  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail = mla_tail::MlaTail::Create(0, tail_options);
   ASSERT_TRUE(tail.ok()) << tail.status();
   std::map<int, std::vector<uint16_t>> expected;
   for (int rows : kBuckets) {
@@ -175,4 +175,4 @@ TEST(MultiGpuTest, HeadsSplitAcrossTwoDevicesEqualOneDevice) {
 }
 
 }  // namespace
-}  // namespace mla_testing
+}  // namespace mla_tail_testing

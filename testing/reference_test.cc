@@ -8,7 +8,7 @@
 #include "testing/support/bf16_bits.h"
 #include "testing/support/test_values.h"
 
-namespace mla_testing {
+namespace mla_tail_testing {
 namespace {
 
 TEST(Bf16BitsTest, RoundsToNearestEven) {
@@ -122,4 +122,4 @@ TEST(ReferenceTest, ToleranceIsOneUlpOfV) {
 }
 
 }  // namespace
-}  // namespace mla_testing
+}  // namespace mla_tail_testing

@@ -24,12 +24,12 @@
 #include "testing/support/problem.h"
 #include "testing/support/status_macros.h"
 
-namespace mla_testing {
+namespace mla_tail_testing {
 namespace {
 
-using ::mla::TailPath;
+using ::mla_tail::TailPath;
 
-class ReliabilityGpuTest : public mla_testing::GpuStreamTest<> {};
+class ReliabilityGpuTest : public mla_tail_testing::GpuStreamTest<> {};
 
 // The control: a minimal PDL-launched copy after the late writer sees the late writes. The tail
 // tests below rely on this ordering; a tool that breaks it fails here as well as there.
@@ -51,7 +51,7 @@ TEST_F(ReliabilityGpuTest, ControlPdlWaitSeesLateWrites) {
     ASSERT_EQ(LaunchWaitingCopy({target, seen, kBytes}, stream_), cudaSuccess);
     ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
     absl::StatusOr<std::vector<uint16_t>> bits =
-        DownloadBits(reinterpret_cast<const mla::bf16*>(seen), kBytes / 2);
+        DownloadBits(reinterpret_cast<const mla_tail::bf16*>(seen), kBytes / 2);
     ASSERT_TRUE(bits.ok()) << bits.status();
     int stale = 0;
     for (uint16_t b : *bits) stale += b != 0x5a5a;
@@ -62,24 +62,24 @@ TEST_F(ReliabilityGpuTest, ControlPdlWaitSeesLateWrites) {
 // The upstream kernel triggers launch_dependents at once and writes latent, gate and lengths
 // 50 us later; before that they hold NaN and zero lengths. A tail that read any of them before
 // griddepcontrol.wait would produce NaN or zero rows. Every fused kernel and the BMM path, at
-// 64 rows and at 5-13 (MlaValue's 8-row blocks, which load the latent into registers). Three
+// 64 rows and at 5-13 (ColumnSplit's 8-row blocks, which load the latent into registers). Three
 // rounds each, one in the sanitizer profile.
 TEST_F(ReliabilityGpuTest, InputsWrittenUpstreamUntilItsEndAreSeen) {
-  using mla::FusedKernel;
+  using mla_tail::FusedKernel;
   std::vector<std::pair<TailPath, FusedKernel>> runs;
-  for (FusedKernel v : mla::kFusedKernels) runs.push_back({TailPath::kFused, v});
+  for (FusedKernel v : mla_tail::kFusedKernels) runs.push_back({TailPath::kFused, v});
   runs.push_back({TailPath::kBmm, FusedKernel::kAuto});
-  for (const auto& [path, variant] : runs) {
+  for (const auto& [path, kernel] : runs) {
     for (const auto& [heads, rows] :
          {std::pair{3, 64}, {12, 64}, {64, 64}, {12, 8}, {64, 5}, {12, 13}}) {
-      SCOPED_TRACE(absl::StrCat(mla::TailPathName(path), " ", mla::FusedKernelName(variant),
+      SCOPED_TRACE(absl::StrCat(mla_tail::TailPathName(path), " ", mla_tail::FusedKernelName(kernel),
                                 " heads ", heads, " rows ", rows));
       ProblemOptions options;
       options.shape = {heads, rows, 1};
       options.inactive_every = 0;
       absl::StatusOr<std::unique_ptr<Problem>> problem = Problem::Create(options, stream_);
       ASSERT_TRUE(problem.ok()) << problem.status();
-      const mla::TailBuffers b = (*problem)->buffers();
+      const mla_tail::TailBuffers b = (*problem)->buffers();
       const size_t latent_bytes = size_t(rows) * b.latent_row_stride * 2;
       const size_t gate_bytes = size_t(rows) * b.gate_row_stride * 2;
       const size_t lengths_bytes = size_t(rows) * 4;
@@ -94,20 +94,20 @@ TEST_F(ReliabilityGpuTest, InputsWrittenUpstreamUntilItsEndAreSeen) {
                            cudaMemcpyDeviceToDevice),
                 cudaSuccess);
 
-      mla::TailOptions tail_options;
+      mla_tail::TailOptions tail_options;
       tail_options.max_rows = 64;
-      tail_options.fused_kernel = variant;
-      absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail = mla::MlaTail::Create(0, tail_options);
+      tail_options.fused_kernel = kernel;
+      absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail = mla_tail::MlaTail::Create(0, tail_options);
       ASSERT_TRUE(tail.ok()) << tail.status();
       ASSERT_OK((*tail)->PrepareBmm((*problem)->shape(), b));
       for (int round = 0; round < ForProfile(3, 1); ++round) {
-        ASSERT_EQ(cudaMemset(const_cast<mla::bf16*>(b.latent), 0xff, latent_bytes), cudaSuccess);
-        ASSERT_EQ(cudaMemset(const_cast<mla::bf16*>(b.gate), 0xff, gate_bytes), cudaSuccess);
+        ASSERT_EQ(cudaMemset(const_cast<mla_tail::bf16*>(b.latent), 0xff, latent_bytes), cudaSuccess);
+        ASSERT_EQ(cudaMemset(const_cast<mla_tail::bf16*>(b.gate), 0xff, gate_bytes), cudaSuccess);
         ASSERT_EQ(cudaMemset(const_cast<int32_t*>(b.lengths), 0, lengths_bytes), cudaSuccess);
         ASSERT_OK((*problem)->PoisonOutput(b.output, stream_));
         const LateCopy copies[3] = {
-            {s, const_cast<mla::bf16*>(b.latent), latent_bytes},
-            {s + latent_bytes, const_cast<mla::bf16*>(b.gate), gate_bytes},
+            {s, const_cast<mla_tail::bf16*>(b.latent), latent_bytes},
+            {s + latent_bytes, const_cast<mla_tail::bf16*>(b.gate), gate_bytes},
             {s + latent_bytes + gate_bytes, const_cast<int32_t*>(b.lengths), lengths_bytes}};
         ASSERT_EQ(LaunchLateWriter(copies, 50000, stream_), cudaSuccess);
         ASSERT_OK((*tail)->Run((*problem)->shape(), b, stream_, path));
@@ -147,19 +147,19 @@ TEST_F(ReliabilityGpuTest, SeparateInstancesFromManyThreads) {
       if (!problem.ok()) return fail(problem.status().ToString());
       problems[p] = *std::move(problem);
     }
-    mla_graph::GraphSetOptions options;
+    mla_tail::GraphSetOptions options;
     options.heads = heads;
     options.layers = 2;
     options.buckets = {8, 32};
     options.path = index % 4 < 2 ? TailPath::kFused : TailPath::kBmm;
-    absl::StatusOr<std::unique_ptr<mla_graph::TailGraphSet>> set =
-        mla_graph::TailGraphSet::Create(0, options);
+    absl::StatusOr<std::unique_ptr<mla_tail::TailGraphSet>> set =
+        mla_tail::TailGraphSet::Create(0, options);
     if (!set.ok()) return fail(set.status().ToString());
     for (int p = 0; p < 2; ++p) {
-      const mla::TailBuffers b = problems[p]->buffers();
+      const mla_tail::TailBuffers b = problems[p]->buffers();
       absl::Status s = (*set)->SetLayer(p, b);
       if (s.ok()) s = (*set)->Replay(p, 32, stream);
-      if (s.ok()) s = mla::CudaStatus(cudaStreamSynchronize(stream), "sync");
+      if (s.ok()) s = mla_tail::CudaStatus(cudaStreamSynchronize(stream), "sync");
       if (s.ok()) s = problems[p]->Check(b.output, problems[p]->SampleRows(), true);
       if (!s.ok()) return fail(s.ToString());
       expected[p] = *DownloadBits(b.output, problems[p]->output_elements());
@@ -171,11 +171,11 @@ TEST_F(ReliabilityGpuTest, SeparateInstancesFromManyThreads) {
                        failures == 0;
          ++done) {
       const int layer = random() % 2, p = random() % 2;
-      const mla::TailBuffers b = problems[p]->buffers();
+      const mla_tail::TailBuffers b = problems[p]->buffers();
       absl::Status s = problems[p]->PoisonOutput(b.output, stream);
       if (s.ok()) s = (*set)->SetLayer(layer, b);
       if (s.ok()) s = (*set)->Replay(layer, 32, stream);
-      if (s.ok()) s = mla::CudaStatus(cudaStreamSynchronize(stream), "sync");
+      if (s.ok()) s = mla_tail::CudaStatus(cudaStreamSynchronize(stream), "sync");
       if (!s.ok()) return fail(s.ToString());
       absl::StatusOr<std::vector<uint16_t>> got =
           DownloadBits(b.output, problems[p]->output_elements());
@@ -194,4 +194,4 @@ TEST_F(ReliabilityGpuTest, SeparateInstancesFromManyThreads) {
 }
 
 }  // namespace
-}  // namespace mla_testing
+}  // namespace mla_tail_testing

@@ -32,8 +32,9 @@ mkdir -p "$out"
 export MLA_TAIL_REQUIRE_GPU=1
 bin=$here/bin
 commit=$(sed -n 's/^commit //p' "$here/MANIFEST")
-kernels=fused-split,fused-ksplit,fused-wgmma-a8n32,fused-wgmma-a8,fused-wgmma-p6,fused-wgmma-p4
-kernels=$kernels,fused-wgmma-n128,fused-wgmma-ws
+kernels=fused-ColumnSplit,fused-LatentSplit,fused-Tile64x32AllSteps,fused-Tile64x64AllSteps
+kernels=$kernels,fused-Tile64x64Pipeline6,fused-Tile64x64Pipeline4,fused-Tile64x128
+kernels=$kernels,fused-Persistent128x128
 failed=0
 
 # step NAME TIMEOUT LOG COMMAND...: runs COMMAND (a program under TIMEOUT, or a function of
@@ -89,7 +90,7 @@ step upstream - tail_bench_upstream.log upstream_windows
 upstream_kernels() {
   local k rc=0
   local title="epilogue 5000, upstream 100 KiB shared memory a block, rewrites the latent"
-  for k in auto split; do
+  for k in auto ColumnSplit; do
     upstream tail_bench_upstream_kernels "$title, fused kernel $k" \
       --heads=12,16,32,128 --rows=8,32,64 --upstream_epilogue_ns=5000 --fused_kernel=$k || rc=1
   done

@@ -1,5 +1,5 @@
-#ifndef EXAMPLE_RUNTIME_FORMULAS_H_
-#define EXAMPLE_RUNTIME_FORMULAS_H_
+#ifndef MLA_TAIL_EXAMPLES_RUNTIME_FORMULAS_H_
+#define MLA_TAIL_EXAMPLES_RUNTIME_FORMULAS_H_
 
 // The stand-in model's values, computed the same way on the GPU (stand_ins.cu) and on the CPU
 // (reference.cc). Every value is a small multiple of a power of two, exact in bf16, so that the
@@ -55,4 +55,4 @@ inline constexpr int kChecksumColumns = 4;
 
 }  // namespace example
 
-#endif  // EXAMPLE_RUNTIME_FORMULAS_H_
+#endif  // MLA_TAIL_EXAMPLES_RUNTIME_FORMULAS_H_

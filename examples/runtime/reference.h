@@ -1,5 +1,5 @@
-#ifndef EXAMPLE_RUNTIME_REFERENCE_H_
-#define EXAMPLE_RUNTIME_REFERENCE_H_
+#ifndef MLA_TAIL_EXAMPLES_RUNTIME_REFERENCE_H_
+#define MLA_TAIL_EXAMPLES_RUNTIME_REFERENCE_H_
 
 // The runtime's CPU check of one layer's tail output, from the tail's contract:
 //   out[t, h*128 + d] = active(t) ? bf16(bf16(sum_k latent[t,h,k] * w_uv[h,k,d]) * sigmoid(gate))
@@ -31,4 +31,4 @@ int64_t CheckLayer(const LayerCase& c, const uint16_t* got, std::string* first);
 
 }  // namespace example
 
-#endif  // EXAMPLE_RUNTIME_REFERENCE_H_
+#endif  // MLA_TAIL_EXAMPLES_RUNTIME_REFERENCE_H_

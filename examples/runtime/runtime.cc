@@ -2,7 +2,7 @@
 //
 // The model: `--layers` layers of `--heads` local heads, batch buckets `--buckets`, q = 1. Per
 // layer the step runs the runtime's attention kernel (a stand-in that writes the layer's latent
-// and then runs on for --attention_us), the tail added with mla_graph::AddTailNodes behind a
+// and then runs on for --attention_us), the tail added with mla_tail::AddTailNodes behind a
 // programmatic (PDL) edge from the attention node, and the runtime's output projection (a
 // stand-in that reads the tail's output). The whole step, every layer, is one cudaGraph_t per
 // bucket, instantiated once. Each step the runtime rewrites the lengths (inactive requests and
@@ -60,8 +60,8 @@ ABSL_FLAG(std::string, csv, "", "--measure: also write the results to this CSV f
 namespace example {
 namespace {
 
-constexpr int kLatentDim = mla::kLatentDim;
-constexpr int kValueDim = mla::kValueDim;
+constexpr int kLatentDim = mla_tail::kLatentDim;
+constexpr int kValueDim = mla_tail::kValueDim;
 // The buffer sets a step rotates through cover at least this many bytes, so that a layer's
 // buffers have left the L2 cache (50 MB on an H200) by the time a step uses them again.
 constexpr int64_t kColdBytes = int64_t{192} << 20;
@@ -130,9 +130,9 @@ class Model {
   static int64_t Aligned(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
   // Layer `layer`'s tail buffers in set `set` (rows up to the largest bucket).
-  mla::TailBuffers Tail(int set, int layer) const {
+  mla_tail::TailBuffers Tail(int set, int layer) const {
     const Layer& l = layers_[set][layer];
-    return mla::CompactBuffers({heads_, max_rows_, 1}, l.latent, l.w_uv, l.gate, lengths_[set],
+    return mla_tail::CompactBuffers({heads_, max_rows_, 1}, l.latent, l.w_uv, l.gate, lengths_[set],
                                l.output);
   }
   const Layer& layer(int set, int layer) const { return layers_[set][layer]; }
@@ -178,7 +178,7 @@ const char* EdgeName(TailEdge edge) {
 // The runtime's decode step for one bucket: one graph, one executable graph.
 class StepGraph {
  public:
-  static absl::StatusOr<std::unique_ptr<StepGraph>> Build(const mla::MlaTail& tail,
+  static absl::StatusOr<std::unique_ptr<StepGraph>> Build(const mla_tail::MlaTail& tail,
                                                           const Model& model, int rows,
                                                           TailEdge edge, long long spin_cycles,
                                                           float* checksums) {
@@ -206,10 +206,10 @@ class StepGraph {
           "cudaGraphAddKernelNode(attention)"));
       cudaGraphNode_t tail_end = step->attention_[layer];
       if (edge != TailEdge::kNoTail) {
-        mla_graph::TailNodeOptions options;
+        mla_tail::TailNodeOptions options;
         options.programmatic_edge = edge == TailEdge::kProgrammatic;
-        absl::StatusOr<mla_graph::TailNodes> nodes =
-            mla_graph::AddTailNodes(tail, step->graph_, {step->attention_[layer]},
+        absl::StatusOr<mla_tail::TailNodes> nodes =
+            mla_tail::AddTailNodes(tail, step->graph_, {step->attention_[layer]},
                                     {model.heads(), rows, 1}, model.Tail(0, layer), options);
         if (!nodes.ok()) return nodes.status();
         tail_end = nodes->node();
@@ -261,7 +261,7 @@ class StepGraph {
     return Cuda(cudaGraphLaunch(exec_, stream), "cudaGraphLaunch");
   }
 
-  std::vector<mla_graph::TailNodes>& tails() { return tails_; }
+  std::vector<mla_tail::TailNodes>& tails() { return tails_; }
   cudaGraphExec_t exec() const { return exec_; }
   int rows() const { return rows_; }
   TailEdge edge() const { return edge_; }
@@ -297,7 +297,7 @@ class StepGraph {
   cudaGraphExec_t exec_ = nullptr;
   std::vector<cudaGraphNode_t> attention_;
   std::vector<cudaGraphNode_t> projection_;
-  std::vector<mla_graph::TailNodes> tails_;
+  std::vector<mla_tail::TailNodes> tails_;
   std::vector<AttentionArgs> attention_args_;
   std::vector<ProjectionArgs> projection_args_;
   void* argument_ = nullptr;  // the one kernel argument of the node being written
@@ -370,7 +370,7 @@ std::vector<int32_t> StepLengths(int step, int rows, int max_rows) {
 }
 
 // --check: steps on the PDL-edge and the full-edge step graph of every heads count and bucket.
-absl::StatusOr<bool> Check(const Options& options, const mla::MlaTail& tail, cudaStream_t stream) {
+absl::StatusOr<bool> Check(const Options& options, const mla_tail::MlaTail& tail, cudaStream_t stream) {
   bool all_ok = true;
   int step = 0;  // the formulas' step: distinct for every launch
   for (int heads : options.heads) {
@@ -539,7 +539,7 @@ class StepTimer {
 
 // Mean host time of one TailNodes::Update, alternating each layer between two buffer sets.
 absl::StatusOr<double> UpdateMicroseconds(StepGraph& graph, const Model& model, int calls) {
-  std::vector<mla_graph::TailNodes>& tails = graph.tails();
+  std::vector<mla_tail::TailNodes>& tails = graph.tails();
   const int layers = model.layers();
   for (int i = 0; i < layers; ++i) {  // warm
     MLA_TAIL_RETURN_IF_ERROR(tails[i].Update(graph.exec(), model.Tail(1, i)));
@@ -554,7 +554,7 @@ absl::StatusOr<double> UpdateMicroseconds(StepGraph& graph, const Model& model, 
   return std::chrono::duration<double, std::micro>(stop - start).count() / calls;
 }
 
-absl::Status Measure(const Options& options, const mla::MlaTail& tail, cudaStream_t stream) {
+absl::Status Measure(const Options& options, const mla_tail::MlaTail& tail, cudaStream_t stream) {
   absl::StatusOr<double> copy_rate = CopyRate(stream);
   if (!copy_rate.ok()) return copy_rate.status();
   absl::StatusOr<std::unique_ptr<StepTimer>> timer = StepTimer::Create();
@@ -619,7 +619,7 @@ absl::Status Measure(const Options& options, const mla::MlaTail& tail, cudaStrea
       const bool pdl_faster = added_pdl < added_full;
       const bool ok = within && pdl_faster && *update <= 2.0;
       all_ok = all_ok && ok;
-      const char* kernel = mla::FusedKernelName(graphs[0]->tails()[0].kernel());
+      const char* kernel = mla_tail::FusedKernelName(graphs[0]->tails()[0].kernel());
       std::printf("%5d %4d %-12s %4d %10.1f %10.1f %10.1f | %10.3f %10.3f %10.3f %5s | %9.3f\n",
                   heads, rows, kernel, model.sets(), pdl, full, none, added_pdl, added_full, budget,
                   ok ? "yes" : "NO", *update);
@@ -683,8 +683,8 @@ int Main(int argc, char** argv) {
   const bool measure = absl::GetFlag(FLAGS_measure);
   const bool check = absl::GetFlag(FLAGS_check) || !measure;
 
-  absl::StatusOr<std::unique_ptr<mla::MlaTail>> tail =
-      mla::MlaTail::Create(options.device, mla::TailOptions{});
+  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail =
+      mla_tail::MlaTail::Create(options.device, mla_tail::TailOptions{});
   if (!tail.ok()) {
     std::fprintf(stderr, "MlaTail::Create: %s\n", tail.status().ToString().c_str());
     return 2;

@@ -1,5 +1,5 @@
-#ifndef EXAMPLE_RUNTIME_STAND_INS_H_
-#define EXAMPLE_RUNTIME_STAND_INS_H_
+#ifndef MLA_TAIL_EXAMPLES_RUNTIME_STAND_INS_H_
+#define MLA_TAIL_EXAMPLES_RUNTIME_STAND_INS_H_
 
 // The runtime's own kernels around the tail, standing in for a model's: the attention kernel that
 // writes each layer's latent, the output projection that reads the tail's output, and fills of
@@ -58,4 +58,4 @@ cudaError_t HoldStream(const volatile int* release, int* timed_out, long long ti
 
 }  // namespace example
 
-#endif  // EXAMPLE_RUNTIME_STAND_INS_H_
+#endif  // MLA_TAIL_EXAMPLES_RUNTIME_STAND_INS_H_

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "mla_tail/mla/errors.h"
 
-namespace mla {
+namespace mla_tail {
 namespace {
 
 absl::StatusCode CodeOf(cudaError_t error) {
@@ -89,4 +89,4 @@ absl::StatusOr<bool> IsCapturing(cudaStream_t stream) {
 }
 
 }  // namespace internal
-}  // namespace mla
+}  // namespace mla_tail

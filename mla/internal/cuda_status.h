@@ -1,5 +1,5 @@
-#ifndef MLA_INTERNAL_CUDA_STATUS_H_
-#define MLA_INTERNAL_CUDA_STATUS_H_
+#ifndef MLA_TAIL_MLA_INTERNAL_CUDA_STATUS_H_
+#define MLA_TAIL_MLA_INTERNAL_CUDA_STATUS_H_
 
 // CUDA errors as absl::Status (mla/errors.h says what each code means), and the two scopes every
 // public entry point opens: one keeps the caller's CUDA error state, one keeps other threads'
@@ -12,7 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "mla_tail/mla/errors.h"
 
-namespace mla {
+namespace mla_tail {
 
 // OK for cudaSuccess; otherwise a status naming `what` and the CUDA error, carrying the
 // cudaError_t (CudaErrorOf). Sticky errors become DataLoss.
@@ -61,14 +61,14 @@ class RelaxedCaptureMode {
 absl::StatusOr<bool> IsCapturing(cudaStream_t stream);
 
 }  // namespace internal
-}  // namespace mla
+}  // namespace mla_tail
 
 #define MLA_RETURN_IF_CUDA_ERROR(expr, what)                            \
   do {                                                                  \
-    const absl::Status _mla_status = ::mla::CudaStatus((expr), (what)); \
+    const absl::Status _mla_status = ::mla_tail::CudaStatus((expr), (what)); \
     if (!_mla_status.ok()) return _mla_status;                          \
   } while (false)
 
 #define MLA_RETURN_IF_ERROR(expr) MLA_TAIL_RETURN_IF_ERROR(expr)
 
-#endif  // MLA_INTERNAL_CUDA_STATUS_H_
+#endif  // MLA_TAIL_MLA_INTERNAL_CUDA_STATUS_H_

@@ -1,12 +1,12 @@
-#ifndef MLA_DEVICE_GUARD_H_
-#define MLA_DEVICE_GUARD_H_
+#ifndef MLA_TAIL_MLA_INTERNAL_DEVICE_GUARD_H_
+#define MLA_TAIL_MLA_INTERNAL_DEVICE_GUARD_H_
 
 #include <cuda_runtime_api.h>
 
 #include "absl/status/status.h"
 #include "mla/internal/cuda_status.h"
 
-namespace mla {
+namespace mla_tail {
 
 // Makes `device` current for a scope and restores the caller's device after it, so that an
 // instance works on its own device whatever device the calling thread has current.
@@ -34,6 +34,6 @@ class DeviceGuard {
   int current_ = -1;
 };
 
-}  // namespace mla
+}  // namespace mla_tail
 
-#endif  // MLA_DEVICE_GUARD_H_
+#endif  // MLA_TAIL_MLA_INTERNAL_DEVICE_GUARD_H_

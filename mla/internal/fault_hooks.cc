@@ -2,7 +2,7 @@
 
 #include <utility>
 
-namespace mla::internal {
+namespace mla_tail::internal {
 namespace {
 
 FaultHooks& Hooks() {
@@ -20,4 +20,4 @@ ScopedFaultHooks::ScopedFaultHooks(FaultHooks hooks) : previous_(std::move(Hooks
 
 ScopedFaultHooks::~ScopedFaultHooks() { Hooks() = std::move(previous_); }
 
-}  // namespace mla::internal
+}  // namespace mla_tail::internal

@@ -1,5 +1,5 @@
-#ifndef MLA_INTERNAL_FAULT_HOOKS_H_
-#define MLA_INTERNAL_FAULT_HOOKS_H_
+#ifndef MLA_TAIL_MLA_INTERNAL_FAULT_HOOKS_H_
+#define MLA_TAIL_MLA_INTERNAL_FAULT_HOOKS_H_
 
 // Fault injection for tests: hooks the library calls at the points where faults arise in the
 // field, so that a test can make those faults happen on demand and check that each returns a
@@ -11,7 +11,7 @@
 
 #include <functional>
 
-namespace mla::internal {
+namespace mla_tail::internal {
 
 struct FaultHooks {
   // Asked each time the BMM path plans a GEMM; true makes the plan behave as if cuBLASLt's
@@ -39,6 +39,6 @@ class ScopedFaultHooks {
   FaultHooks previous_;
 };
 
-}  // namespace mla::internal
+}  // namespace mla_tail::internal
 
-#endif  // MLA_INTERNAL_FAULT_HOOKS_H_
+#endif  // MLA_TAIL_MLA_INTERNAL_FAULT_HOOKS_H_

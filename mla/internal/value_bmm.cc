@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace mla {
+namespace mla_tail {
 
 absl::Status CublasStatus(cublasStatus_t status, const char* what) {
   if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
@@ -171,4 +171,4 @@ absl::Status ValueBmm::RunPointerArray(const void* const* w_uv_table,
              workspace, stream);
 }
 
-}  // namespace mla
+}  // namespace mla_tail

@@ -1,5 +1,5 @@
-#ifndef MLA_VALUE_BMM_H_
-#define MLA_VALUE_BMM_H_
+#ifndef MLA_TAIL_MLA_INTERNAL_VALUE_BMM_H_
+#define MLA_TAIL_MLA_INTERNAL_VALUE_BMM_H_
 
 // The W_UV projection as one cuBLASLt batched GEMM, a batch entry per head:
 //   values[h, t, :] = latent[t, h, :] (1 x 512) . W_UV[h] (512 x 128), BF16 in/out, FP32 compute.
@@ -22,7 +22,7 @@
 #include "mla/internal/fault_hooks.h"
 #include "mla_tail/mla/tail_args.h"
 
-namespace mla {
+namespace mla_tail {
 
 struct ValueBmmShape {
   int heads = 0;                  // batch count
@@ -74,6 +74,6 @@ class ValueBmm {
 // cuBLASLt status as absl::Status naming `what`.
 absl::Status CublasStatus(cublasStatus_t status, const char* what);
 
-}  // namespace mla
+}  // namespace mla_tail
 
-#endif  // MLA_VALUE_BMM_H_
+#endif  // MLA_TAIL_MLA_INTERNAL_VALUE_BMM_H_

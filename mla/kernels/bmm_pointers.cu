@@ -8,7 +8,7 @@
 #include "mla/kernels/launch.cuh"
 #include "mla/kernels/params.h"
 
-namespace mla {
+namespace mla_tail {
 namespace {
 
 __global__ void BmmPointersKernel(const BmmPointerParams p) {
@@ -29,10 +29,10 @@ __global__ void BmmPointersKernel(const BmmPointerParams p) {
 
 const void* BmmPointersKernelAddress() { return reinterpret_cast<const void*>(&BmmPointersKernel); }
 
-cudaError_t PrepareBmmPointers() { return LoadKernel(BmmPointersKernel, 0); }
+cudaError_t LoadBmmPointers() { return LoadKernel(BmmPointersKernel, 0); }
 
 cudaError_t LaunchBmmPointers(const BmmPointerParams& p, cudaStream_t stream, bool pdl) {
   return LaunchWithPdl(BmmPointersKernel, dim3(1), dim3(kMaxHeads), 0, stream, pdl, p);
 }
 
-}  // namespace mla
+}  // namespace mla_tail

@@ -1,5 +1,5 @@
-#ifndef MLA_KERNELS_DEVICE_CUH_
-#define MLA_KERNELS_DEVICE_CUH_
+#ifndef MLA_TAIL_MLA_KERNELS_DEVICE_CUH_
+#define MLA_TAIL_MLA_KERNELS_DEVICE_CUH_
 
 // Small device helpers shared by the kernels: PDL, cp.async, tensor-core MMA, the gate math.
 
@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-namespace mla {
+namespace mla_tail {
 namespace device {
 
 // Blocks until every upstream grid has completed and its writes are visible. The "memory"
@@ -140,7 +140,7 @@ __device__ __forceinline__ uint32_t GateWithSigmoid(float v0, float v1, float2 s
 
 // GatePair without a branch, for gates g > -87.3, where it is equal to GatePair bit for bit;
 // clears `in_range` on an active row whose gate is lower or NaN. GateWithSigmoid of
-// SigmoidPairInRange, written out: composed from them, ptxas scheduled the 64 x 128 MlaValueWgmma
+// SigmoidPairInRange, written out: composed from them, ptxas scheduled the 64 x 128 Tile
 // epilogue differently, and the kernels keep the code that was measured.
 __device__ __forceinline__ uint32_t GatePairInRange(float v0, float v1, uint32_t gate_word,
                                                     bool active, bool& in_range) {
@@ -176,6 +176,6 @@ __device__ __forceinline__ void GatePairs(const float (&v)[2 * kN], const uint32
 }
 
 }  // namespace device
-}  // namespace mla
+}  // namespace mla_tail
 
-#endif  // MLA_KERNELS_DEVICE_CUH_
+#endif  // MLA_TAIL_MLA_KERNELS_DEVICE_CUH_

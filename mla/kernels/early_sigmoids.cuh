@@ -1,5 +1,5 @@
-#ifndef MLA_KERNELS_EARLY_SIGMOIDS_CUH_
-#define MLA_KERNELS_EARLY_SIGMOIDS_CUH_
+#ifndef MLA_TAIL_MLA_KERNELS_EARLY_SIGMOIDS_CUH_
+#define MLA_TAIL_MLA_KERNELS_EARLY_SIGMOIDS_CUH_
 
 // The gate's sigmoids (docs/spec.md's s) computed before the epilogue, while a tile's MMAs run, so
 // that the epilogue only multiplies and rounds; kept as FP32 in registers. For a thread's kPairs
@@ -7,7 +7,7 @@
 // and 4j + 2 * half + 1, one 4-byte gate word. `Layout` locates them in the tile: Layout::Row(n),
 // the pair's row of the tile, and Layout::GateOffset(n), its gate word's byte offset in the gate
 // tile.
-// Used by the MlaValueWgmma and MlaValueWgmma-ws configurations where it measured faster.
+// Used by the Tile and Persistent128x128 configurations where it measured faster.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -16,7 +16,7 @@
 
 #include "mla/kernels/device.cuh"
 
-namespace mla {
+namespace mla_tail {
 namespace device {
 
 template <typename Layout, int kPairs>
@@ -58,6 +58,6 @@ struct EarlySigmoidPairs {
 };
 
 }  // namespace device
-}  // namespace mla
+}  // namespace mla_tail
 
-#endif  // MLA_KERNELS_EARLY_SIGMOIDS_CUH_
+#endif  // MLA_TAIL_MLA_KERNELS_EARLY_SIGMOIDS_CUH_

@@ -3,7 +3,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
-namespace mla {
+namespace mla_tail {
 
 cudaError_t SetMaxDynamicSharedMemory(const void* kernel, int bytes) {
   using SetAttribute = CUresult (*)(CUfunction, CUfunction_attribute, int);
@@ -27,4 +27,4 @@ cudaError_t SetMaxDynamicSharedMemory(const void* kernel, int bytes) {
              : cudaErrorInvalidValue;
 }
 
-}  // namespace mla
+}  // namespace mla_tail

@@ -1,11 +1,11 @@
-#ifndef MLA_KERNELS_LAUNCH_CUH_
-#define MLA_KERNELS_LAUNCH_CUH_
+#ifndef MLA_TAIL_MLA_KERNELS_LAUNCH_CUH_
+#define MLA_TAIL_MLA_KERNELS_LAUNCH_CUH_
 
 #include <cuda_runtime.h>
 
 #include "mla/kernels/kernel_attributes.h"
 
-namespace mla {
+namespace mla_tail {
 
 // Launches `kernel(params)` with cudaLaunchKernelEx; with `pdl`, the launch may begin while the
 // previous kernel in the stream runs (the kernel itself waits before reading its inputs).
@@ -38,6 +38,6 @@ cudaError_t LoadKernel(void (*kernel)(Params), size_t smem_bytes) {
                                    static_cast<int>(smem_bytes));
 }
 
-}  // namespace mla
+}  // namespace mla_tail
 
-#endif  // MLA_KERNELS_LAUNCH_CUH_
+#endif  // MLA_TAIL_MLA_KERNELS_LAUNCH_CUH_

@@ -1,5 +1,5 @@
-#ifndef MLA_KERNELS_MBARRIER_CUH_
-#define MLA_KERNELS_MBARRIER_CUH_
+#ifndef MLA_TAIL_MLA_KERNELS_MBARRIER_CUH_
+#define MLA_TAIL_MLA_KERNELS_MBARRIER_CUH_
 
 // Shared-memory mbarriers of one block, for kernels whose warps hand buffers to each other
 // without block-wide barriers. A barrier counts arrivals per phase; waiters name the phase they
@@ -11,7 +11,7 @@
 
 #include "mla/kernels/device.cuh"
 
-namespace mla {
+namespace mla_tail {
 namespace device {
 
 // One thread initializes; a block barrier publishes it before any use.
@@ -54,6 +54,6 @@ __device__ __forceinline__ void NamedBarrier(int id, int threads) {
 }
 
 }  // namespace device
-}  // namespace mla
+}  // namespace mla_tail
 
-#endif  // MLA_KERNELS_MBARRIER_CUH_
+#endif  // MLA_TAIL_MLA_KERNELS_MBARRIER_CUH_

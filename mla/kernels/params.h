@@ -1,5 +1,5 @@
-#ifndef MLA_KERNELS_PARAMS_H_
-#define MLA_KERNELS_PARAMS_H_
+#ifndef MLA_TAIL_MLA_KERNELS_PARAMS_H_
+#define MLA_TAIL_MLA_KERNELS_PARAMS_H_
 
 // Kernel parameter blocks and their host launchers. Launchers validate nothing: callers
 // (mla/tail.h) have checked every shape, stride and pointer. Each launch carries the
@@ -13,10 +13,10 @@
 #include "mla_tail/mla/dispatch.h"
 #include "mla_tail/mla/tail_args.h"
 
-namespace mla {
+namespace mla_tail {
 
 // Fused W_UV projection and gate.
-struct MlaValueParams {
+struct FusedTailParams {
   const bf16* latent;         // [B, H, 512]
   int64_t latent_row_stride;  // elements
   const bf16* w_uv;           // per head [128, 512], latent axis contiguous
@@ -33,7 +33,7 @@ struct MlaValueParams {
 };
 
 // The caller's buffers the gate reads and writes on the BMM path. BmmPointersKernel writes them
-// to device memory and MlaGate reads them from there, so that a pointer update on that path
+// to device memory and BmmGateKernel reads them from there, so that a pointer update on that path
 // rewrites one kernel node (BmmPointersKernel's), as on the fused path.
 struct GateOperands {
   const bf16* gate;           // [B, H * 128]
@@ -44,7 +44,7 @@ struct GateOperands {
 };
 
 // The gate applied to the batched GEMM's values.
-struct MlaGateParams {
+struct BmmGateParams {
   const bf16* values;                 // [H, B, 128]: head h, row t at values + (h * B + t) * 128
   GateOperands operands;              // used when operand_table is null
   const GateOperands* operand_table;  // else the operands, written by an earlier kernel
@@ -65,7 +65,7 @@ struct BmmPointerParams {
   const void** a_table;       // [H]: W_UV of head h
   const void** b_table;       // [H]: latent of head h, row 0
   void** d_table;             // [H]: values of head h
-  GateOperands* gate_table;   // where `gate` is written for MlaGate
+  GateOperands* gate_table;   // where `gate` is written for BmmGateKernel
 };
 
 // The BMM path's device scratch for BmmPointersKernel's output: three tables of kMaxHeads
@@ -75,7 +75,7 @@ inline constexpr size_t kOperandTableBytes =
 
 // Kernel parameters for `shape` and the caller's `buffers` (with the BMM path's scratch):
 // one mapping, used by the eager launches and by graph/ when it rewrites captured nodes.
-inline MlaValueParams MakeMlaValueParams(const TailShape& shape, const TailBuffers& b) {
+inline FusedTailParams MakeFusedTailParams(const TailShape& shape, const TailBuffers& b) {
   return {b.latent, b.latent_row_stride, b.w_uv, b.w_head_stride, b.w_row_stride, b.gate,
           b.gate_row_stride, b.lengths, b.output, b.output_row_stride, shape.heads, shape.rows,
           shape.q};
@@ -98,7 +98,7 @@ inline BmmPointerParams MakeBmmPointerParams(const TailShape& shape, const TailB
           reinterpret_cast<GateOperands*>(addresses + 3 * kMaxHeads)};
 }
 
-inline MlaGateParams MakeMlaGateParams(const TailShape& shape, const BmmPointerParams& tables) {
+inline BmmGateParams MakeBmmGateParams(const TailShape& shape, const BmmPointerParams& tables) {
   return {tables.values, {}, tables.gate_table, shape.heads, shape.rows, shape.q};
 }
 
@@ -109,10 +109,10 @@ cudaError_t MultiprocessorCount(int device, int* count);
 // a kTile* / kPersistent* kernel (kAuto: the rule, mla/dispatch.h).
 FusedKernel ResolveFusedKernel(FusedKernel kernel, int heads, int rows, int multiprocessors);
 
-// Rows of latent per MlaValue block: 8 (loaded into registers), 16 or 32 (staged in shared
+// Rows of latent per ColumnSplit block: 8 (loaded into registers), 16 or 32 (staged in shared
 // memory). Each block keeps its 32 W_UV columns in registers across its rows, so larger blocks
 // re-read W_UV less often.
-int MlaValueBlockRows(int heads, int rows, int multiprocessors);
+int ColumnSplitBlockRows(int heads, int rows, int multiprocessors);
 
 // One kernel launch: what cudaLaunchKernelEx takes, and what a graph's kernel node holds. The
 // kernel's only argument is its params struct.
@@ -125,28 +125,28 @@ struct KernelLaunch {
 
 // The fused kernel's launch for `params` on a GPU of `multiprocessors` SMs: the one mapping from
 // (FusedKernel, shape) to a kernel, used by the eager launch and by every graph node.
-cudaError_t PlanMlaValue(const MlaValueParams& params, FusedKernel kernel, int multiprocessors,
+cudaError_t PlanFusedKernel(const FusedTailParams& params, FusedKernel kernel, int multiprocessors,
                          KernelLaunch* launch);
 
 // Enqueues `launch` with `params` as its argument (cudaLaunchKernelEx), with the
 // programmatic-stream-serialization attribute when `pdl` is set.
-cudaError_t LaunchMlaValue(const KernelLaunch& launch, const MlaValueParams& params,
+cudaError_t LaunchFusedKernel(const KernelLaunch& launch, const FusedTailParams& params,
                            cudaStream_t stream, bool pdl);
 
 // Loads every kernel of the tail on the current device (CUDA would load each at its first launch
 // or graph instantiation) and lets the fused kernels use their shared memory (above the 48 KB
 // default). Once per device before their first launch, outside any stream capture.
-cudaError_t PrepareTailKernels();
+cudaError_t LoadTailKernels();
 
-cudaError_t LaunchMlaGate(const MlaGateParams& params, cudaStream_t stream, bool pdl);
+cudaError_t LaunchBmmGate(const BmmGateParams& params, cudaStream_t stream, bool pdl);
 cudaError_t LaunchBmmPointers(const BmmPointerParams& params, cudaStream_t stream, bool pdl);
-cudaError_t PrepareMlaGate();
-cudaError_t PrepareBmmPointers();
+cudaError_t LoadBmmGate();
+cudaError_t LoadBmmPointers();
 
 // BmmPointersKernel, for callers that edit a captured BMM-path graph: its node takes a
 // BmmPointerParams as its only argument.
 const void* BmmPointersKernelAddress();
 
-}  // namespace mla
+}  // namespace mla_tail
 
-#endif  // MLA_KERNELS_PARAMS_H_
+#endif  // MLA_TAIL_MLA_KERNELS_PARAMS_H_

@@ -1,5 +1,5 @@
-#ifndef MLA_KERNELS_PREFETCH_CUH_
-#define MLA_KERNELS_PREFETCH_CUH_
+#ifndef MLA_TAIL_MLA_KERNELS_PREFETCH_CUH_
+#define MLA_TAIL_MLA_KERNELS_PREFETCH_CUH_
 
 // L2 prefetch of a fused block's upstream-written inputs, issued before griddepcontrol.wait.
 // A prefetch returns no data to the kernel: it only starts bringing lines into L2, where every
@@ -17,7 +17,7 @@
 
 #include "mla/kernels/params.h"
 
-namespace mla {
+namespace mla_tail {
 namespace device {
 
 inline constexpr long long kMaxPrefetchWork = 8192;
@@ -29,7 +29,7 @@ __device__ __forceinline__ void PrefetchL2(const void* pointer) {
 // Rows [t0, t0 + rows) (clipped to p.rows) of head `head`: latent elements [k0, k0 + k) and
 // gate columns [c0, c0 + columns) of each row, and the rows' lengths. All threads of the block
 // take part.
-__device__ __forceinline__ void PrefetchBlockInputsL2(const MlaValueParams& p, int head, int t0,
+__device__ __forceinline__ void PrefetchBlockInputsL2(const FusedTailParams& p, int head, int t0,
                                                       int rows, int k0, int k, int c0,
                                                       int columns,
                                                       long long max_work = kMaxPrefetchWork) {
@@ -60,6 +60,6 @@ __device__ __forceinline__ void PrefetchBlockInputsL2(const MlaValueParams& p, i
 }
 
 }  // namespace device
-}  // namespace mla
+}  // namespace mla_tail
 
-#endif  // MLA_KERNELS_PREFETCH_CUH_
+#endif  // MLA_TAIL_MLA_KERNELS_PREFETCH_CUH_

@@ -1,7 +1,7 @@
-#ifndef MLA_KERNELS_TILE_COPY_CUH_
-#define MLA_KERNELS_TILE_COPY_CUH_
+#ifndef MLA_TAIL_MLA_KERNELS_TILE_COPY_CUH_
+#define MLA_TAIL_MLA_KERNELS_TILE_COPY_CUH_
 
-// The shared-memory tiles of the wgmma kernels (mla_value_wgmma.cu, mla_value_ws.cu) and the
+// The shared-memory tiles of the wgmma kernels (tile.cu, persistent_128x128.cu) and the
 // cp.async copies that fill them.
 //
 // K runs in steps of 64 latent values (128 bytes a row, one 128-byte swizzle atom). A stage
@@ -20,7 +20,7 @@
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/params.h"
 
-namespace mla {
+namespace mla_tail {
 namespace device {
 
 template <int CopyThreads, int Rows, int Cols>
@@ -65,7 +65,7 @@ struct TileAt {
 
 // One copying thread's share of a tile's copies (threads 0..kCopyThreads-1 of the block). Each
 // call only issues cp.async copies: committing, waiting and publishing are the kernel's.
-// kHoistedWStride: a thread's W_UV rows are addressed with a stride computed once (MlaValueWgmma)
+// kHoistedWStride: a thread's W_UV rows are addressed with a stride computed once (Tile)
 // or with n * kRowsPerPass * w_row_stride at each copy (the -ws kernel). The same addresses, but
 // compiled differently: each kernel keeps the code that was measured. Likewise the two forms of
 // the lengths' copy below.
@@ -76,7 +76,7 @@ struct TileCopier {
   int dst;   // the swizzled byte offset of that word in a slice
   int64_t w_pass_stride;  // elements between a thread's W_UV rows (with kHoistedWStride)
 
-  __device__ __forceinline__ explicit TileCopier(const MlaValueParams& p)
+  __device__ __forceinline__ explicit TileCopier(const FusedTailParams& p)
       : row(threadIdx.x / L::kWords),
         word(threadIdx.x % L::kWords),
         dst(row * L::kRowBytes + 16 * (word ^ (row % 8))),
@@ -84,7 +84,7 @@ struct TileCopier {
 
   // Step `step` of tile `c`'s W_UV rows (its output columns) into stage buffer `stage` of the
   // stages at `smem`.
-  __device__ __forceinline__ void W(const MlaValueParams& p, uint8_t* smem, const TileAt& c,
+  __device__ __forceinline__ void W(const FusedTailParams& p, uint8_t* smem, const TileAt& c,
                                     int step, int stage) const {
     uint8_t* to = smem + stage * L::kStageBytes + dst;
     const bf16* src = p.w_uv + c.head * p.w_head_stride + (c.column0 + row) * p.w_row_stride +
@@ -102,7 +102,7 @@ struct TileCopier {
 
   // Step `step` of tile `c`'s latent rows into stage buffer `stage` of the stages at `smem`. Rows
   // past the end are not copied: their products land in output rows never stored.
-  __device__ __forceinline__ void Latent(const MlaValueParams& p, uint8_t* smem, const TileAt& c,
+  __device__ __forceinline__ void Latent(const FusedTailParams& p, uint8_t* smem, const TileAt& c,
                                          int step, int stage) const {
     uint8_t* to = smem + stage * L::kStageBytes + L::kWBytes + dst;
 #pragma unroll
@@ -119,7 +119,7 @@ struct TileCopier {
 
   // The epilogue's inputs of tile `c`: its gate into the gate tile, its rows' lengths (int32)
   // into `lengths`; rows past the end are zero-filled.
-  static __device__ __forceinline__ void EpilogueInputs(const MlaValueParams& p, const TileAt& c,
+  static __device__ __forceinline__ void EpilogueInputs(const FusedTailParams& p, const TileAt& c,
                                                         uint8_t* gate_tile, uint8_t* lengths) {
     const int gate_row = threadIdx.x / L::kGateWordsPerRow;
     const int gate_word = threadIdx.x % L::kGateWordsPerRow;
@@ -150,6 +150,6 @@ struct TileCopier {
 };
 
 }  // namespace device
-}  // namespace mla
+}  // namespace mla_tail
 
-#endif  // MLA_KERNELS_TILE_COPY_CUH_
+#endif  // MLA_TAIL_MLA_KERNELS_TILE_COPY_CUH_

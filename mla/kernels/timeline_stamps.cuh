@@ -1,5 +1,5 @@
-#ifndef MLA_KERNELS_TIMELINE_STAMPS_CUH_
-#define MLA_KERNELS_TIMELINE_STAMPS_CUH_
+#ifndef MLA_TAIL_MLA_KERNELS_TIMELINE_STAMPS_CUH_
+#define MLA_TAIL_MLA_KERNELS_TIMELINE_STAMPS_CUH_
 
 // The fused kernels' timeline stamps. bench/timeline_probe.cu includes the kernels' sources with
 // these defined, to record when thread 0 of each block reaches each point of its chain
@@ -13,4 +13,4 @@
 #define MLA_TIMELINE_STAMP_AFTER(point, value)
 #endif
 
-#endif  // MLA_KERNELS_TIMELINE_STAMPS_CUH_
+#endif  // MLA_TAIL_MLA_KERNELS_TIMELINE_STAMPS_CUH_

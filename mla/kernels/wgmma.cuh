@@ -1,5 +1,5 @@
-#ifndef MLA_KERNELS_WGMMA_CUH_
-#define MLA_KERNELS_WGMMA_CUH_
+#ifndef MLA_TAIL_MLA_KERNELS_WGMMA_CUH_
+#define MLA_TAIL_MLA_KERNELS_WGMMA_CUH_
 
 // Hopper warpgroup MMA from shared memory, for the kernels that stage both operands in the
 // canonical K-major 128-byte swizzle: row r of a tile is 128 bytes at r * 128, its 16-byte word w
@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-namespace mla {
+namespace mla_tail {
 namespace device {
 
 // The shared-memory matrix descriptor of wgmma for a K-major operand in the 128-byte swizzle:
@@ -97,6 +97,6 @@ __device__ __forceinline__ void Wgmma64xN(float (&d)[64], uint64_t a, uint64_t b
 #undef MLA_WG_D8
 
 }  // namespace device
-}  // namespace mla
+}  // namespace mla_tail
 
-#endif  // MLA_KERNELS_WGMMA_CUH_
+#endif  // MLA_TAIL_MLA_KERNELS_WGMMA_CUH_

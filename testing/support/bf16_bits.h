@@ -1,5 +1,5 @@
-#ifndef TESTING_BF16_BITS_H_
-#define TESTING_BF16_BITS_H_
+#ifndef MLA_TAIL_TESTING_SUPPORT_BF16_BITS_H_
+#define MLA_TAIL_TESTING_SUPPORT_BF16_BITS_H_
 
 // bf16 as raw bits, written from the IEEE definitions (not CUDA's conversions), so that the
 // reference shares no rounding code with the kernels under test.
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace mla_testing {
+namespace mla_tail_testing {
 
 inline uint32_t FloatBits(float f) {
   uint32_t u;
@@ -40,6 +40,6 @@ inline uint16_t Bf16Next(uint16_t bits, bool up) {
   return static_cast<uint16_t>(negative == up ? bits - 1 : bits + 1);
 }
 
-}  // namespace mla_testing
+}  // namespace mla_tail_testing
 
-#endif  // TESTING_BF16_BITS_H_
+#endif  // MLA_TAIL_TESTING_SUPPORT_BF16_BITS_H_

@@ -1,5 +1,5 @@
-#ifndef TESTING_DEVICE_FILLER_H_
-#define TESTING_DEVICE_FILLER_H_
+#ifndef MLA_TAIL_TESTING_SUPPORT_DEVICE_FILLER_H_
+#define MLA_TAIL_TESTING_SUPPORT_DEVICE_FILLER_H_
 
 // Takes every byte of device memory cudaMalloc will give (down to 256-byte blocks) until
 // Release or destruction: a runtime that filled the device with its KV cache.
@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <vector>
 
-namespace mla_testing {
+namespace mla_tail_testing {
 
 class DeviceFiller {
  public:
@@ -43,6 +43,6 @@ class DeviceFiller {
   std::vector<void*> blocks_;
 };
 
-}  // namespace mla_testing
+}  // namespace mla_tail_testing
 
-#endif  // TESTING_DEVICE_FILLER_H_
+#endif  // MLA_TAIL_TESTING_SUPPORT_DEVICE_FILLER_H_

@@ -3,7 +3,7 @@
 #include "mla/kernels/launch.cuh"
 #include "testing/support/fill.h"
 
-namespace mla_testing {
+namespace mla_tail_testing {
 namespace {
 
 struct FillParams {
@@ -28,8 +28,8 @@ __global__ void FillKernel(const FillParams p) {
 
 cudaError_t FillTestValues(const View3& view, uint64_t seed, Values kind, cudaStream_t stream) {
   // The launch's own error, not a stale one left by an earlier call.
-  return mla::LaunchWithPdl(FillKernel, dim3(1024), dim3(256), 0, stream, /*pdl=*/false,
+  return mla_tail::LaunchWithPdl(FillKernel, dim3(1024), dim3(256), 0, stream, /*pdl=*/false,
                             FillParams{view, seed, kind});
 }
 
-}  // namespace mla_testing
+}  // namespace mla_tail_testing

@@ -1,5 +1,5 @@
-#ifndef TESTING_FILL_H_
-#define TESTING_FILL_H_
+#ifndef MLA_TAIL_TESTING_SUPPORT_FILL_H_
+#define MLA_TAIL_TESTING_SUPPORT_FILL_H_
 
 #include <cuda_runtime_api.h>
 
@@ -7,7 +7,7 @@
 
 #include "testing/support/test_values.h"
 
-namespace mla_testing {
+namespace mla_tail_testing {
 
 // A strided 3-D view: element (i, j, k) at base + i * stride0 + j * stride1 + k, whose logical
 // index (for TestValue) is (i * dim1 + j) * dim2 + k.
@@ -20,6 +20,6 @@ struct View3 {
 // Writes TestValue(seed, logical index, kind) to every element of `view`.
 cudaError_t FillTestValues(const View3& view, uint64_t seed, Values kind, cudaStream_t stream);
 
-}  // namespace mla_testing
+}  // namespace mla_tail_testing
 
-#endif  // TESTING_FILL_H_
+#endif  // MLA_TAIL_TESTING_SUPPORT_FILL_H_

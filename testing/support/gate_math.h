@@ -1,16 +1,16 @@
-#ifndef TESTING_GATE_MATH_H_
-#define TESTING_GATE_MATH_H_
+#ifndef MLA_TAIL_TESTING_SUPPORT_GATE_MATH_H_
+#define MLA_TAIL_TESTING_SUPPORT_GATE_MATH_H_
 
 // Every bf16 gate through the kernels' gate computations (mla/kernels/device.cuh): the
 // branch-free GatePairInRange against GatePair's IEEE division, GatePairs (what most kernels
 // call) against GatePair, and the sigmoids first (SigmoidPairInRange, else SigmoidPair, then
-// GateWithSigmoid: MlaValueWgmma's early sigmoids) against GatePair.
+// GateWithSigmoid: Tile's early sigmoids) against GatePair.
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
-namespace mla_testing {
+namespace mla_tail_testing {
 
 struct GateMathCounts {
   int64_t pairs = 0;              // (gate, value, active) cases checked
@@ -26,6 +26,6 @@ struct GateMathCounts {
 // zero, NaN), active and not, on `stream`, and counts. Synchronizes the stream.
 cudaError_t CheckGateMath(cudaStream_t stream, GateMathCounts* counts);
 
-}  // namespace mla_testing
+}  // namespace mla_tail_testing
 
-#endif  // TESTING_GATE_MATH_H_
+#endif  // MLA_TAIL_TESTING_SUPPORT_GATE_MATH_H_

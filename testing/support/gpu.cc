@@ -6,18 +6,18 @@
 
 #include "mla/internal/cuda_status.h"
 
-namespace mla_testing {
+namespace mla_tail_testing {
 
 bool GpuRequired() {
   const char* value = std::getenv(kRequireGpuVariable);
   return value != nullptr && *value != '\0' && std::strcmp(value, "0") != 0;
 }
 
-absl::Status GpuUsable() { return mla::CheckDevice(0); }
+absl::Status GpuUsable() { return mla_tail::CheckDevice(0); }
 
 absl::Status GpusUsable(int count) {
   for (int device = 0; device < count; ++device) {
-    MLA_RETURN_IF_ERROR(mla::CheckDevice(device));
+    MLA_RETURN_IF_ERROR(mla_tail::CheckDevice(device));
   }
   return absl::OkStatus();
 }
@@ -40,4 +40,4 @@ bool SanitizerProfile() {
   return sanitize;
 }
 
-}  // namespace mla_testing
+}  // namespace mla_tail_testing

@@ -1,5 +1,5 @@
-#ifndef TESTING_GPU_H_
-#define TESTING_GPU_H_
+#ifndef MLA_TAIL_TESTING_SUPPORT_GPU_H_
+#define MLA_TAIL_TESTING_SUPPORT_GPU_H_
 
 // GPU gating shared by every GPU test, benchmark and the demo. Without a usable GPU a GPU test
 // skips and says why; with MLA_TAIL_REQUIRE_GPU=1 in the environment it fails instead, so a run
@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 
-namespace mla_testing {
+namespace mla_tail_testing {
 
 inline constexpr char kRequireGpuVariable[] = "MLA_TAIL_REQUIRE_GPU";
 // How many GPUs a run requires: tests that need more GPUs than present fail instead of skipping
@@ -32,7 +32,7 @@ int RequiredGpus();
 // The test profile: MLA_TAIL_TEST_PROFILE unset, empty or "full" runs every shape and loop as
 // written; "sanitize" runs the GPU tests under compute-sanitizer within minutes (tools 10-100x
 // slower), with smaller batches and fewer rounds, replays and threads. The profile shrinks what
-// a test repeats, never what it covers: every fused kernel and launch variant, both paths, the
+// a test repeats, never what it covers: every fused kernel and launch form, both paths, the
 // graphs and the faults still run. Any other value is a mistake and ends the process.
 inline constexpr char kTestProfileVariable[] = "MLA_TAIL_TEST_PROFILE";
 bool SanitizerProfile();
@@ -48,19 +48,19 @@ std::vector<T> ForProfile(std::initializer_list<T> full, std::initializer_list<T
   return SanitizerProfile() ? std::vector<T>(sanitize) : std::vector<T>(full);
 }
 
-}  // namespace mla_testing
+}  // namespace mla_tail_testing
 
 // First statement of a GPU test (or its fixture's SetUp): skips, or fails when a GPU is required.
 #define MLA_REQUIRE_GPU_OR_SKIP()                                                        \
   do {                                                                                   \
-    const absl::Status _gpu = ::mla_testing::GpuUsable();                                \
+    const absl::Status _gpu = ::mla_tail_testing::GpuUsable();                                \
     if (!_gpu.ok()) {                                                                    \
-      if (::mla_testing::GpuRequired()) {                                                \
-        GTEST_FAIL() << "a GPU is required (" << ::mla_testing::kRequireGpuVariable      \
+      if (::mla_tail_testing::GpuRequired()) {                                                \
+        GTEST_FAIL() << "a GPU is required (" << ::mla_tail_testing::kRequireGpuVariable      \
                      << " is set) but none is usable: " << _gpu;                         \
       } else {                                                                           \
         GTEST_SKIP() << "no usable GPU, GPU test skipped (set "                          \
-                     << ::mla_testing::kRequireGpuVariable << "=1 to fail instead): "    \
+                     << ::mla_tail_testing::kRequireGpuVariable << "=1 to fail instead): "    \
                      << _gpu;                                                            \
       }                                                                                  \
     }                                                                                    \
@@ -71,18 +71,18 @@ std::vector<T> ForProfile(std::initializer_list<T> full, std::initializer_list<T
 #define MLA_REQUIRE_GPUS_OR_SKIP(count)                                                   \
   do {                                                                                    \
     MLA_REQUIRE_GPU_OR_SKIP();                                                            \
-    const absl::Status _gpus = ::mla_testing::GpusUsable(count);                          \
+    const absl::Status _gpus = ::mla_tail_testing::GpusUsable(count);                          \
     if (!_gpus.ok()) {                                                                    \
-      if (::mla_testing::RequiredGpus() >= (count)) {                                     \
+      if (::mla_tail_testing::RequiredGpus() >= (count)) {                                     \
         GTEST_FAIL() << (count) << " GPUs are required ("                                 \
-                     << ::mla_testing::kRequireGpusVariable << " = "                      \
-                     << ::mla_testing::RequiredGpus() << ") but: " << _gpus;              \
+                     << ::mla_tail_testing::kRequireGpusVariable << " = "                      \
+                     << ::mla_tail_testing::RequiredGpus() << ") but: " << _gpus;              \
       } else {                                                                            \
         GTEST_SKIP() << "needs " << (count) << " GPUs, skipped (set "                     \
-                     << ::mla_testing::kRequireGpusVariable << "=" << (count)             \
+                     << ::mla_tail_testing::kRequireGpusVariable << "=" << (count)             \
                      << " to fail instead): " << _gpus;                                   \
       }                                                                                   \
     }                                                                                     \
   } while (false)
 
-#endif  // TESTING_GPU_H_
+#endif  // MLA_TAIL_TESTING_SUPPORT_GPU_H_

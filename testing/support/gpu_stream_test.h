@@ -1,5 +1,5 @@
-#ifndef TESTING_GPU_STREAM_TEST_H_
-#define TESTING_GPU_STREAM_TEST_H_
+#ifndef MLA_TAIL_TESTING_SUPPORT_GPU_STREAM_TEST_H_
+#define MLA_TAIL_TESTING_SUPPORT_GPU_STREAM_TEST_H_
 
 // The fixture the GPU suites share: the GPU gate of gpu.h, then a non-blocking stream of the
 // test's own, destroyed after it. A derived SetUp calls this one first and returns when it
@@ -10,7 +10,7 @@
 #include "gtest/gtest.h"
 #include "testing/support/gpu.h"
 
-namespace mla_testing {
+namespace mla_tail_testing {
 
 template <typename Base = ::testing::Test>
 class GpuStreamTest : public Base {
@@ -27,6 +27,6 @@ class GpuStreamTest : public Base {
   cudaStream_t stream_ = nullptr;
 };
 
-}  // namespace mla_testing
+}  // namespace mla_tail_testing
 
-#endif  // TESTING_GPU_STREAM_TEST_H_
+#endif  // MLA_TAIL_TESTING_SUPPORT_GPU_STREAM_TEST_H_

@@ -1,11 +1,11 @@
-#ifndef TESTING_LATE_WRITER_H_
-#define TESTING_LATE_WRITER_H_
+#ifndef MLA_TAIL_TESTING_SUPPORT_LATE_WRITER_H_
+#define MLA_TAIL_TESTING_SUPPORT_LATE_WRITER_H_
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 
-namespace mla_testing {
+namespace mla_tail_testing {
 
 struct LateCopy {
   const void* src;
@@ -24,6 +24,6 @@ cudaError_t LaunchLateWriter(const LateCopy (&copies)[3], unsigned delay_ns, cud
 // not the tail, is at fault.
 cudaError_t LaunchWaitingCopy(const LateCopy& copy, cudaStream_t stream);
 
-}  // namespace mla_testing
+}  // namespace mla_tail_testing
 
-#endif  // TESTING_LATE_WRITER_H_
+#endif  // MLA_TAIL_TESTING_SUPPORT_LATE_WRITER_H_

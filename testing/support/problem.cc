@@ -14,11 +14,11 @@
 #include "testing/support/bf16_bits.h"
 #include "testing/support/fill.h"
 
-namespace mla_testing {
+namespace mla_tail_testing {
 
-using mla::bf16;
-using mla::kLatentDim;
-using mla::kValueDim;
+using mla_tail::bf16;
+using mla_tail::kLatentDim;
+using mla_tail::kValueDim;
 
 absl::StatusOr<DeviceMemory> DeviceMemory::Allocate(size_t bytes) {
   DeviceMemory memory;
@@ -67,12 +67,12 @@ absl::StatusOr<std::vector<uint16_t>> DownloadAll(const DeviceMemory& memory) {
 
 absl::StatusOr<std::unique_ptr<Problem>> Problem::Create(const ProblemOptions& options,
                                                          cudaStream_t stream) {
-  MLA_RETURN_IF_ERROR(mla::ValidateShape(options.shape));
+  MLA_RETURN_IF_ERROR(mla_tail::ValidateShape(options.shape));
   std::unique_ptr<Problem> p(new Problem(options));
   const int64_t heads = options.shape.heads, rows = options.shape.rows, q = options.shape.q;
   const int64_t width = heads * kValueDim;
 
-  mla::TailBuffers& b = p->buffers_;
+  mla_tail::TailBuffers& b = p->buffers_;
   b.latent_row_stride = heads * kLatentDim + options.row_padding;
   b.gate_row_stride = width + options.row_padding;
   b.output_row_stride = width + options.row_padding;
@@ -152,8 +152,8 @@ size_t Problem::output_elements() const {
          static_cast<size_t>(options_.shape.heads * kValueDim + options_.row_padding);
 }
 
-mla::TailBuffers Problem::buffers_with_output(bf16* output) const {
-  mla::TailBuffers b = buffers_;
+mla_tail::TailBuffers Problem::buffers_with_output(bf16* output) const {
+  mla_tail::TailBuffers b = buffers_;
   b.output = output;
   return b;
 }
@@ -166,7 +166,7 @@ absl::StatusOr<DeviceMemory> Problem::NewOutput(cudaStream_t stream) const {
 }
 
 absl::Status Problem::PoisonOutput(bf16* output, cudaStream_t stream) const {
-  return mla::CudaStatus(cudaMemsetAsync(output, 0xff, output_elements() * sizeof(bf16), stream),
+  return mla_tail::CudaStatus(cudaMemsetAsync(output, 0xff, output_elements() * sizeof(bf16), stream),
                          "poison output");
 }
 
@@ -180,14 +180,14 @@ absl::Status Problem::SetLengths(const std::vector<int32_t>& lengths, cudaStream
       cudaMemcpyAsync(lengths_device_.get(), lengths_.data(), lengths_.size() * sizeof(int32_t),
                       cudaMemcpyHostToDevice, stream),
       "upload lengths");
-  return mla::CudaStatus(cudaStreamSynchronize(stream), "upload lengths");
+  return mla_tail::CudaStatus(cudaStreamSynchronize(stream), "upload lengths");
 }
 
 ReferenceInputs Problem::reference_inputs() const {
   ReferenceInputs in;
   in.heads = options_.shape.heads;
   in.q = options_.shape.q;
-  const mla::TailBuffers b = buffers_;
+  const mla_tail::TailBuffers b = buffers_;
   const uint16_t* latent = latent_host_.data();
   const uint16_t* w_uv = w_uv_host_.data() + w_allocation_offset_;
   const uint16_t* gate = gate_host_.data();
@@ -275,4 +275,4 @@ absl::Status Problem::Check(const bf16* output, const std::vector<int>& rows, bo
                                           errors));
 }
 
-}  // namespace mla_testing
+}  // namespace mla_tail_testing

@@ -1,5 +1,5 @@
-#ifndef TESTING_PROBLEM_H_
-#define TESTING_PROBLEM_H_
+#ifndef MLA_TAIL_TESTING_SUPPORT_PROBLEM_H_
+#define MLA_TAIL_TESTING_SUPPORT_PROBLEM_H_
 
 // A tail problem on the GPU for tests, benchmarks and the demo: device inputs filled with
 // deterministic test values (optionally strided, with inactive requests poisoned by NaN), an
@@ -17,7 +17,7 @@
 #include "testing/support/reference.h"
 #include "testing/support/test_values.h"
 
-namespace mla_testing {
+namespace mla_tail_testing {
 
 // Device memory owned for a scope.
 class DeviceMemory {
@@ -42,7 +42,7 @@ class DeviceMemory {
 };
 
 struct ProblemOptions {
-  mla::TailShape shape;
+  mla_tail::TailShape shape;
   Values data = Values::kSmallIntegers;  // latent and W_UV
   Values gates = Values::kExactGates;
   bool kv_b_proj_view = false;  // W_UV as the V half of a [H, 256, 512] kv_b_proj
@@ -59,16 +59,16 @@ class Problem {
                                                          cudaStream_t stream = nullptr);
 
   const ProblemOptions& options() const { return options_; }
-  const mla::TailShape& shape() const { return options_.shape; }
+  const mla_tail::TailShape& shape() const { return options_.shape; }
   // The buffers with the problem's own output, or another output of the same layout.
-  mla::TailBuffers buffers() const { return buffers_; }
-  mla::TailBuffers buffers_with_output(mla::bf16* output) const;
+  mla_tail::TailBuffers buffers() const { return buffers_; }
+  mla_tail::TailBuffers buffers_with_output(mla_tail::bf16* output) const;
   size_t output_elements() const;  // the output allocation, guard band included
 
   // Another output allocation of the problem's layout (output_elements()), filled with NaN.
   absl::StatusOr<DeviceMemory> NewOutput(cudaStream_t stream) const;
   // Fills an output allocation (of output_elements()) with NaN.
-  absl::Status PoisonOutput(mla::bf16* output, cudaStream_t stream) const;
+  absl::Status PoisonOutput(mla_tail::bf16* output, cudaStream_t stream) const;
   // Writes new lengths (one per request) to the device.
   absl::Status SetLengths(const std::vector<int32_t>& lengths, cudaStream_t stream);
 
@@ -79,7 +79,7 @@ class Problem {
   // Checks an output allocation against the reference on `rows` (all columns), that every
   // element of every row < B was written (no NaN where the reference has none), and that padding
   // columns and guard rows still hold NaN. Returns the first few mismatches as an error.
-  absl::Status Check(const mla::bf16* output, const std::vector<int>& rows, bool exact) const;
+  absl::Status Check(const mla_tail::bf16* output, const std::vector<int>& rows, bool exact) const;
 
   // Rows worth checking: all of a small batch; tile edges, the ends and a few random ones else.
   std::vector<int> SampleRows(int random_rows = 4) const;
@@ -89,15 +89,15 @@ class Problem {
 
   ProblemOptions options_;
   DeviceMemory latent_, w_uv_, gate_, lengths_device_, output_;
-  mla::TailBuffers buffers_;
+  mla_tail::TailBuffers buffers_;
   int64_t w_allocation_offset_ = 0;
   std::vector<uint16_t> latent_host_, w_uv_host_, gate_host_;
   std::vector<int32_t> lengths_;
 };
 
 // Downloads an output allocation as bf16 bits.
-absl::StatusOr<std::vector<uint16_t>> DownloadBits(const mla::bf16* device, size_t elements);
+absl::StatusOr<std::vector<uint16_t>> DownloadBits(const mla_tail::bf16* device, size_t elements);
 
-}  // namespace mla_testing
+}  // namespace mla_tail_testing
 
-#endif  // TESTING_PROBLEM_H_
+#endif  // MLA_TAIL_TESTING_SUPPORT_PROBLEM_H_

@@ -5,7 +5,7 @@
 
 #include "testing/support/bf16_bits.h"
 
-namespace mla_testing {
+namespace mla_tail_testing {
 
 ReferenceElement ReferenceOutput(const ReferenceInputs& in, int t, int h, int d) {
   ReferenceElement r;
@@ -61,4 +61,4 @@ bool OutputAgrees(const ReferenceElement& ref, uint16_t got, bool exact, std::st
   return false;
 }
 
-}  // namespace mla_testing
+}  // namespace mla_tail_testing

@@ -1,5 +1,5 @@
-#ifndef TESTING_REFERENCE_H_
-#define TESTING_REFERENCE_H_
+#ifndef MLA_TAIL_TESTING_SUPPORT_REFERENCE_H_
+#define MLA_TAIL_TESTING_SUPPORT_REFERENCE_H_
 
 // The CPU reference of docs/spec.md's math, in plain loops: double accumulation of the
 // exact products, bf16 rounding to nearest even, FP32 sigmoid with std::exp.
@@ -8,7 +8,7 @@
 #include <functional>
 #include <string>
 
-namespace mla_testing {
+namespace mla_tail_testing {
 
 // Element accessors (bf16 bits) in the logical shapes of the contract.
 struct ReferenceInputs {
@@ -37,6 +37,6 @@ ReferenceElement ReferenceOutput(const ReferenceInputs& in, int t, int h, int d)
 // On failure `why` says what was expected.
 bool OutputAgrees(const ReferenceElement& ref, uint16_t got, bool exact, std::string* why);
 
-}  // namespace mla_testing
+}  // namespace mla_tail_testing
 
-#endif  // TESTING_REFERENCE_H_
+#endif  // MLA_TAIL_TESTING_SUPPORT_REFERENCE_H_

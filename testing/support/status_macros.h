@@ -1,5 +1,5 @@
-#ifndef TESTING_STATUS_MACROS_H_
-#define TESTING_STATUS_MACROS_H_
+#ifndef MLA_TAIL_TESTING_SUPPORT_STATUS_MACROS_H_
+#define MLA_TAIL_TESTING_SUPPORT_STATUS_MACROS_H_
 
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
@@ -18,4 +18,4 @@
     EXPECT_TRUE(_s.ok()) << #expr << ": " << _s; \
   } while (false)
 
-#endif  // TESTING_STATUS_MACROS_H_
+#endif  // MLA_TAIL_TESTING_SUPPORT_STATUS_MACROS_H_

@@ -1,5 +1,5 @@
-#ifndef TESTING_TEST_VALUES_H_
-#define TESTING_TEST_VALUES_H_
+#ifndef MLA_TAIL_TESTING_SUPPORT_TEST_VALUES_H_
+#define MLA_TAIL_TESTING_SUPPORT_TEST_VALUES_H_
 
 // Deterministic test data as a pure function of (seed, logical index), the same on host and
 // device: a GPU kernel fills whole tensors fast, and the CPU reference reads exactly the elements
@@ -13,7 +13,7 @@
 #define MLA_HOST_DEVICE
 #endif
 
-namespace mla_testing {
+namespace mla_tail_testing {
 
 enum class Values : int {
   kSmallIntegers,  // -2..2: dot products are exact in FP32, so results compare bit for bit
@@ -55,6 +55,6 @@ MLA_HOST_DEVICE inline uint16_t TestValue(uint64_t seed, uint64_t index, Values 
   return 0;
 }
 
-}  // namespace mla_testing
+}  // namespace mla_tail_testing
 
-#endif  // TESTING_TEST_VALUES_H_
+#endif  // MLA_TAIL_TESTING_SUPPORT_TEST_VALUES_H_

@@ -1,4 +1,4 @@
-// MlaValue: the fused W_UV projection and sigmoid gate.
+// ColumnSplit: the fused W_UV projection and sigmoid gate.
 //
 // One 128-thread block per (32 output columns, head, 8, 16 or 32 rows). Warp w owns columns
 // 8w..8w+7 of the block's 32 over the whole latent: its W_UV B-fragments (16 x 16 bytes a
@@ -22,12 +22,12 @@
 #include "mla_tail/mla/dispatch.h"
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/launch.cuh"
-#include "mla/kernels/mla_value_variants.h"
+#include "mla/kernels/fused_kernels.h"
 #include "mla/kernels/params.h"
 #include "mla/kernels/prefetch.cuh"
 #include "mla/kernels/timeline_stamps.cuh"
 
-namespace mla {
+namespace mla_tail {
 namespace {
 
 constexpr int kThreads = 128;
@@ -45,7 +45,7 @@ constexpr size_t SmemBytes() {
 }
 
 template <int kTileRows>
-__device__ __forceinline__ void MlaValueBlock(const MlaValueParams& p) {
+__device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   constexpr int kRowTiles = kTileRows == 32 ? 2 : 1;
   constexpr int kRows = 16 * kRowTiles;
   constexpr bool kDirect = kTileRows == 8;
@@ -195,8 +195,8 @@ __device__ __forceinline__ void MlaValueBlock(const MlaValueParams& p) {
 }
 
 template <int kTileRows>
-__global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams p) {
-  MlaValueBlock<kTileRows>(p);
+__global__ void __launch_bounds__(kThreads) ColumnSplitKernel(const FusedTailParams p) {
+  ColumnSplitBlock<kTileRows>(p);
 }
 
 // 8 rows: held to 144 registers a thread, so that three blocks still fit beside an upstream
@@ -205,16 +205,16 @@ __global__ void __launch_bounds__(kThreads) MlaValueKernel(const MlaValueParams 
 #define MLA_VALUE_DIRECT_MAX_REGISTERS 144
 #endif
 __global__ void __maxnreg__(MLA_VALUE_DIRECT_MAX_REGISTERS)
-    MlaValueDirectKernel(const MlaValueParams p) {
-  MlaValueBlock<8>(p);
+    ColumnSplitDirectKernel(const FusedTailParams p) {
+  ColumnSplitBlock<8>(p);
 }
 
 template <int kTileRows>
-constexpr void (*KernelOf())(const MlaValueParams) {
+constexpr void (*KernelOf())(const FusedTailParams) {
   if constexpr (kTileRows == 8) {
-    return MlaValueDirectKernel;
+    return ColumnSplitDirectKernel;
   } else {
-    return MlaValueKernel<kTileRows>;
+    return ColumnSplitKernel<kTileRows>;
   }
 }
 
@@ -231,7 +231,7 @@ KernelLaunch LaunchOf(int heads, int rows) {
 
 }  // namespace
 
-int MlaValueBlockRows(int heads, int rows, int multiprocessors) {
+int ColumnSplitBlockRows(int heads, int rows, int multiprocessors) {
   const int blocks_per_row_block = (kValueDim / kColumnsPerBlock) * heads;
   // 8 rows (the measurements behind both cases: docs/design.md):
   // - up to 8 rows while the grid fits the multiprocessors at the three blocks a multiprocessor
@@ -247,14 +247,14 @@ int MlaValueBlockRows(int heads, int rows, int multiprocessors) {
   return rows >= 32 && blocks_per_row_block * (rows / 32) >= 264 ? 32 : 16;
 }
 
-cudaError_t PrepareMlaValueColumnSplit() {
+cudaError_t LoadColumnSplit() {
   cudaError_t e = LoadKernel(KernelOf<8>(), SmemBytes<8>());
   if (e == cudaSuccess) e = LoadKernel(KernelOf<16>(), SmemBytes<16>());
   return e != cudaSuccess ? e : LoadKernel(KernelOf<32>(), SmemBytes<32>());
 }
 
-KernelLaunch PlanMlaValueColumnSplit(int heads, int rows, int multiprocessors) {
-  switch (MlaValueBlockRows(heads, rows, multiprocessors)) {
+KernelLaunch PlanColumnSplit(int heads, int rows, int multiprocessors) {
+  switch (ColumnSplitBlockRows(heads, rows, multiprocessors)) {
     case 8:
       return LaunchOf<8>(heads, rows);
     case 16:
@@ -264,4 +264,4 @@ KernelLaunch PlanMlaValueColumnSplit(int heads, int rows, int multiprocessors) {
   }
 }
 
-}  // namespace mla
+}  // namespace mla_tail

@@ -1,10 +1,10 @@
-// MlaValueWgmma: the fused W_UV projection and sigmoid gate on Hopper's warpgroup MMA.
+// Tile: the fused W_UV projection and sigmoid gate on Hopper's warpgroup MMA.
 //
 // A block computes one tile of (kCols output columns, head, 64 rows) with one warpgroup, or two
 // that split its columns: one wgmma m64nNk16 (N = the warpgroup's columns) per 16 latent values,
 // both operands read by the tensor cores from shared memory. It serves the grid between the
-// smallest batches, where MlaValue (mla_value.cu) would re-read W_UV for every 16-32 rows, and
-// the largest, where the warp-specialized persistent kernel (mla_value_ws.cu) shares each W_UV
+// smallest batches, where ColumnSplit (column_split.cu) would re-read W_UV for every 16-32 rows, and
+// the largest, where the warp-specialized persistent kernel (persistent_128x128.cu) shares each W_UV
 // slice between 128 rows. The configurations (kWgConfigs, below):
 //   - all 8 steps in flight at once, 64 x 32 tiles (two blocks a multiprocessor) or 64 x 64
 //     (one): one memory round trip, for grids smaller than the GPU;
@@ -44,14 +44,14 @@
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/early_sigmoids.cuh"
 #include "mla/kernels/launch.cuh"
-#include "mla/kernels/mla_value_variants.h"
+#include "mla/kernels/fused_kernels.h"
 #include "mla/kernels/params.h"
 #include "mla/kernels/prefetch.cuh"
 #include "mla/kernels/tile_copy.cuh"
 #include "mla/kernels/timeline_stamps.cuh"
 #include "mla/kernels/wgmma.cuh"
 
-namespace mla {
+namespace mla_tail {
 namespace {
 
 // A 64-row tile (wgmma's m) of kCols columns; its stage buffers, gate tile and copies:
@@ -133,7 +133,7 @@ struct EarlySigmoids<T, true> {
 
 template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, bool kEarlySigmoids>
 __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
-    MlaValueWgmmaKernel(const MlaValueParams p) {
+    TileKernel(const FusedTailParams p) {
   using T = WgTile<kStages, kCols, kWarpgroups>;
   constexpr int kRows = T::kRows;
   constexpr int kWgCols = T::kWgCols;
@@ -311,7 +311,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
 // of each (WgTile::kSmemBytes) decides how many of its blocks share a multiprocessor, which the
 // rule (mla/dispatch.h) leans on.
 struct WgConfig {
-  FusedKernel variant;
+  FusedKernel kernel;
   int stages, cols, warpgroups, min_blocks;
   bool early_sigmoids;  // EarlySigmoids
 };
@@ -339,7 +339,7 @@ struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
   using T = WgTile<kC.stages, kC.cols, kC.warpgroups>;
   static constexpr auto kKernel =
-      MlaValueWgmmaKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kC.early_sigmoids>;
+      TileKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kC.early_sigmoids>;
 
   static KernelLaunch Plan(int heads, int rows) {
     KernelLaunch launch;
@@ -352,17 +352,17 @@ struct Wg {
   static cudaError_t Load() { return LoadKernel(kKernel, T::kSmemBytes); }
 };
 
-// Calls f(Wg<i>) for the configuration of `variant`; false if it has none.
+// Calls f(Wg<i>) for the configuration of `kernel`; false if it has none.
 template <typename F, int kIndex = 0>
-bool WithConfig(FusedKernel variant, F&& f) {
+bool WithConfig(FusedKernel kernel, F&& f) {
   if constexpr (kIndex == std::size(kWgConfigs)) {
     return false;
   } else {
-    if (kWgConfigs[kIndex].variant == variant) {
+    if (kWgConfigs[kIndex].kernel == kernel) {
       f(Wg<kIndex>());
       return true;
     }
-    return WithConfig<F, kIndex + 1>(variant, std::forward<F>(f));
+    return WithConfig<F, kIndex + 1>(kernel, std::forward<F>(f));
   }
 }
 
@@ -378,16 +378,16 @@ cudaError_t LoadAll() {
 
 }  // namespace
 
-bool IsMlaValueWgmma(FusedKernel variant) {
-  return WithConfig(variant, [](auto) {});
+bool IsTileKernel(FusedKernel kernel) {
+  return WithConfig(kernel, [](auto) {});
 }
 
-cudaError_t PrepareMlaValueWgmma() { return LoadAll(); }
+cudaError_t LoadTileKernels() { return LoadAll(); }
 
-cudaError_t PlanMlaValueWgmma(int heads, int rows, FusedKernel kernel, KernelLaunch* launch) {
+cudaError_t PlanTile(int heads, int rows, FusedKernel kernel, KernelLaunch* launch) {
   return WithConfig(kernel, [&](auto wg) { *launch = decltype(wg)::Plan(heads, rows); })
              ? cudaSuccess
              : cudaErrorInvalidValue;
 }
 
-}  // namespace mla
+}  // namespace mla_tail

@@ -1,4 +1,4 @@
-// MlaValueWgmma-ws: the persistent 128 x 128 kernel for large batches, warp-specialized: its
+// Persistent128x128: the persistent 128 x 128 kernel for large batches, warp-specialized: its
 // copies and its MMAs run in separate warps.
 //
 // A block (one a multiprocessor) loops over tiles blockIdx.x + n * gridDim.x of (head, 128 rows,
@@ -14,7 +14,7 @@
 //     (one step later: each step's MMAs run on while the next step's buffer is awaited). After
 //     a tile's last step they gate their 64 rows (docs/spec.md: bf16 v, FP32 sigmoid) and store
 //     them.
-//     With one tile a block (the launch decides: WsEarlySigmoids), they compute the sigmoids
+//     With one tile a block (the launch decides: PersistentEarlySigmoids), they compute the sigmoids
 //     during the tile's last four steps instead, and the epilogue only multiplies and rounds.
 // Why warp-specialized: with a __syncthreads a step, a buffer is refilled only after every
 // thread has passed the next step's barrier, so each step's MMA chain sits on the copy path.
@@ -34,17 +34,17 @@
 #include "mla/kernels/early_sigmoids.cuh"
 #include "mla/kernels/launch.cuh"
 #include "mla/kernels/mbarrier.cuh"
-#include "mla/kernels/mla_value_variants.h"
+#include "mla/kernels/fused_kernels.h"
 #include "mla/kernels/params.h"
 #include "mla/kernels/tile_copy.cuh"
 #include "mla/kernels/wgmma.cuh"
 
-namespace mla {
+namespace mla_tail {
 namespace {
 
 // 128 rows (two consumer warpgroups of 64) x all 128 columns; the producer's 128 threads copy
 // (tile_copy.cuh).
-struct WsTile : device::TileLayout<128, 128, kValueDim> {
+struct PersistentTile : device::TileLayout<128, 128, kValueDim> {
   static constexpr int kStages = 6;
   static constexpr int kProducerThreads = kCopyThreads;
   static constexpr int kThreads = 3 * 128;
@@ -73,29 +73,29 @@ struct WsTile : device::TileLayout<128, 128, kValueDim> {
 // awaiting it mid-tile is slower (docs/design.md). With kEnabled false: nothing, and the epilogue
 // computes them.
 template <bool kEnabled>
-struct WsEarlySigmoids {
-  static constexpr int kGateStep = WsTile::kSteps - 2;  // the producer's gate copy
+struct PersistentEarlySigmoids {
+  static constexpr int kGateStep = PersistentTile::kSteps - 2;  // the producer's gate copy
   __device__ __forceinline__ void Step(int, uint64_t*, uint32_t, const uint8_t*, const int32_t*) {}
 };
 
 template <>
-struct WsEarlySigmoids<true> {
+struct PersistentEarlySigmoids<true> {
   static constexpr int kGateStep = 0;
   // Accumulator 4j + e: row 16 * warp + group (+8 for e >= 2) of the warpgroup's 64, column
   // 8j + 2 * quarter + (e & 1).
   struct Layout {
     static __device__ __forceinline__ int Row(int n) {
-      const int consumer = threadIdx.x - WsTile::kProducerThreads;
+      const int consumer = threadIdx.x - PersistentTile::kProducerThreads;
       return 64 * (consumer / 128) + 16 * (consumer % 128 / 32) + 8 * (n % 2) +
              threadIdx.x % 32 / 4;
     }
     static __device__ __forceinline__ int GateOffset(int n) {
-      return WsTile::GateWord(Row(n), n / 2) + 4 * (threadIdx.x % 4);
+      return PersistentTile::GateWord(Row(n), n / 2) + 4 * (threadIdx.x % 4);
     }
   };
-  static constexpr int kPairs = 2 * (WsTile::kCols / 8);
-  static constexpr int kFrom = WsTile::kSteps / 2;  // the gate is awaited from this step
-  static constexpr int kPairsPerStep = kPairs / (WsTile::kSteps - kFrom);
+  static constexpr int kPairs = 2 * (PersistentTile::kCols / 8);
+  static constexpr int kFrom = PersistentTile::kSteps / 2;  // the gate is awaited from this step
+  static constexpr int kPairsPerStep = kPairs / (PersistentTile::kSteps - kFrom);
   device::EarlySigmoidPairs<Layout, kPairs> pairs;
 
   __device__ __forceinline__ void Step(int step, uint64_t* gate_full, uint32_t gate_phase,
@@ -112,10 +112,10 @@ struct WsEarlySigmoids<true> {
 };
 
 template <bool kEarlySigmoids>
-__global__ void __launch_bounds__(WsTile::kThreads, 1)
-    MlaValueWsKernel(const MlaValueParams p) {
-  using Early = WsEarlySigmoids<kEarlySigmoids>;
-  using T = WsTile;
+__global__ void __launch_bounds__(PersistentTile::kThreads, 1)
+    Persistent128x128Kernel(const FusedTailParams p) {
+  using Early = PersistentEarlySigmoids<kEarlySigmoids>;
+  using T = PersistentTile;
   extern __shared__ uint4 smem_words[];
   const uint32_t smem_raw = device::SmemAddress(smem_words);
   const uint32_t smem_base = (smem_raw + T::kAlign - 1) & ~uint32_t{T::kAlign - 1};
@@ -299,24 +299,24 @@ __global__ void __launch_bounds__(WsTile::kThreads, 1)
 
 }  // namespace
 
-cudaError_t PrepareMlaValueWs() {
-  const cudaError_t e = LoadKernel(MlaValueWsKernel<true>, WsTile::kSmemBytes);
-  return e != cudaSuccess ? e : LoadKernel(MlaValueWsKernel<false>, WsTile::kSmemBytes);
+cudaError_t LoadPersistent128x128() {
+  const cudaError_t e = LoadKernel(Persistent128x128Kernel<true>, PersistentTile::kSmemBytes);
+  return e != cudaSuccess ? e : LoadKernel(Persistent128x128Kernel<false>, PersistentTile::kSmemBytes);
 }
 
 // As many rounds of tiles as the GPU needs, on the fewest blocks that keep that many (every
 // block as busy, and more bandwidth for each); with one round, the kernel with early sigmoids.
-KernelLaunch PlanMlaValueWs(int heads, int rows, int multiprocessors) {
+KernelLaunch PlanPersistent128x128(int heads, int rows, int multiprocessors) {
   const long long tiles =
-      static_cast<long long>(heads) * ((rows + WsTile::kRows - 1) / WsTile::kRows);
+      static_cast<long long>(heads) * ((rows + PersistentTile::kRows - 1) / PersistentTile::kRows);
   const long long rounds = (tiles + multiprocessors - 1) / multiprocessors;
   KernelLaunch launch;
-  launch.function = rounds == 1 ? reinterpret_cast<const void*>(MlaValueWsKernel<true>)
-                                : reinterpret_cast<const void*>(MlaValueWsKernel<false>);
+  launch.function = rounds == 1 ? reinterpret_cast<const void*>(Persistent128x128Kernel<true>)
+                                : reinterpret_cast<const void*>(Persistent128x128Kernel<false>);
   launch.grid = dim3(static_cast<unsigned>((tiles + rounds - 1) / rounds));
-  launch.block = dim3(WsTile::kThreads);
-  launch.smem_bytes = WsTile::kSmemBytes;
+  launch.block = dim3(PersistentTile::kThreads);
+  launch.smem_bytes = PersistentTile::kSmemBytes;
   return launch;
 }
 
-}  // namespace mla
+}  // namespace mla_tail

@@ -1,9 +1,9 @@
-// MlaValueKSplit: the fused W_UV projection and sigmoid gate with the latent axis split over a
+// LatentSplit: the fused W_UV projection and sigmoid gate with the latent axis split over a
 // block's warps, for grids of few rows.
 //
 // One block per (16 output columns, head, kRows rows): 8 warps with 8 rows, 4 with 16. Warp w
 // multiplies latent values [w, w + 1) * 512 / kWarps for both 8-column tiles of the block: 8 or 16
-// m16n8k16 MMAs after the dependency wait instead of MlaValue's 32 a warp (mla_value.cu), and
+// m16n8k16 MMAs after the dependency wait instead of ColumnSplit's 32 a warp (column_split.cu), and
 // more multiprocessors fetching the same W_UV bytes. Each thread loads its W_UV B-fragments into
 // registers before the wait (weights are written by no upstream kernel; the block's latent, gate
 // and lengths only get an L2 prefetch hint there, prefetch.cuh) and its latent A-fragments, rows
@@ -13,7 +13,7 @@
 // Shared memory stays at 4 KB a block: after an upstream kernel that holds none, a block of 8 KB
 // measured 0.5-1.0 µs later to start (docs/design.md).
 //
-// k permutation: as MlaValue's. Thread (group g, quarter p) loads latent indices
+// k permutation: as ColumnSplit's. Thread (group g, quarter p) loads latent indices
 // 32c + 8p .. 32c + 8p + 7 of W_UV column g as one 16-byte word per 32-wide chunk c, and the A
 // fragment with the same permutation, so the products pair the same latent index on both sides.
 
@@ -25,19 +25,19 @@
 
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/launch.cuh"
-#include "mla/kernels/mla_value_variants.h"
+#include "mla/kernels/fused_kernels.h"
 #include "mla/kernels/params.h"
 #include "mla/kernels/prefetch.cuh"
 #include "mla/kernels/timeline_stamps.cuh"
 
-namespace mla {
+namespace mla_tail {
 namespace {
 
 constexpr int kColumns = 16;  // two n8 tiles
 
 // kRows: 8 (one m16 tile whose rows 8-15 are zeros) or 16.
 template <int kRows, int kWarps>
-__global__ void __launch_bounds__(32 * kWarps) MlaValueKSplitKernel(const MlaValueParams p) {
+__global__ void __launch_bounds__(32 * kWarps) LatentSplitKernel(const FusedTailParams p) {
   constexpr int kHalves = kRows / 8;  // of the m16 tile: rows group and group + 8
   constexpr int kTiles = kColumns / 8;
   constexpr int kChunks = kLatentDim / 32 / kWarps;  // 32-value chunks a warp
@@ -166,9 +166,9 @@ template <int kRows>
 constexpr int kWarpsFor = kRows == 8 ? 8 : 4;
 
 template <int kRows>
-KernelLaunch KSplitLaunch(int heads, int rows) {
+KernelLaunch LatentSplitLaunch(int heads, int rows) {
   KernelLaunch launch;
-  launch.function = reinterpret_cast<const void*>(MlaValueKSplitKernel<kRows, kWarpsFor<kRows>>);
+  launch.function = reinterpret_cast<const void*>(LatentSplitKernel<kRows, kWarpsFor<kRows>>);
   launch.grid = dim3(kValueDim / kColumns, heads, (rows + kRows - 1) / kRows);
   launch.block = dim3(32 * kWarpsFor<kRows>);
   launch.smem_bytes = 0;  // static only
@@ -177,13 +177,13 @@ KernelLaunch KSplitLaunch(int heads, int rows) {
 
 }  // namespace
 
-KernelLaunch PlanMlaValueKSplit(int heads, int rows) {
-  return rows <= 8 ? KSplitLaunch<8>(heads, rows) : KSplitLaunch<16>(heads, rows);
+KernelLaunch PlanLatentSplit(int heads, int rows) {
+  return rows <= 8 ? LatentSplitLaunch<8>(heads, rows) : LatentSplitLaunch<16>(heads, rows);
 }
 
-cudaError_t PrepareMlaValueKSplit() {
-  const cudaError_t e = LoadKernel(MlaValueKSplitKernel<8, kWarpsFor<8>>, 0);
-  return e != cudaSuccess ? e : LoadKernel(MlaValueKSplitKernel<16, kWarpsFor<16>>, 0);
+cudaError_t LoadLatentSplit() {
+  const cudaError_t e = LoadKernel(LatentSplitKernel<8, kWarpsFor<8>>, 0);
+  return e != cudaSuccess ? e : LoadKernel(LatentSplitKernel<16, kWarpsFor<16>>, 0);
 }
 
-}  // namespace mla
+}  // namespace mla_tail

@@ -8,10 +8,10 @@
 #include <initializer_list>
 
 #include "mla_tail/mla/dispatch.h"
-#include "mla/kernels/mla_value_variants.h"
+#include "mla/kernels/fused_kernels.h"
 #include "mla/kernels/params.h"
 
-namespace mla {
+namespace mla_tail {
 
 cudaError_t MultiprocessorCount(int device, int* count) {
   constexpr int kDevices = 64;
@@ -32,23 +32,23 @@ FusedKernel ResolveFusedKernel(FusedKernel kernel, int heads, int rows, int mult
                                       : DispatchFusedKernel(heads, rows, multiprocessors);
 }
 
-cudaError_t PlanMlaValue(const MlaValueParams& p, FusedKernel kernel, int multiprocessors,
+cudaError_t PlanFusedKernel(const FusedTailParams& p, FusedKernel kernel, int multiprocessors,
                          KernelLaunch* launch) {
   const FusedKernel resolved = ResolveFusedKernel(kernel, p.heads, p.rows, multiprocessors);
   if (resolved == FusedKernel::kPersistent128x128) {
-    *launch = PlanMlaValueWs(p.heads, p.rows, multiprocessors);
+    *launch = PlanPersistent128x128(p.heads, p.rows, multiprocessors);
     return cudaSuccess;
   }
   if (resolved == FusedKernel::kLatentSplit) {
-    *launch = PlanMlaValueKSplit(p.heads, p.rows);
+    *launch = PlanLatentSplit(p.heads, p.rows);
     return cudaSuccess;
   }
-  if (IsMlaValueWgmma(resolved)) return PlanMlaValueWgmma(p.heads, p.rows, resolved, launch);
-  *launch = PlanMlaValueColumnSplit(p.heads, p.rows, multiprocessors);
+  if (IsTileKernel(resolved)) return PlanTile(p.heads, p.rows, resolved, launch);
+  *launch = PlanColumnSplit(p.heads, p.rows, multiprocessors);
   return cudaSuccess;
 }
 
-cudaError_t LaunchMlaValue(const KernelLaunch& launch, const MlaValueParams& params,
+cudaError_t LaunchFusedKernel(const KernelLaunch& launch, const FusedTailParams& params,
                            cudaStream_t stream, bool pdl) {
   cudaLaunchAttribute attributes[1];
   attributes[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -60,17 +60,17 @@ cudaError_t LaunchMlaValue(const KernelLaunch& launch, const MlaValueParams& par
   config.stream = stream;
   config.attrs = attributes;
   config.numAttrs = 1;
-  void* arguments[] = {const_cast<MlaValueParams*>(&params)};
+  void* arguments[] = {const_cast<FusedTailParams*>(&params)};
   return cudaLaunchKernelExC(&config, launch.function, arguments);
 }
 
-cudaError_t PrepareTailKernels() {
-  for (cudaError_t (*prepare)() : {PrepareMlaValueColumnSplit, PrepareMlaValueKSplit, PrepareMlaValueWgmma,
-                                   PrepareMlaValueWs, PrepareMlaGate, PrepareBmmPointers}) {
+cudaError_t LoadTailKernels() {
+  for (cudaError_t (*prepare)() : {LoadColumnSplit, LoadLatentSplit, LoadTileKernels,
+                                   LoadPersistent128x128, LoadBmmGate, LoadBmmPointers}) {
     const cudaError_t e = prepare();
     if (e != cudaSuccess) return e;
   }
   return cudaSuccess;
 }
 
-}  // namespace mla
+}  // namespace mla_tail

@@ -1,4 +1,4 @@
-// MlaGate: output = active ? bf16(values * sigmoid(gate)) : +0, for the batched GEMM's values.
+// BmmGateKernel: output = active ? bf16(values * sigmoid(gate)) : +0, for the batched GEMM's values.
 // One 256-thread block per (16 rows, head); each thread 8 columns of one row, 16-byte accesses.
 
 #include <cuda_bf16.h>
@@ -10,14 +10,14 @@
 #include "mla/kernels/launch.cuh"
 #include "mla/kernels/params.h"
 
-namespace mla {
+namespace mla_tail {
 namespace {
 
 constexpr int kThreads = 256;
 constexpr int kRowsPerBlock = 16;
 constexpr int kThreadsPerRow = kValueDim / 8;
 
-__global__ void __launch_bounds__(kThreads) MlaGateKernel(const MlaGateParams p) {
+__global__ void __launch_bounds__(kThreads) BmmGateKernel(const BmmGateParams p) {
   const int head = blockIdx.y;
   const int t = blockIdx.x * kRowsPerBlock + threadIdx.x / kThreadsPerRow;
   const int d = (threadIdx.x % kThreadsPerRow) * 8;
@@ -54,11 +54,11 @@ __global__ void __launch_bounds__(kThreads) MlaGateKernel(const MlaGateParams p)
 }  // namespace
 
 
-cudaError_t PrepareMlaGate() { return LoadKernel(MlaGateKernel, 0); }
+cudaError_t LoadBmmGate() { return LoadKernel(BmmGateKernel, 0); }
 
-cudaError_t LaunchMlaGate(const MlaGateParams& p, cudaStream_t stream, bool pdl) {
+cudaError_t LaunchBmmGate(const BmmGateParams& p, cudaStream_t stream, bool pdl) {
   const dim3 grid((p.rows + kRowsPerBlock - 1) / kRowsPerBlock, p.heads);
-  return LaunchWithPdl(MlaGateKernel, grid, dim3(kThreads), 0, stream, pdl, p);
+  return LaunchWithPdl(BmmGateKernel, grid, dim3(kThreads), 0, stream, pdl, p);
 }
 
-}  // namespace mla
+}  // namespace mla_tail
