@@ -42,11 +42,11 @@ absl::StatusOr<std::vector<Layer>> MakeLayers(const mla_tail::TailShape& shape, 
       DeviceMemory* memory;
       int64_t bytes;
     };
-    for (const Alloc& a : {Alloc{&layer.latent, b * h * kLatentDim * 2},
-                           Alloc{&layer.w_uv, h * kValueDim * kLatentDim * 2},
-                           Alloc{&layer.gate, b * h * kValueDim * 2},
-                           Alloc{&layer.lengths, (b / shape.q) * 4},
-                           Alloc{&layer.output, b * h * kValueDim * 2}}) {
+    for (const Alloc& a :
+         {Alloc{&layer.latent, b * h * kLatentDim * 2},
+          Alloc{&layer.w_uv, h * kValueDim * kLatentDim * 2},
+          Alloc{&layer.gate, b * h * kValueDim * 2}, Alloc{&layer.lengths, (b / shape.q) * 4},
+          Alloc{&layer.output, b * h * kValueDim * 2}}) {
       MLA_RETURN_IF_ERROR(a.memory->Reset(a.bytes));
     }
     using mla_tail_testing::Values;
@@ -57,30 +57,27 @@ absl::StatusOr<std::vector<Layer>> MakeLayers(const mla_tail::TailShape& shape, 
             Values::kUniform, stream),
         "fill latent");
     MLA_RETURN_IF_CUDA_ERROR(
-        mla_tail_testing::FillTestValues(
-            {layer.w_uv.as<uint16_t>(), h, kValueDim, kLatentDim, kValueDim * kLatentDim,
-             kLatentDim},
-            seed + 1, Values::kUniform, stream),
+        mla_tail_testing::FillTestValues({layer.w_uv.as<uint16_t>(), h, kValueDim, kLatentDim,
+                                          kValueDim * kLatentDim, kLatentDim},
+                                         seed + 1, Values::kUniform, stream),
         "fill w_uv");
+    MLA_RETURN_IF_CUDA_ERROR(mla_tail_testing::FillTestValues(
+                                 {layer.gate.as<uint16_t>(), b, 1, h * kValueDim, h * kValueDim, 0},
+                                 seed + 2, Values::kUniformGates, stream),
+                             "fill gate");
     MLA_RETURN_IF_CUDA_ERROR(
-        mla_tail_testing::FillTestValues({layer.gate.as<uint16_t>(), b, 1, h * kValueDim,
-                                     h * kValueDim, 0},
-                                    seed + 2, Values::kUniformGates, stream),
-        "fill gate");
-    MLA_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(layer.lengths.get(), 0x01, layer.lengths.bytes(),
-                                             stream),
-                             "lengths");
+        cudaMemsetAsync(layer.lengths.get(), 0x01, layer.lengths.bytes(), stream), "lengths");
     layer.buffers = mla_tail::CompactBuffers(shape, layer.latent.as<bf16>(), layer.w_uv.as<bf16>(),
-                                        layer.gate.as<bf16>(), layer.lengths.as<int32_t>(),
-                                        layer.output.as<bf16>());
+                                             layer.gate.as<bf16>(), layer.lengths.as<int32_t>(),
+                                             layer.output.as<bf16>());
   }
   MLA_RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(stream), "layer set-up");
   return layers;
 }
 
 absl::StatusOr<double> TimeOnStream(cudaStream_t stream,
-                                     const std::function<absl::Status(cudaStream_t)>& enqueue,
-                                     int replays, int warmup) {
+                                    const std::function<absl::Status(cudaStream_t)>& enqueue,
+                                    int replays, int warmup) {
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
@@ -193,16 +190,15 @@ absl::StatusOr<double> MeasureMatrixRate(cudaStream_t stream) {
   } lt;
   using mla_tail::CublasStatus;
   MLA_RETURN_IF_ERROR(CublasStatus(cublasLtCreate(&lt.handle), "cublasLtCreate"));
-  MLA_RETURN_IF_ERROR(CublasStatus(
-      cublasLtMatmulDescCreate(&lt.matmul, CUBLAS_COMPUTE_32F, CUDA_R_32F),
-      "cublasLtMatmulDescCreate"));
+  MLA_RETURN_IF_ERROR(
+      CublasStatus(cublasLtMatmulDescCreate(&lt.matmul, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+                   "cublasLtMatmulDescCreate"));
   MLA_RETURN_IF_ERROR(CublasStatus(cublasLtMatrixLayoutCreate(&lt.layout, CUDA_R_16BF, kN, kN, kN),
                                    "cublasLtMatrixLayoutCreate"));
   MLA_RETURN_IF_ERROR(CublasStatus(cublasLtMatmulPreferenceCreate(&lt.preference),
                                    "cublasLtMatmulPreferenceCreate"));
   MLA_RETURN_IF_ERROR(CublasStatus(
-      cublasLtMatmulPreferenceSetAttribute(lt.preference,
-                                           CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+      cublasLtMatmulPreferenceSetAttribute(lt.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                            &kWorkspaceBytes, sizeof(kWorkspaceBytes)),
       "cublasLtMatmulPreferenceSetAttribute"));
   cublasLtMatmulHeuristicResult_t heuristic = {};
@@ -217,9 +213,9 @@ absl::StatusOr<double> MeasureMatrixRate(cudaStream_t stream) {
       stream,
       [&](cudaStream_t s) {
         return CublasStatus(
-            cublasLtMatmul(lt.handle, lt.matmul, &alpha, a->get(), lt.layout, b->get(),
-                           lt.layout, &beta, d->get(), lt.layout, d->get(), lt.layout,
-                           &heuristic.algo, workspace->get(), kWorkspaceBytes, s),
+            cublasLtMatmul(lt.handle, lt.matmul, &alpha, a->get(), lt.layout, b->get(), lt.layout,
+                           &beta, d->get(), lt.layout, d->get(), lt.layout, &heuristic.algo,
+                           workspace->get(), kWorkspaceBytes, s),
             "cublasLtMatmul");
       },
       20);
@@ -232,9 +228,8 @@ std::string DeviceDescription() {
   if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return "unknown device";
   int driver = 0;
   cudaDriverGetVersion(&driver);
-  return absl::StrCat(prop.name, ", ", prop.multiProcessorCount, " SMs, ",
-                      prop.l2CacheSize >> 20, " MB L2, CUDA driver ", driver / 1000, ".",
-                      (driver % 1000) / 10);
+  return absl::StrCat(prop.name, ", ", prop.multiProcessorCount, " SMs, ", prop.l2CacheSize >> 20,
+                      " MB L2, CUDA driver ", driver / 1000, ".", (driver % 1000) / 10);
 }
 
 }  // namespace mla_tail_bench

@@ -10,14 +10,14 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define CUDA_CHECK(call)                                                            \
-  do {                                                                              \
-    const cudaError_t cuda_check_error_ = (call);                                   \
-    if (cuda_check_error_ != cudaSuccess) {                                         \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call,             \
-                   cudaGetErrorString(cuda_check_error_));                          \
-      std::exit(1);                                                                 \
-    }                                                                               \
+#define CUDA_CHECK(call)                                                \
+  do {                                                                  \
+    const cudaError_t cuda_check_error_ = (call);                       \
+    if (cuda_check_error_ != cudaSuccess) {                             \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, \
+                   cudaGetErrorString(cuda_check_error_));              \
+      std::exit(1);                                                     \
+    }                                                                   \
   } while (0)
 
 #endif  // MLA_TAIL_BENCH_CUDA_CHECK_H_

@@ -21,8 +21,8 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "bench/bench_util.h"
-#include "mla_tail/graph/tail_graph_set.h"
 #include "mla/internal/cuda_status.h"
+#include "mla_tail/graph/tail_graph_set.h"
 #include "testing/support/gpu.h"
 
 ABSL_FLAG(int, heads, 12, "local heads");
@@ -83,8 +83,9 @@ int Main() {
   if (!pong.ok()) return fail(pong.status());
   const std::vector<Layer>* sets[2] = {&*ping, &*pong};
 
-  auto make_set = [&](mla_tail::TailPath path, mla_tail::UpdateMechanism update)
-      -> absl::StatusOr<std::unique_ptr<TailGraphSet>> {
+  auto make_set =
+      [&](mla_tail::TailPath path,
+          mla_tail::UpdateMechanism update) -> absl::StatusOr<std::unique_ptr<TailGraphSet>> {
     GraphSetOptions options;
     options.heads = heads;
     options.layers = layer_count;
@@ -107,8 +108,7 @@ int Main() {
   const double aot_seconds = absl::ToDoubleSeconds(absl::Now() - start);
   const auto& stats = (*ahead)->stats();
   rows.push_back({absl::StrCat("ahead-of-time capture, ", stats.graphs_captured, " graphs (",
-                               layer_count, " layers x ", (*ahead)->buckets().size(),
-                               " buckets)"),
+                               layer_count, " layers x ", (*ahead)->buckets().size(), " buckets)"),
                   aot_seconds, "s"});
   rows.push_back({"  per graph (capture + instantiate + upload)",
                   aot_seconds / stats.graphs_captured * 1e6, "us"});
@@ -141,9 +141,8 @@ int Main() {
   absl::StatusOr<double> launch = HostMicros(layer_count, iterations, stream, [&](int, int l) {
     return mla_tail::CudaStatus(cudaGraphLaunch(bare[l], stream), "launch");
   });
-  absl::StatusOr<double> replay = HostMicros(layer_count, iterations, stream, [&](int, int l) {
-    return (*ahead)->Replay(l, 1, stream);
-  });
+  absl::StatusOr<double> replay = HostMicros(
+      layer_count, iterations, stream, [&](int, int l) { return (*ahead)->Replay(l, 1, stream); });
   if (!launch.ok() || !replay.ok()) return fail(launch.ok() ? replay.status() : launch.status());
   rows.push_back({"bare cudaGraphLaunch (rows 1)", *launch, "us/call"});
   rows.push_back({"Replay(), pointers unchanged", *replay, "us/call"});
@@ -151,20 +150,19 @@ int Main() {
 
   // Pointer update + replay, each mechanism, each path: every call switches buffer sets.
   for (mla_tail::TailPath path : {mla_tail::TailPath::kFused, mla_tail::TailPath::kBmm}) {
-    for (auto update : {mla_tail::UpdateMechanism::kKernelNodeParams,
-                        mla_tail::UpdateMechanism::kWholeGraph}) {
+    for (auto update :
+         {mla_tail::UpdateMechanism::kKernelNodeParams, mla_tail::UpdateMechanism::kWholeGraph}) {
       absl::StatusOr<std::unique_ptr<TailGraphSet>> set = make_set(path, update);
       if (!set.ok()) return fail(set.status());
       for (int l = 0; l < layer_count; ++l) {  // capture bucket 1 before timing
         if (absl::Status s = (*set)->Replay(l, 1, stream); !s.ok()) return fail(s);
       }
       const bool whole = update == mla_tail::UpdateMechanism::kWholeGraph;
-      absl::StatusOr<double> updated =
-          HostMicros(layer_count, whole ? iterations / 10 + 1 : iterations, stream,
-                     [&](int i, int l) {
-                       MLA_RETURN_IF_ERROR((*set)->SetLayer(l, (*sets[(i + 3) % 2])[l].buffers));
-                       return (*set)->Replay(l, 1, stream);
-                     });
+      absl::StatusOr<double> updated = HostMicros(
+          layer_count, whole ? iterations / 10 + 1 : iterations, stream, [&](int i, int l) {
+            MLA_RETURN_IF_ERROR((*set)->SetLayer(l, (*sets[(i + 3) % 2])[l].buffers));
+            return (*set)->Replay(l, 1, stream);
+          });
       if (!updated.ok()) return fail(updated.status());
       absl::StatusOr<double> plain = HostMicros(layer_count, iterations, stream, [&](int, int l) {
         return (*set)->Replay(l, 1, stream);
@@ -187,8 +185,8 @@ int Main() {
   std::ofstream csv;
   if (!absl::GetFlag(FLAGS_csv).empty()) {
     csv.open(absl::GetFlag(FLAGS_csv), std::ios::app);
-    csv << "# graph_bench commit " << absl::GetFlag(FLAGS_commit) << ", " << device << ", "
-        << date << ", heads " << heads << ", layers " << layer_count << "\nmeasure,value,unit\n";
+    csv << "# graph_bench commit " << absl::GetFlag(FLAGS_commit) << ", " << device << ", " << date
+        << ", heads " << heads << ", layers " << layer_count << "\nmeasure,value,unit\n";
   }
   for (const Row& r : rows) {
     std::printf("%-70s %10.3f %s\n", r.what.c_str(), r.value, r.unit.c_str());

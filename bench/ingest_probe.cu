@@ -31,9 +31,8 @@ __device__ __forceinline__ void CopyAsync16(uint32_t dst, const void* src) {
 }
 
 template <int kDepth>
-__global__ void __launch_bounds__(kThreads) CpAsyncIngest(const char* src, int64_t region_bytes,
-                                                          int chunk_bytes, int chunks,
-                                                          int* sink) {
+__global__ void __launch_bounds__(kThreads)
+    CpAsyncIngest(const char* src, int64_t region_bytes, int chunk_bytes, int chunks, int* sink) {
   extern __shared__ __align__(128) uint8_t smem[];
   const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   const char* region = src + blockIdx.x * region_bytes;
@@ -60,9 +59,9 @@ __device__ __forceinline__ void BarrierWait(uint32_t barrier, uint32_t parity) {
       : "memory");
 }
 
-__global__ void __launch_bounds__(kThreads) BulkIngest(const char* src, int64_t region_bytes,
-                                                       int chunk_bytes, int chunks, int depth,
-                                                       int* sink) {
+__global__ void __launch_bounds__(kThreads)
+    BulkIngest(const char* src, int64_t region_bytes, int chunk_bytes, int chunks, int depth,
+               int* sink) {
   extern __shared__ __align__(128) uint8_t smem[];
   __shared__ __align__(8) uint64_t barriers[16];
   const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
@@ -96,10 +95,14 @@ __global__ void __launch_bounds__(kThreads) BulkIngest(const char* src, int64_t 
 
 const void* CpAsyncKernel(int depth) {
   switch (depth) {
-    case 2: return reinterpret_cast<const void*>(CpAsyncIngest<2>);
-    case 4: return reinterpret_cast<const void*>(CpAsyncIngest<4>);
-    case 8: return reinterpret_cast<const void*>(CpAsyncIngest<8>);
-    default: return nullptr;
+    case 2:
+      return reinterpret_cast<const void*>(CpAsyncIngest<2>);
+    case 4:
+      return reinterpret_cast<const void*>(CpAsyncIngest<4>);
+    case 8:
+      return reinterpret_cast<const void*>(CpAsyncIngest<8>);
+    default:
+      return nullptr;
   }
 }
 
@@ -118,15 +121,16 @@ int RunIngestProbe() {
   CUDA_CHECK(cudaMalloc(&sink, sizeof(int)));
   for (int depth : {2, 4, 8}) {
     CUDA_CHECK(cudaFuncSetAttribute(CpAsyncKernel(depth),
-                               cudaFuncAttributeMaxDynamicSharedMemorySize, 224 * 1024));
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, 224 * 1024));
   }
   CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(BulkIngest),
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, 224 * 1024));
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize, 224 * 1024));
   cudaEvent_t start, stop;
   CUDA_CHECK(cudaEventCreate(&start));
   CUDA_CHECK(cudaEventCreate(&stop));
-  std::printf("method,smem_kib,blocks,chunk_bytes,depth,cold,us_per_launch,gb_s_per_block,"
-              "tb_s_total\n");
+  std::printf(
+      "method,smem_kib,blocks,chunk_bytes,depth,cold,us_per_launch,gb_s_per_block,"
+      "tb_s_total\n");
   for (const char* method : {"cp_async", "bulk"}) {
     for (int smem_kib : {64, 128, 224}) {
       for (int blocks : {8, sms}) {
@@ -144,13 +148,13 @@ int RunIngestProbe() {
                 const char* s =
                     src + (cold ? (int64_t{i} * bytes) % (kRotations * launch_bytes - bytes) : 0);
                 if (bulk) {
-                  BulkIngest<<<blocks, kThreads, smem_kib * 1024>>>(s, region, chunk, chunks,
-                                                                    depth, sink);
+                  BulkIngest<<<blocks, kThreads, smem_kib * 1024>>>(s, region, chunk, chunks, depth,
+                                                                    sink);
                 } else {
                   int chunks_arg = chunks;
                   void* args[] = {&s, &region, &chunk, &chunks_arg, &sink};
-                  cudaLaunchKernel(CpAsyncKernel(depth), blocks, kThreads, args,
-                                   smem_kib * 1024, nullptr);
+                  cudaLaunchKernel(CpAsyncKernel(depth), blocks, kThreads, args, smem_kib * 1024,
+                                   nullptr);
                 }
               };
               for (int i = 0; i < 4; ++i) launch(i);
@@ -164,8 +168,7 @@ int RunIngestProbe() {
               CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
               const double us = 1000.0 * ms / kLaunches;
               std::printf("%s,%d,%d,%d,%d,%d,%.2f,%.1f,%.3f\n", method, smem_kib, blocks, chunk,
-                          depth, cold ? 1 : 0, us, bytes / blocks / (us * 1e3),
-                          bytes / (us * 1e6));
+                          depth, cold ? 1 : 0, us, bytes / blocks / (us * 1e3), bytes / (us * 1e6));
             }
           }
         }

@@ -74,13 +74,14 @@ cudaError_t LaunchUpstreamKernel(int blocks, unsigned busy_ns, unsigned epilogue
         UpstreamKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes));
     if (e != cudaSuccess) return e;
   }
-  return mla_tail::LaunchWithPdl(UpstreamKernel, dim3(blocks), dim3(128), smem_bytes, stream, pdl,
-                            UpstreamParams{busy_ns, epilogue_ns, static_cast<uint4*>(output),
-                                           output_bytes / 16});
+  return mla_tail::LaunchWithPdl(
+      UpstreamKernel, dim3(blocks), dim3(128), smem_bytes, stream, pdl,
+      UpstreamParams{busy_ns, epilogue_ns, static_cast<uint4*>(output), output_bytes / 16});
 }
 
 cudaError_t LaunchFloorKernel(int blocks, cudaStream_t stream, bool pdl) {
-  return mla_tail::LaunchWithPdl(FloorKernel, dim3(blocks), dim3(128), 0, stream, pdl, FloorParams{0});
+  return mla_tail::LaunchWithPdl(FloorKernel, dim3(blocks), dim3(128), 0, stream, pdl,
+                                 FloorParams{0});
 }
 
 cudaError_t LaunchCopyKernel(const void* src, void* dst, size_t bytes, cudaStream_t stream) {

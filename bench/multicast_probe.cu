@@ -30,8 +30,8 @@ constexpr int kLatentDim = 512;
 constexpr int kValueDim = 128;
 constexpr int kRows = 64;
 constexpr int kThreads = 128;
-constexpr int kLatentBytes = kRows * kLatentDim * 2;      // 64 KB
-constexpr int kWBytes = kValueDim * kLatentDim * 2;       // 128 KB
+constexpr int kLatentBytes = kRows * kLatentDim * 2;       // 64 KB
+constexpr int kWBytes = kValueDim * kLatentDim * 2;        // 128 KB
 constexpr int kSmemBytes = kLatentBytes + kWBytes + 1024;  // + barrier, alignment
 constexpr int kLayers = 24;
 
@@ -47,14 +47,16 @@ __device__ __forceinline__ uint32_t ClusterRank() {
   return r;
 }
 __device__ __forceinline__ void ClusterSync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;"
-               ::: "memory");
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::
+                   : "memory");
 }
 __device__ __forceinline__ void Wait(uint32_t bar, uint32_t parity) {
   asm volatile(
       "{\n.reg .pred done;\nW_%=:\n"
       "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra W_%=;\n}" ::"r"(bar), "r"(parity) : "memory");
+      "@!done bra W_%=;\n}" ::"r"(bar),
+      "r"(parity)
+      : "memory");
 }
 
 enum Mode : int { kCpAsync = 0, kBulk = 1, kMcast = 2, kEmpty = 3 };
@@ -93,11 +95,14 @@ __global__ void __launch_bounds__(kThreads, 1) Ingest(const Args a) {
     }
     if (threadIdx.x == 0) {
       asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar_addr),
-                   "r"(kWBytes) : "memory");
+                   "r"(kWBytes)
+                   : "memory");
       if constexpr (kMode == kBulk) {
         asm volatile(
             "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
-            "[%3];" ::"r"(w_dst), "l"(w), "r"(kWBytes), "r"(bar_addr) : "memory");
+            "[%3];" ::"r"(w_dst),
+            "l"(w), "r"(kWBytes), "r"(bar_addr)
+            : "memory");
       } else {
         uint32_t nctas;
         asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(nctas));
@@ -106,8 +111,9 @@ __global__ void __launch_bounds__(kThreads, 1) Ingest(const Args a) {
         const uint16_t mask = static_cast<uint16_t>((1u << nctas) - 1);
         asm volatile(
             "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-            " [%0], [%1], %2, [%3], %4;" ::"r"(w_dst + rank * piece), "l"(w + rank * piece),
-            "r"(piece), "r"(bar_addr), "h"(mask) : "memory");
+            " [%0], [%1], %2, [%3], %4;" ::"r"(w_dst + rank * piece),
+            "l"(w + rank * piece), "r"(piece), "r"(bar_addr), "h"(mask)
+            : "memory");
       }
     }
   } else {
@@ -151,10 +157,11 @@ void Launch(const Args& a, int cluster, cudaStream_t s) {
 
 template <int kMode>
 double Time(Args a, int cluster, int reps) {
-  CUDA_CHECK(cudaFuncSetAttribute(Ingest<kMode>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             kSmemBytes));
+  CUDA_CHECK(
+      cudaFuncSetAttribute(Ingest<kMode>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
   if (cluster > 1) {
-    CUDA_CHECK(cudaFuncSetAttribute(Ingest<kMode>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    CUDA_CHECK(
+        cudaFuncSetAttribute(Ingest<kMode>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   }
   cudaStream_t s;
   CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -210,7 +217,8 @@ int RunMulticastProbe() {
     const int tiles = (a.rows + kRows - 1) / kRows * a.heads;
     auto row = [&](const char* mode, int cluster, int f, double us) {
       const double mb = (tiles * (static_cast<double>(kLatentBytes) +
-                                  (f ? kWBytes / static_cast<double>(f) : 0))) / 1e6;
+                                  (f ? kWBytes / static_cast<double>(f) : 0))) /
+                        1e6;
       std::printf("%d,%d,%d,%s,%d,%d,%.3f,%.1f,%.2f\n", a.heads, a.rows, tiles, mode, cluster, f,
                   us, mb, mb / us);
     };

@@ -150,72 +150,73 @@ int RunPdlProbe(const PdlProbeOptions& o) {
       for (const int epilogue : o.epilogues_ns) {
         for (const int blocks : o.dependent_blocks) {
           for (const int prefetch : o.prefetch_words) {
-          for (const int upstream_smem : o.upstream_smem_bytes) {
-          for (const int dependent_smem : o.dependent_smem_bytes) {
-            std::vector<Stamps> init(pairs, Stamps{0, 0, ~0ull, 0, ~0ull, 0, 0});
-            CUDA_CHECK(cudaMemcpy(stamps, init.data(), pairs * sizeof(Stamps),
-                                   cudaMemcpyHostToDevice));
-            CUDA_CHECK(cudaMemset(flags, 0, pairs * sizeof(int)));
-            const int stride = int(weight_words / (size_t(blocks) * 128));
-            const int words = std::min(prefetch, stride);
-            auto enqueue = [&](cudaStream_t s) -> cudaError_t {
-              for (int i = 0; i < pairs; ++i) {
-                cudaError_t e = mla_tail::LaunchWithPdl(
-                    ProbeUpstream, dim3(o.upstream_blocks), dim3(128), upstream_smem, s,
-                    /*pdl=*/false,
-                    UpstreamArgs{stamps + i, unsigned(o.busy_ns), unsigned(epilogue), flags + i});
-                if (e != cudaSuccess) return e;
-                e = mla_tail::LaunchWithPdl(ProbeDependent, dim3(blocks), dim3(128), dependent_smem, s,
-                                       pdl,
-                                       DependentArgs{stamps + i, weights, words, flags + i, sink});
-                if (e != cudaSuccess) return e;
+            for (const int upstream_smem : o.upstream_smem_bytes) {
+              for (const int dependent_smem : o.dependent_smem_bytes) {
+                std::vector<Stamps> init(pairs, Stamps{0, 0, ~0ull, 0, ~0ull, 0, 0});
+                CUDA_CHECK(cudaMemcpy(stamps, init.data(), pairs * sizeof(Stamps),
+                                      cudaMemcpyHostToDevice));
+                CUDA_CHECK(cudaMemset(flags, 0, pairs * sizeof(int)));
+                const int stride = int(weight_words / (size_t(blocks) * 128));
+                const int words = std::min(prefetch, stride);
+                auto enqueue = [&](cudaStream_t s) -> cudaError_t {
+                  for (int i = 0; i < pairs; ++i) {
+                    cudaError_t e = mla_tail::LaunchWithPdl(
+                        ProbeUpstream, dim3(o.upstream_blocks), dim3(128), upstream_smem, s,
+                        /*pdl=*/false,
+                        UpstreamArgs{stamps + i, unsigned(o.busy_ns), unsigned(epilogue),
+                                     flags + i});
+                    if (e != cudaSuccess) return e;
+                    e = mla_tail::LaunchWithPdl(
+                        ProbeDependent, dim3(blocks), dim3(128), dependent_smem, s, pdl,
+                        DependentArgs{stamps + i, weights, words, flags + i, sink});
+                    if (e != cudaSuccess) return e;
+                  }
+                  return cudaSuccess;
+                };
+                cudaEvent_t begin, end;
+                cudaEventCreate(&begin);
+                cudaEventCreate(&end);
+                if (graph) {
+                  cudaGraph_t g;
+                  cudaGraphExec_t exec;
+                  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+                  CUDA_CHECK(enqueue(stream));
+                  CUDA_CHECK(cudaStreamEndCapture(stream, &g));
+                  CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+                  CUDA_CHECK(cudaGraphUpload(exec, stream));
+                  CUDA_CHECK(cudaEventRecord(begin, stream));
+                  CUDA_CHECK(cudaGraphLaunch(exec, stream));
+                  CUDA_CHECK(cudaEventRecord(end, stream));
+                  CUDA_CHECK(cudaStreamSynchronize(stream));
+                  cudaGraphExecDestroy(exec);
+                  cudaGraphDestroy(g);
+                } else {
+                  CUDA_CHECK(cudaEventRecord(begin, stream));
+                  CUDA_CHECK(enqueue(stream));
+                  CUDA_CHECK(cudaEventRecord(end, stream));
+                  CUDA_CHECK(cudaStreamSynchronize(stream));
+                }
+                float ms = 0;
+                cudaEventElapsedTime(&ms, begin, end);
+                cudaEventDestroy(begin);
+                cudaEventDestroy(end);
+                std::vector<Stamps> got(pairs);
+                CUDA_CHECK(
+                    cudaMemcpy(got.data(), stamps, pairs * sizeof(Stamps), cudaMemcpyDeviceToHost));
+                std::vector<double> start, release, finish, spread;
+                for (int i = pairs / 4; i < pairs; ++i) {  // past the warm-up
+                  const Stamps& t = got[i];
+                  start.push_back((double(t.start_first) - double(t.trigger_last)) / 1000);
+                  release.push_back((double(t.release_last) - double(t.upstream_end_last)) / 1000);
+                  finish.push_back((double(t.end_last) - double(t.upstream_end_last)) / 1000);
+                  spread.push_back((double(t.start_last) - double(t.start_first)) / 1000);
+                }
+                std::printf("%s,%d,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f\n",
+                            graph ? "graph" : "stream", pdl ? 1 : 0, epilogue, blocks, words,
+                            upstream_smem, dependent_smem, Median(start), Median(release),
+                            Median(finish), Median(spread), 1000.0 * ms / pairs);
               }
-              return cudaSuccess;
-            };
-            cudaEvent_t begin, end;
-            cudaEventCreate(&begin);
-            cudaEventCreate(&end);
-            if (graph) {
-              cudaGraph_t g;
-              cudaGraphExec_t exec;
-              CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-              CUDA_CHECK(enqueue(stream));
-              CUDA_CHECK(cudaStreamEndCapture(stream, &g));
-              CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
-              CUDA_CHECK(cudaGraphUpload(exec, stream));
-              CUDA_CHECK(cudaEventRecord(begin, stream));
-              CUDA_CHECK(cudaGraphLaunch(exec, stream));
-              CUDA_CHECK(cudaEventRecord(end, stream));
-              CUDA_CHECK(cudaStreamSynchronize(stream));
-              cudaGraphExecDestroy(exec);
-              cudaGraphDestroy(g);
-            } else {
-              CUDA_CHECK(cudaEventRecord(begin, stream));
-              CUDA_CHECK(enqueue(stream));
-              CUDA_CHECK(cudaEventRecord(end, stream));
-              CUDA_CHECK(cudaStreamSynchronize(stream));
             }
-            float ms = 0;
-            cudaEventElapsedTime(&ms, begin, end);
-            cudaEventDestroy(begin);
-            cudaEventDestroy(end);
-            std::vector<Stamps> got(pairs);
-            CUDA_CHECK(cudaMemcpy(got.data(), stamps, pairs * sizeof(Stamps),
-                                   cudaMemcpyDeviceToHost));
-            std::vector<double> start, release, finish, spread;
-            for (int i = pairs / 4; i < pairs; ++i) {  // past the warm-up
-              const Stamps& t = got[i];
-              start.push_back((double(t.start_first) - double(t.trigger_last)) / 1000);
-              release.push_back((double(t.release_last) - double(t.upstream_end_last)) / 1000);
-              finish.push_back((double(t.end_last) - double(t.upstream_end_last)) / 1000);
-              spread.push_back((double(t.start_last) - double(t.start_first)) / 1000);
-            }
-            std::printf("%s,%d,%d,%d,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f\n",
-                        graph ? "graph" : "stream", pdl ? 1 : 0, epilogue, blocks, words,
-                        upstream_smem, dependent_smem, Median(start), Median(release),
-                        Median(finish), Median(spread), 1000.0 * ms / pairs);
-          }
-          }
           }
         }
       }

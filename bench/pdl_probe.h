@@ -6,12 +6,12 @@
 namespace mla_tail_bench {
 
 struct PdlProbeOptions {
-  int pairs = 200;              // upstream/dependent pairs per configuration
+  int pairs = 200;  // upstream/dependent pairs per configuration
   int upstream_blocks = 132;
-  int busy_ns = 4000;           // upstream work before launch_dependents
+  int busy_ns = 4000;                               // upstream work before launch_dependents
   std::vector<int> epilogues_ns = {0, 1000, 3000};  // upstream work after it
   std::vector<int> dependent_blocks = {48, 132};
-  std::vector<int> prefetch_words = {0, 16};        // 16-byte loads a thread before the wait
+  std::vector<int> prefetch_words = {0, 16};  // 16-byte loads a thread before the wait
   // Dynamic shared memory of each kernel's blocks: an SM runs blocks of kernels with different
   // shared-memory configurations together only if its carveout suits both.
   std::vector<int> upstream_smem_bytes = {0};

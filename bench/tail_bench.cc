@@ -14,7 +14,8 @@
 // fused-Tile64x64Pipeline4, ...), and each with -replay.
 //
 //   tail_bench --heads=8,12,64 --rows=1,16,256 --modes=fused,auto,auto-replay --csv=out.csv
-//   tail_bench --heads=12,64,128 --rows=64,256,1024 --modes=fused-Tile64x64Pipeline4,fused-Persistent128x128
+//   tail_bench --heads=12,64,128 --rows=64,256,1024
+//   --modes=fused-Tile64x64Pipeline4,fused-Persistent128x128
 
 #include <cuda_runtime.h>
 
@@ -39,11 +40,11 @@
 #include "absl/time/time.h"
 #include "bench/bench_util.h"
 #include "bench/limit_kernels.h"
-#include "mla_tail/graph/tail_graph_set.h"
 #include "mla/internal/cuda_status.h"
-#include "mla/kernels/params.h"
-#include "mla_tail/mla/tail.h"
 #include "mla/internal/value_bmm.h"
+#include "mla/kernels/params.h"
+#include "mla_tail/graph/tail_graph_set.h"
+#include "mla_tail/mla/tail.h"
 #include "testing/support/gpu.h"
 
 ABSL_FLAG(std::string, heads, "8,12,16,32,64,96,128", "head counts");
@@ -118,8 +119,8 @@ bool IsKnownMode(absl::string_view mode) {
 mla_tail::TailPath ModePath(absl::string_view mode) {
   absl::ConsumeSuffix(&mode, kReplaySuffix);
   return mode == "fused" || absl::StartsWith(mode, "fused-") ? mla_tail::TailPath::kFused
-         : mode == "bmm"                                      ? mla_tail::TailPath::kBmm
-                                                              : mla_tail::TailPath::kAuto;
+         : mode == "bmm"                                     ? mla_tail::TailPath::kBmm
+                                                             : mla_tail::TailPath::kAuto;
 }
 
 struct ReplayTiming {
@@ -192,9 +193,9 @@ absl::StatusOr<ReplayTiming> TimeBackToBackReplays(const mla_tail::TailShape& sh
                                             " graphs for ", options.layers, " layers"));
   }
   const double calls = double(rounds) * options.layers;
-  return ReplayTiming{1000.0 * ms / calls,
-                      std::chrono::duration<double, std::micro>(host_stop - host_start).count() /
-                          calls};
+  return ReplayTiming{
+      1000.0 * ms / calls,
+      std::chrono::duration<double, std::micro>(host_stop - host_start).count() / calls};
 }
 
 // The unfused design engines use: a strided cuBLASLt batched GEMM, then a gate kernel launched
@@ -205,8 +206,9 @@ class Peer {
     auto peer = std::make_unique<Peer>();
     peer->shape_ = shape;
     MLA_RETURN_IF_ERROR(mla_tail::CublasStatus(cublasLtCreate(&peer->handle_), "cublasLtCreate"));
-    absl::StatusOr<mla_tail_testing::DeviceMemory> values = mla_tail_testing::DeviceMemory::Allocate(
-        size_t{2} * shape.heads * shape.rows * mla_tail::kValueDim);
+    absl::StatusOr<mla_tail_testing::DeviceMemory> values =
+        mla_tail_testing::DeviceMemory::Allocate(size_t{2} * shape.heads * shape.rows *
+                                                 mla_tail::kValueDim);
     if (!values.ok()) return values.status();
     peer->values_ = *std::move(values);
     absl::StatusOr<mla_tail_testing::DeviceMemory> workspace =
@@ -214,7 +216,7 @@ class Peer {
     if (!workspace.ok()) return workspace.status();
     peer->workspace_ = *std::move(workspace);
     mla_tail::ValueBmmShape s{shape.heads, shape.rows, shape.heads * mla_tail::kLatentDim,
-                         mla_tail::kValueDim * mla_tail::kLatentDim, mla_tail::kLatentDim};
+                              mla_tail::kValueDim * mla_tail::kLatentDim, mla_tail::kLatentDim};
     absl::StatusOr<mla_tail::ValueBmm> bmm =
         mla_tail::ValueBmm::Create(peer->handle_, s, mla_tail::BmmBatchMode::kStrided, kWorkspace);
     if (!bmm.ok()) return bmm.status();
@@ -292,20 +294,20 @@ int Main() {
   const double floor_us = floor.ok() ? *floor / 64 : -1;
   const std::string device = DeviceDescription();
   const std::string date = absl::FormatTime("%Y-%m-%d", absl::Now(), absl::UTCTimeZone());
-  std::printf("# tail_bench  commit %s  %s  %s\n# copy rate %.3f TB/s (cudaMemcpyAsync %.3f, "
-              "copy kernel %.3f; the higher is the limit's), bf16 matrix rate %.0f TFLOP/s, "
-              "launch floor %.2f us/node (PDL, 1 block)\n",
-              absl::GetFlag(FLAGS_commit).c_str(), device.c_str(), date.c_str(),
-              bandwidth / 1e12, copy_rates->memcpy / 1e12, copy_rates->kernel / 1e12,
-              *matrix_rate / 1e12, floor_us);
+  std::printf(
+      "# tail_bench  commit %s  %s  %s\n# copy rate %.3f TB/s (cudaMemcpyAsync %.3f, "
+      "copy kernel %.3f; the higher is the limit's), bf16 matrix rate %.0f TFLOP/s, "
+      "launch floor %.2f us/node (PDL, 1 block)\n",
+      absl::GetFlag(FLAGS_commit).c_str(), device.c_str(), date.c_str(), bandwidth / 1e12,
+      copy_rates->memcpy / 1e12, copy_rates->kernel / 1e12, *matrix_rate / 1e12, floor_us);
   std::printf("%5s %5s %2s %12s %6s %10s %9s %6s %13s\n", "heads", "rows", "q", "mode", "layers",
               "us/layer", "limit us", "eff", "host us/call");
 
   std::ofstream csv;
   if (!absl::GetFlag(FLAGS_csv).empty()) {
     csv.open(absl::GetFlag(FLAGS_csv), std::ios::app);
-    csv << "# commit " << absl::GetFlag(FLAGS_commit) << ", " << device << ", " << date
-        << ", copy " << bandwidth / 1e12 << " TB/s (cudaMemcpyAsync " << copy_rates->memcpy / 1e12
+    csv << "# commit " << absl::GetFlag(FLAGS_commit) << ", " << device << ", " << date << ", copy "
+        << bandwidth / 1e12 << " TB/s (cudaMemcpyAsync " << copy_rates->memcpy / 1e12
         << ", copy kernel " << copy_rates->kernel / 1e12 << "), matrix " << *matrix_rate / 1e12
         << " TFLOP/s, floor " << floor_us << " us/node\n";
     // host_us_per_replay: the -replay modes only, empty for the others. flop_us: the tail's
@@ -346,7 +348,8 @@ int Main() {
     fused_options.workspace_bytes = 0;
     fused_options.pdl = absl::GetFlag(FLAGS_pdl);
     fused_options.fused_kernel = kForcedKernels[i];
-    absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> t = mla_tail::MlaTail::Create(0, fused_options);
+    absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> t =
+        mla_tail::MlaTail::Create(0, fused_options);
     if (!t.ok()) {
       std::fprintf(stderr, "MlaTail: %s\n", t.status().ToString().c_str());
       return 1;
@@ -381,8 +384,8 @@ int Main() {
           const std::string host =
               host_us_per_replay ? absl::StrFormat("%.2f", *host_us_per_replay) : "-";
           std::printf("%5d %5d %2d %12s %6d %10.2f %9.2f %5.0f%% %13s\n", heads, rows, q,
-                      mode.c_str(), layer_count, per_layer, limit_us,
-                      100.0 * limit_us / per_layer, host.c_str());
+                      mode.c_str(), layer_count, per_layer, limit_us, 100.0 * limit_us / per_layer,
+                      host.c_str());
           if (csv.is_open()) {
             csv << heads << "," << rows << "," << q << "," << mode << "," << layer_count << ","
                 << per_layer << "," << limit_us << "," << TailBytes(shape) << ",";
@@ -428,24 +431,21 @@ int Main() {
                 for (const Layer& layer : *layers) {
                   if (upstream) {
                     MLA_RETURN_IF_CUDA_ERROR(
-                        LaunchUpstreamKernel(132, absl::GetFlag(FLAGS_upstream_busy_ns),
-                                             absl::GetFlag(FLAGS_upstream_epilogue_ns),
-                                             absl::GetFlag(FLAGS_upstream_smem_bytes),
-                                             absl::GetFlag(FLAGS_upstream_writes_latent)
-                                                 ? layer.latent.get()
-                                                 : nullptr,
-                                             absl::GetFlag(FLAGS_upstream_writes_latent)
-                                                 ? layer.latent.bytes()
-                                                 : 0,
-                                             s,
-                                             absl::GetFlag(FLAGS_upstream_pdl)),
+                        LaunchUpstreamKernel(
+                            132, absl::GetFlag(FLAGS_upstream_busy_ns),
+                            absl::GetFlag(FLAGS_upstream_epilogue_ns),
+                            absl::GetFlag(FLAGS_upstream_smem_bytes),
+                            absl::GetFlag(FLAGS_upstream_writes_latent) ? layer.latent.get()
+                                                                        : nullptr,
+                            absl::GetFlag(FLAGS_upstream_writes_latent) ? layer.latent.bytes() : 0,
+                            s, absl::GetFlag(FLAGS_upstream_pdl)),
                         "upstream kernel");
                     if (mode == "up") continue;
                   }
-                  MLA_RETURN_IF_ERROR(
-                      mode == "peer"       ? peer->Run(layer.buffers, s)
-                      : mode == "up+nopdl" ? (*no_pdl)->Run(shape, layer.buffers, s)
-                                           : runner.Run(shape, layer.buffers, s, path));
+                  MLA_RETURN_IF_ERROR(mode == "peer" ? peer->Run(layer.buffers, s)
+                                      : mode == "up+nopdl"
+                                          ? (*no_pdl)->Run(shape, layer.buffers, s)
+                                          : runner.Run(shape, layer.buffers, s, path));
                 }
                 return absl::OkStatus();
               },

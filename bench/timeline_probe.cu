@@ -22,7 +22,7 @@
 namespace probe {
 constexpr int kPoints = 13;
 constexpr int kMaxBlocks = 1024;
-constexpr int kSlots = 16;  // launch i of a block index stamps slot i % kSlots
+constexpr int kSlots = 16;              // launch i of a block index stamps slot i % kSlots
 __device__ int g_launches[kMaxBlocks];  // how many times each block index has started
 __device__ unsigned g_sink;             // written never: makes a stamp wait for its value
 __device__ long long g_clock[kSlots][kMaxBlocks][kPoints];
@@ -60,12 +60,11 @@ constexpr bool kStamped = false;
 #define MLA_VALUE_DIRECT_MAX_REGISTERS 168
 constexpr bool kStamped = true;
 #endif
+#include "bench/cuda_check.h"
+#include "bench/timeline_probe.h"
 #include "mla/kernels/column_split.cu"
 #include "mla/kernels/latent_split.cu"
 #include "mla/kernels/tile.cu"
-
-#include "bench/cuda_check.h"
-#include "bench/timeline_probe.h"
 
 namespace mla_tail_bench {
 namespace {
@@ -118,7 +117,8 @@ int RunTimelineProbe() {
   static long long times[kSlots][kMaxBlocks][3];
   for (const int heads : kHeads) {
     for (const int rows : kRows) {
-      const mla_tail::FusedKernel kernel = mla_tail::DispatchFusedKernel(heads, rows, multiprocessors);
+      const mla_tail::FusedKernel kernel =
+          mla_tail::DispatchFusedKernel(heads, rows, multiprocessors);
       mla_tail::KernelLaunch launch;
       if (kernel == mla_tail::FusedKernel::kColumnSplit) {
         launch = mla_tail::PlanColumnSplit(heads, rows, multiprocessors);
@@ -152,12 +152,13 @@ int RunTimelineProbe() {
       cudaGraph_t graph;
       CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
       for (const Layer& l : all) {
-        const mla_tail::FusedTailParams params{l.latent,  heads * 512, l.w,   128 * 512,
-                                         512,       l.gate,      heads * 128, l.lengths,
-                                         l.out,     heads * 128, heads, rows, 1};
-        CUDA_CHECK(mla_tail::LaunchWithPdl(
-            reinterpret_cast<void (*)(mla_tail::FusedTailParams)>(const_cast<void*>(launch.function)),
-            launch.grid, launch.block, launch.smem_bytes, stream, true, params));
+        const mla_tail::FusedTailParams params{
+            l.latent,  heads * 512, l.w,         128 * 512, 512,  l.gate, heads * 128,
+            l.lengths, l.out,       heads * 128, heads,     rows, 1};
+        CUDA_CHECK(mla_tail::LaunchWithPdl(reinterpret_cast<void (*)(mla_tail::FusedTailParams)>(
+                                               const_cast<void*>(launch.function)),
+                                           launch.grid, launch.block, launch.smem_bytes, stream,
+                                           true, params));
       }
       CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
       cudaGraphExec_t exec;

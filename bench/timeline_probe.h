@@ -4,8 +4,8 @@
 namespace mla_tail_bench {
 
 // The timeline of the fused kernels' blocks (bench/timeline_probe.cu): at 8, 12 and 16 heads
-// and 1-1024 rows, the kernel the rule dispatches (ColumnSplit, LatentSplit or Tile; shapes given to
-// the persistent kernel are left out), every layer's tail back to back in one CUDA graph with
+// and 1-1024 rows, the kernel the rule dispatches (ColumnSplit, LatentSplit or Tile; shapes given
+// to the persistent kernel are left out), every layer's tail back to back in one CUDA graph with
 // PDL and L2 cold, as tail_bench embeds them. Prints CSV of the median replay time a layer and,
 // stamped, the median time of each phase of the middle layers' blocks. Returns 0 on success;
 // exits with a message on a CUDA error.

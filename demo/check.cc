@@ -43,9 +43,11 @@ absl::StatusOr<int> CheckLayer(const Config& c, const Model& m, const Batch& bat
     for (int i = next++; i < pairs; i = next++) {
       const int t = rows[i / c.heads], h = i % c.heads;
       for (int d = 0; d < kD; ++d) {
-        const mla_tail_testing::ReferenceElement ref = mla_tail_testing::ReferenceOutput(in, t, h, d);
+        const mla_tail_testing::ReferenceElement ref =
+            mla_tail_testing::ReferenceOutput(in, t, h, d);
         std::string why;
-        if (!mla_tail_testing::OutputAgrees(ref, out[t * width + h * kD + d], /*exact=*/false, &why)) {
+        if (!mla_tail_testing::OutputAgrees(ref, out[t * width + h * kD + d], /*exact=*/false,
+                                            &why)) {
           log->Report(
               absl::StrCat("layer ", layer, " row ", t, " head ", h, " column ", d, ": ", why));
         }

@@ -20,7 +20,7 @@ uint64_t Seed(uint64_t seed, Data data, uint64_t step, uint64_t index) {
 }
 
 mla_tail_testing::ReferenceInputs StepInputs(int heads, int q, uint64_t seed, int step, int layer,
-                                        std::vector<int32_t> lengths) {
+                                             std::vector<int32_t> lengths) {
   const uint64_t latent_seed = Seed(seed, Data::kLatent, step, layer);
   const uint64_t w_seed = Seed(seed, Data::kWeights, 0, layer);
   const uint64_t gate_seed = Seed(seed, Data::kGate, step, layer);
@@ -85,8 +85,7 @@ absl::Status Model::Allocate() {
     MLA_RETURN_IF_ERROR(latent[slot].Reset(layers * latent_elements() * 2));
     MLA_RETURN_IF_ERROR(gate[slot].Reset(layers * row_elements() * 2));
     MLA_RETURN_IF_ERROR(output[slot].Reset(layers * row_elements() * 2));
-    MLA_RETURN_IF_ERROR(
-        lengths[slot].Reset(static_cast<size_t>(bmax / q) * sizeof(int32_t)));
+    MLA_RETURN_IF_ERROR(lengths[slot].Reset(static_cast<size_t>(bmax / q) * sizeof(int32_t)));
     // The kernels read the padding rows' latent and gate (their lengths make the output
     // +0.0); NaN there, never garbage, keeps initcheck's view defined and shows the rows
     // are ignored.
@@ -100,8 +99,8 @@ absl::Status Model::Allocate() {
 mla_tail::TailBuffers Model::Buffers(int s, int l) const {
   auto bf16 = [](uint16_t* bits) { return reinterpret_cast<mla_tail::bf16*>(bits); };
   return mla_tail::CompactBuffers({heads, bmax, q}, bf16(latent_of(s, l)), bf16(w_uv_of(l)),
-                             bf16(gate_of(s, l)), lengths[s].as<int32_t>(),
-                             bf16(output_of(s, l)));
+                                  bf16(gate_of(s, l)), lengths[s].as<int32_t>(),
+                                  bf16(output_of(s, l)));
 }
 
 }  // namespace mla_tail_demo

@@ -25,7 +25,7 @@ uint64_t Seed(uint64_t seed, Data data, uint64_t step, uint64_t index);
 // The inputs of layer `layer` at step `step`, computed element by element from the seeds and
 // logical indices the fills used (W_UV does not depend on the step).
 mla_tail_testing::ReferenceInputs StepInputs(int heads, int q, uint64_t seed, int step, int layer,
-                                        std::vector<int32_t> lengths);
+                                             std::vector<int32_t> lengths);
 
 // One length per request: about one in five finished (0), the others 1..4096.
 std::vector<int32_t> DrawLengths(uint64_t seed, int step, int requests);
@@ -59,7 +59,9 @@ struct Model {
   absl::Status Allocate();
   // A layer's tensors as bf16 bits (what the fills write and the check reads).
   uint16_t* w_uv_of(int l) const { return w_uv.as<uint16_t>() + int64_t{l} * heads * kD * kL; }
-  uint16_t* latent_of(int s, int l) const { return latent[s].as<uint16_t>() + l * latent_elements(); }
+  uint16_t* latent_of(int s, int l) const {
+    return latent[s].as<uint16_t>() + l * latent_elements();
+  }
   uint16_t* gate_of(int s, int l) const { return gate[s].as<uint16_t>() + l * row_elements(); }
   uint16_t* output_of(int s, int l) const { return output[s].as<uint16_t>() + l * row_elements(); }
 

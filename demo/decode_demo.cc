@@ -136,8 +136,10 @@ int RunWithoutGpu(const Config& c, const absl::Status& why) {
     for (int t = 0; t < kRows; ++t) {
       std::string line = absl::StrFormat("  layer %d row %d (length %4d):", layer, t, lengths[t]);
       for (int d = 0; d < kColumns; ++d) {
-        const mla_tail_testing::ReferenceElement e = mla_tail_testing::ReferenceOutput(in, t, kHead, d);
-        absl::StrAppendFormat(&line, "  %+9.5f (0x%04x)", mla_tail_testing::Bf16ToFloat(e.out), e.out);
+        const mla_tail_testing::ReferenceElement e =
+            mla_tail_testing::ReferenceOutput(in, t, kHead, d);
+        absl::StrAppendFormat(&line, "  %+9.5f (0x%04x)", mla_tail_testing::Bf16ToFloat(e.out),
+                              e.out);
       }
       absl::PrintF("%s\n", line);
     }
@@ -153,7 +155,8 @@ int Main() {
     absl::FPrintF(stderr, "decode_demo: %s\n", config.status().ToString());
     return 1;
   }
-  if (absl::Status gpu = mla_tail_testing::GpuUsable(); !gpu.ok()) return RunWithoutGpu(*config, gpu);
+  if (absl::Status gpu = mla_tail_testing::GpuUsable(); !gpu.ok())
+    return RunWithoutGpu(*config, gpu);
   if (absl::Status status = RunDemo(*config); !status.ok()) {
     absl::FPrintF(stderr, "decode_demo: %s\n", status.ToString());
     return 1;

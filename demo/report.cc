@@ -12,22 +12,21 @@ void PrintStepLine(const Config& c, const StepOutcome& s) {
   const mla_tail::GraphSetStats& before = s.before;
   const mla_tail::GraphSetStats& after = s.after;
   std::string line = absl::StrFormat(
-      "step %3d  rows %4d (bucket %4d, q %d)  replays %d  node updates +%d", s.step,
-      s.batch->rows, s.bucket, c.q, after.replays - before.replays,
-      after.node_updates - before.node_updates);
+      "step %3d  rows %4d (bucket %4d, q %d)  replays %d  node updates +%d", s.step, s.batch->rows,
+      s.bucket, c.q, after.replays - before.replays, after.node_updates - before.node_updates);
   if (after.instantiations != before.instantiations ||
       after.whole_graph_updates != before.whole_graph_updates) {
     absl::StrAppend(&line, "  instantiations +", after.instantiations - before.instantiations,
                     "  whole-graph updates +",
                     after.whole_graph_updates - before.whole_graph_updates);
   }
-  absl::StrAppendFormat(&line, "  host %.1f us/replay  gpu %.1f us  ",
-                        s.times.host_us / c.layers, s.times.gpu_ms * 1e3);
+  absl::StrAppendFormat(&line, "  host %.1f us/replay  gpu %.1f us  ", s.times.host_us / c.layers,
+                        s.times.gpu_ms * 1e3);
   if (s.layers_failed == 0) {
     absl::StrAppend(&line, "check ok (", s.rows_checked, " rows)");
   } else {
-    absl::StrAppend(&line, "check FAILED: ", s.layers_failed, " of ", s.layers_checked,
-                    " layers, ", s.log->mismatches, " mismatches (", s.rows_checked, " rows)");
+    absl::StrAppend(&line, "check FAILED: ", s.layers_failed, " of ", s.layers_checked, " layers, ",
+                    s.log->mismatches, " mismatches (", s.rows_checked, " rows)");
   }
   absl::PrintF("%s\n", line);
   for (const std::string& report : s.log->first) absl::PrintF("    %s\n", report);

@@ -15,20 +15,23 @@ absl::Status CudaStatus(cudaError_t error, const char* what) {
 }  // namespace
 
 // [snippet: buffers]
-mla_tail::TailBuffers LayerBuffers(int heads, const mla_tail::bf16* latent, const mla_tail::bf16* kv_b_proj,
-                              const mla_tail::bf16* gate, int64_t gate_width, const int32_t* lengths,
-                              mla_tail::bf16* out) {
-  mla_tail::TailBuffers b;                                  // strides in elements
-  b.latent = latent;                                   // [B, H, 512]
+mla_tail::TailBuffers LayerBuffers(int heads, const mla_tail::bf16* latent,
+                                   const mla_tail::bf16* kv_b_proj, const mla_tail::bf16* gate,
+                                   int64_t gate_width, const int32_t* lengths,
+                                   mla_tail::bf16* out) {
+  // clang-format off
+  mla_tail::TailBuffers b;                     // strides in elements
+  b.latent = latent;                           // [B, H, 512]
   b.latent_row_stride = heads * 512;
-  b.w_uv = kv_b_proj + 128 * 512;                      // the V half of [H, 256, 512]
+  b.w_uv = kv_b_proj + 128 * 512;              // the V half of [H, 256, 512]
   b.w_head_stride = 256 * 512;
   b.w_row_stride = 512;
-  b.gate = gate;                                       // [B, H * 128] of a wider row
+  b.gate = gate;                               // [B, H * 128] of a wider row
   b.gate_row_stride = gate_width;
-  b.lengths = lengths;                                 // int32 [B / q]; 0 = inactive
-  b.output = out;                                      // [B, H * 128]
+  b.lengths = lengths;                         // int32 [B / q]; 0 = inactive
+  b.output = out;                              // [B, H * 128]
   b.output_row_stride = heads * 128;
+  // clang-format on
   return b;
 }
 // [end snippet]
@@ -40,7 +43,8 @@ absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> MakeTail(int device) {
 // [end snippet]
 
 // [snippet: eager tail under the runtime's capture]
-absl::StatusOr<cudaGraphExec_t> CaptureStepWithTail(mla_tail::MlaTail& tail, const mla_tail::TailShape& shape,
+absl::StatusOr<cudaGraphExec_t> CaptureStepWithTail(mla_tail::MlaTail& tail,
+                                                    const mla_tail::TailShape& shape,
                                                     const mla_tail::TailBuffers& buffers,
                                                     cudaStream_t stream) {
   MLA_TAIL_RETURN_IF_ERROR(CudaStatus(

@@ -22,16 +22,17 @@ namespace mla_tail_examples {
 
 // A layer's tensors as the tail sees them: the latent [B, H, 512], W_UV as the V half of an
 // absorbed [H, 256, 512] kv_b_proj, a gate sliced from a wider projection row, and the output.
-mla_tail::TailBuffers LayerBuffers(int heads, const mla_tail::bf16* latent, const mla_tail::bf16* kv_b_proj,
-                              const mla_tail::bf16* gate, int64_t gate_width, const int32_t* lengths,
-                              mla_tail::bf16* out);
+mla_tail::TailBuffers LayerBuffers(int heads, const mla_tail::bf16* latent,
+                                   const mla_tail::bf16* kv_b_proj, const mla_tail::bf16* gate,
+                                   int64_t gate_width, const int32_t* lengths, mla_tail::bf16* out);
 
 // Once per device: the eager tail (checks the GPU, loads the kernels; allocates nothing).
 absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> MakeTail(int device);
 
 // (a) The runtime captures its decode step on its own stream; MlaTail::Run records the tail
 // into that capture (programmatic edge included) and the runtime instantiates the graph.
-absl::StatusOr<cudaGraphExec_t> CaptureStepWithTail(mla_tail::MlaTail& tail, const mla_tail::TailShape& shape,
+absl::StatusOr<cudaGraphExec_t> CaptureStepWithTail(mla_tail::MlaTail& tail,
+                                                    const mla_tail::TailShape& shape,
                                                     const mla_tail::TailBuffers& buffers,
                                                     cudaStream_t stream);
 
@@ -52,7 +53,8 @@ struct StepGraph {
 };
 absl::Status AddTailsToStepGraph(const mla_tail::MlaTail& tail, const mla_tail::TailShape& shape,
                                  absl::Span<const cudaGraphNode_t> attention_nodes,
-                                 absl::Span<const mla_tail::TailBuffers> layer_buffers, StepGraph* step);
+                                 absl::Span<const mla_tail::TailBuffers> layer_buffers,
+                                 StepGraph* step);
 absl::Status PointStepAt(StepGraph& step, absl::Span<const mla_tail::TailBuffers> layer_buffers);
 
 }  // namespace mla_tail_examples

@@ -90,10 +90,11 @@ class EmbeddingSnippetsTest : public ::testing::Test {
   }
 
   mla_tail::TailBuffers Buffers(int output) const {
-    return mla_tail::CompactBuffers({kHeads, kRows, 1}, reinterpret_cast<const mla_tail::bf16*>(latent_),
-                               reinterpret_cast<const mla_tail::bf16*>(w_uv_),
-                               reinterpret_cast<const mla_tail::bf16*>(gate_), lengths_,
-                               reinterpret_cast<mla_tail::bf16*>(outputs_[output]));
+    return mla_tail::CompactBuffers({kHeads, kRows, 1},
+                                    reinterpret_cast<const mla_tail::bf16*>(latent_),
+                                    reinterpret_cast<const mla_tail::bf16*>(w_uv_),
+                                    reinterpret_cast<const mla_tail::bf16*>(gate_), lengths_,
+                                    reinterpret_cast<mla_tail::bf16*>(outputs_[output]));
   }
 
   // Compares output `output`'s first `rows` rows with the exact result (+0 beyond `active_rows`).
@@ -112,7 +113,8 @@ class EmbeddingSnippetsTest : public ::testing::Test {
             sum += LatentValue(t, h, k) * WeightValue(h, k, d);
           }
           const uint16_t want = active ? FloatToBf16(Bf16ToFloat(FloatToBf16(sum)) * 0.5f) : 0;
-          const uint16_t value = got[static_cast<size_t>(t) * kColumns + h * mla_tail::kValueDim + d];
+          const uint16_t value =
+              got[static_cast<size_t>(t) * kColumns + h * mla_tail::kValueDim + d];
           if (value != want && ++mismatches <= 5) {
             ADD_FAILURE() << "output " << output << " row " << t << " head " << h << " column " << d
                           << ": got 0x" << std::hex << value << ", want 0x" << want;

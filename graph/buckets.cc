@@ -25,7 +25,8 @@ std::vector<int> DefaultBuckets(int q, int max_rows) {
 
 absl::Status ValidateBuckets(absl::Span<const int> buckets, int q) {
   if (q < 1 || q > mla_tail::kMaxQ) {
-    return absl::InvalidArgumentError(absl::StrCat("q = ", q, " is outside [1, ", mla_tail::kMaxQ, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("q = ", q, " is outside [1, ", mla_tail::kMaxQ, "]"));
   }
   if (buckets.empty()) return absl::InvalidArgumentError("the bucket list is empty");
   for (size_t i = 0; i < buckets.size(); ++i) {
@@ -39,9 +40,8 @@ absl::Status ValidateBuckets(absl::Span<const int> buckets, int q) {
           absl::StrCat("bucket ", i, " = ", b, " is not a multiple of q = ", q));
     }
     if (i > 0 && b <= buckets[i - 1]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "buckets must be strictly increasing: bucket ", i, " = ", b, " follows ",
-          buckets[i - 1]));
+      return absl::InvalidArgumentError(absl::StrCat("buckets must be strictly increasing: bucket ",
+                                                     i, " = ", b, " follows ", buckets[i - 1]));
     }
   }
   return absl::OkStatus();
@@ -50,9 +50,8 @@ absl::Status ValidateBuckets(absl::Span<const int> buckets, int q) {
 absl::StatusOr<int> FindBucket(absl::Span<const int> buckets, int rows) {
   const auto it = std::lower_bound(buckets.begin(), buckets.end(), rows);
   if (it == buckets.end()) {
-    return absl::OutOfRangeError(absl::StrCat(
-        "rows = ", rows, " is beyond the largest bucket (",
-        buckets.empty() ? 0 : buckets.back(), ")"));
+    return absl::OutOfRangeError(absl::StrCat("rows = ", rows, " is beyond the largest bucket (",
+                                              buckets.empty() ? 0 : buckets.back(), ")"));
   }
   return static_cast<int>(it - buckets.begin());
 }

@@ -27,7 +27,7 @@ struct TailGraphSet::Entry {
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
   TailPath path = TailPath::kFused;
-  TailBuffers applied;  // the caller's buffers the executable graph holds now
+  TailBuffers applied;          // the caller's buffers the executable graph holds now
   bool template_stale = false;  // the template still holds older buffers (updated at export)
   cudaGraphNode_t value_node = nullptr, tables_node = nullptr;
   cudaKernelNodeParams value_launch{}, tables_launch{};
@@ -44,10 +44,9 @@ struct TailGraphSet::Entry {
 namespace {
 
 bool SameBuffers(const TailBuffers& a, const TailBuffers& b) {
-  return a.latent == b.latent && a.latent_row_stride == b.latent_row_stride &&
-         a.w_uv == b.w_uv && a.w_head_stride == b.w_head_stride &&
-         a.w_row_stride == b.w_row_stride && a.gate == b.gate &&
-         a.gate_row_stride == b.gate_row_stride && a.lengths == b.lengths &&
+  return a.latent == b.latent && a.latent_row_stride == b.latent_row_stride && a.w_uv == b.w_uv &&
+         a.w_head_stride == b.w_head_stride && a.w_row_stride == b.w_row_stride &&
+         a.gate == b.gate && a.gate_row_stride == b.gate_row_stride && a.lengths == b.lengths &&
          a.output == b.output && a.output_row_stride == b.output_row_stride;
 }
 
@@ -61,10 +60,10 @@ absl::Status SetKernelArgs(cudaGraphExec_t exec, cudaGraphNode_t node,
   params.extra = nullptr;
   if (exec == nullptr) {
     return mla_tail::CudaStatus(cudaGraphKernelNodeSetParams(node, &params),
-                           "cudaGraphKernelNodeSetParams");
+                                "cudaGraphKernelNodeSetParams");
   }
   return mla_tail::CudaStatus(cudaGraphExecKernelNodeSetParams(exec, node, &params),
-                         "cudaGraphExecKernelNodeSetParams");
+                              "cudaGraphExecKernelNodeSetParams");
 }
 
 // Whether a replay could take the BMM path under the set's path: for a bucket, or eagerly up to
@@ -72,7 +71,8 @@ absl::Status SetKernelArgs(cudaGraphExec_t exec, cudaGraphNode_t node,
 bool MayTakeBmmPath(const GraphSetOptions& options) {
   const int max_rows = std::max(options.buckets.back(), options.max_eager_rows);
   for (int rows = options.q; rows <= max_rows; rows += options.q) {
-    if (mla_tail::MlaTail::Resolve(options.path, {options.heads, rows, options.q}) == TailPath::kBmm) {
+    if (mla_tail::MlaTail::Resolve(options.path, {options.heads, rows, options.q}) ==
+        TailPath::kBmm) {
       return true;
     }
   }
@@ -121,9 +121,9 @@ absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
   }
   if (options.max_eager_rows < 0 || options.max_eager_rows > mla_tail::kMaxRows ||
       options.max_eager_rows % options.q != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "max_eager_rows = ", options.max_eager_rows, " must be in [0, ", mla_tail::kMaxRows,
-        "] and a multiple of q = ", options.q));
+    return absl::InvalidArgumentError(absl::StrCat("max_eager_rows = ", options.max_eager_rows,
+                                                   " must be in [0, ", mla_tail::kMaxRows,
+                                                   "] and a multiple of q = ", options.q));
   }
   mla_tail::TailOptions tail_options;
   tail_options.bmm = MayTakeBmmPath(options);
@@ -132,7 +132,8 @@ absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
   tail_options.workspace_bytes = options.workspace_bytes;
   tail_options.pdl = options.pdl;
   tail_options.fused_kernel = options.fused_kernel;
-  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail = mla_tail::MlaTail::Create(device, tail_options);
+  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail =
+      mla_tail::MlaTail::Create(device, tail_options);
   if (!tail.ok()) return tail.status();
 
   std::unique_ptr<TailGraphSet> set(new TailGraphSet(device, std::move(options), *std::move(tail)));
@@ -140,9 +141,8 @@ absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
   mla_tail::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device));
   mla_tail::internal::RelaxedCaptureMode relaxed;
-  MLA_RETURN_IF_CUDA_ERROR(
-      cudaStreamCreateWithFlags(&set->capture_stream_, cudaStreamNonBlocking),
-      "cudaStreamCreate(capture stream)");
+  MLA_RETURN_IF_CUDA_ERROR(cudaStreamCreateWithFlags(&set->capture_stream_, cudaStreamNonBlocking),
+                           "cudaStreamCreate(capture stream)");
   return set;
 }
 
@@ -201,8 +201,7 @@ absl::Status TailGraphSet::SetLayer(int layer, const TailBuffers& buffers) {
     return absl::InvalidArgumentError(
         absl::StrCat("layer = ", layer, " is outside [0, ", options_.layers, ")"));
   }
-  MLA_RETURN_IF_ERROR(
-      mla_tail::ValidateTail({options_.heads, max_rows(), options_.q}, buffers));
+  MLA_RETURN_IF_ERROR(mla_tail::ValidateTail({options_.heads, max_rows(), options_.q}, buffers));
   layers_[layer] = buffers;
   layer_set_[layer] = true;
   return absl::OkStatus();
@@ -238,20 +237,20 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
   if (!run.ok() || ended != cudaSuccess) {
     entry.Destroy();
     if (!run.ok()) return run;
-    return mla_tail::CudaStatus(ended, absl::StrCat("capture of layer ", layer, ", bucket ",
-                                               shape.rows));
+    return mla_tail::CudaStatus(ended,
+                                absl::StrCat("capture of layer ", layer, ", bucket ", shape.rows));
   }
 
   // The kernel nodes that hold the caller's pointers are the graph's first and last (the
   // cuBLASLt nodes lie between): only those are asked for their parameters, since cuBLASLt's
   // own nodes refuse the question.
   size_t count = 0;
-  absl::Status found = mla_tail::CudaStatus(cudaGraphGetNodes(entry.graph, nullptr, &count),
-                                       "cudaGraphGetNodes");
+  absl::Status found =
+      mla_tail::CudaStatus(cudaGraphGetNodes(entry.graph, nullptr, &count), "cudaGraphGetNodes");
   std::vector<cudaGraphNode_t> nodes(count);
   if (found.ok()) {
     found = mla_tail::CudaStatus(cudaGraphGetNodes(entry.graph, nodes.data(), &count),
-                            "cudaGraphGetNodes");
+                                 "cudaGraphGetNodes");
   }
   // The kernel the tail launched for this shape (the fused kernels are different functions).
   mla_tail::KernelLaunch fused_launch;
@@ -278,7 +277,7 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
     if (!found.ok() || (dependencies > 0 && dependents > 0)) continue;
     cudaKernelNodeParams params;
     found = mla_tail::CudaStatus(cudaGraphKernelNodeGetParams(nodes[i], &params),
-                            "cudaGraphKernelNodeGetParams");
+                                 "cudaGraphKernelNodeGetParams");
     if (!found.ok()) break;
     if (value_kernel != nullptr && params.func == value_kernel) {
       entry.value_node = nodes[i];
@@ -289,9 +288,8 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
       entry.tables_args = *static_cast<const mla_tail::BmmPointerParams*>(params.kernelParams[0]);
     }
   }
-  const bool complete = entry.path == TailPath::kFused
-                            ? entry.value_node != nullptr
-                            : entry.tables_node != nullptr;
+  const bool complete =
+      entry.path == TailPath::kFused ? entry.value_node != nullptr : entry.tables_node != nullptr;
   if (found.ok() && !complete) {
     found = absl::InternalError(absl::StrCat("the captured graph of layer ", layer, ", bucket ",
                                              shape.rows, " lacks the tail's kernel nodes"));
@@ -313,9 +311,9 @@ absl::Status TailGraphSet::Capture(int layer, int bucket_index) {
   if (instantiated != cudaSuccess) {
     entry->exec = nullptr;
     entry->Destroy();
-    return mla_tail::CudaStatus(instantiated, absl::StrCat("cudaGraphInstantiate (layer ", layer,
-                                                      ", bucket ",
-                                                      options_.buckets[bucket_index], ")"));
+    return mla_tail::CudaStatus(instantiated,
+                                absl::StrCat("cudaGraphInstantiate (layer ", layer, ", bucket ",
+                                             options_.buckets[bucket_index], ")"));
   }
   ++stats_.graphs_captured;
   ++stats_.instantiations;
@@ -352,7 +350,7 @@ absl::Status TailGraphSet::CaptureAll() {
       if (status.ok()) {
         // Ahead of time, so that a first replay costs what every replay costs.
         status = mla_tail::CudaStatus(cudaGraphUpload(EntryFor(layer, b).exec, capture_stream_),
-                                 "cudaGraphUpload");
+                                      "cudaGraphUpload");
       }
     }
   }
@@ -369,9 +367,9 @@ absl::Status TailGraphSet::Apply(int layer, int bucket_index) {
   if (SameBuffers(entry.applied, want)) return absl::OkStatus();
 
   // The GEMM's descriptors hold the latent and W_UV row strides: a change re-captures.
-  const bool gemm_changed = entry.path == TailPath::kBmm &&
-                            (want.latent_row_stride != entry.applied.latent_row_stride ||
-                             want.w_row_stride != entry.applied.w_row_stride);
+  const bool gemm_changed =
+      entry.path == TailPath::kBmm && (want.latent_row_stride != entry.applied.latent_row_stride ||
+                                       want.w_row_stride != entry.applied.w_row_stride);
   if (gemm_changed) return CaptureMeasured(layer, bucket_index);
 
   if (options_.update == UpdateMechanism::kWholeGraph) {
@@ -415,9 +413,10 @@ absl::Status TailGraphSet::WriteNodes(int bucket_index, const TailBuffers& buffe
     return SetKernelArgs(exec, entry->value_node, entry->value_launch,
                          mla_tail::MakeFusedTailParams(shape, buffers));
   }
-  return SetKernelArgs(exec, entry->tables_node, entry->tables_launch,
-                       mla_tail::MakeBmmPointerParams(shape, buffers, entry->tables_args.values,
-                                                 const_cast<void**>(entry->tables_args.a_table)));
+  return SetKernelArgs(
+      exec, entry->tables_node, entry->tables_launch,
+      mla_tail::MakeBmmPointerParams(shape, buffers, entry->tables_args.values,
+                                     const_cast<void**>(entry->tables_args.a_table)));
 }
 
 absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {

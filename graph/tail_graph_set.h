@@ -64,13 +64,14 @@ enum class UpdateMechanism {
 };
 
 struct GraphSetOptions {
-  int heads = 0;              // H, 1..128
-  int q = 1;                  // tokens per request
-  int layers = 0;             // layers of the model, >= 1
-  std::vector<int> buckets;   // rows per bucket, sorted; empty: DefaultBuckets(q)
-  int max_eager_rows = 0;     // Replay of more rows than the largest bucket runs the eager tail
-                              // up to this many rows (0: OutOfRange instead)
-  mla_tail::TailPath path = mla_tail::TailPath::kAuto;  // the path of every graph (kAuto: mla/dispatch.h)
+  int heads = 0;             // H, 1..128
+  int q = 1;                 // tokens per request
+  int layers = 0;            // layers of the model, >= 1
+  std::vector<int> buckets;  // rows per bucket, sorted; empty: DefaultBuckets(q)
+  int max_eager_rows = 0;    // Replay of more rows than the largest bucket runs the eager tail
+                             // up to this many rows (0: OutOfRange instead)
+  mla_tail::TailPath path =
+      mla_tail::TailPath::kAuto;  // the path of every graph (kAuto: mla/dispatch.h)
   mla_tail::FusedKernel fused_kernel = mla_tail::FusedKernel::kAuto;  // the fused path's kernel
   UpdateMechanism update = UpdateMechanism::kKernelNodeParams;
   bool pdl = true;
@@ -143,15 +144,15 @@ class TailGraphSet {
   absl::Status Apply(int layer, int bucket_index);
   // Writes `buffers` into the entry's caller-facing kernel nodes: of `exec`, or of the template
   // when `exec` is null.
-  absl::Status WriteNodes(int bucket_index, const mla_tail::TailBuffers& buffers, cudaGraphExec_t exec,
-                          Entry* entry);
+  absl::Status WriteNodes(int bucket_index, const mla_tail::TailBuffers& buffers,
+                          cudaGraphExec_t exec, Entry* entry);
   absl::Status CheckRows(int rows) const;
   int max_rows() const;
 
   int device_;
   GraphSetOptions options_;
   std::optional<cudaStream_t> accepted_stream_;  // the last stream MlaTail::CheckStream accepted
-  std::unique_ptr<mla_tail::MlaTail> tail_;  // the eager tail, whose launches are captured
+  std::unique_ptr<mla_tail::MlaTail> tail_;      // the eager tail, whose launches are captured
   cudaStream_t capture_stream_ = nullptr;
   std::vector<mla_tail::TailBuffers> layers_;
   std::vector<bool> layer_set_;

@@ -22,7 +22,8 @@ class TailNodesBuilder {
                                         const TailBuffers& buffers,
                                         mla_tail::FusedTailParams* params) {
     MLA_RETURN_IF_ERROR(mla_tail::ValidateTail(shape, buffers));
-    if (mla_tail::MlaTail::Resolve(mla_tail::TailPath::kAuto, shape) != mla_tail::TailPath::kFused) {
+    if (mla_tail::MlaTail::Resolve(mla_tail::TailPath::kAuto, shape) !=
+        mla_tail::TailPath::kFused) {
       return absl::UnimplementedError(absl::StrCat(
           "graph nodes hold the fused path only; the rule takes the BMM path at heads = ",
           shape.heads, ", rows = ", shape.rows, ": use MlaTail::Run or TailGraphSet there"));
@@ -179,9 +180,9 @@ absl::StatusOr<TailNodes> RecordTailNodes(const mla_tail::MlaTail& tail, cudaStr
       cudaStreamGetCaptureInfo(stream, &status, nullptr, nullptr, &after, nullptr, &count),
       "cudaStreamGetCaptureInfo");
   if (status != cudaStreamCaptureStatusActive || count != 1) {
-    return absl::InternalError(absl::StrCat(
-        "the capture did not end in the tail's node (capture status ", static_cast<int>(status),
-        ", ", count, " dependencies)"));
+    return absl::InternalError(
+        absl::StrCat("the capture did not end in the tail's node (capture status ",
+                     static_cast<int>(status), ", ", count, " dependencies)"));
   }
   TailNodesBuilder::SetNode(&*nodes, after[0]);
   return nodes;

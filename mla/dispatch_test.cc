@@ -41,8 +41,7 @@ TEST(FusedKernelTest, ResolvesToOneKernel) {
       }
       const V automatic = ResolveFusedKernel(V::kAuto, heads, rows, kH200);
       EXPECT_NE(std::find(std::begin(kernels), std::end(kernels), automatic), std::end(kernels));
-      EXPECT_EQ(KernelFunction(heads, rows, V::kAuto),
-                KernelFunction(heads, rows, automatic));
+      EXPECT_EQ(KernelFunction(heads, rows, V::kAuto), KernelFunction(heads, rows, automatic));
       for (V a : kernels) {
         for (V b : kernels) {
           if (a == b) continue;
@@ -127,8 +126,7 @@ TEST(DispatchTest, FollowsTheMeasurements) {
       {128, 1024, K::kPersistent128x128},
   };
   for (const auto& m : measured) {
-    EXPECT_EQ(DispatchFusedKernel(m.heads, m.rows, kH200), m.kernel)
-        << m.heads << " x " << m.rows;
+    EXPECT_EQ(DispatchFusedKernel(m.heads, m.rows, kH200), m.kernel) << m.heads << " x " << m.rows;
     EXPECT_FALSE(UseBmmPath(m.heads, m.rows)) << m.heads << " x " << m.rows;
   }
 }
@@ -156,10 +154,12 @@ TEST(DispatchTest, FollowsTheMultiprocessorCount) {
 // kernel each.
 TEST(ColumnSplitBlockRowsTest, EightRowsWhereTheyFitOneWave) {
   for (int heads : {1, 12, 64, 96, 99}) {
-    for (int rows : {1, 8}) EXPECT_EQ(ColumnSplitBlockRows(heads, rows, kH200), 8) << heads << " x " << rows;
+    for (int rows : {1, 8})
+      EXPECT_EQ(ColumnSplitBlockRows(heads, rows, kH200), 8) << heads << " x " << rows;
   }
   for (int heads : {1, 8, 12, 16}) {
-    for (int rows : {9, 16}) EXPECT_EQ(ColumnSplitBlockRows(heads, rows, kH200), 8) << heads << " x " << rows;
+    for (int rows : {9, 16})
+      EXPECT_EQ(ColumnSplitBlockRows(heads, rows, kH200), 8) << heads << " x " << rows;
   }
   for (int heads : {17, 24, 32, 64}) {
     for (int rows : {9, 16}) {
@@ -193,8 +193,12 @@ TEST(LatentSplitTest, RowsAndWarpsByBatch) {
   FusedTailParams params = {};
   params.heads = 12;
   params.q = 1;
-  for (const auto& [rows, tiles, threads] :
-       {std::tuple{1, 1, 256}, {8, 1, 256}, {9, 1, 128}, {16, 1, 128}, {17, 2, 128}, {32, 2, 128}}) {
+  for (const auto& [rows, tiles, threads] : {std::tuple{1, 1, 256},
+                                             {8, 1, 256},
+                                             {9, 1, 128},
+                                             {16, 1, 128},
+                                             {17, 2, 128},
+                                             {32, 2, 128}}) {
     params.rows = rows;
     KernelLaunch launch;
     ASSERT_EQ(PlanFusedKernel(params, FusedKernel::kLatentSplit, kH200, &launch), cudaSuccess);

@@ -47,9 +47,9 @@ bool IsStickyCudaError(cudaError_t error);
 }  // namespace mla_tail
 
 // Returns from the enclosing function when `expr` (an absl::Status) is not OK.
-#define MLA_TAIL_RETURN_IF_ERROR(expr)                 \
-  do {                                                 \
-    const ::absl::Status _mla_tail_status = (expr);    \
+#define MLA_TAIL_RETURN_IF_ERROR(expr)                   \
+  do {                                                   \
+    const ::absl::Status _mla_tail_status = (expr);      \
     if (!_mla_tail_status.ok()) return _mla_tail_status; \
   } while (false)
 

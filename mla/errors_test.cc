@@ -14,9 +14,9 @@ namespace {
 TEST(CudaStatusTest, SuccessIsOk) { EXPECT_TRUE(CudaStatus(cudaSuccess, "x").ok()); }
 
 TEST(CudaStatusTest, StickyErrorsAreDataLossAndCarryTheirError) {
-  for (cudaError_t error : {cudaErrorIllegalAddress, cudaErrorLaunchFailure,
-                            cudaErrorIllegalInstruction, cudaErrorMisalignedAddress,
-                            cudaErrorHardwareStackError, cudaErrorECCUncorrectable}) {
+  for (cudaError_t error :
+       {cudaErrorIllegalAddress, cudaErrorLaunchFailure, cudaErrorIllegalInstruction,
+        cudaErrorMisalignedAddress, cudaErrorHardwareStackError, cudaErrorECCUncorrectable}) {
     const absl::Status status = CudaStatus(error, "ColumnSplit launch");
     EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
     EXPECT_TRUE(IsStickyCudaError(status)) << status;

@@ -40,12 +40,12 @@ absl::StatusOr<cublasLtHandle_t> SharedCublasLt(int device) {
 // The BMM path's device memory, allocated on first use in stream order on the instance's own
 // non-blocking stream, and freed the same way after the instance's last eager BMM run.
 struct BmmScratch {
-  cudaStream_t stream = nullptr;  // the instance's own: allocations and frees only
-  cudaEvent_t last_run = nullptr;  // recorded after each eager (uncaptured) BMM run
+  cudaStream_t stream = nullptr;        // the instance's own: allocations and frees only
+  cudaEvent_t last_run = nullptr;       // recorded after each eager (uncaptured) BMM run
   cublasLtHandle_t cublaslt = nullptr;  // the device's shared handle (SharedCublasLt)
   void* workspace = nullptr;
-  bf16* values = nullptr;           // [max_heads, max_rows, 128]
-  void* operand_tables = nullptr;   // kOperandTableBytes: BmmPointersKernel's output
+  bf16* values = nullptr;          // [max_heads, max_rows, 128]
+  void* operand_tables = nullptr;  // kOperandTableBytes: BmmPointersKernel's output
   size_t bytes = 0;
 
   bool allocated() const { return values != nullptr; }
@@ -164,16 +164,16 @@ absl::Status MlaTail::Impl::AllocateBmmScratch() {
     status = handle.status();
     if (handle.ok()) s.cublaslt = *handle;
   }
-  const size_t values_bytes = static_cast<size_t>(options.max_heads) * options.max_rows *
-                              kValueDim * sizeof(bf16);
+  const size_t values_bytes =
+      static_cast<size_t>(options.max_heads) * options.max_rows * kValueDim * sizeof(bf16);
   if (status.ok() && options.workspace_bytes > 0) {
     status = CudaStatus(cudaMallocAsync(&s.workspace, options.workspace_bytes, s.stream),
                         "cudaMallocAsync(cuBLASLt workspace)");
   }
   if (status.ok()) {
-    status = CudaStatus(cudaMallocAsync(reinterpret_cast<void**>(&s.values), values_bytes,
-                                        s.stream),
-                        "cudaMallocAsync(BMM values)");
+    status =
+        CudaStatus(cudaMallocAsync(reinterpret_cast<void**>(&s.values), values_bytes, s.stream),
+                   "cudaMallocAsync(BMM values)");
   }
   if (status.ok()) {
     status = CudaStatus(cudaMallocAsync(&s.operand_tables, kOperandTableBytes, s.stream),
@@ -234,10 +234,10 @@ absl::StatusOr<const ValueBmm*> MlaTail::Impl::Plan(const TailShape& shape,
         "this MlaTail was created without the BMM path (TailOptions::bmm = false)");
   }
   if (shape.heads > options.max_heads || shape.rows > options.max_rows) {
-    return absl::OutOfRangeError(absl::StrCat(
-        "the BMM path of this MlaTail holds at most ", options.max_heads, " heads x ",
-        options.max_rows, " rows (TailOptions); got heads = ", shape.heads,
-        ", rows = ", shape.rows));
+    return absl::OutOfRangeError(absl::StrCat("the BMM path of this MlaTail holds at most ",
+                                              options.max_heads, " heads x ", options.max_rows,
+                                              " rows (TailOptions); got heads = ", shape.heads,
+                                              ", rows = ", shape.rows));
   }
   const PlanKey key{shape.heads, shape.rows, buffers.latent_row_stride, buffers.w_row_stride};
   if (auto it = plans.find(key); it != plans.end()) return &it->second;
@@ -282,9 +282,8 @@ absl::Status MlaTail::Impl::RunFused(const TailShape& shape, const TailBuffers& 
                                      cudaStream_t stream) const {
   const FusedTailParams params = MakeFusedTailParams(shape, b);
   KernelLaunch launch;
-  MLA_RETURN_IF_CUDA_ERROR(
-      PlanFusedKernel(params, options.fused_kernel, multiprocessors, &launch),
-      "planning the fused kernel");
+  MLA_RETURN_IF_CUDA_ERROR(PlanFusedKernel(params, options.fused_kernel, multiprocessors, &launch),
+                           "planning the fused kernel");
   return CudaStatus(LaunchFusedKernel(launch, params, stream, options.pdl), "ColumnSplit launch");
 }
 
@@ -296,8 +295,7 @@ absl::Status MlaTail::Impl::RunBmm(const TailShape& shape, const TailBuffers& b,
   absl::StatusOr<const ValueBmm*> plan = Plan(shape, b, *capturing);
   if (!plan.ok()) return plan.status();
 
-  const BmmPointerParams tables =
-      MakeBmmPointerParams(shape, b, bmm.values, bmm.operand_tables);
+  const BmmPointerParams tables = MakeBmmPointerParams(shape, b, bmm.values, bmm.operand_tables);
   MLA_RETURN_IF_CUDA_ERROR(LaunchBmmPointers(tables, stream, options.pdl), "BmmPointers launch");
   MLA_RETURN_IF_ERROR((*plan)->RunPointerArray(tables.a_table, tables.b_table, tables.d_table,
                                                bmm.workspace, stream));
@@ -317,7 +315,7 @@ absl::Status TailAccess::PlanFused(const MlaTail& tail, const TailShape& shape,
                                    FusedTailParams* params) {
   *params = MakeFusedTailParams(shape, buffers);
   return CudaStatus(PlanFusedKernel(*params, tail.impl_->options.fused_kernel,
-                                 tail.impl_->multiprocessors, launch),
+                                    tail.impl_->multiprocessors, launch),
                     "planning the fused kernel");
 }
 

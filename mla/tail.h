@@ -51,8 +51,8 @@ struct TailOptions {
   bool bmm = true;
   int max_heads = kMaxHeads;  // capacity of the BMM path's scratch
   int max_rows = 1024;
-  size_t workspace_bytes = size_t{32} << 20;  // cuBLASLt workspace (32 MiB suits Hopper)
-  bool pdl = true;  // launch with programmatic stream serialization
+  size_t workspace_bytes = size_t{32} << 20;      // cuBLASLt workspace (32 MiB suits Hopper)
+  bool pdl = true;                                // launch with programmatic stream serialization
   FusedKernel fused_kernel = FusedKernel::kAuto;  // the fused path's kernel
 };
 

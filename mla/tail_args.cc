@@ -14,8 +14,8 @@ absl::Status CheckPointer(const void* pointer, const char* name, int64_t alignme
   if (pointer == nullptr) return absl::InvalidArgumentError(absl::StrCat(name, " is null"));
   const auto address = reinterpret_cast<uintptr_t>(pointer);
   if (address % alignment != 0) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s = %p is not %d-byte aligned", name, pointer, alignment));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s = %p is not %d-byte aligned", name, pointer, alignment));
   }
   return absl::OkStatus();
 }
@@ -28,8 +28,8 @@ absl::Status CheckStride(int64_t stride, int64_t minimum, const char* name,
                                                    ": rows would overlap"));
   }
   if (stride % (kBf16Align / sizeof(bf16)) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        name, " = ", stride, " is not a multiple of 8 elements (16 bytes)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, " = ", stride, " is not a multiple of 8 elements (16 bytes)"));
   }
   return absl::OkStatus();
 }
@@ -78,8 +78,8 @@ absl::Status ValidateShape(const TailShape& shape) {
         absl::StrCat("rows = ", shape.rows, " is outside [1, ", kMaxRows, "]"));
   }
   if (shape.rows % shape.q != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "rows = ", shape.rows, " is not a multiple of q = ", shape.q));
+    return absl::InvalidArgumentError(
+        absl::StrCat("rows = ", shape.rows, " is not a multiple of q = ", shape.q));
   }
   return absl::OkStatus();
 }
@@ -89,15 +89,16 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
   const int64_t heads = shape.heads;
   const int64_t width = heads * kValueDim;  // output and gate row width
 
-  for (const auto& [pointer, name] :
-       {std::pair<const void*, const char*>{b.latent, "latent"}, {b.w_uv, "w_uv"},
-        {b.gate, "gate"}, {b.output, "output"}}) {
+  for (const auto& [pointer, name] : {std::pair<const void*, const char*>{b.latent, "latent"},
+                                      {b.w_uv, "w_uv"},
+                                      {b.gate, "gate"},
+                                      {b.output, "output"}}) {
     if (absl::Status s = CheckPointer(pointer, name, kBf16Align); !s.ok()) return s;
   }
   if (absl::Status s = CheckPointer(b.lengths, "lengths", alignof(int32_t)); !s.ok()) return s;
 
-  if (absl::Status s = CheckStride(b.latent_row_stride, heads * kLatentDim, "latent_row_stride",
-                                   "heads * 512");
+  if (absl::Status s =
+          CheckStride(b.latent_row_stride, heads * kLatentDim, "latent_row_stride", "heads * 512");
       !s.ok()) {
     return s;
   }
@@ -114,8 +115,7 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
       !s.ok()) {
     return s;
   }
-  if (absl::Status s =
-          CheckStride(b.output_row_stride, width, "output_row_stride", "heads * 128");
+  if (absl::Status s = CheckStride(b.output_row_stride, width, "output_row_stride", "heads * 128");
       !s.ok()) {
     return s;
   }
@@ -125,14 +125,15 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
   const Extent output = RowsExtent(b.output, rows, b.output_row_stride, width);
   const Extent latent = RowsExtent(b.latent, rows, b.latent_row_stride, heads * kLatentDim);
   const Extent gate = RowsExtent(b.gate, rows, b.gate_row_stride, width);
-  const Extent w_uv = RowsExtent(b.w_uv, heads, b.w_head_stride,
-                                 (kValueDim - 1) * b.w_row_stride + kLatentDim);
+  const Extent w_uv =
+      RowsExtent(b.w_uv, heads, b.w_head_stride, (kValueDim - 1) * b.w_row_stride + kLatentDim);
   const auto lengths_begin = reinterpret_cast<uintptr_t>(b.lengths);
   const Extent lengths{lengths_begin,
                        lengths_begin + static_cast<uintptr_t>(rows / shape.q) * sizeof(int32_t)};
-  for (const auto& [extent, name] :
-       {std::pair<Extent, const char*>{latent, "latent"}, {gate, "gate"}, {w_uv, "w_uv"},
-        {lengths, "lengths"}}) {
+  for (const auto& [extent, name] : {std::pair<Extent, const char*>{latent, "latent"},
+                                     {gate, "gate"},
+                                     {w_uv, "w_uv"},
+                                     {lengths, "lengths"}}) {
     if (Overlap(output, extent)) {
       return absl::InvalidArgumentError(
           absl::StrCat("output overlaps ", name, ": the tail cannot run in place"));

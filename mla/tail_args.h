@@ -2,7 +2,8 @@
 #define MLA_TAIL_MLA_TAIL_ARGS_H_
 
 // The shapes and buffers of one layer's MLA attention tail (docs/spec.md):
-// out[t, h*128 + d] = active(t) ? bf16(bf16(sum_k latent[t,h,k] * w_uv[h,k,d]) * sigmoid(gate)) : +0.
+// out[t, h*128 + d] = active(t) ? bf16(bf16(sum_k latent[t,h,k] * w_uv[h,k,d]) * sigmoid(gate)) :
+// +0.
 
 #include <cuda_bf16.h>
 
@@ -28,16 +29,16 @@ struct TailShape {
 
 // Strides are in elements. Every bf16 pointer and stride is 16-byte aligned (8 elements).
 struct TailBuffers {
-  const bf16* latent = nullptr;     // [B, H, 512]: row t at latent + t * latent_row_stride
-  int64_t latent_row_stride = 0;    // >= H * 512
-  const bf16* w_uv = nullptr;       // (h, k, d) at w_uv + h * w_head_stride + d * w_row_stride + k
-  int64_t w_head_stride = 0;        // >= 128 * w_row_stride (128·512, or 256·512 for kv_b_proj)
+  const bf16* latent = nullptr;   // [B, H, 512]: row t at latent + t * latent_row_stride
+  int64_t latent_row_stride = 0;  // >= H * 512
+  const bf16* w_uv = nullptr;     // (h, k, d) at w_uv + h * w_head_stride + d * w_row_stride + k
+  int64_t w_head_stride = 0;      // >= 128 * w_row_stride (128·512, or 256·512 for kv_b_proj)
   int64_t w_row_stride = kLatentDim;  // >= 512
-  const bf16* gate = nullptr;       // [B, H * 128], row stride gate_row_stride
-  int64_t gate_row_stride = 0;      // >= H * 128
-  const int32_t* lengths = nullptr;  // [B / q]: a request is active when its length is > 0
-  bf16* output = nullptr;           // [B, H * 128], row stride output_row_stride
-  int64_t output_row_stride = 0;    // >= H * 128
+  const bf16* gate = nullptr;         // [B, H * 128], row stride gate_row_stride
+  int64_t gate_row_stride = 0;        // >= H * 128
+  const int32_t* lengths = nullptr;   // [B / q]: a request is active when its length is > 0
+  bf16* output = nullptr;             // [B, H * 128], row stride output_row_stride
+  int64_t output_row_stride = 0;      // >= H * 128
 };
 
 // Buffers for compact tensors of `shape` (row strides at their minimum, W_UV as [H, 128, 512]).

@@ -46,10 +46,14 @@ TEST(ValidateShapeTest, NamesTheArgumentAndValue) {
     TailShape shape;
     const char* message;
   } cases[] = {
-      {{0, 16, 1}, "heads = 0"},        {{129, 16, 1}, "heads = 129"},
-      {{-1, 16, 1}, "heads = -1"},      {{8, 0, 1}, "rows = 0"},
-      {{8, -4, 1}, "rows = -4"},        {{8, kMaxRows + 1, 1}, "rows = 65537"},
-      {{8, 16, 0}, "q = 0"},            {{8, 16, -2}, "q = -2"},
+      {{0, 16, 1}, "heads = 0"},
+      {{129, 16, 1}, "heads = 129"},
+      {{-1, 16, 1}, "heads = -1"},
+      {{8, 0, 1}, "rows = 0"},
+      {{8, -4, 1}, "rows = -4"},
+      {{8, kMaxRows + 1, 1}, "rows = 65537"},
+      {{8, 16, 0}, "q = 0"},
+      {{8, 16, -2}, "q = -2"},
       {{8, 15, 2}, "rows = 15 is not a multiple of q = 2"},
       {{8, 128, kMaxQ + 1}, "q = 65"},
   };
@@ -95,9 +99,9 @@ TEST(ValidateTailTest, RefusesMisalignedPointers) {
       {"w_uv = ", [](TailBuffers& b) { b.w_uv += 4; }},
       {"gate = ", [](TailBuffers& b) { b.gate += 2; }},
       {"output = ", [](TailBuffers& b) { b.output += 7; }},
-      {"lengths = ", [](TailBuffers& b) {
-         b.lengths = reinterpret_cast<const int32_t*>(
-             reinterpret_cast<const char*>(b.lengths) + 2);
+      {"lengths = ",
+       [](TailBuffers& b) {
+         b.lengths = reinterpret_cast<const int32_t*>(reinterpret_cast<const char*>(b.lengths) + 2);
        }},
   };
   for (const auto& [message, mutate] : cases) {
@@ -150,8 +154,7 @@ TEST(ValidateTailTest, RefusesAnOutputThatOverlapsAnInput) {
   EXPECT_THAT(std::string(ValidateTail(f.shape, b).message()), HasSubstr("output overlaps gate"));
   b = f.buffers;
   b.output = const_cast<bf16*>(b.latent) + 64;
-  EXPECT_THAT(std::string(ValidateTail(f.shape, b).message()),
-              HasSubstr("output overlaps latent"));
+  EXPECT_THAT(std::string(ValidateTail(f.shape, b).message()), HasSubstr("output overlaps latent"));
   // A gate that is a slice of a wider row, interleaved with the output, overlaps too.
   std::vector<bf16> wide(size_t(16) * 2 * 512 + 16);
   b = f.buffers;

@@ -33,13 +33,13 @@
 namespace mla_tail_testing {
 namespace {
 
-using ::mla_tail::TailPath;
 using ::mla_tail::AddTailNodes;
 using ::mla_tail::GraphSetOptions;
 using ::mla_tail::RecordTailNodes;
 using ::mla_tail::TailGraphSet;
 using ::mla_tail::TailNodeOptions;
 using ::mla_tail::TailNodes;
+using ::mla_tail::TailPath;
 using ::testing::HasSubstr;
 
 // Holds a stream's later work until Release() (or a watchdog's timeout): a host function that
@@ -73,8 +73,7 @@ class EmbeddingGpuTest : public GpuStreamTest<> {
     tail_ = *std::move(tail);
   }
 
-  std::unique_ptr<Problem> MakeProblem(int heads, int rows, uint64_t seed,
-                                       int inactive_every = 3) {
+  std::unique_ptr<Problem> MakeProblem(int heads, int rows, uint64_t seed, int inactive_every = 3) {
     ProblemOptions options;
     options.shape = {heads, rows, 1};
     options.seed = seed;
@@ -174,9 +173,8 @@ TEST_F(EmbeddingGpuTest, AddedNodesRunAfterTheUpstreamKernel) {
 
       TailNodeOptions options;
       options.programmatic_edge = programmatic;
-      absl::StatusOr<TailNodes> nodes = AddTailNodes(*tail_, graph, {*upstream},
-                                                     problem->shape(), problem->buffers(),
-                                                     options);
+      absl::StatusOr<TailNodes> nodes =
+          AddTailNodes(*tail_, graph, {*upstream}, problem->shape(), problem->buffers(), options);
       ASSERT_TRUE(nodes.ok()) << nodes.status();
       EXPECT_EQ(nodes->kernel(), tail_->FusedKernelFor(problem->shape()));
       cudaGraphNode_t dependency = nullptr;
@@ -260,8 +258,7 @@ TEST_F(EmbeddingGpuTest, BadArgumentsAreRefused) {
             absl::StatusCode::kInvalidArgument);
   mla_tail::TailBuffers broken = a->buffers();
   broken.gate = nullptr;
-  EXPECT_THAT(std::string(
-                  AddTailNodes(*tail_, graph, {}, a->shape(), broken).status().message()),
+  EXPECT_THAT(std::string(AddTailNodes(*tail_, graph, {}, a->shape(), broken).status().message()),
               HasSubstr("gate is null"));
   EXPECT_EQ(AddTailNodes(*tail_, graph, {}, {0, 16, 1}, a->buffers()).status().code(),
             absl::StatusCode::kInvalidArgument);
@@ -312,8 +309,7 @@ TEST_F(EmbeddingGpuTest, RecordTailNodesIntoTheCallersCapture) {
   cudaGraphEdgeData edge = {};
   cudaGraphNode_t dependency = nullptr;
   size_t count = 1;
-  ASSERT_EQ(cudaGraphNodeGetDependencies(nodes->node(), &dependency, &edge, &count),
-            cudaSuccess);
+  ASSERT_EQ(cudaGraphNodeGetDependencies(nodes->node(), &dependency, &edge, &count), cudaSuccess);
   ASSERT_EQ(count, 1u);
   EXPECT_EQ(edge.type, cudaGraphDependencyTypeProgrammatic);
 
@@ -378,19 +374,19 @@ TEST_P(ReplayInCaptureTest, RecordsIntoTheCallersCapture) {
   cudaGraphDestroy(graph);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    PathsAndModes, ReplayInCaptureTest,
-    ::testing::Combine(::testing::Values(TailPath::kFused, TailPath::kBmm),
-                       ::testing::Values(cudaStreamCaptureModeGlobal,
-                                         cudaStreamCaptureModeThreadLocal,
-                                         cudaStreamCaptureModeRelaxed)),
-    [](const auto& info) {
-      const cudaStreamCaptureMode mode = std::get<1>(info.param);
-      return absl::StrCat(mla_tail::TailPathName(std::get<0>(info.param)),
-                          mode == cudaStreamCaptureModeGlobal        ? "Global"
-                          : mode == cudaStreamCaptureModeThreadLocal ? "ThreadLocal"
-                                                                     : "Relaxed");
-    });
+INSTANTIATE_TEST_SUITE_P(PathsAndModes, ReplayInCaptureTest,
+                         ::testing::Combine(::testing::Values(TailPath::kFused, TailPath::kBmm),
+                                            ::testing::Values(cudaStreamCaptureModeGlobal,
+                                                              cudaStreamCaptureModeThreadLocal,
+                                                              cudaStreamCaptureModeRelaxed)),
+                         [](const auto& info) {
+                           const cudaStreamCaptureMode mode = std::get<1>(info.param);
+                           return absl::StrCat(mla_tail::TailPathName(std::get<0>(info.param)),
+                                               mode == cudaStreamCaptureModeGlobal ? "Global"
+                                               : mode == cudaStreamCaptureModeThreadLocal
+                                                   ? "ThreadLocal"
+                                                   : "Relaxed");
+                         });
 
 // Another thread's stream capture in Global mode on a blocking stream (one that legacy-stream
 // work would join), begun on construction and ended by Finish().
@@ -447,22 +443,22 @@ TEST_F(EmbeddingGpuTest, EveryCallIsSafeWhileAnotherThreadCaptures) {
     const absl::Status status = run();
     const cudaError_t ended = other.Finish();
     EXPECT_TRUE(status.ok()) << call << ": " << status;
-    EXPECT_EQ(ended, cudaSuccess) << call << " broke another thread's capture: "
-                                  << cudaGetErrorName(ended);
+    EXPECT_EQ(ended, cudaSuccess) << call
+                                  << " broke another thread's capture: " << cudaGetErrorName(ended);
   };
 
   std::unique_ptr<mla_tail::MlaTail> tail;
   during_capture("MlaTail::Create", [&] {
     mla_tail::TailOptions options;
     options.max_rows = 64;
-    absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> created = mla_tail::MlaTail::Create(0, options);
+    absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> created =
+        mla_tail::MlaTail::Create(0, options);
     if (created.ok()) tail = *std::move(created);
     return created.status();
   });
   ASSERT_NE(tail, nullptr);
   const mla_tail::TailBuffers b = problem->buffers();
-  during_capture("MlaTail::PrepareBmm",
-                 [&] { return tail->PrepareBmm(problem->shape(), b); });
+  during_capture("MlaTail::PrepareBmm", [&] { return tail->PrepareBmm(problem->shape(), b); });
   during_capture("MlaTail::Run (BMM)",
                  [&] { return tail->Run(problem->shape(), b, stream_, TailPath::kBmm); });
   during_capture("MlaTail::Run (fused)", [&] { return tail->Run(problem->shape(), b, stream_); });
@@ -496,7 +492,8 @@ TEST_F(EmbeddingGpuTest, EveryCallIsSafeWhileAnotherThreadCaptures) {
       status.Update(set->SetLayer(1, b));
       return status;
     });
-    during_capture("TailGraphSet::Replay (lazy capture)", [&] { return set->Replay(0, 16, stream_); });
+    during_capture("TailGraphSet::Replay (lazy capture)",
+                   [&] { return set->Replay(0, 16, stream_); });
     during_capture("TailGraphSet::CaptureAll", [&] { return set->CaptureAll(); });
     during_capture("TailGraphSet::Replay", [&] { return set->Replay(1, 8, stream_); });
     during_capture("TailGraphSet::ExportGraph", [&] {
@@ -524,7 +521,8 @@ TEST_F(EmbeddingGpuTest, DestructionWithWorkInFlight) {
 
   mla_tail::TailOptions tail_options;
   tail_options.max_rows = 64;
-  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail = mla_tail::MlaTail::Create(0, tail_options);
+  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail =
+      mla_tail::MlaTail::Create(0, tail_options);
   ASSERT_TRUE(tail.ok()) << tail.status();
   GraphSetOptions options;
   options.heads = 12;

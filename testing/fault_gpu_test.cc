@@ -13,12 +13,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "mla/internal/fault_hooks.h"
+#include "mla_tail/graph/buckets.h"
 #include "mla_tail/graph/tail_graph_set.h"
 #include "mla_tail/graph/tail_nodes.h"
 #include "mla_tail/mla/errors.h"
-#include "mla_tail/graph/buckets.h"
-#include "gtest/gtest.h"
-#include "mla/internal/fault_hooks.h"
 #include "mla_tail/mla/tail.h"
 #include "testing/support/device_filler.h"
 #include "testing/support/gpu.h"
@@ -30,15 +30,14 @@
 namespace mla_tail_testing {
 namespace {
 
-using ::mla_tail::TailPath;
 using ::mla_tail::GraphSetOptions;
 using ::mla_tail::GraphSetStats;
 using ::mla_tail::TailGraphSet;
+using ::mla_tail::TailPath;
 using ::testing::HasSubstr;
 
 class FaultGpuTest : public mla_tail_testing::GpuStreamTest<> {
  protected:
-
   std::unique_ptr<Problem> MakeProblem(int heads, int rows, uint64_t seed) {
     ProblemOptions options;
     options.shape = {heads, rows, 1};
@@ -78,8 +77,9 @@ class FaultGpuTest : public mla_tail_testing::GpuStreamTest<> {
         if (t >= computed || c >= width) {
           if (got == 0xffff) continue;
           why = "overwritten";
-        } else if (OutputAgrees(ReferenceOutput(in, t, c / mla_tail::kValueDim, c % mla_tail::kValueDim),
-                                got, /*exact=*/true, &why)) {
+        } else if (OutputAgrees(
+                       ReferenceOutput(in, t, c / mla_tail::kValueDim, c % mla_tail::kValueDim),
+                       got, /*exact=*/true, &why)) {
           continue;
         }
         if (++mismatches <= 5) ADD_FAILURE() << "row " << t << " column " << c << ": " << why;
@@ -92,11 +92,9 @@ class FaultGpuTest : public mla_tail_testing::GpuStreamTest<> {
     ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
     ASSERT_OK(problem.Check(problem.buffers().output, problem.SampleRows(), /*exact=*/true));
   }
-
 };
 
-class CaptureFaultTest : public FaultGpuTest,
-                         public ::testing::WithParamInterface<TailPath> {};
+class CaptureFaultTest : public FaultGpuTest, public ::testing::WithParamInterface<TailPath> {};
 
 // The hook breaks the capture after the tail's launches with a synchronisation CUDA prohibits
 // on a capturing stream. Replay (lazy capture) and CaptureAll both fail with Aborted, publish
@@ -189,7 +187,8 @@ TEST_F(FaultGpuTest, NoBmmAlgorithmIsReportedAndRetried) {
 
   mla_tail::TailOptions tail_options;
   tail_options.max_rows = 64;
-  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail = mla_tail::MlaTail::Create(0, tail_options);
+  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail =
+      mla_tail::MlaTail::Create(0, tail_options);
   ASSERT_TRUE(tail.ok()) << tail.status();
 
   GraphSetOptions options;
@@ -349,7 +348,8 @@ TEST_F(FaultGpuTest, TheCallersErrorStateIsKept) {
   absl::StatusOr<mla_tail::TailNodes> nodes =
       mla_tail::AddTailNodes(*tail_, graph, {}, problem->shape(), problem->buffers());
   ASSERT_TRUE(nodes.ok()) << nodes.status();
-  ASSERT_TRUE(mla_tail::AddTailNodes(*tail_, other_graph, {}, problem->shape(), problem->buffers()).ok());
+  ASSERT_TRUE(
+      mla_tail::AddTailNodes(*tail_, other_graph, {}, problem->shape(), problem->buffers()).ok());
   cudaGraphExec_t other_exec = nullptr;
   ASSERT_EQ(cudaGraphInstantiate(&other_exec, other_graph, 0), cudaSuccess);
   const absl::Status wrong_exec = nodes->Update(other_exec, problem->buffers());

@@ -16,12 +16,12 @@ TEST_F(GateMathGpuTest, BranchFreeGateEqualsDivisionForEveryBf16Gate) {
   GateMathCounts counts;
   ASSERT_EQ(CheckGateMath(stream_, &counts), cudaSuccess);
   EXPECT_EQ(counts.pairs, 65536 * 2 * 11);
-  EXPECT_EQ(counts.in_range_mismatch, 0) << "first gate bits 0x" << std::hex
-                                         << counts.first_mismatch_gate;
-  EXPECT_EQ(counts.gate_pairs_mismatch, 0) << "first gate bits 0x" << std::hex
-                                           << counts.first_mismatch_gate;
-  EXPECT_EQ(counts.sigmoid_first_mismatch, 0) << "first gate bits 0x" << std::hex
-                                              << counts.first_mismatch_gate;
+  EXPECT_EQ(counts.in_range_mismatch, 0)
+      << "first gate bits 0x" << std::hex << counts.first_mismatch_gate;
+  EXPECT_EQ(counts.gate_pairs_mismatch, 0)
+      << "first gate bits 0x" << std::hex << counts.first_mismatch_gate;
+  EXPECT_EQ(counts.sigmoid_first_mismatch, 0)
+      << "first gate bits 0x" << std::hex << counts.first_mismatch_gate;
   // Active cases only: NaN gates (2 x 254 bf16 NaNs a half) and gates below about -87.3.
   EXPECT_GT(counts.out_of_range, 0);
   EXPECT_EQ(counts.out_of_range_above, 0);

@@ -10,9 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
-#include "mla_tail/graph/tail_graph_set.h"
 #include "gtest/gtest.h"
 #include "mla/kernels/params.h"
+#include "mla_tail/graph/tail_graph_set.h"
 #include "mla_tail/mla/tail.h"
 #include "testing/support/gpu.h"
 #include "testing/support/gpu_stream_test.h"
@@ -22,9 +22,9 @@
 namespace mla_tail_testing {
 namespace {
 
-using ::mla_tail::TailPath;
 using ::mla_tail::GraphSetOptions;
 using ::mla_tail::TailGraphSet;
+using ::mla_tail::TailPath;
 using ::testing::HasSubstr;
 
 const std::vector<int> kBuckets = {1, 2, 8, 16, 24, 40, 64};
@@ -36,7 +36,8 @@ class GraphGpuTest : public mla_tail_testing::GpuStreamTest<::testing::TestWithP
     if (!StreamReady()) return;
     mla_tail::TailOptions options;
     options.max_rows = 256;
-    absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> eager = mla_tail::MlaTail::Create(0, options);
+    absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> eager =
+        mla_tail::MlaTail::Create(0, options);
     ASSERT_TRUE(eager.ok()) << eager.status();
     eager_ = *std::move(eager);
   }
@@ -90,9 +91,9 @@ class GraphGpuTest : public mla_tail_testing::GpuStreamTest<::testing::TestWithP
     eager_buffers.output = eager_out->as<mla_tail::bf16>();
     const int bucket = *set.BucketRows(rows);
     ASSERT_OK(eager_->Run({problem.shape().heads, bucket, problem.shape().q}, eager_buffers,
-                          stream_, mla_tail::MlaTail::Resolve(GetParam(), {problem.shape().heads,
-                                                                       bucket,
-                                                                       problem.shape().q})));
+                          stream_,
+                          mla_tail::MlaTail::Resolve(
+                              GetParam(), {problem.shape().heads, bucket, problem.shape().q})));
     ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
     ASSERT_TRUE(Outputs(problem, buffers) == Outputs(problem, eager_buffers))
         << "replay differs from the eager tail";
@@ -153,11 +154,14 @@ TEST_P(GraphGpuTest, PointerUpdatesReplayWithoutInstantiation) {
 
   using Mutation = void (*)(mla_tail::TailBuffers&, const mla_tail::TailBuffers&);
   const std::pair<const char*, Mutation> mutations[] = {
-      {"latent", [](mla_tail::TailBuffers& x, const mla_tail::TailBuffers& y) { x.latent = y.latent; }},
+      {"latent",
+       [](mla_tail::TailBuffers& x, const mla_tail::TailBuffers& y) { x.latent = y.latent; }},
       {"w_uv", [](mla_tail::TailBuffers& x, const mla_tail::TailBuffers& y) { x.w_uv = y.w_uv; }},
       {"gate", [](mla_tail::TailBuffers& x, const mla_tail::TailBuffers& y) { x.gate = y.gate; }},
-      {"lengths", [](mla_tail::TailBuffers& x, const mla_tail::TailBuffers& y) { x.lengths = y.lengths; }},
-      {"output", [](mla_tail::TailBuffers& x, const mla_tail::TailBuffers& y) { x.output = y.output; }},
+      {"lengths",
+       [](mla_tail::TailBuffers& x, const mla_tail::TailBuffers& y) { x.lengths = y.lengths; }},
+      {"output",
+       [](mla_tail::TailBuffers& x, const mla_tail::TailBuffers& y) { x.output = y.output; }},
       {"all", [](mla_tail::TailBuffers& x, const mla_tail::TailBuffers& y) { x = y; }},
   };
   for (const auto& [name, mutate] : mutations) {
@@ -300,7 +304,8 @@ TEST_P(GraphGpuTest, RowsBeyondTheLargestBucket) {
   // SetLayer checks the buffers for every row Replay may run: an output that begins 32 latent
   // rows on overlaps the latent's rows 32-47, which only the eager fallback reads.
   mla_tail::TailBuffers overlapping = problem->buffers();
-  overlapping.output = const_cast<mla_tail::bf16*>(overlapping.latent) + 32 * overlapping.latent_row_stride;
+  overlapping.output =
+      const_cast<mla_tail::bf16*>(overlapping.latent) + 32 * overlapping.latent_row_stride;
   ASSERT_OK(set->SetLayer(0, overlapping));
   const absl::Status refused = fallback->SetLayer(0, overlapping);
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
@@ -376,7 +381,8 @@ TEST_P(GraphGpuTest, ChildGraphEmbedding) {
   cudaGraphDestroy(*moved);
   ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-  ASSERT_TRUE(Outputs(*a, a->buffers()) == Outputs(*a, a->buffers_with_output(out->as<mla_tail::bf16>())));
+  ASSERT_TRUE(Outputs(*a, a->buffers()) ==
+              Outputs(*a, a->buffers_with_output(out->as<mla_tail::bf16>())));
 
   // Back to B's buffers, applied by a Replay first: the export then carries them too.
   ASSERT_OK(set->SetLayer(1, b->buffers()));
@@ -473,11 +479,11 @@ TEST_P(GraphGpuTest, ErrorsLeaveTheSetUsable) {
 
 // The fused path with each Tile configuration forced (at 64 heads x 256 rows the
 // warp-specialized one runs one 128-row tile a block; TileKernelTest loops it over 4 at
-// 64 heads x 1000 rows): the captured node is found (the capture fails otherwise), replays equal the eager tail with the same kernel bit for bit, and they follow a
-// pointer update without a new instantiation.
-// The set holds the BMM path's scratch only once a BMM graph was captured: with kBmm, not with
-// the fused path or the rule (which picks the fused path at every shape, mla/dispatch.h), and
-// never at creation.
+// 64 heads x 1000 rows): the captured node is found (the capture fails otherwise), replays equal
+// the eager tail with the same kernel bit for bit, and they follow a pointer update without a new
+// instantiation. The set holds the BMM path's scratch only once a BMM graph was captured: with
+// kBmm, not with the fused path or the rule (which picks the fused path at every shape,
+// mla/dispatch.h), and never at creation.
 TEST_P(GraphGpuTest, BmmScratchOnlyWhenThePathTakesIt) {
   std::unique_ptr<TailGraphSet> set = MakeSet(Options(12, 1, 1, {8, 16}));
   ASSERT_NE(set, nullptr);
@@ -530,7 +536,8 @@ TEST(GraphTileKernelTest, ReplayEqualsEagerAndFollowsUpdates) {
     ASSERT_TRUE(set.ok()) << set.status();
     mla_tail::TailOptions eager_options;
     eager_options.fused_kernel = kernel;
-    absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> eager = mla_tail::MlaTail::Create(0, eager_options);
+    absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> eager =
+        mla_tail::MlaTail::Create(0, eager_options);
     ASSERT_TRUE(eager.ok()) << eager.status();
 
     int64_t instantiations = 0;
@@ -564,7 +571,9 @@ TEST(GraphTileKernelTest, ReplayEqualsEagerAndFollowsUpdates) {
 
 INSTANTIATE_TEST_SUITE_P(Paths, GraphGpuTest,
                          ::testing::Values(TailPath::kFused, TailPath::kBmm, TailPath::kAuto),
-                         [](const auto& info) { return std::string(mla_tail::TailPathName(info.param)); });
+                         [](const auto& info) {
+                           return std::string(mla_tail::TailPathName(info.param));
+                         });
 
 }  // namespace
 }  // namespace mla_tail_testing

@@ -33,8 +33,8 @@ class KernelLoadGpuTest : public GpuStreamTest<> {
   cudaError_t Instantiate(mla_tail::MlaTail& tail, const Problem& problem, cudaGraphExec_t* exec) {
     cudaError_t e = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal);
     if (e != cudaSuccess) return e;
-    const absl::Status run = tail.Run(problem.shape(), problem.buffers(), stream_,
-                                      mla_tail::TailPath::kFused);
+    const absl::Status run =
+        tail.Run(problem.shape(), problem.buffers(), stream_, mla_tail::TailPath::kFused);
     cudaGraph_t graph = nullptr;
     e = cudaStreamEndCapture(stream_, &graph);
     EXPECT_TRUE(run.ok()) << run;

@@ -11,8 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "mla_tail/mla/dispatch.h"
 #include "mla/kernels/params.h"
+#include "mla_tail/mla/dispatch.h"
 #include "mla_tail/mla/tail.h"
 #include "testing/support/gpu.h"
 #include "testing/support/gpu_stream_test.h"
@@ -59,16 +59,15 @@ class MlaGpuTest : public mla_tail_testing::GpuStreamTest<> {
                                     const std::vector<int>& rows) {
     return RunAndCheckWith(*tail_, problem, path, exact, rows);
   }
-  std::vector<uint16_t> RunAndCheckWith(mla_tail::MlaTail& tail, const Problem& problem, TailPath path,
-                                        bool exact, const std::vector<int>& rows) {
+  std::vector<uint16_t> RunAndCheckWith(mla_tail::MlaTail& tail, const Problem& problem,
+                                        TailPath path, bool exact, const std::vector<int>& rows) {
     absl::StatusOr<DeviceMemory> output =
         DeviceMemory::Allocate(problem.output_elements() * sizeof(uint16_t));
     EXPECT_TRUE(output.ok()) << output.status();
     if (!output.ok()) return {};
     EXPECT_TRUE(problem.PoisonOutput(output->as<mla_tail::bf16>(), stream_).ok());
-    const absl::Status run =
-        tail.Run(problem.shape(), problem.buffers_with_output(output->as<mla_tail::bf16>()), stream_,
-                 path);
+    const absl::Status run = tail.Run(
+        problem.shape(), problem.buffers_with_output(output->as<mla_tail::bf16>()), stream_, path);
     EXPECT_TRUE(run.ok()) << run;
     EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
     const absl::Status check = problem.Check(output->as<mla_tail::bf16>(), rows, exact);
@@ -365,8 +364,7 @@ TEST_F(MlaGpuTest, ValidationErrorsLaunchNothing) {
       {"output_row_stride", good, [](mla_tail::TailBuffers& b) { b.output_row_stride -= 8; }},
       {"w_head_stride", good, [](mla_tail::TailBuffers& b) { b.w_head_stride = 512; }},
       {"w_row_stride", good, [](mla_tail::TailBuffers& b) { b.w_row_stride = 500; }},
-      {"output overlaps gate", good,
-       [](mla_tail::TailBuffers& b) { b.gate = b.output + 8; }},
+      {"output overlaps gate", good, [](mla_tail::TailBuffers& b) { b.gate = b.output + 8; }},
   };
   for (TailPath path : {TailPath::kFused, TailPath::kBmm, TailPath::kAuto}) {
     for (const Case& c : cases) {
@@ -391,7 +389,8 @@ TEST_F(MlaGpuTest, BmmBeyondCapacityIsOutOfRange) {
   options.max_heads = 16;
   absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> small = mla_tail::MlaTail::Create(0, options);
   ASSERT_TRUE(small.ok()) << small.status();
-  for (mla_tail::TailShape shape : {mla_tail::TailShape{16, 80, 1}, mla_tail::TailShape{32, 32, 1}}) {
+  for (mla_tail::TailShape shape :
+       {mla_tail::TailShape{16, 80, 1}, mla_tail::TailShape{32, 32, 1}}) {
     ProblemOptions problem_options;
     problem_options.shape = shape;
     std::unique_ptr<Problem> problem = MakeProblem(problem_options);
@@ -414,10 +413,12 @@ TEST_F(MlaGpuTest, BmmBeyondCapacityIsOutOfRange) {
 TEST_F(MlaGpuTest, WithoutBmmScratchTheBmmPathIsRefused) {
   mla_tail::TailOptions options;
   options.bmm = false;
-  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> fused_only = mla_tail::MlaTail::Create(0, options);
+  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> fused_only =
+      mla_tail::MlaTail::Create(0, options);
   ASSERT_TRUE(fused_only.ok()) << fused_only.status();
   EXPECT_EQ((*fused_only)->scratch_bytes(), 0u);
-  for (mla_tail::TailShape shape : {mla_tail::TailShape{12, 8, 1}, mla_tail::TailShape{64, 256, 2}}) {
+  for (mla_tail::TailShape shape :
+       {mla_tail::TailShape{12, 8, 1}, mla_tail::TailShape{64, 256, 2}}) {
     SCOPED_TRACE(absl::StrCat("heads ", shape.heads, " rows ", shape.rows));
     ProblemOptions problem_options;
     problem_options.shape = shape;
@@ -451,7 +452,8 @@ TEST_F(MlaGpuTest, WithoutBmmScratchTheBmmPathIsRefused) {
   ASSERT_OK((*both)->PrepareBmm(problem->shape(), problem->buffers()));
   const mla_tail::TailOptions defaults;
   EXPECT_EQ((*both)->scratch_bytes(),
-            defaults.workspace_bytes + size_t{mla_tail::kMaxHeads} * 1024 * mla_tail::kValueDim * 2 +
+            defaults.workspace_bytes +
+                size_t{mla_tail::kMaxHeads} * 1024 * mla_tail::kValueDim * 2 +
                 mla_tail::kOperandTableBytes);
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
 }
@@ -459,10 +461,12 @@ TEST_F(MlaGpuTest, WithoutBmmScratchTheBmmPathIsRefused) {
 TEST_F(MlaGpuTest, CreateRefusesBadOptionsAndDevices) {
   mla_tail::TailOptions options;
   options.max_heads = 0;
-  EXPECT_EQ(mla_tail::MlaTail::Create(0, options).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(mla_tail::MlaTail::Create(0, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
   options = {};
   options.max_rows = 0;
-  EXPECT_EQ(mla_tail::MlaTail::Create(0, options).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(mla_tail::MlaTail::Create(0, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
   int count = 0;
   ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
   const absl::Status missing = mla_tail::MlaTail::Create(count, {}).status();

@@ -14,9 +14,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "mla_tail/graph/tail_graph_set.h"
 #include "gtest/gtest.h"
 #include "mla/internal/cuda_status.h"
+#include "mla_tail/graph/tail_graph_set.h"
 #include "mla_tail/mla/tail.h"
 #include "testing/support/gpu.h"
 #include "testing/support/problem.h"
@@ -62,17 +62,16 @@ absl::Status RunHalf(int device, const mla_tail::TailBuffers& full,
                         full.latent_row_stride * 2, size_t{kLocalHeads} * mla_tail::kLatentDim * 2,
                         kRows, cudaMemcpyDefault, stream),
       "copy latent");
-  MLA_RETURN_IF_CUDA_ERROR(
-      cudaMemcpyAsync(w_uv.get(), full.w_uv + first_head * full.w_head_stride, w_uv.bytes(),
-                      cudaMemcpyDefault, stream),
-      "copy w_uv");
+  MLA_RETURN_IF_CUDA_ERROR(cudaMemcpyAsync(w_uv.get(), full.w_uv + first_head * full.w_head_stride,
+                                           w_uv.bytes(), cudaMemcpyDefault, stream),
+                           "copy w_uv");
   MLA_RETURN_IF_CUDA_ERROR(
       cudaMemcpy2DAsync(gate.get(), kWidth * 2, full.gate + first_head * mla_tail::kValueDim,
                         full.gate_row_stride * 2, kWidth * 2, kRows, cudaMemcpyDefault, stream),
       "copy gate");
-  MLA_RETURN_IF_CUDA_ERROR(cudaMemcpyAsync(lengths.get(), full.lengths, lengths.bytes(),
-                                           cudaMemcpyDefault, stream),
-                           "copy lengths");
+  MLA_RETURN_IF_CUDA_ERROR(
+      cudaMemcpyAsync(lengths.get(), full.lengths, lengths.bytes(), cudaMemcpyDefault, stream),
+      "copy lengths");
   mla_tail::TailBuffers local = mla_tail::CompactBuffers(
       {kLocalHeads, kRows, 1}, latent.as<mla_tail::bf16>(), w_uv.as<mla_tail::bf16>(),
       gate.as<mla_tail::bf16>(), lengths.as<int32_t>(), output.as<mla_tail::bf16>());
@@ -96,8 +95,7 @@ absl::Status RunHalf(int device, const mla_tail::TailBuffers& full,
                                "poison output");
       MLA_RETURN_IF_ERROR((*set)->Replay(0, rows, stream));
       MLA_RETURN_IF_CUDA_ERROR(
-          cudaMemcpyAsync(got.data(), output.get(), output.bytes(), cudaMemcpyDeviceToHost,
-                          stream),
+          cudaMemcpyAsync(got.data(), output.get(), output.bytes(), cudaMemcpyDeviceToHost, stream),
           "download");
       MLA_RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(stream), "replay");
       ++*replays;
@@ -109,17 +107,15 @@ absl::Status RunHalf(int device, const mla_tail::TailBuffers& full,
           const uint16_t g = got[t * kWidth + c];
           if (w != g) {
             return absl::InternalError(absl::StrCat(
-                "device ", device, ", round ", round, ", rows ", rows, ": row ", t,
-                " column ", c, " is 0x", absl::Hex(g), ", the single device has 0x",
-                absl::Hex(w)));
+                "device ", device, ", round ", round, ", rows ", rows, ": row ", t, " column ", c,
+                " is 0x", absl::Hex(g), ", the single device has 0x", absl::Hex(w)));
           }
         }
       }
     }
   }
   if ((*set)->stats().instantiations != static_cast<int64_t>(kBuckets.size())) {
-    return absl::InternalError(absl::StrCat("device ", device, ": ",
-                                            (*set)->stats().instantiations,
+    return absl::InternalError(absl::StrCat("device ", device, ": ", (*set)->stats().instantiations,
                                             " instantiations; expected one per bucket"));
   }
   return absl::OkStatus();
@@ -142,7 +138,8 @@ TEST(MultiGpuTest, HeadsSplitAcrossTwoDevicesEqualOneDevice) {
   const mla_tail::TailBuffers full = (*problem)->buffers();
   mla_tail::TailOptions tail_options;
   tail_options.max_rows = kRows;
-  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail = mla_tail::MlaTail::Create(0, tail_options);
+  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail =
+      mla_tail::MlaTail::Create(0, tail_options);
   ASSERT_TRUE(tail.ok()) << tail.status();
   std::map<int, std::vector<uint16_t>> expected;
   for (int rows : kBuckets) {
@@ -160,9 +157,8 @@ TEST(MultiGpuTest, HeadsSplitAcrossTwoDevicesEqualOneDevice) {
   int64_t replays[kDevices] = {};
   std::vector<std::thread> threads;
   for (int device = 0; device < kDevices; ++device) {
-    threads.emplace_back([&, device] {
-      results[device] = RunHalf(device, full, expected, &replays[device]);
-    });
+    threads.emplace_back(
+        [&, device] { results[device] = RunHalf(device, full, expected, &replays[device]); });
   }
   for (std::thread& thread : threads) thread.join();
   for (int device = 0; device < kDevices; ++device) {

@@ -13,13 +13,13 @@ namespace {
 
 TEST(Bf16BitsTest, RoundsToNearestEven) {
   EXPECT_EQ(FloatToBf16(1.0f), 0x3f80);
-  EXPECT_EQ(FloatToBf16(1.0f + 0x1p-8f), 0x3f80);              // tie, even stays
-  EXPECT_EQ(FloatToBf16(1.0f + 3 * 0x1p-8f), 0x3f82);          // tie, odd rounds up
-  EXPECT_EQ(FloatToBf16(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);   // above the tie
+  EXPECT_EQ(FloatToBf16(1.0f + 0x1p-8f), 0x3f80);             // tie, even stays
+  EXPECT_EQ(FloatToBf16(1.0f + 3 * 0x1p-8f), 0x3f82);         // tie, odd rounds up
+  EXPECT_EQ(FloatToBf16(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);  // above the tie
   EXPECT_EQ(FloatToBf16(-1.0f - 0x1p-8f), 0xbf80);
   EXPECT_EQ(FloatToBf16(-0.0f), 0x8000);
   EXPECT_EQ(FloatToBf16(0.0f), 0x0000);
-  EXPECT_EQ(FloatToBf16(3.4e38f), 0x7f80);                      // overflow to +inf
+  EXPECT_EQ(FloatToBf16(3.4e38f), 0x7f80);  // overflow to +inf
   EXPECT_EQ(FloatToBf16(std::numeric_limits<float>::infinity()), 0x7f80);
   EXPECT_TRUE(Bf16IsNan(FloatToBf16(std::numeric_limits<float>::quiet_NaN())));
   EXPECT_TRUE(Bf16IsNan(FloatToBf16(BitsFloat(0x7f800001u))));  // a NaN whose top bits say inf
@@ -94,7 +94,8 @@ TEST(ReferenceTest, SigmoidIsNotRoundedToBf16) {
       const uint16_t rounded = FloatToBf16(v * Bf16ToFloat(FloatToBf16(s)));
       if (fp32 == rounded) continue;
       ++differing;
-      ReferenceInputs in = SimpleInputs(FloatToBf16(g), FloatToBf16(v / 2), 1);  // v = 4 * v/2 * 0.5
+      ReferenceInputs in =
+          SimpleInputs(FloatToBf16(g), FloatToBf16(v / 2), 1);  // v = 4 * v/2 * 0.5
       const ReferenceElement r = ReferenceOutput(in, 0, 0, 0);
       ASSERT_EQ(Bf16ToFloat(r.v), v);
       EXPECT_EQ(r.out, fp32);

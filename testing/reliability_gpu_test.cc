@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "mla_tail/graph/tail_graph_set.h"
-#include "mla/internal/cuda_status.h"
 #include "gtest/gtest.h"
+#include "mla/internal/cuda_status.h"
 #include "mla/kernels/params.h"
+#include "mla_tail/graph/tail_graph_set.h"
 #include "mla_tail/mla/tail.h"
 #include "testing/support/gpu.h"
 #include "testing/support/gpu_stream_test.h"
@@ -72,8 +72,9 @@ TEST_F(ReliabilityGpuTest, InputsWrittenUpstreamUntilItsEndAreSeen) {
   for (const auto& [path, kernel] : runs) {
     for (const auto& [heads, rows] :
          {std::pair{3, 64}, {12, 64}, {64, 64}, {12, 8}, {64, 5}, {12, 13}}) {
-      SCOPED_TRACE(absl::StrCat(mla_tail::TailPathName(path), " ", mla_tail::FusedKernelName(kernel),
-                                " heads ", heads, " rows ", rows));
+      SCOPED_TRACE(absl::StrCat(mla_tail::TailPathName(path), " ",
+                                mla_tail::FusedKernelName(kernel), " heads ", heads, " rows ",
+                                rows));
       ProblemOptions options;
       options.shape = {heads, rows, 1};
       options.inactive_every = 0;
@@ -97,11 +98,13 @@ TEST_F(ReliabilityGpuTest, InputsWrittenUpstreamUntilItsEndAreSeen) {
       mla_tail::TailOptions tail_options;
       tail_options.max_rows = 64;
       tail_options.fused_kernel = kernel;
-      absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail = mla_tail::MlaTail::Create(0, tail_options);
+      absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail =
+          mla_tail::MlaTail::Create(0, tail_options);
       ASSERT_TRUE(tail.ok()) << tail.status();
       ASSERT_OK((*tail)->PrepareBmm((*problem)->shape(), b));
       for (int round = 0; round < ForProfile(3, 1); ++round) {
-        ASSERT_EQ(cudaMemset(const_cast<mla_tail::bf16*>(b.latent), 0xff, latent_bytes), cudaSuccess);
+        ASSERT_EQ(cudaMemset(const_cast<mla_tail::bf16*>(b.latent), 0xff, latent_bytes),
+                  cudaSuccess);
         ASSERT_EQ(cudaMemset(const_cast<mla_tail::bf16*>(b.gate), 0xff, gate_bytes), cudaSuccess);
         ASSERT_EQ(cudaMemset(const_cast<int32_t*>(b.lengths), 0, lengths_bytes), cudaSuccess);
         ASSERT_OK((*problem)->PoisonOutput(b.output, stream_));
@@ -167,9 +170,8 @@ TEST_F(ReliabilityGpuTest, SeparateInstancesFromManyThreads) {
     std::mt19937 random(index);
     const auto end = std::chrono::steady_clock::now() + kDuration;
     // Bounded by time, with a floor of replays per thread (a sanitizer slows each one a lot).
-    for (int done = 0; (std::chrono::steady_clock::now() < end || done < kMinReplays) &&
-                       failures == 0;
-         ++done) {
+    for (int done = 0;
+         (std::chrono::steady_clock::now() < end || done < kMinReplays) && failures == 0; ++done) {
       const int layer = random() % 2, p = random() % 2;
       const mla_tail::TailBuffers b = problems[p]->buffers();
       absl::Status s = problems[p]->PoisonOutput(b.output, stream);

@@ -133,7 +133,7 @@ class Model {
   mla_tail::TailBuffers Tail(int set, int layer) const {
     const Layer& l = layers_[set][layer];
     return mla_tail::CompactBuffers({heads_, max_rows_, 1}, l.latent, l.w_uv, l.gate, lengths_[set],
-                               l.output);
+                                    l.output);
   }
   const Layer& layer(int set, int layer) const { return layers_[set][layer]; }
   int32_t* lengths(int set) const { return lengths_[set]; }
@@ -210,7 +210,7 @@ class StepGraph {
         options.programmatic_edge = edge == TailEdge::kProgrammatic;
         absl::StatusOr<mla_tail::TailNodes> nodes =
             mla_tail::AddTailNodes(tail, step->graph_, {step->attention_[layer]},
-                                    {model.heads(), rows, 1}, model.Tail(0, layer), options);
+                                   {model.heads(), rows, 1}, model.Tail(0, layer), options);
         if (!nodes.ok()) return nodes.status();
         tail_end = nodes->node();
         step->tails_.push_back(*nodes);
@@ -370,7 +370,8 @@ std::vector<int32_t> StepLengths(int step, int rows, int max_rows) {
 }
 
 // --check: steps on the PDL-edge and the full-edge step graph of every heads count and bucket.
-absl::StatusOr<bool> Check(const Options& options, const mla_tail::MlaTail& tail, cudaStream_t stream) {
+absl::StatusOr<bool> Check(const Options& options, const mla_tail::MlaTail& tail,
+                           cudaStream_t stream) {
   bool all_ok = true;
   int step = 0;  // the formulas' step: distinct for every launch
   for (int heads : options.heads) {

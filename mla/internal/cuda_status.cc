@@ -56,9 +56,9 @@ absl::Status CheckDevice(int device) {
   int count = 0;
   const cudaError_t error = cudaGetDeviceCount(&count);
   if (error != cudaSuccess || count == 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "no CUDA device: cudaGetDeviceCount returned ",
-        error == cudaSuccess ? "0 devices" : cudaGetErrorName(error)));
+    return absl::FailedPreconditionError(
+        absl::StrCat("no CUDA device: cudaGetDeviceCount returned ",
+                     error == cudaSuccess ? "0 devices" : cudaGetErrorName(error)));
   }
   if (device < 0 || device >= count) {
     return absl::InvalidArgumentError(

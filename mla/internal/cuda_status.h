@@ -63,10 +63,10 @@ absl::StatusOr<bool> IsCapturing(cudaStream_t stream);
 }  // namespace internal
 }  // namespace mla_tail
 
-#define MLA_RETURN_IF_CUDA_ERROR(expr, what)                            \
-  do {                                                                  \
+#define MLA_RETURN_IF_CUDA_ERROR(expr, what)                                 \
+  do {                                                                       \
     const absl::Status _mla_status = ::mla_tail::CudaStatus((expr), (what)); \
-    if (!_mla_status.ok()) return _mla_status;                          \
+    if (!_mla_status.ok()) return _mla_status;                               \
   } while (false)
 
 #define MLA_RETURN_IF_ERROR(expr) MLA_TAIL_RETURN_IF_ERROR(expr)

@@ -2,7 +2,8 @@
 #define MLA_TAIL_MLA_INTERNAL_TAIL_ACCESS_H_
 
 // What graph/ needs of an MlaTail beyond its public API: the fused path's kernel launch for a
-// shape (the node a graph holds), and ordering the BMM scratch's release after graph replays. Not part of the public API.
+// shape (the node a graph holds), and ordering the BMM scratch's release after graph replays. Not
+// part of the public API.
 
 #include "absl/status/status.h"
 #include "mla/kernels/params.h"

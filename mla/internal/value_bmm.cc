@@ -8,8 +8,8 @@ namespace mla_tail {
 
 absl::Status CublasStatus(cublasStatus_t status, const char* what) {
   if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
-  const std::string message =
-      absl::StrCat(what, ": ", cublasLtGetStatusName(status), " (", cublasLtGetStatusString(status), ")");
+  const std::string message = absl::StrCat(what, ": ", cublasLtGetStatusName(status), " (",
+                                           cublasLtGetStatusString(status), ")");
   switch (status) {
     case CUBLAS_STATUS_ALLOC_FAILED:
       return absl::ResourceExhaustedError(message);
@@ -23,10 +23,10 @@ absl::Status CublasStatus(cublasStatus_t status, const char* what) {
   }
 }
 
-#define MLA_RETURN_IF_CUBLAS_ERROR(expr, what)                        \
-  do {                                                                \
-    const absl::Status _mla_status = CublasStatus((expr), (what));    \
-    if (!_mla_status.ok()) return _mla_status;                        \
+#define MLA_RETURN_IF_CUBLAS_ERROR(expr, what)                     \
+  do {                                                             \
+    const absl::Status _mla_status = CublasStatus((expr), (what)); \
+    if (!_mla_status.ok()) return _mla_status;                     \
   } while (false)
 
 struct ValueBmm::Descriptors {
@@ -61,8 +61,8 @@ absl::Status MakeLayout(cublasLtMatrixLayout_t* layout, uint64_t rows, uint64_t 
   } else {
     const int32_t pointer_array = CUBLASLT_BATCH_MODE_POINTER_ARRAY;
     MLA_RETURN_IF_CUBLAS_ERROR(
-        cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_MODE,
-                                         &pointer_array, sizeof(pointer_array)),
+        cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_MODE, &pointer_array,
+                                         sizeof(pointer_array)),
         "cublasLtMatrixLayoutSetAttribute(BATCH_MODE)");
   }
   return absl::OkStatus();
@@ -79,8 +79,8 @@ absl::StatusOr<ValueBmm> ValueBmm::Create(cublasLtHandle_t handle, const ValueBm
       "cublasLtMatmulDescCreate");
   const cublasOperation_t transpose = CUBLAS_OP_T;
   MLA_RETURN_IF_CUBLAS_ERROR(
-      cublasLtMatmulDescSetAttribute(descriptors->matmul, CUBLASLT_MATMUL_DESC_TRANSA,
-                                     &transpose, sizeof(transpose)),
+      cublasLtMatmulDescSetAttribute(descriptors->matmul, CUBLASLT_MATMUL_DESC_TRANSA, &transpose,
+                                     sizeof(transpose)),
       "cublasLtMatmulDescSetAttribute(TRANSA)");
 
   if (absl::Status s = MakeLayout(&descriptors->a, kLatentDim, kValueDim, shape.w_row_stride,
@@ -88,8 +88,8 @@ absl::StatusOr<ValueBmm> ValueBmm::Create(cublasLtHandle_t handle, const ValueBm
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = MakeLayout(&descriptors->b, kLatentDim, shape.rows,
-                                  shape.latent_row_stride, shape.heads, kLatentDim, mode);
+  if (absl::Status s = MakeLayout(&descriptors->b, kLatentDim, shape.rows, shape.latent_row_stride,
+                                  shape.heads, kLatentDim, mode);
       !s.ok()) {
     return s;
   }
@@ -104,9 +104,9 @@ absl::StatusOr<ValueBmm> ValueBmm::Create(cublasLtHandle_t handle, const ValueBm
                              "cublasLtMatmulPreferenceCreate");
   // Operands may move to any 16-byte aligned address (pointer updates): no larger alignment.
   const uint32_t alignment = 16;
-  cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(
-      preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
-      sizeof(workspace_bytes));
+  cublasStatus_t status =
+      cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                           &workspace_bytes, sizeof(workspace_bytes));
   for (auto attribute :
        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {

@@ -41,9 +41,9 @@ class ValueBmm {
  public:
   // Plans the GEMM for `shape`; NotFound when cuBLASLt has no algorithm for it within
   // `workspace_bytes` and 16-byte operand alignment (or when `faults` says to act so).
-  static absl::StatusOr<ValueBmm> Create(cublasLtHandle_t handle, const ValueBmmShape& shape,
-                                         BmmBatchMode mode, size_t workspace_bytes,
-                                         const internal::FaultHooks& faults = internal::ActiveFaultHooks());
+  static absl::StatusOr<ValueBmm> Create(
+      cublasLtHandle_t handle, const ValueBmmShape& shape, BmmBatchMode mode,
+      size_t workspace_bytes, const internal::FaultHooks& faults = internal::ActiveFaultHooks());
 
   // Strided mode: values [H, B, 128] from latent and w_uv.
   absl::Status RunStrided(const bf16* latent, const bf16* w_uv, bf16* values, void* workspace,

@@ -1,5 +1,6 @@
-// BmmGateKernel: output = active ? bf16(values * sigmoid(gate)) : +0, for the batched GEMM's values.
-// One 256-thread block per (16 rows, head); each thread 8 columns of one row, 16-byte accesses.
+// BmmGateKernel: output = active ? bf16(values * sigmoid(gate)) : +0, for the batched GEMM's
+// values. One 256-thread block per (16 rows, head); each thread 8 columns of one row, 16-byte
+// accesses.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -52,7 +53,6 @@ __global__ void __launch_bounds__(kThreads) BmmGateKernel(const BmmGateParams p)
 }
 
 }  // namespace
-
 
 cudaError_t LoadBmmGate() { return LoadKernel(BmmGateKernel, 0); }
 

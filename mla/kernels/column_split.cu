@@ -19,21 +19,21 @@
 
 #include <cstdint>
 
-#include "mla_tail/mla/dispatch.h"
 #include "mla/kernels/device.cuh"
-#include "mla/kernels/launch.cuh"
 #include "mla/kernels/fused_kernels.h"
+#include "mla/kernels/launch.cuh"
 #include "mla/kernels/params.h"
 #include "mla/kernels/prefetch.cuh"
 #include "mla/kernels/timeline_stamps.cuh"
+#include "mla_tail/mla/dispatch.h"
 
 namespace mla_tail {
 namespace {
 
 constexpr int kThreads = 128;
 constexpr int kColumnsPerBlock = 32;
-constexpr int kChunks = kLatentDim / 32;     // 16 chunks of 32 latent values
-constexpr int kSmemRow = kLatentDim + 32;    // padded row (elements): rows g and g+1 hit other banks
+constexpr int kChunks = kLatentDim / 32;   // 16 chunks of 32 latent values
+constexpr int kSmemRow = kLatentDim + 32;  // padded row (elements): rows g and g+1 hit other banks
 constexpr int kWordsPerRow = kLatentDim / 8;  // 16-byte words per latent row
 
 // A block's rows: 8 (one m16 tile whose rows 8-15 are zeros), 16 (one tile) or 32 (two). With
@@ -82,8 +82,7 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   // multiprocessors an upstream kernel has configured for its own (docs/design.md).
   uint4 a_rows[kDirect ? kChunks : 1];
   if constexpr (kDirect) {
-    const bf16* row = latent_head + min(t0 + group, p.rows - 1) * p.latent_row_stride +
-                      8 * quarter;
+    const bf16* row = latent_head + min(t0 + group, p.rows - 1) * p.latent_row_stride + 8 * quarter;
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) a_rows[c] = *reinterpret_cast<const uint4*>(row + 32 * c);
   } else {
@@ -91,8 +90,7 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
       const int r = i / kWordsPerRow;
       const int word = i % kWordsPerRow;
       const bool valid = t0 + r < p.rows;
-      const bf16* src =
-          valid ? latent_head + (t0 + r) * p.latent_row_stride + word * 8 : p.latent;
+      const bf16* src = valid ? latent_head + (t0 + r) * p.latent_row_stride + word * 8 : p.latent;
       device::CopyAsync16(rows_smem + r * kSmemRow + word * 8, src, valid);
     }
   }

@@ -41,8 +41,7 @@ __device__ __forceinline__ uint4 LoadWeight16(const void* pointer) {
 __device__ __forceinline__ void CopyAsync16(void* smem, const void* src, bool valid) {
   const uint32_t dst = SmemAddress(smem);
   const int src_bytes = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
-               "r"(src_bytes)
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes)
                : "memory");
 }
 
@@ -51,8 +50,7 @@ __device__ __forceinline__ void CopyAsync16(void* smem, const void* src, bool va
 __device__ __forceinline__ void CopyAsync4(void* smem, const void* src, bool valid) {
   const uint32_t dst = SmemAddress(smem);
   const int src_bytes = valid ? 4 : 0;
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src),
-               "r"(src_bytes)
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(src_bytes)
                : "memory");
 }
 
@@ -92,8 +90,7 @@ __device__ __forceinline__ float2 Bf16x2ToFloat2(uint32_t word) {
 }
 
 // out = active ? bf16(v * sigmoid(g)) : +0 for two adjacent columns; v already bf16-exact.
-__device__ __forceinline__ uint32_t GatePair(float v0, float v1, uint32_t gate_word,
-                                             bool active) {
+__device__ __forceinline__ uint32_t GatePair(float v0, float v1, uint32_t gate_word, bool active) {
   if (!active) return 0u;  // +0.0 twice, whatever the gate holds
   const float2 g = Bf16x2ToFloat2(gate_word);
   const __nv_bfloat162 out = __floats2bfloat162_rn(v0 * Sigmoid(g.x), v1 * Sigmoid(g.y));

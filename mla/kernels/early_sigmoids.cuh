@@ -49,10 +49,10 @@ struct EarlySigmoidPairs {
 #pragma unroll
     for (int n = 0; n < kPairs; ++n) {
       const int e = 4 * (n / 2) + 2 * (n % 2);
-      *reinterpret_cast<uint32_t*>(gate_tile + Layout::GateOffset(n)) = GateWithSigmoid(
-          __bfloat162float(__float2bfloat16_rn(acc[e])),
-          __bfloat162float(__float2bfloat16_rn(acc[e + 1])), sigmoid[n],
-          lengths[Layout::Row(n)] > 0);
+      *reinterpret_cast<uint32_t*>(gate_tile + Layout::GateOffset(n)) =
+          GateWithSigmoid(__bfloat162float(__float2bfloat16_rn(acc[e])),
+                          __bfloat162float(__float2bfloat16_rn(acc[e + 1])), sigmoid[n],
+                          lengths[Layout::Row(n)] > 0);
     }
   }
 };

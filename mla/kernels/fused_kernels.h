@@ -6,8 +6,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "mla_tail/mla/dispatch.h"
 #include "mla/kernels/params.h"
+#include "mla_tail/mla/dispatch.h"
 
 namespace mla_tail {
 

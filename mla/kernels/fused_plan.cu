@@ -7,9 +7,9 @@
 #include <atomic>
 #include <initializer_list>
 
-#include "mla_tail/mla/dispatch.h"
 #include "mla/kernels/fused_kernels.h"
 #include "mla/kernels/params.h"
+#include "mla_tail/mla/dispatch.h"
 
 namespace mla_tail {
 
@@ -28,12 +28,11 @@ cudaError_t MultiprocessorCount(int device, int* count) {
 }
 
 FusedKernel ResolveFusedKernel(FusedKernel kernel, int heads, int rows, int multiprocessors) {
-  return kernel != FusedKernel::kAuto ? kernel
-                                      : DispatchFusedKernel(heads, rows, multiprocessors);
+  return kernel != FusedKernel::kAuto ? kernel : DispatchFusedKernel(heads, rows, multiprocessors);
 }
 
 cudaError_t PlanFusedKernel(const FusedTailParams& p, FusedKernel kernel, int multiprocessors,
-                         KernelLaunch* launch) {
+                            KernelLaunch* launch) {
   const FusedKernel resolved = ResolveFusedKernel(kernel, p.heads, p.rows, multiprocessors);
   if (resolved == FusedKernel::kPersistent128x128) {
     *launch = PlanPersistent128x128(p.heads, p.rows, multiprocessors);
@@ -49,7 +48,7 @@ cudaError_t PlanFusedKernel(const FusedTailParams& p, FusedKernel kernel, int mu
 }
 
 cudaError_t LaunchFusedKernel(const KernelLaunch& launch, const FusedTailParams& params,
-                           cudaStream_t stream, bool pdl) {
+                              cudaStream_t stream, bool pdl) {
   cudaLaunchAttribute attributes[1];
   attributes[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attributes[0].val.programmaticStreamSerializationAllowed = pdl ? 1 : 0;

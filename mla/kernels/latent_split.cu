@@ -24,8 +24,8 @@
 #include <type_traits>
 
 #include "mla/kernels/device.cuh"
-#include "mla/kernels/launch.cuh"
 #include "mla/kernels/fused_kernels.h"
+#include "mla/kernels/launch.cuh"
 #include "mla/kernels/params.h"
 #include "mla/kernels/prefetch.cuh"
 #include "mla/kernels/timeline_stamps.cuh"
@@ -79,7 +79,8 @@ __global__ void __launch_bounds__(32 * kWarps) LatentSplitKernel(const FusedTail
   for (int half = 0; half < kHalves; ++half) {
     const bf16* row = latent_head + min(t0 + group + 8 * half, p.rows - 1) * p.latent_row_stride;
 #pragma unroll
-    for (int c = 0; c < kChunks; ++c) a_rows[half][c] = *reinterpret_cast<const uint4*>(row + 32 * c);
+    for (int c = 0; c < kChunks; ++c)
+      a_rows[half][c] = *reinterpret_cast<const uint4*>(row + 32 * c);
   }
   // The outputs of warp `warp`'s tile: rows group (+8), columns 2q, 2q+1 of the tile. Their gate
   // words and lengths are loaded without branches, all in flight beside the latent.

@@ -16,24 +16,21 @@ namespace device {
 
 // One thread initializes; a block barrier publishes it before any use.
 __device__ __forceinline__ void MbarrierInit(uint64_t* barrier, int arrivals) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(SmemAddress(barrier)),
-               "r"(arrivals)
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(SmemAddress(barrier)), "r"(arrivals)
                : "memory");
 }
 
 // Release: this thread's earlier memory accesses happen before the phase completes.
 __device__ __forceinline__ void MbarrierArrive(uint64_t* barrier) {
-  asm volatile(
-      "{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}" ::"r"(
-          SmemAddress(barrier))
-      : "memory");
+  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}" ::"r"(
+                   SmemAddress(barrier))
+               : "memory");
 }
 
 // An arrival once every cp.async this thread issued so far has landed; the barrier's count
 // includes it (.noinc).
 __device__ __forceinline__ void MbarrierArriveOnCopies(uint64_t* barrier) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(
-                   SmemAddress(barrier))
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(SmemAddress(barrier))
                : "memory");
 }
 

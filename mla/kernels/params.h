@@ -22,13 +22,13 @@ struct FusedTailParams {
   const bf16* w_uv;           // per head [128, 512], latent axis contiguous
   int64_t w_head_stride;
   int64_t w_row_stride;
-  const bf16* gate;           // [B, H * 128]
+  const bf16* gate;  // [B, H * 128]
   int64_t gate_row_stride;
-  const int32_t* lengths;     // [B / q]
-  bf16* output;               // [B, H * 128]
+  const int32_t* lengths;  // [B / q]
+  bf16* output;            // [B, H * 128]
   int64_t output_row_stride;
-  int heads;                  // H
-  int rows;                   // B
+  int heads;  // H
+  int rows;   // B
   int q;
 };
 
@@ -36,10 +36,10 @@ struct FusedTailParams {
 // to device memory and BmmGateKernel reads them from there, so that a pointer update on that path
 // rewrites one kernel node (BmmPointersKernel's), as on the fused path.
 struct GateOperands {
-  const bf16* gate;           // [B, H * 128]
+  const bf16* gate;  // [B, H * 128]
   int64_t gate_row_stride;
-  const int32_t* lengths;     // [B / q]
-  bf16* output;               // [B, H * 128]
+  const int32_t* lengths;  // [B / q]
+  bf16* output;            // [B, H * 128]
   int64_t output_row_stride;
 };
 
@@ -55,17 +55,17 @@ struct BmmGateParams {
 
 // The per-head operand addresses of the pointer-array batched GEMM, and the gate's operands.
 struct BmmPointerParams {
-  const bf16* latent;         // [B, H, 512]
+  const bf16* latent;  // [B, H, 512]
   const bf16* w_uv;
   int64_t w_head_stride;
-  bf16* values;               // [H, B, 128]
+  bf16* values;  // [H, B, 128]
   int heads;
   int rows;
   GateOperands gate;
-  const void** a_table;       // [H]: W_UV of head h
-  const void** b_table;       // [H]: latent of head h, row 0
-  void** d_table;             // [H]: values of head h
-  GateOperands* gate_table;   // where `gate` is written for BmmGateKernel
+  const void** a_table;      // [H]: W_UV of head h
+  const void** b_table;      // [H]: latent of head h, row 0
+  void** d_table;            // [H]: values of head h
+  GateOperands* gate_table;  // where `gate` is written for BmmGateKernel
 };
 
 // The BMM path's device scratch for BmmPointersKernel's output: three tables of kMaxHeads
@@ -76,9 +76,9 @@ inline constexpr size_t kOperandTableBytes =
 // Kernel parameters for `shape` and the caller's `buffers` (with the BMM path's scratch):
 // one mapping, used by the eager launches and by graph/ when it rewrites captured nodes.
 inline FusedTailParams MakeFusedTailParams(const TailShape& shape, const TailBuffers& b) {
-  return {b.latent, b.latent_row_stride, b.w_uv, b.w_head_stride, b.w_row_stride, b.gate,
-          b.gate_row_stride, b.lengths, b.output, b.output_row_stride, shape.heads, shape.rows,
-          shape.q};
+  return {b.latent,    b.latent_row_stride, b.w_uv,    b.w_head_stride, b.w_row_stride,
+          b.gate,      b.gate_row_stride,   b.lengths, b.output,        b.output_row_stride,
+          shape.heads, shape.rows,          shape.q};
 }
 
 // `tables` is kOperandTableBytes of device memory (8-byte aligned).
@@ -126,12 +126,12 @@ struct KernelLaunch {
 // The fused kernel's launch for `params` on a GPU of `multiprocessors` SMs: the one mapping from
 // (FusedKernel, shape) to a kernel, used by the eager launch and by every graph node.
 cudaError_t PlanFusedKernel(const FusedTailParams& params, FusedKernel kernel, int multiprocessors,
-                         KernelLaunch* launch);
+                            KernelLaunch* launch);
 
 // Enqueues `launch` with `params` as its argument (cudaLaunchKernelEx), with the
 // programmatic-stream-serialization attribute when `pdl` is set.
 cudaError_t LaunchFusedKernel(const KernelLaunch& launch, const FusedTailParams& params,
-                           cudaStream_t stream, bool pdl);
+                              cudaStream_t stream, bool pdl);
 
 // Loads every kernel of the tail on the current device (CUDA would load each at its first launch
 // or graph instantiation) and lets the fused kernels use their shared memory (above the 48 KB

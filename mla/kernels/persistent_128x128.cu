@@ -14,8 +14,9 @@
 //     (one step later: each step's MMAs run on while the next step's buffer is awaited). After
 //     a tile's last step they gate their 64 rows (docs/spec.md: bf16 v, FP32 sigmoid) and store
 //     them.
-//     With one tile a block (the launch decides: PersistentEarlySigmoids), they compute the sigmoids
-//     during the tile's last four steps instead, and the epilogue only multiplies and rounds.
+//     With one tile a block (the launch decides: PersistentEarlySigmoids), they compute the
+//     sigmoids during the tile's last four steps instead, and the epilogue only multiplies and
+//     rounds.
 // Why warp-specialized: with a __syncthreads a step, a buffer is refilled only after every
 // thread has passed the next step's barrier, so each step's MMA chain sits on the copy path.
 // Here the copies never wait for the MMAs; the gate stays with the consumers (docs/design.md).
@@ -32,9 +33,9 @@
 
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/early_sigmoids.cuh"
+#include "mla/kernels/fused_kernels.h"
 #include "mla/kernels/launch.cuh"
 #include "mla/kernels/mbarrier.cuh"
-#include "mla/kernels/fused_kernels.h"
 #include "mla/kernels/params.h"
 #include "mla/kernels/tile_copy.cuh"
 #include "mla/kernels/wgmma.cuh"
@@ -268,8 +269,8 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
         for (int j = 0; j < kOutTiles; ++j) {
           v[2 * j] = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 * half]));
           v[2 * j + 1] = __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 * half + 1]));
-          gates[j] = *reinterpret_cast<const uint32_t*>(gate_tile + T::GateWord(row, j) +
-                                                        4 * quarter);
+          gates[j] =
+              *reinterpret_cast<const uint32_t*>(gate_tile + T::GateWord(row, j) + 4 * quarter);
           active[j] = row_active;
         }
         device::GatePairs(v, gates, active, gated);
@@ -301,7 +302,8 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
 
 cudaError_t LoadPersistent128x128() {
   const cudaError_t e = LoadKernel(Persistent128x128Kernel<true>, PersistentTile::kSmemBytes);
-  return e != cudaSuccess ? e : LoadKernel(Persistent128x128Kernel<false>, PersistentTile::kSmemBytes);
+  return e != cudaSuccess ? e
+                          : LoadKernel(Persistent128x128Kernel<false>, PersistentTile::kSmemBytes);
 }
 
 // As many rounds of tiles as the GPU needs, on the fewest blocks that keep that many (every

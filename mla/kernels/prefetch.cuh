@@ -30,8 +30,7 @@ __device__ __forceinline__ void PrefetchL2(const void* pointer) {
 // gate columns [c0, c0 + columns) of each row, and the rows' lengths. All threads of the block
 // take part.
 __device__ __forceinline__ void PrefetchBlockInputsL2(const FusedTailParams& p, int head, int t0,
-                                                      int rows, int k0, int k, int c0,
-                                                      int columns,
+                                                      int rows, int k0, int k, int c0, int columns,
                                                       long long max_work = kMaxPrefetchWork) {
   if (static_cast<long long>(p.heads) * p.rows > max_work) return;
   constexpr int kLine = 128;
@@ -42,14 +41,13 @@ __device__ __forceinline__ void PrefetchBlockInputsL2(const FusedTailParams& p, 
   for (int i = threadIdx.x; i < n * per_row; i += blockDim.x) {
     const int t = t0 + i / per_row;
     const int line = i % per_row;
-    const char* address =
-        line < latent_lines
-            ? reinterpret_cast<const char*>(p.latent + t * p.latent_row_stride +
-                                            head * kLatentDim + k0) +
-                  kLine * line
-            : reinterpret_cast<const char*>(p.gate + t * p.gate_row_stride + head * kValueDim +
-                                            c0) +
-                  kLine * (line - latent_lines);
+    const char* address = line < latent_lines
+                              ? reinterpret_cast<const char*>(p.latent + t * p.latent_row_stride +
+                                                              head * kLatentDim + k0) +
+                                    kLine * line
+                              : reinterpret_cast<const char*>(p.gate + t * p.gate_row_stride +
+                                                              head * kValueDim + c0) +
+                                    kLine * (line - latent_lines);
     PrefetchL2(address);
   }
   if (threadIdx.x == 0 && n > 0) {

@@ -3,9 +3,9 @@
 // A block computes one tile of (kCols output columns, head, 64 rows) with one warpgroup, or two
 // that split its columns: one wgmma m64nNk16 (N = the warpgroup's columns) per 16 latent values,
 // both operands read by the tensor cores from shared memory. It serves the grid between the
-// smallest batches, where ColumnSplit (column_split.cu) would re-read W_UV for every 16-32 rows, and
-// the largest, where the warp-specialized persistent kernel (persistent_128x128.cu) shares each W_UV
-// slice between 128 rows. The configurations (kWgConfigs, below):
+// smallest batches, where ColumnSplit (column_split.cu) would re-read W_UV for every 16-32 rows,
+// and the largest, where the warp-specialized persistent kernel (persistent_128x128.cu) shares each
+// W_UV slice between 128 rows. The configurations (kWgConfigs, below):
 //   - all 8 steps in flight at once, 64 x 32 tiles (two blocks a multiprocessor) or 64 x 64
 //     (one): one memory round trip, for grids smaller than the GPU;
 //   - a 6-stage 64 x 64 pipeline (two blocks a multiprocessor: the next tail's blocks join while
@@ -43,8 +43,8 @@
 
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/early_sigmoids.cuh"
-#include "mla/kernels/launch.cuh"
 #include "mla/kernels/fused_kernels.h"
+#include "mla/kernels/launch.cuh"
 #include "mla/kernels/params.h"
 #include "mla/kernels/prefetch.cuh"
 #include "mla/kernels/tile_copy.cuh"
@@ -82,14 +82,30 @@ struct WgTile : device::TileLayout<128 * kWarpgroups, 64, kCols> {
 // cp.async.wait_group with a count known once the step loop is unrolled (at most 7: WgTile).
 __device__ __forceinline__ void CopyAsyncWaitUntil(int pending) {
   switch (pending) {
-    case 0: device::CopyAsyncWait<0>(); break;
-    case 1: device::CopyAsyncWait<1>(); break;
-    case 2: device::CopyAsyncWait<2>(); break;
-    case 3: device::CopyAsyncWait<3>(); break;
-    case 4: device::CopyAsyncWait<4>(); break;
-    case 5: device::CopyAsyncWait<5>(); break;
-    case 6: device::CopyAsyncWait<6>(); break;
-    default: device::CopyAsyncWait<7>(); break;
+    case 0:
+      device::CopyAsyncWait<0>();
+      break;
+    case 1:
+      device::CopyAsyncWait<1>();
+      break;
+    case 2:
+      device::CopyAsyncWait<2>();
+      break;
+    case 3:
+      device::CopyAsyncWait<3>();
+      break;
+    case 4:
+      device::CopyAsyncWait<4>();
+      break;
+    case 5:
+      device::CopyAsyncWait<5>();
+      break;
+    case 6:
+      device::CopyAsyncWait<6>();
+      break;
+    default:
+      device::CopyAsyncWait<7>();
+      break;
   }
 }
 
@@ -121,8 +137,7 @@ struct EarlySigmoids<T, true> {
   device::EarlySigmoidPairs<Layout, kPairs> pairs;
 
   // Step `step`'s pairs; the gate tile and lengths are in shared memory (they came with step 0).
-  __device__ __forceinline__ void Step(int step, const uint8_t* gate_tile,
-                                       const int32_t* lengths) {
+  __device__ __forceinline__ void Step(int step, const uint8_t* gate_tile, const int32_t* lengths) {
     pairs.Compute(step * kPairsPerStep, (step + 1) * kPairsPerStep, gate_tile, lengths);
   }
   __device__ __forceinline__ void Gate(const float* acc, uint8_t* gate_tile,
@@ -269,8 +284,8 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
           const int n = kOutTiles * b + j;
           v[2 * n] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half]));
           v[2 * n + 1] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half + 1]));
-          gates[n] = *reinterpret_cast<const uint32_t*>(
-              gate_tile + T::GateWord(row, word0 + j) + 4 * quarter);
+          gates[n] = *reinterpret_cast<const uint32_t*>(gate_tile + T::GateWord(row, word0 + j) +
+                                                        4 * quarter);
           active[n] = lengths[row] > 0;
         }
       }

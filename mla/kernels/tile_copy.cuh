@@ -28,11 +28,11 @@ struct TileLayout {
   static constexpr int kCopyThreads = CopyThreads;
   static constexpr int kRows = Rows;
   static constexpr int kCols = Cols;
-  static constexpr int kStepK = 64;                   // latent values a step: one 128-byte row
-  static constexpr int kSteps = kLatentDim / kStepK;  // 8
-  static constexpr int kRowBytes = kStepK * 2;        // 128
-  static constexpr int kWords = kRowBytes / 16;       // 16-byte words a row: 8
-  static constexpr int kAlign = 1024;                 // the swizzle's atom: 8 rows of 128 bytes
+  static constexpr int kStepK = 64;                       // latent values a step: one 128-byte row
+  static constexpr int kSteps = kLatentDim / kStepK;      // 8
+  static constexpr int kRowBytes = kStepK * 2;            // 128
+  static constexpr int kWords = kRowBytes / 16;           // 16-byte words a row: 8
+  static constexpr int kAlign = 1024;                     // the swizzle's atom: 8 rows of 128 bytes
   static constexpr int kWBytes = kCols * kRowBytes;       // W_UV slice of a step
   static constexpr int kLatentBytes = kRows * kRowBytes;  // latent slice of a step
   static constexpr int kStageBytes = kWBytes + kLatentBytes;
@@ -71,9 +71,9 @@ struct TileAt {
 // the lengths' copy below.
 template <typename L, bool kHoistedWStride>
 struct TileCopier {
-  int row;   // of the first of this thread's rows in a slice
-  int word;  // its 16-byte word of each
-  int dst;   // the swizzled byte offset of that word in a slice
+  int row;                // of the first of this thread's rows in a slice
+  int word;               // its 16-byte word of each
+  int dst;                // the swizzled byte offset of that word in a slice
   int64_t w_pass_stride;  // elements between a thread's W_UV rows (with kHoistedWStride)
 
   __device__ __forceinline__ explicit TileCopier(const FusedTailParams& p)
@@ -109,10 +109,10 @@ struct TileCopier {
     for (int n = 0; n < L::kLatentCopies; ++n) {
       const int t = c.t0 + row + n * L::kRowsPerPass;
       if (t < p.rows) {
-        CopyAsync16(to + n * L::kRowsPerPass * L::kRowBytes,
-                    p.latent + t * p.latent_row_stride + c.head * kLatentDim + step * L::kStepK +
-                        8 * word,
-                    true);
+        CopyAsync16(
+            to + n * L::kRowsPerPass * L::kRowBytes,
+            p.latent + t * p.latent_row_stride + c.head * kLatentDim + step * L::kStepK + 8 * word,
+            true);
       }
     }
   }
@@ -142,8 +142,7 @@ struct TileCopier {
       for (int r = threadIdx.x; r < L::kRows; r += L::kCopyThreads) {
         const int t = c.t0 + r;
         const bool valid = t < p.rows;
-        CopyAsync4(lengths + r * sizeof(int32_t),
-                   valid ? p.lengths + t / p.q : p.lengths, valid);
+        CopyAsync4(lengths + r * sizeof(int32_t), valid ? p.lengths + t / p.q : p.lengths, valid);
       }
     }
   }

@@ -55,9 +55,9 @@ __device__ __forceinline__ void WarpgroupRegistersUp() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kRegisters));
 }
 
-#define MLA_WG_D8(i)                                                                       \
-  "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]),         \
-      "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define MLA_WG_D8(i)                                                                              \
+  "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+      "+f"(d[i + 6]), "+f"(d[i + 7])
 
 // D[64 x N] += A[64 x 16] * B[N x 16]^T for N = 32, 64 or 128 (the accumulators' count / 2),
 // both K-major in shared memory; fp32 accumulators.
@@ -89,8 +89,8 @@ __device__ __forceinline__ void Wgmma64xN(float (&d)[64], uint64_t a, uint64_t b
       "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
       "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
       "%64, %65, p, 1, 1, 0, 0;\n}"
-      : MLA_WG_D8(0), MLA_WG_D8(8), MLA_WG_D8(16), MLA_WG_D8(24), MLA_WG_D8(32),
-        MLA_WG_D8(40), MLA_WG_D8(48), MLA_WG_D8(56)
+      : MLA_WG_D8(0), MLA_WG_D8(8), MLA_WG_D8(16), MLA_WG_D8(24), MLA_WG_D8(32), MLA_WG_D8(40),
+        MLA_WG_D8(48), MLA_WG_D8(56)
       : "l"(a), "l"(b), "r"(1));
 }
 

@@ -1,11 +1,10 @@
-#include "testing/support/gate_math.h"
-
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <cstring>
 
 #include "mla/kernels/device.cuh"
+#include "testing/support/gate_math.h"
 
 namespace mla_tail_testing {
 namespace {

@@ -13,13 +13,13 @@
 namespace mla_tail_testing {
 
 struct GateMathCounts {
-  int64_t pairs = 0;              // (gate, value, active) cases checked
-  int64_t in_range_mismatch = 0;  // GatePairInRange != GatePair where it kept in_range
-  int64_t gate_pairs_mismatch = 0;  // GatePairs != GatePair, anywhere
-  int64_t out_of_range = 0;       // active cases where GatePairInRange cleared in_range
-  int64_t out_of_range_above = 0;  // ... of them with a gate >= -87 (must be none)
+  int64_t pairs = 0;                   // (gate, value, active) cases checked
+  int64_t in_range_mismatch = 0;       // GatePairInRange != GatePair where it kept in_range
+  int64_t gate_pairs_mismatch = 0;     // GatePairs != GatePair, anywhere
+  int64_t out_of_range = 0;            // active cases where GatePairInRange cleared in_range
+  int64_t out_of_range_above = 0;      // ... of them with a gate >= -87 (must be none)
   int64_t sigmoid_first_mismatch = 0;  // the sigmoids first != GatePair, or another in_range
-  uint32_t first_mismatch_gate = 0;  // bf16 bits of the first mismatching gate, if any
+  uint32_t first_mismatch_gate = 0;    // bf16 bits of the first mismatching gate, if any
 };
 
 // Runs all 65536 bf16 gate values with each of a set of v (normal, subnormal, huge, signed

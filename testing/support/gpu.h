@@ -53,36 +53,36 @@ std::vector<T> ForProfile(std::initializer_list<T> full, std::initializer_list<T
 // First statement of a GPU test (or its fixture's SetUp): skips, or fails when a GPU is required.
 #define MLA_REQUIRE_GPU_OR_SKIP()                                                        \
   do {                                                                                   \
-    const absl::Status _gpu = ::mla_tail_testing::GpuUsable();                                \
+    const absl::Status _gpu = ::mla_tail_testing::GpuUsable();                           \
     if (!_gpu.ok()) {                                                                    \
-      if (::mla_tail_testing::GpuRequired()) {                                                \
-        GTEST_FAIL() << "a GPU is required (" << ::mla_tail_testing::kRequireGpuVariable      \
+      if (::mla_tail_testing::GpuRequired()) {                                           \
+        GTEST_FAIL() << "a GPU is required (" << ::mla_tail_testing::kRequireGpuVariable \
                      << " is set) but none is usable: " << _gpu;                         \
       } else {                                                                           \
         GTEST_SKIP() << "no usable GPU, GPU test skipped (set "                          \
-                     << ::mla_tail_testing::kRequireGpuVariable << "=1 to fail instead): "    \
-                     << _gpu;                                                            \
+                     << ::mla_tail_testing::kRequireGpuVariable                          \
+                     << "=1 to fail instead): " << _gpu;                                 \
       }                                                                                  \
     }                                                                                    \
   } while (false)
 
 // First statement of a test that needs `count` GPUs: skips when fewer are usable, or fails when
 // MLA_TAIL_REQUIRE_GPUS says at least `count` are required.
-#define MLA_REQUIRE_GPUS_OR_SKIP(count)                                                   \
-  do {                                                                                    \
-    MLA_REQUIRE_GPU_OR_SKIP();                                                            \
-    const absl::Status _gpus = ::mla_tail_testing::GpusUsable(count);                          \
-    if (!_gpus.ok()) {                                                                    \
-      if (::mla_tail_testing::RequiredGpus() >= (count)) {                                     \
-        GTEST_FAIL() << (count) << " GPUs are required ("                                 \
-                     << ::mla_tail_testing::kRequireGpusVariable << " = "                      \
-                     << ::mla_tail_testing::RequiredGpus() << ") but: " << _gpus;              \
-      } else {                                                                            \
-        GTEST_SKIP() << "needs " << (count) << " GPUs, skipped (set "                     \
-                     << ::mla_tail_testing::kRequireGpusVariable << "=" << (count)             \
-                     << " to fail instead): " << _gpus;                                   \
-      }                                                                                   \
-    }                                                                                     \
+#define MLA_REQUIRE_GPUS_OR_SKIP(count)                                            \
+  do {                                                                             \
+    MLA_REQUIRE_GPU_OR_SKIP();                                                     \
+    const absl::Status _gpus = ::mla_tail_testing::GpusUsable(count);              \
+    if (!_gpus.ok()) {                                                             \
+      if (::mla_tail_testing::RequiredGpus() >= (count)) {                         \
+        GTEST_FAIL() << (count) << " GPUs are required ("                          \
+                     << ::mla_tail_testing::kRequireGpusVariable << " = "          \
+                     << ::mla_tail_testing::RequiredGpus() << ") but: " << _gpus;  \
+      } else {                                                                     \
+        GTEST_SKIP() << "needs " << (count) << " GPUs, skipped (set "              \
+                     << ::mla_tail_testing::kRequireGpusVariable << "=" << (count) \
+                     << " to fail instead): " << _gpus;                            \
+      }                                                                            \
+    }                                                                              \
   } while (false)
 
 #endif  // MLA_TAIL_TESTING_SUPPORT_GPU_H_

@@ -54,7 +54,7 @@ __global__ void WaitingCopyKernel(const WaitingCopyParams p) {
 
 cudaError_t LaunchWaitingCopy(const LateCopy& copy, cudaStream_t stream) {
   return mla_tail::LaunchWithPdl(WaitingCopyKernel, dim3(8), dim3(256), 0, stream, /*pdl=*/true,
-                            WaitingCopyParams{copy});
+                                 WaitingCopyParams{copy});
 }
 
 cudaError_t LaunchLateWriter(const LateCopy (&copies)[3], unsigned delay_ns, cudaStream_t stream) {

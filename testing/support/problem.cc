@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
-#include <thread>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "mla/internal/cuda_status.h"
@@ -92,16 +92,14 @@ absl::StatusOr<std::unique_ptr<Problem>> Problem::Create(const ProblemOptions& o
     MLA_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(m->get(), 0xff, m->bytes(), stream), "cudaMemset");
   }
   const uint64_t seed = options.seed * 4;
-  MLA_RETURN_IF_CUDA_ERROR(
-      FillTestValues({p->latent_.as<uint16_t>(), rows, heads, kLatentDim, b.latent_row_stride,
-                      kLatentDim},
-                     seed, options.data, stream),
-      "fill latent");
-  MLA_RETURN_IF_CUDA_ERROR(
-      FillTestValues({p->w_uv_.as<uint16_t>() + p->w_allocation_offset_, heads, kValueDim,
-                      kLatentDim, b.w_head_stride, b.w_row_stride},
-                     seed + 1, options.data, stream),
-      "fill w_uv");
+  MLA_RETURN_IF_CUDA_ERROR(FillTestValues({p->latent_.as<uint16_t>(), rows, heads, kLatentDim,
+                                           b.latent_row_stride, kLatentDim},
+                                          seed, options.data, stream),
+                           "fill latent");
+  MLA_RETURN_IF_CUDA_ERROR(FillTestValues({p->w_uv_.as<uint16_t>() + p->w_allocation_offset_, heads,
+                                           kValueDim, kLatentDim, b.w_head_stride, b.w_row_stride},
+                                          seed + 1, options.data, stream),
+                           "fill w_uv");
   MLA_RETURN_IF_CUDA_ERROR(
       FillTestValues({p->gate_.as<uint16_t>(), rows, 1, width, b.gate_row_stride, 0}, seed + 2,
                      options.gates, stream),
@@ -118,11 +116,10 @@ absl::StatusOr<std::unique_ptr<Problem>> Problem::Create(const ProblemOptions& o
                             b.latent_row_stride * sizeof(bf16), 0xff,
                             heads * kLatentDim * sizeof(bf16), q, stream),
           "poison latent");
-      MLA_RETURN_IF_CUDA_ERROR(
-          cudaMemset2DAsync(p->gate_.as<bf16>() + r * q * b.gate_row_stride,
-                            b.gate_row_stride * sizeof(bf16), 0xff, width * sizeof(bf16), q,
-                            stream),
-          "poison gate");
+      MLA_RETURN_IF_CUDA_ERROR(cudaMemset2DAsync(p->gate_.as<bf16>() + r * q * b.gate_row_stride,
+                                                 b.gate_row_stride * sizeof(bf16), 0xff,
+                                                 width * sizeof(bf16), q, stream),
+                               "poison gate");
     }
   }
   MLA_RETURN_IF_ERROR(p->SetLengths(p->lengths_, stream));
@@ -166,8 +163,8 @@ absl::StatusOr<DeviceMemory> Problem::NewOutput(cudaStream_t stream) const {
 }
 
 absl::Status Problem::PoisonOutput(bf16* output, cudaStream_t stream) const {
-  return mla_tail::CudaStatus(cudaMemsetAsync(output, 0xff, output_elements() * sizeof(bf16), stream),
-                         "poison output");
+  return mla_tail::CudaStatus(
+      cudaMemsetAsync(output, 0xff, output_elements() * sizeof(bf16), stream), "poison output");
 }
 
 absl::Status Problem::SetLengths(const std::vector<int32_t>& lengths, cudaStream_t stream) {
@@ -194,9 +191,7 @@ ReferenceInputs Problem::reference_inputs() const {
   in.latent = [=](int t, int h, int k) {
     return latent[t * b.latent_row_stride + h * kLatentDim + k];
   };
-  in.w_uv = [=](int h, int k, int d) {
-    return w_uv[h * b.w_head_stride + d * b.w_row_stride + k];
-  };
+  in.w_uv = [=](int h, int k, int d) { return w_uv[h * b.w_head_stride + d * b.w_row_stride + k]; };
   in.gate = [=](int t, int column) { return gate[t * b.gate_row_stride + column]; };
   const std::vector<int32_t>* lengths = &lengths_;
   in.lengths = [lengths](int request) { return (*lengths)[request]; };
@@ -209,8 +204,8 @@ std::vector<int> Problem::SampleRows(int random_rows) const {
   if (rows <= 20) {
     for (int t = 0; t < rows; ++t) sample.insert(t);
   } else {
-    for (int t : {0, 1, 7, 8, 15, 16, 17, 31, 32, 63, 64, rows - 17, rows - 16, rows - 2,
-                  rows - 1}) {
+    for (int t :
+         {0, 1, 7, 8, 15, 16, 17, 31, 32, 63, 64, rows - 17, rows - 16, rows - 2, rows - 1}) {
       if (t >= 0 && t < rows) sample.insert(t);
     }
     for (int i = 0; i < random_rows; ++i) {
@@ -271,8 +266,8 @@ absl::Status Problem::Check(const bf16* output, const std::vector<int>& rows, bo
   for (std::thread& thread : threads) thread.join();
   if (error_count == 0) return absl::OkStatus();
   return absl::InternalError(absl::StrCat(error_count, " mismatches (heads ", heads, ", rows ",
-                                          options_.shape.rows, ", q ", options_.shape.q, "):",
-                                          errors));
+                                          options_.shape.rows, ", q ", options_.shape.q,
+                                          "):", errors));
 }
 
 }  // namespace mla_tail_testing

@@ -49,7 +49,7 @@ struct ProblemOptions {
   int64_t row_padding = 0;      // elements added to the latent, gate and output row strides
   int inactive_every = 3;       // every n-th request has length 0 and NaN latent and gate (0: none)
   bool negative_lengths = false;  // inactive requests get length -7 instead of 0
-  int guard_rows = 16;          // NaN rows after the output that must stay NaN
+  int guard_rows = 16;            // NaN rows after the output that must stay NaN
   uint64_t seed = 1;
 };
 

@@ -27,9 +27,9 @@ namespace {
 std::string Describe(const ReferenceElement& ref, uint16_t got) {
   char text[200];
   std::snprintf(text, sizeof(text),
-                "got 0x%04x (%g), reference 0x%04x (%g): v = %g (acc %.9g), s = %.9g, %s",
-                got, Bf16ToFloat(got), ref.out, Bf16ToFloat(ref.out), Bf16ToFloat(ref.v),
-                ref.acc, ref.s, ref.active ? "active" : "inactive");
+                "got 0x%04x (%g), reference 0x%04x (%g): v = %g (acc %.9g), s = %.9g, %s", got,
+                Bf16ToFloat(got), ref.out, Bf16ToFloat(ref.out), Bf16ToFloat(ref.v), ref.acc, ref.s,
+                ref.active ? "active" : "inactive");
   return text;
 }
 

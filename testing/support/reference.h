@@ -22,10 +22,10 @@ struct ReferenceInputs {
 
 struct ReferenceElement {
   bool active = false;
-  double acc = 0;        // the exact dot product
-  uint16_t v = 0;        // bf16(acc)
-  float s = 0;           // sigmoid(gate), FP32
-  uint16_t out = 0;      // the contract's output bits
+  double acc = 0;    // the exact dot product
+  uint16_t v = 0;    // bf16(acc)
+  float s = 0;       // sigmoid(gate), FP32
+  uint16_t out = 0;  // the contract's output bits
 };
 
 // One output element: row t, head h, column d.
