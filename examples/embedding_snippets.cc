@@ -111,7 +111,7 @@ absl::Status AddTailsToStepGraph(const mla_tail::MlaTail& tail, const mla_tail::
   for (size_t layer = 0; layer < layer_buffers.size(); ++layer) {
     // A programmatic edge from the attention kernel node: the tail fetches W_UV while the
     // attention kernel still runs, and waits for it before reading the latent.
-    absl::StatusOr<mla_tail::TailNodes> nodes = mla_tail::AddTailNodes(
+    absl::StatusOr<mla_tail::TailNode> nodes = mla_tail::AddTailNode(
         tail, step->graph, {attention_nodes[layer]}, shape, layer_buffers[layer]);
     if (!nodes.ok()) return nodes.status();
     // ... the layer's output projection, after nodes->node() ...

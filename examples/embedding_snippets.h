@@ -3,7 +3,7 @@
 
 // Three ways a serving runtime embeds the tail, short enough to quote: each function uses only
 // the public headers and public targets (//mla:tail, //graph:tail_graph_set,
-// //graph:tail_nodes), and the test suite compiles and runs them (embedding_snippets_test.cc).
+// //graph:tail_node), and the test suite compiles and runs them (embedding_snippets_test.cc).
 
 #include <cuda_runtime_api.h>
 
@@ -14,7 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "mla_tail/graph/tail_graph_set.h"
-#include "mla_tail/graph/tail_nodes.h"
+#include "mla_tail/graph/tail_node.h"
 #include "mla_tail/mla/tail.h"
 #include "mla_tail/mla/tail_args.h"
 
@@ -49,7 +49,7 @@ absl::Status DecodeStepWithGraphSet(mla_tail::TailGraphSet& set, int rows, int32
 struct StepGraph {
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
-  std::vector<mla_tail::TailNodes> tails;  // one per layer
+  std::vector<mla_tail::TailNode> tails;  // one per layer
 };
 absl::Status AddTailsToStepGraph(const mla_tail::MlaTail& tail, const mla_tail::TailShape& shape,
                                  absl::Span<const cudaGraphNode_t> attention_nodes,

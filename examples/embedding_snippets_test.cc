@@ -155,7 +155,7 @@ TEST_F(EmbeddingSnippetsTest, GraphSetReplay) {
   ExpectOutput(1, kRows, kBatch);
 }
 
-TEST_F(EmbeddingSnippetsTest, TailNodesUpdatedInPlace) {
+TEST_F(EmbeddingSnippetsTest, TailNodeUpdatedInPlace) {
   StepGraph step;
   ASSERT_EQ(cudaGraphCreate(&step.graph, 0), cudaSuccess);
   std::vector<cudaGraphNode_t> attention(2);

@@ -27,11 +27,11 @@
 // its whole decode step) records the bucket's tail into that capture, as MlaTail::Run would,
 // programmatic edge included; it launches no graph of its own, which CUDA would refuse. The
 // recorded nodes hold the pointers set at that time; to update them in place, build the step
-// with mla_tail::AddTailNodes (graph/tail_nodes.h) instead.
+// with mla_tail::AddTailNode (graph/tail_node.h) instead.
 //
 // Embedding as a child graph: ExportGraph returns a clone of a (layer, bucket) graph, owned by
 // the caller. A child-graph node has no programmatic edge, so the tail then starts only after
-// the kernel before it has completed; AddTailNodes keeps that overlap.
+// the kernel before it has completed; AddTailNode keeps that overlap.
 //
 // Threads and streams: a set is used by one thread at a time. On the BMM path all graphs of a
 // set share its scratch, so their replays must be ordered on the GPU (one stream, or streams

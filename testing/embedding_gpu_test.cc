@@ -1,6 +1,6 @@
 // The tail inside a runtime's own graphs: nodes added to the caller's graph after an upstream
 // kernel (with and without the programmatic edge), in-place updates of the caller's executable
-// graph while earlier launches are queued, recording into the caller's capture (RecordTailNodes,
+// graph while earlier launches are queued, recording into the caller's capture (RecordTailNode,
 // TailGraphSet::Replay), every public call while another thread captures, destruction with work
 // in flight.
 
@@ -21,7 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "mla_tail/graph/tail_graph_set.h"
-#include "mla_tail/graph/tail_nodes.h"
+#include "mla_tail/graph/tail_node.h"
 #include "mla_tail/mla/errors.h"
 #include "mla_tail/mla/tail.h"
 #include "testing/support/gpu.h"
@@ -33,12 +33,12 @@
 namespace mla_tail_testing {
 namespace {
 
-using ::mla_tail::AddTailNodes;
+using ::mla_tail::AddTailNode;
 using ::mla_tail::GraphSetOptions;
-using ::mla_tail::RecordTailNodes;
+using ::mla_tail::RecordTailNode;
 using ::mla_tail::TailGraphSet;
+using ::mla_tail::TailNode;
 using ::mla_tail::TailNodeOptions;
-using ::mla_tail::TailNodes;
 using ::mla_tail::TailPath;
 using ::testing::HasSubstr;
 
@@ -173,8 +173,8 @@ TEST_F(EmbeddingGpuTest, AddedNodesRunAfterTheUpstreamKernel) {
 
       TailNodeOptions options;
       options.programmatic_edge = programmatic;
-      absl::StatusOr<TailNodes> nodes =
-          AddTailNodes(*tail_, graph, {*upstream}, problem->shape(), problem->buffers(), options);
+      absl::StatusOr<TailNode> nodes =
+          AddTailNode(*tail_, graph, {*upstream}, problem->shape(), problem->buffers(), options);
       ASSERT_TRUE(nodes.ok()) << nodes.status();
       EXPECT_EQ(nodes->kernel(), tail_->FusedKernelFor(problem->shape()));
       cudaGraphNode_t dependency = nullptr;
@@ -212,7 +212,7 @@ TEST_F(EmbeddingGpuTest, UpdatesApplyToLaterLaunchesWhileEarlierOnesAreQueued) {
   ASSERT_TRUE(second_a.ok()) << second_a.status();
   cudaGraph_t graph = nullptr;
   ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
-  absl::StatusOr<TailNodes> nodes = AddTailNodes(*tail_, graph, {}, a->shape(), a->buffers());
+  absl::StatusOr<TailNode> nodes = AddTailNode(*tail_, graph, {}, a->shape(), a->buffers());
   ASSERT_TRUE(nodes.ok()) << nodes.status();
   cudaGraphExec_t exec = nullptr;
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
@@ -254,22 +254,22 @@ TEST_F(EmbeddingGpuTest, BadArgumentsAreRefused) {
   ASSERT_NE(a, nullptr);
   cudaGraph_t graph = nullptr;
   ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
-  EXPECT_EQ(AddTailNodes(*tail_, nullptr, {}, a->shape(), a->buffers()).status().code(),
+  EXPECT_EQ(AddTailNode(*tail_, nullptr, {}, a->shape(), a->buffers()).status().code(),
             absl::StatusCode::kInvalidArgument);
   mla_tail::TailBuffers broken = a->buffers();
   broken.gate = nullptr;
-  EXPECT_THAT(std::string(AddTailNodes(*tail_, graph, {}, a->shape(), broken).status().message()),
+  EXPECT_THAT(std::string(AddTailNode(*tail_, graph, {}, a->shape(), broken).status().message()),
               HasSubstr("gate is null"));
-  EXPECT_EQ(AddTailNodes(*tail_, graph, {}, {0, 16, 1}, a->buffers()).status().code(),
+  EXPECT_EQ(AddTailNode(*tail_, graph, {}, {0, 16, 1}, a->buffers()).status().code(),
             absl::StatusCode::kInvalidArgument);
   const cudaGraphNode_t null_node = nullptr;
-  EXPECT_EQ(AddTailNodes(*tail_, graph, {null_node}, a->shape(), a->buffers()).status().code(),
+  EXPECT_EQ(AddTailNode(*tail_, graph, {null_node}, a->shape(), a->buffers()).status().code(),
             absl::StatusCode::kInvalidArgument);
   size_t count = 0;
   ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &count), cudaSuccess);
   EXPECT_EQ(count, 0u) << "a refused call added a node";
 
-  absl::StatusOr<TailNodes> nodes = AddTailNodes(*tail_, graph, {}, a->shape(), a->buffers());
+  absl::StatusOr<TailNode> nodes = AddTailNode(*tail_, graph, {}, a->shape(), a->buffers());
   ASSERT_TRUE(nodes.ok()) << nodes.status();
   cudaGraphExec_t exec = nullptr;
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
@@ -281,17 +281,17 @@ TEST_F(EmbeddingGpuTest, BadArgumentsAreRefused) {
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
   ASSERT_OK(a->Check(a->buffers().output, a->SampleRows(), true));
 
-  // RecordTailNodes needs a capturing stream.
+  // RecordTailNode needs a capturing stream.
   const absl::Status not_capturing =
-      RecordTailNodes(*tail_, stream_, a->shape(), a->buffers()).status();
+      RecordTailNode(*tail_, stream_, a->shape(), a->buffers()).status();
   EXPECT_EQ(not_capturing.code(), absl::StatusCode::kFailedPrecondition) << not_capturing;
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
 }
 
-// A runtime that captures its own step: RecordTailNodes records the tail after the upstream
+// A runtime that captures its own step: RecordTailNode records the tail after the upstream
 // kernel with a programmatic edge, and its handle updates the runtime's executable graph.
-TEST_F(EmbeddingGpuTest, RecordTailNodesIntoTheCallersCapture) {
+TEST_F(EmbeddingGpuTest, RecordTailNodeIntoTheCallersCapture) {
   std::unique_ptr<Problem> problem = MakeProblem(64, 16, 51, 0);
   ASSERT_NE(problem, nullptr);
   absl::StatusOr<LateInputs> late = LateInputs::Save(*problem);
@@ -302,8 +302,8 @@ TEST_F(EmbeddingGpuTest, RecordTailNodesIntoTheCallersCapture) {
   cudaGraph_t graph = nullptr;
   ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal), cudaSuccess);
   ASSERT_EQ(late->LaunchWriter(*problem, stream_), cudaSuccess);
-  absl::StatusOr<TailNodes> nodes =
-      RecordTailNodes(*tail_, stream_, problem->shape(), problem->buffers());
+  absl::StatusOr<TailNode> nodes =
+      RecordTailNode(*tail_, stream_, problem->shape(), problem->buffers());
   ASSERT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
   ASSERT_TRUE(nodes.ok()) << nodes.status();
   cudaGraphEdgeData edge = {};
@@ -462,10 +462,10 @@ TEST_F(EmbeddingGpuTest, EveryCallIsSafeWhileAnotherThreadCaptures) {
   during_capture("MlaTail::Run (BMM)",
                  [&] { return tail->Run(problem->shape(), b, stream_, TailPath::kBmm); });
   during_capture("MlaTail::Run (fused)", [&] { return tail->Run(problem->shape(), b, stream_); });
-  during_capture("AddTailNodes", [&] {
+  during_capture("AddTailNode", [&] {
     cudaGraph_t graph = nullptr;
     if (cudaGraphCreate(&graph, 0) != cudaSuccess) return absl::InternalError("cudaGraphCreate");
-    const absl::Status added = AddTailNodes(*tail, graph, {}, problem->shape(), b).status();
+    const absl::Status added = AddTailNode(*tail, graph, {}, problem->shape(), b).status();
     cudaGraphDestroy(graph);
     return added;
   });

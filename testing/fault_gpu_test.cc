@@ -17,7 +17,7 @@
 #include "mla/internal/fault_hooks.h"
 #include "mla_tail/graph/buckets.h"
 #include "mla_tail/graph/tail_graph_set.h"
-#include "mla_tail/graph/tail_nodes.h"
+#include "mla_tail/graph/tail_node.h"
 #include "mla_tail/mla/errors.h"
 #include "mla_tail/mla/tail.h"
 #include "testing/support/device_filler.h"
@@ -334,8 +334,8 @@ TEST_F(FaultGpuTest, TheCallersErrorStateIsKept) {
   still_pending("TailGraphSet::Replay (with its capture)");
   cudaGraph_t built = nullptr;
   ASSERT_EQ(cudaGraphCreate(&built, 0), cudaSuccess);
-  ASSERT_TRUE(mla_tail::AddTailNodes(*tail_, built, {}, problem->shape(), problem->buffers()).ok());
-  still_pending("AddTailNodes");
+  ASSERT_TRUE(mla_tail::AddTailNode(*tail_, built, {}, problem->shape(), problem->buffers()).ok());
+  still_pending("AddTailNode");
   cudaGraphDestroy(built);
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
@@ -345,11 +345,11 @@ TEST_F(FaultGpuTest, TheCallersErrorStateIsKept) {
   cudaGraph_t graph = nullptr, other_graph = nullptr;
   ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
   ASSERT_EQ(cudaGraphCreate(&other_graph, 0), cudaSuccess);
-  absl::StatusOr<mla_tail::TailNodes> nodes =
-      mla_tail::AddTailNodes(*tail_, graph, {}, problem->shape(), problem->buffers());
+  absl::StatusOr<mla_tail::TailNode> nodes =
+      mla_tail::AddTailNode(*tail_, graph, {}, problem->shape(), problem->buffers());
   ASSERT_TRUE(nodes.ok()) << nodes.status();
   ASSERT_TRUE(
-      mla_tail::AddTailNodes(*tail_, other_graph, {}, problem->shape(), problem->buffers()).ok());
+      mla_tail::AddTailNode(*tail_, other_graph, {}, problem->shape(), problem->buffers()).ok());
   cudaGraphExec_t other_exec = nullptr;
   ASSERT_EQ(cudaGraphInstantiate(&other_exec, other_graph, 0), cudaSuccess);
   const absl::Status wrong_exec = nodes->Update(other_exec, problem->buffers());

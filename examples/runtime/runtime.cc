@@ -2,19 +2,19 @@
 //
 // The model: `--layers` layers of `--heads` local heads, batch buckets `--buckets`, q = 1. Per
 // layer the step runs the runtime's attention kernel (a stand-in that writes the layer's latent
-// and then runs on for --attention_us), the tail added with mla_tail::AddTailNodes behind a
+// and then runs on for --attention_us), the tail added with mla_tail::AddTailNode behind a
 // programmatic (PDL) edge from the attention node, and the runtime's output projection (a
 // stand-in that reads the tail's output). The whole step, every layer, is one cudaGraph_t per
 // bucket, instantiated once. Each step the runtime rewrites the lengths (inactive requests and
 // padding rows get 0), moves every layer to the next of its buffer sets (latent, W_UV, gate,
-// output, lengths) with kernel-node updates in the instantiated graph (TailNodes::Update for the
+// output, lengths) with kernel-node updates in the instantiated graph (TailNode::Update for the
 // tail), and launches the graph once.
 //
 //   runtime [--check]   steps with changing lengths and pointers, checked against the CPU
 //                       reference; prints PASS or FAIL (exit status 0 or 1)
 //   runtime --measure   per heads and bucket: the step's GPU time with the tail behind a PDL
 //                       edge, behind a full edge, and without the tail; the tail's added time
-//                       per layer; the host time of one layer's TailNodes::Update (--csv=PATH)
+//                       per layer; the host time of one layer's TailNode::Update (--csv=PATH)
 
 #include <cuda_runtime_api.h>
 
@@ -34,7 +34,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "mla_tail/graph/tail_nodes.h"
+#include "mla_tail/graph/tail_node.h"
 #include "mla_tail/mla/dispatch.h"
 #include "mla_tail/mla/errors.h"
 #include "mla_tail/mla/tail.h"
@@ -54,7 +54,7 @@ ABSL_FLAG(double, attention_us, 5.0,
           "how long the attention stand-in runs on after triggering its dependents");
 ABSL_FLAG(int, measure_steps, 20, "--measure: step launches per timing");
 ABSL_FLAG(int, repeats, 7, "--measure: timings per graph (the median is reported)");
-ABSL_FLAG(int, update_calls, 20000, "--measure: TailNodes::Update calls timed per bucket");
+ABSL_FLAG(int, update_calls, 20000, "--measure: TailNode::Update calls timed per bucket");
 ABSL_FLAG(std::string, csv, "", "--measure: also write the results to this CSV file");
 
 namespace example {
@@ -208,9 +208,9 @@ class StepGraph {
       if (edge != TailEdge::kNoTail) {
         mla_tail::TailNodeOptions options;
         options.programmatic_edge = edge == TailEdge::kProgrammatic;
-        absl::StatusOr<mla_tail::TailNodes> nodes =
-            mla_tail::AddTailNodes(tail, step->graph_, {step->attention_[layer]},
-                                   {model.heads(), rows, 1}, model.Tail(0, layer), options);
+        absl::StatusOr<mla_tail::TailNode> nodes =
+            mla_tail::AddTailNode(tail, step->graph_, {step->attention_[layer]},
+                                  {model.heads(), rows, 1}, model.Tail(0, layer), options);
         if (!nodes.ok()) return nodes.status();
         tail_end = nodes->node();
         step->tails_.push_back(*nodes);
@@ -261,7 +261,7 @@ class StepGraph {
     return Cuda(cudaGraphLaunch(exec_, stream), "cudaGraphLaunch");
   }
 
-  std::vector<mla_tail::TailNodes>& tails() { return tails_; }
+  std::vector<mla_tail::TailNode>& tails() { return tails_; }
   cudaGraphExec_t exec() const { return exec_; }
   int rows() const { return rows_; }
   TailEdge edge() const { return edge_; }
@@ -297,7 +297,7 @@ class StepGraph {
   cudaGraphExec_t exec_ = nullptr;
   std::vector<cudaGraphNode_t> attention_;
   std::vector<cudaGraphNode_t> projection_;
-  std::vector<mla_tail::TailNodes> tails_;
+  std::vector<mla_tail::TailNode> tails_;
   std::vector<AttentionArgs> attention_args_;
   std::vector<ProjectionArgs> projection_args_;
   void* argument_ = nullptr;  // the one kernel argument of the node being written
@@ -538,9 +538,9 @@ class StepTimer {
   int holds_timed_out_ = 0;
 };
 
-// Mean host time of one TailNodes::Update, alternating each layer between two buffer sets.
+// Mean host time of one TailNode::Update, alternating each layer between two buffer sets.
 absl::StatusOr<double> UpdateMicroseconds(StepGraph& graph, const Model& model, int calls) {
-  std::vector<mla_tail::TailNodes>& tails = graph.tails();
+  std::vector<mla_tail::TailNode>& tails = graph.tails();
   const int layers = model.layers();
   for (int i = 0; i < layers; ++i) {  // warm
     MLA_TAIL_RETURN_IF_ERROR(tails[i].Update(graph.exec(), model.Tail(1, i)));

@@ -1,17 +1,17 @@
 #ifndef MLA_TAIL_GRAPH_TAIL_NODES_H_
 #define MLA_TAIL_GRAPH_TAIL_NODES_H_
 
-// TailNodes: one layer's tail as a node of the caller's own CUDA graph, for a runtime that
+// TailNode: one layer's tail as a node of the caller's own CUDA graph, for a runtime that
 // builds or captures its whole decode step as one graph and updates it in place.
 //
 //   // Building the step graph (once per bucket):
-//   auto tail_node = mla_tail::AddTailNodes(*tail, graph, {attention_node}, shape, buffers);
+//   auto tail_node = mla_tail::AddTailNode(*tail, graph, {attention_node}, shape, buffers);
 //   ... add the output projection after tail_node->node() ...
 //   cudaGraphInstantiate(&exec, graph, 0);
 //   // Each step, when a pointer moved (only future launches of `exec` see it):
 //   MLA_TAIL_RETURN_IF_ERROR(tail_node->Update(exec, new_buffers));
 //
-// Or, for a runtime that captures its step with stream capture: RecordTailNodes(*tail, stream,
+// Or, for a runtime that captures its step with stream capture: RecordTailNode(*tail, stream,
 // shape, buffers) records the tail into the capture under way (as MlaTail::Run would) and
 // returns the same handle.
 //
@@ -25,7 +25,7 @@
 // with Unimplemented; capture the BMM path with MlaTail::Run or use TailGraphSet.
 //
 // The nodes hold only the caller's pointers and nothing of the MlaTail: the graph and its
-// executable graphs may outlive it. A TailNodes is a small value (copyable); it is used by one
+// executable graphs may outlive it. A TailNode is a small value (copyable); it is used by one
 // thread at a time, like the graph it belongs to.
 
 #include <cuda_runtime_api.h>
@@ -45,7 +45,7 @@ struct TailNodeOptions {
   bool programmatic_edge = true;
 };
 
-class TailNodes {
+class TailNode {
  public:
   // The node that work after the tail depends on.
   cudaGraphNode_t node() const { return node_; }
@@ -66,8 +66,8 @@ class TailNodes {
   absl::Status UpdateGraph(const mla_tail::TailBuffers& buffers);
 
  private:
-  friend class TailNodesBuilder;
-  TailNodes() = default;
+  friend class TailNodeBuilder;
+  TailNode() = default;
 
   int device_ = 0;
   cudaGraphNode_t node_ = nullptr;
@@ -85,18 +85,18 @@ class TailNodes {
 // of `graph`; may be empty). The graph must be instantiated on `tail`'s device. Validates every
 // argument first: InvalidArgument for a bad shape, buffer or dependency, Unimplemented for the
 // BMM path. On error nothing was added.
-absl::StatusOr<TailNodes> AddTailNodes(const mla_tail::MlaTail& tail, cudaGraph_t graph,
-                                       absl::Span<const cudaGraphNode_t> dependencies,
-                                       const mla_tail::TailShape& shape,
-                                       const mla_tail::TailBuffers& buffers,
-                                       const TailNodeOptions& options = {});
+absl::StatusOr<TailNode> AddTailNode(const mla_tail::MlaTail& tail, cudaGraph_t graph,
+                                     absl::Span<const cudaGraphNode_t> dependencies,
+                                     const mla_tail::TailShape& shape,
+                                     const mla_tail::TailBuffers& buffers,
+                                     const TailNodeOptions& options = {});
 
 // Records `tail`'s fused kernel into the capture under way on `stream` (after what the capture
 // holds so far, with a programmatic edge when the MlaTail launches with PDL, as MlaTail::Run
 // records it) and returns its node. FailedPrecondition when `stream` is not capturing.
-absl::StatusOr<TailNodes> RecordTailNodes(const mla_tail::MlaTail& tail, cudaStream_t stream,
-                                          const mla_tail::TailShape& shape,
-                                          const mla_tail::TailBuffers& buffers);
+absl::StatusOr<TailNode> RecordTailNode(const mla_tail::MlaTail& tail, cudaStream_t stream,
+                                        const mla_tail::TailShape& shape,
+                                        const mla_tail::TailBuffers& buffers);
 
 }  // namespace mla_tail
 

@@ -1,4 +1,4 @@
-#include "mla_tail/graph/tail_nodes.h"
+#include "mla_tail/graph/tail_node.h"
 
 #include <cuda_runtime.h>
 
@@ -15,12 +15,12 @@ namespace mla_tail {
 using mla_tail::TailBuffers;
 using mla_tail::TailShape;
 
-class TailNodesBuilder {
+class TailNodeBuilder {
  public:
   // Validates what a tail node needs and plans its launch (nothing is added yet).
-  static absl::StatusOr<TailNodes> Plan(const mla_tail::MlaTail& tail, const TailShape& shape,
-                                        const TailBuffers& buffers,
-                                        mla_tail::FusedTailParams* params) {
+  static absl::StatusOr<TailNode> Plan(const mla_tail::MlaTail& tail, const TailShape& shape,
+                                       const TailBuffers& buffers,
+                                       mla_tail::FusedTailParams* params) {
     MLA_RETURN_IF_ERROR(mla_tail::ValidateTail(shape, buffers));
     if (mla_tail::MlaTail::Resolve(mla_tail::TailPath::kAuto, shape) !=
         mla_tail::TailPath::kFused) {
@@ -31,7 +31,7 @@ class TailNodesBuilder {
     mla_tail::KernelLaunch launch;
     MLA_RETURN_IF_ERROR(
         mla_tail::internal::TailAccess::PlanFused(tail, shape, buffers, &launch, params));
-    TailNodes nodes;
+    TailNode nodes;
     nodes.device_ = tail.device();
     nodes.shape_ = shape;
     nodes.buffers_ = buffers;
@@ -43,12 +43,12 @@ class TailNodesBuilder {
     return nodes;
   }
 
-  static void SetNode(TailNodes* nodes, cudaGraphNode_t node) { nodes->node_ = node; }
+  static void SetNode(TailNode* nodes, cudaGraphNode_t node) { nodes->node_ = node; }
 
   // Points the node at `buffers`: in `exec`, or in the graph itself when `exec` is null.
-  static absl::Status Write(TailNodes& nodes, cudaGraphExec_t exec, const TailBuffers& buffers);
+  static absl::Status Write(TailNode& nodes, cudaGraphExec_t exec, const TailBuffers& buffers);
 
-  static mla_tail::KernelLaunch LaunchOf(const TailNodes& nodes) {
+  static mla_tail::KernelLaunch LaunchOf(const TailNode& nodes) {
     mla_tail::KernelLaunch launch;
     launch.function = nodes.function_;
     launch.grid = nodes.grid_;
@@ -75,10 +75,10 @@ cudaKernelNodeParams KernelParams(const void* function, dim3 grid, dim3 block,
 
 }  // namespace
 
-absl::Status TailNodesBuilder::Write(TailNodes& nodes, cudaGraphExec_t exec,
-                                     const TailBuffers& buffers) {
+absl::Status TailNodeBuilder::Write(TailNode& nodes, cudaGraphExec_t exec,
+                                    const TailBuffers& buffers) {
   mla_tail::internal::CudaErrorScope errors;
-  if (nodes.node_ == nullptr) return absl::FailedPreconditionError("this TailNodes holds no node");
+  if (nodes.node_ == nullptr) return absl::FailedPreconditionError("this TailNode holds no node");
   MLA_RETURN_IF_ERROR(mla_tail::ValidateTail(nodes.shape_, buffers));
   mla_tail::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(nodes.device_));
@@ -97,23 +97,23 @@ absl::Status TailNodesBuilder::Write(TailNodes& nodes, cudaGraphExec_t exec,
   return absl::OkStatus();
 }
 
-absl::Status TailNodes::Update(cudaGraphExec_t exec, const TailBuffers& buffers) {
+absl::Status TailNode::Update(cudaGraphExec_t exec, const TailBuffers& buffers) {
   if (exec == nullptr) return absl::InvalidArgumentError("exec is null");
-  return TailNodesBuilder::Write(*this, exec, buffers);
+  return TailNodeBuilder::Write(*this, exec, buffers);
 }
 
-absl::Status TailNodes::UpdateGraph(const TailBuffers& buffers) {
-  return TailNodesBuilder::Write(*this, /*exec=*/nullptr, buffers);
+absl::Status TailNode::UpdateGraph(const TailBuffers& buffers) {
+  return TailNodeBuilder::Write(*this, /*exec=*/nullptr, buffers);
 }
 
-absl::StatusOr<TailNodes> AddTailNodes(const mla_tail::MlaTail& tail, cudaGraph_t graph,
-                                       absl::Span<const cudaGraphNode_t> dependencies,
-                                       const TailShape& shape, const TailBuffers& buffers,
-                                       const TailNodeOptions& options) {
+absl::StatusOr<TailNode> AddTailNode(const mla_tail::MlaTail& tail, cudaGraph_t graph,
+                                     absl::Span<const cudaGraphNode_t> dependencies,
+                                     const TailShape& shape, const TailBuffers& buffers,
+                                     const TailNodeOptions& options) {
   mla_tail::internal::CudaErrorScope errors;
   if (graph == nullptr) return absl::InvalidArgumentError("graph is null");
   mla_tail::FusedTailParams params;
-  absl::StatusOr<TailNodes> nodes = TailNodesBuilder::Plan(tail, shape, buffers, &params);
+  absl::StatusOr<TailNode> nodes = TailNodeBuilder::Plan(tail, shape, buffers, &params);
   if (!nodes.ok()) return nodes.status();
   mla_tail::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(tail.device()));
@@ -135,7 +135,7 @@ absl::StatusOr<TailNodes> AddTailNodes(const mla_tail::MlaTail& tail, cudaGraph_
     }
   }
 
-  const mla_tail::KernelLaunch launch = TailNodesBuilder::LaunchOf(*nodes);
+  const mla_tail::KernelLaunch launch = TailNodeBuilder::LaunchOf(*nodes);
   void* arguments[] = {&params};
   cudaGraphNodeParams node_params = {};
   node_params.type = cudaGraphNodeTypeKernel;
@@ -150,15 +150,15 @@ absl::StatusOr<TailNodes> AddTailNodes(const mla_tail::MlaTail& tail, cudaGraph_
                        dependencies.empty() ? nullptr : edges.data(), dependencies.size(),
                        &node_params),
       "cudaGraphAddNode(tail)");
-  TailNodesBuilder::SetNode(&*nodes, node);
+  TailNodeBuilder::SetNode(&*nodes, node);
   return nodes;
 }
 
-absl::StatusOr<TailNodes> RecordTailNodes(const mla_tail::MlaTail& tail, cudaStream_t stream,
-                                          const TailShape& shape, const TailBuffers& buffers) {
+absl::StatusOr<TailNode> RecordTailNode(const mla_tail::MlaTail& tail, cudaStream_t stream,
+                                        const TailShape& shape, const TailBuffers& buffers) {
   mla_tail::internal::CudaErrorScope errors;
   mla_tail::FusedTailParams params;
-  absl::StatusOr<TailNodes> nodes = TailNodesBuilder::Plan(tail, shape, buffers, &params);
+  absl::StatusOr<TailNode> nodes = TailNodeBuilder::Plan(tail, shape, buffers, &params);
   if (!nodes.ok()) return nodes.status();
   mla_tail::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(tail.device()));
@@ -166,11 +166,11 @@ absl::StatusOr<TailNodes> RecordTailNodes(const mla_tail::MlaTail& tail, cudaStr
   if (!capturing.ok()) return capturing.status();
   if (!*capturing) {
     return absl::FailedPreconditionError(
-        "RecordTailNodes needs a capturing stream; launch with MlaTail::Run otherwise");
+        "RecordTailNode needs a capturing stream; launch with MlaTail::Run otherwise");
   }
   // Recorded as MlaTail::Run records it (the launch attribute makes the edge programmatic);
   // the capture's dependency set is then exactly the new node.
-  const mla_tail::KernelLaunch launch = TailNodesBuilder::LaunchOf(*nodes);
+  const mla_tail::KernelLaunch launch = TailNodeBuilder::LaunchOf(*nodes);
   MLA_RETURN_IF_CUDA_ERROR(mla_tail::LaunchFusedKernel(launch, params, stream, tail.options().pdl),
                            "ColumnSplit launch (captured)");
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
@@ -184,7 +184,7 @@ absl::StatusOr<TailNodes> RecordTailNodes(const mla_tail::MlaTail& tail, cudaStr
         absl::StrCat("the capture did not end in the tail's node (capture status ",
                      static_cast<int>(status), ", ", count, " dependencies)"));
   }
-  TailNodesBuilder::SetNode(&*nodes, after[0]);
+  TailNodeBuilder::SetNode(&*nodes, after[0]);
   return nodes;
 }
 
