@@ -2,8 +2,10 @@
 #define MLA_TAIL_TESTING_SUPPORT_REFERENCE_H_
 
 // The CPU reference of docs/spec.md's math, in plain loops: double accumulation of the
-// exact products, bf16 rounding to nearest even, FP32 sigmoid with std::exp.
+// exact products, bf16 rounding to nearest even, FP32 sigmoid with std::exp; e4m3 W_UV decoded and
+// dequantized to bf16 as the contract says; the e4m3 output quantized from the bf16 output.
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -15,9 +17,12 @@ struct ReferenceInputs {
   int heads = 0;
   int q = 1;
   std::function<uint16_t(int t, int h, int k)> latent;  // [B, H, 512]
-  std::function<uint16_t(int h, int k, int d)> w_uv;    // [H, 512, 128]
-  std::function<uint16_t(int t, int column)> gate;      // [B, H * 128]
-  std::function<int32_t(int request)> lengths;          // [B / q]
+  std::function<uint16_t(int h, int k, int d)> w_uv;    // [H, 512, 128], bf16 W_UV
+  // e4m3 W_UV instead of w_uv (when set): its bits and head h's scale of latent block j = k / 128.
+  std::function<uint8_t(int h, int k, int d)> w_uv_fp8;
+  std::function<float(int h, int j)> w_uv_scale;
+  std::function<uint16_t(int t, int column)> gate;  // [B, H * 128]
+  std::function<int32_t(int request)> lengths;      // [B / q]
 };
 
 struct ReferenceElement {
@@ -30,6 +35,20 @@ struct ReferenceElement {
 
 // One output element: row t, head h, column d.
 ReferenceElement ReferenceOutput(const ReferenceInputs& in, int t, int h, int d);
+
+// The bf16 that e4m3 `w` of a block with scale `scale` stands for: bf16(float(w) * scale), the
+// product in FP32 (rounded to nearest even), then rounded to bf16.
+uint16_t DequantizeE4m3(uint8_t w, float scale);
+
+// One (row, head) of the e4m3 output: from the 128 bf16 values the bf16 tail writes there,
+// amax = max |x| (NaN if any x is NaN), scale = amax / 448, and y = e4m3(x * (448 / amax)) (zeros
+// when amax = 0), every step in FP32 rounded to nearest even. An inactive row is all zeros with
+// scale 0, which this gives too (its bf16 values are +0.0).
+struct QuantizedHead {
+  float scale = 0;
+  std::array<uint8_t, 128> values{};
+};
+QuantizedHead QuantizeHead(const uint16_t* bf16_values);
 
 // The contract's tolerance: `got` equals bf16(float(v') * s') for some v' within 1 bf16 ulp of
 // the reference v and s' within 2 float ulps of the reference s (accumulation order, expf);
