@@ -45,9 +45,20 @@ namespace {
 
 bool SameBuffers(const TailBuffers& a, const TailBuffers& b) {
   return a.latent == b.latent && a.latent_row_stride == b.latent_row_stride && a.w_uv == b.w_uv &&
-         a.w_head_stride == b.w_head_stride && a.w_row_stride == b.w_row_stride &&
-         a.gate == b.gate && a.gate_row_stride == b.gate_row_stride && a.lengths == b.lengths &&
-         a.output == b.output && a.output_row_stride == b.output_row_stride;
+         a.w_uv_fp8 == b.w_uv_fp8 && a.w_head_stride == b.w_head_stride &&
+         a.w_row_stride == b.w_row_stride && a.w_uv_scale == b.w_uv_scale &&
+         a.w_uv_scale_head_stride == b.w_uv_scale_head_stride && a.gate == b.gate &&
+         a.gate_row_stride == b.gate_row_stride && a.lengths == b.lengths && a.output == b.output &&
+         a.output_fp8 == b.output_fp8 && a.output_row_stride == b.output_row_stride &&
+         a.output_scale == b.output_scale &&
+         a.output_scale_row_stride == b.output_scale_row_stride &&
+         a.output_scale_head_stride == b.output_scale_head_stride;
+}
+
+// Whether `a` and `b` run the same kernel instantiation (the weight and output types).
+bool SameTypes(const TailBuffers& a, const TailBuffers& b) {
+  return mla_tail::WeightTypeOf(a) == mla_tail::WeightTypeOf(b) &&
+         mla_tail::OutputTypeOf(a) == mla_tail::OutputTypeOf(b);
 }
 
 // Rewrites one kernel node's argument: in the executable graph (`exec` set) or in the template.
@@ -202,6 +213,10 @@ absl::Status TailGraphSet::SetLayer(int layer, const TailBuffers& buffers) {
         absl::StrCat("layer = ", layer, " is outside [0, ", options_.layers, ")"));
   }
   MLA_RETURN_IF_ERROR(mla_tail::ValidateTail({options_.heads, max_rows(), options_.q}, buffers));
+  if (MayTakeBmmPath(options_)) {
+    MLA_RETURN_IF_ERROR(mla_tail::MlaTail::CheckPathTakes(
+        TailPath::kBmm, {options_.heads, max_rows(), options_.q}, buffers));
+  }
   layers_[layer] = buffers;
   layer_set_[layer] = true;
   return absl::OkStatus();
@@ -366,11 +381,12 @@ absl::Status TailGraphSet::Apply(int layer, int bucket_index) {
   const TailBuffers& want = layers_[layer];
   if (SameBuffers(entry.applied, want)) return absl::OkStatus();
 
-  // The GEMM's descriptors hold the latent and W_UV row strides: a change re-captures.
+  // The GEMM's descriptors hold the latent and W_UV row strides, and the fused kernel's
+  // instantiation the weight and output types: a change re-captures.
   const bool gemm_changed =
       entry.path == TailPath::kBmm && (want.latent_row_stride != entry.applied.latent_row_stride ||
                                        want.w_row_stride != entry.applied.w_row_stride);
-  if (gemm_changed) return CaptureMeasured(layer, bucket_index);
+  if (gemm_changed || !SameTypes(want, entry.applied)) return CaptureMeasured(layer, bucket_index);
 
   if (options_.update == UpdateMechanism::kWholeGraph) {
     const absl::Time start = absl::Now();

@@ -35,7 +35,7 @@ class TailNodeBuilder {
     nodes.device_ = tail.device();
     nodes.shape_ = shape;
     nodes.buffers_ = buffers;
-    nodes.kernel_ = tail.FusedKernelFor(shape);
+    nodes.kernel_ = tail.FusedKernelFor(shape, mla_tail::WeightTypeOf(buffers));
     nodes.function_ = launch.function;
     nodes.grid_ = launch.grid;
     nodes.block_ = launch.block;
@@ -80,6 +80,13 @@ absl::Status TailNodeBuilder::Write(TailNode& nodes, cudaGraphExec_t exec,
   mla_tail::internal::CudaErrorScope errors;
   if (nodes.node_ == nullptr) return absl::FailedPreconditionError("this TailNode holds no node");
   MLA_RETURN_IF_ERROR(mla_tail::ValidateTail(nodes.shape_, buffers));
+  // The node's kernel is the instantiation for its buffers' weight and output types.
+  if (mla_tail::WeightTypeOf(buffers) != mla_tail::WeightTypeOf(nodes.buffers_) ||
+      mla_tail::OutputTypeOf(buffers) != mla_tail::OutputTypeOf(nodes.buffers_)) {
+    return absl::InvalidArgumentError(
+        "the buffers' W_UV or output type (bf16 or e4m3) differs from the node's: a node runs "
+        "one kernel; add a node for the other types");
+  }
   mla_tail::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(nodes.device_));
   mla_tail::FusedTailParams params = mla_tail::MakeFusedTailParams(nodes.shape_, buffers);

@@ -57,8 +57,9 @@ class TailNode {
 
   // Points the tail's node in `exec` (instantiated from the graph the node belongs to) at
   // `buffers`, validated for the node's shape: a kernel-node update (about 1 us of host time),
-  // no re-instantiation. Launches of `exec` already enqueued keep what they had. On error
-  // nothing changed.
+  // no re-instantiation. Launches of `exec` already enqueued keep what they had. The buffers'
+  // W_UV and output types must be the node's (InvalidArgument otherwise). On error nothing
+  // changed.
   absl::Status Update(cudaGraphExec_t exec, const mla_tail::TailBuffers& buffers);
 
   // Also rewrites the node in the graph itself, so that later instantiations and clones of it

@@ -203,9 +203,24 @@ TailPath MlaTail::Resolve(TailPath path, const TailShape& shape) {
   return UseBmmPath(shape.heads, shape.rows) ? TailPath::kBmm : TailPath::kFused;
 }
 
-FusedKernel MlaTail::FusedKernelFor(const TailShape& shape) const {
+absl::Status MlaTail::CheckPathTakes(TailPath path, const TailShape& shape,
+                                     const TailBuffers& buffers) {
+  if (Resolve(path, shape) != TailPath::kBmm) return absl::OkStatus();
+  if (WeightTypeOf(buffers) != WeightType::kBf16) {
+    return absl::UnimplementedError(
+        "the BMM path takes bf16 W_UV only: e4m3 W_UV (w_uv_fp8) runs on the fused path");
+  }
+  if (OutputTypeOf(buffers) != OutputType::kBf16) {
+    return absl::UnimplementedError(
+        "the BMM path writes a bf16 output only: an e4m3 output (output_fp8) runs on the fused "
+        "path");
+  }
+  return absl::OkStatus();
+}
+
+FusedKernel MlaTail::FusedKernelFor(const TailShape& shape, WeightType weight) const {
   return ResolveFusedKernel(impl_->options.fused_kernel, shape.heads, shape.rows,
-                            impl_->multiprocessors);
+                            impl_->multiprocessors, weight);
 }
 
 absl::Status MlaTail::CheckStream(cudaStream_t stream) const {
@@ -262,6 +277,7 @@ absl::StatusOr<const ValueBmm*> MlaTail::Impl::Plan(const TailShape& shape,
 absl::Status MlaTail::PrepareBmm(const TailShape& shape, const TailBuffers& buffers) {
   internal::CudaErrorScope errors;
   MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
+  MLA_RETURN_IF_ERROR(CheckPathTakes(TailPath::kBmm, shape, buffers));
   DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(impl_->device));
   return impl_->Plan(shape, buffers, /*capturing=*/false).status();
@@ -271,6 +287,7 @@ absl::Status MlaTail::Run(const TailShape& shape, const TailBuffers& buffers, cu
                           TailPath path) {
   internal::CudaErrorScope errors;
   MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
+  MLA_RETURN_IF_ERROR(CheckPathTakes(path, shape, buffers));
   DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(impl_->device));
   MLA_RETURN_IF_ERROR(CheckStream(stream));
@@ -284,7 +301,7 @@ absl::Status MlaTail::Impl::RunFused(const TailShape& shape, const TailBuffers& 
   KernelLaunch launch;
   MLA_RETURN_IF_CUDA_ERROR(PlanFusedKernel(params, options.fused_kernel, multiprocessors, &launch),
                            "planning the fused kernel");
-  return CudaStatus(LaunchFusedKernel(launch, params, stream, options.pdl), "ColumnSplit launch");
+  return CudaStatus(LaunchFusedKernel(launch, params, stream, options.pdl), "fused kernel launch");
 }
 
 absl::Status MlaTail::Impl::RunBmm(const TailShape& shape, const TailBuffers& b,

@@ -13,6 +13,10 @@
 // 2s, 2s+1 as its B registers, which the MMA reads as k = 2p, 2p+1 and 2p+8, 2p+9. The A
 // fragment is loaded with the same permutation (16 bytes per row at the same offset), so the
 // products pair the same latent index on both sides: a dot product is order-free.
+//
+// e4m3 W_UV (fp8.cuh): the same fragments from 8 bytes a word, dequantized to bf16 in registers
+// before the dependency wait with their block's scale (chunk c lies in latent block c / 4), so
+// the conversion overlaps the upstream kernel; the MMAs are the bf16 ones.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -20,6 +24,7 @@
 #include <cstdint>
 
 #include "mla/kernels/device.cuh"
+#include "mla/kernels/fp8.cuh"
 #include "mla/kernels/fused_kernels.h"
 #include "mla/kernels/launch.cuh"
 #include "mla/kernels/params.h"
@@ -44,7 +49,7 @@ constexpr size_t SmemBytes() {
   return kTileRows == 8 ? 0 : size_t{kTileRows} * kSmemRow * sizeof(bf16);
 }
 
-template <int kTileRows>
+template <int kTileRows, WeightType kW>
 __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   constexpr int kRowTiles = kTileRows == 32 ? 2 : 1;
   constexpr int kRows = 16 * kRowTiles;
@@ -64,11 +69,22 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
 
   MLA_TIMELINE_STAMP(0);
   // W_UV before the wait: weights are written by no upstream kernel.
-  const bf16* w_column = p.w_uv + head * p.w_head_stride +
+  const auto* w_column = device::WeightTraits<kW>::Base(p) + head * p.w_head_stride +
                          static_cast<int64_t>(column + group) * p.w_row_stride + 8 * quarter;
   uint4 w_fragment[kChunks];
+  if constexpr (kW == WeightType::kBf16) {
 #pragma unroll
-  for (int c = 0; c < kChunks; ++c) w_fragment[c] = device::LoadWeight16(w_column + 32 * c);
+    for (int c = 0; c < kChunks; ++c) w_fragment[c] = device::LoadWeight16(w_column + 32 * c);
+  } else {
+    const float4 scales = device::LoadBlockScales<kW>(p, head);
+    uint2 raw[kChunks];
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) raw[c] = device::LoadWeight8(w_column + 32 * c);
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      w_fragment[c] = device::DequantizeE4m3x8(raw[c], device::BlockScale(scales, c / 4));
+    }
+  }
   device::PrefetchBlockInputsL2(p, head, t0, kTileRows, 0, kLatentDim, chunk * kColumnsPerBlock,
                                 kColumnsPerBlock);
 
@@ -192,9 +208,9 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   MLA_TIMELINE_STAMP(12);
 }
 
-template <int kTileRows>
+template <int kTileRows, WeightType kW>
 __global__ void __launch_bounds__(kThreads) ColumnSplitKernel(const FusedTailParams p) {
-  ColumnSplitBlock<kTileRows>(p);
+  ColumnSplitBlock<kTileRows, kW>(p);
 }
 
 // 8 rows: held to 144 registers a thread, so that three blocks still fit beside an upstream
@@ -202,25 +218,26 @@ __global__ void __launch_bounds__(kThreads) ColumnSplitKernel(const FusedTailPar
 #ifndef MLA_VALUE_DIRECT_MAX_REGISTERS
 #define MLA_VALUE_DIRECT_MAX_REGISTERS 144
 #endif
+template <WeightType kW>
 __global__ void __maxnreg__(MLA_VALUE_DIRECT_MAX_REGISTERS)
     ColumnSplitDirectKernel(const FusedTailParams p) {
-  ColumnSplitBlock<8>(p);
+  ColumnSplitBlock<8, kW>(p);
 }
 
-template <int kTileRows>
+template <int kTileRows, WeightType kW>
 constexpr void (*KernelOf())(const FusedTailParams) {
   if constexpr (kTileRows == 8) {
-    return ColumnSplitDirectKernel;
+    return ColumnSplitDirectKernel<kW>;
   } else {
-    return ColumnSplitKernel<kTileRows>;
+    return ColumnSplitKernel<kTileRows, kW>;
   }
 }
 
-template <int kTileRows>
+template <int kTileRows, WeightType kW>
 KernelLaunch LaunchOf(int heads, int rows) {
   static_assert(SmemBytes<kTileRows>() <= 48 * 1024, "more shared memory needs an opt-in");
   KernelLaunch launch;
-  launch.function = reinterpret_cast<const void*>(KernelOf<kTileRows>());
+  launch.function = reinterpret_cast<const void*>(KernelOf<kTileRows, kW>());
   launch.grid = dim3(kValueDim / kColumnsPerBlock, heads, (rows + kTileRows - 1) / kTileRows);
   launch.block = dim3(kThreads);
   launch.smem_bytes = SmemBytes<kTileRows>();
@@ -246,20 +263,28 @@ int ColumnSplitBlockRows(int heads, int rows, int multiprocessors) {
 }
 
 cudaError_t LoadColumnSplit() {
-  cudaError_t e = LoadKernel(KernelOf<8>(), SmemBytes<8>());
-  if (e == cudaSuccess) e = LoadKernel(KernelOf<16>(), SmemBytes<16>());
-  return e != cudaSuccess ? e : LoadKernel(KernelOf<32>(), SmemBytes<32>());
+  cudaError_t e = cudaSuccess;
+  ForEachWeightType([&](auto w) {
+    constexpr WeightType kW = decltype(w)::value;
+    if (e == cudaSuccess) e = LoadKernel(KernelOf<8, kW>(), SmemBytes<8>());
+    if (e == cudaSuccess) e = LoadKernel(KernelOf<16, kW>(), SmemBytes<16>());
+    if (e == cudaSuccess) e = LoadKernel(KernelOf<32, kW>(), SmemBytes<32>());
+  });
+  return e;
 }
 
+template <WeightType kW>
 KernelLaunch PlanColumnSplit(int heads, int rows, int multiprocessors) {
   switch (ColumnSplitBlockRows(heads, rows, multiprocessors)) {
     case 8:
-      return LaunchOf<8>(heads, rows);
+      return LaunchOf<8, kW>(heads, rows);
     case 16:
-      return LaunchOf<16>(heads, rows);
+      return LaunchOf<16, kW>(heads, rows);
     default:
-      return LaunchOf<32>(heads, rows);
+      return LaunchOf<32, kW>(heads, rows);
   }
 }
+template KernelLaunch PlanColumnSplit<WeightType::kBf16>(int, int, int);
+template KernelLaunch PlanColumnSplit<WeightType::kE4m3>(int, int, int);
 
 }  // namespace mla_tail

@@ -2,31 +2,56 @@
 #define MLA_TAIL_MLA_KERNELS_FUSED_KERNELS_H_
 
 // The fused kernels' own launch plans and loaders, behind PlanFusedKernel and LoadTailKernels
-// (params.h), which pick one by FusedKernel or load them all.
+// (params.h), which pick one by FusedKernel and weight type or load them all. Each plan is a
+// template of the weight type (instantiated for both in its kernel's file); PlanFusedKernel turns
+// the buffers' weight type into that template argument (WithWeightType), in one place.
 
 #include <cuda_runtime_api.h>
+
+#include <type_traits>
 
 #include "mla/kernels/params.h"
 #include "mla_tail/mla/dispatch.h"
 
 namespace mla_tail {
 
+template <WeightType kW>
+using WeightTag = std::integral_constant<WeightType, kW>;
+
+// f(WeightTag<w>{}): the weight type as a template argument (f's parameter's ::value).
+template <typename F>
+decltype(auto) WithWeightType(WeightType w, F&& f) {
+  if (w == WeightType::kE4m3) return f(WeightTag<WeightType::kE4m3>{});
+  return f(WeightTag<WeightType::kBf16>{});
+}
+
+// f(WeightTag<w>{}) for every weight type (loading every instantiation).
+template <typename F>
+void ForEachWeightType(F&& f) {
+  f(WeightTag<WeightType::kBf16>{});
+  f(WeightTag<WeightType::kE4m3>{});
+}
+
 // ColumnSplit (column_split.cu): ColumnSplitBlockRows rows a block.
+template <WeightType kW>
 KernelLaunch PlanColumnSplit(int heads, int rows, int multiprocessors);
 cudaError_t LoadColumnSplit();
 
 // LatentSplit (latent_split.cu): 8-row blocks of 8 warps up to 8 rows, else 16-row
 // blocks of 4.
+template <WeightType kW>
 KernelLaunch PlanLatentSplit(int heads, int rows);
 cudaError_t LoadLatentSplit();
 
 // Tile (tile.cu) in the configuration a kTile* kernel names;
 // cudaErrorInvalidValue for any other kernel. IsTileKernel tells which kernels those are.
 bool IsTileKernel(FusedKernel kernel);
+template <WeightType kW>
 cudaError_t PlanTile(int heads, int rows, FusedKernel kernel, KernelLaunch* launch);
 cudaError_t LoadTileKernels();
 
 // Persistent128x128 (persistent_128x128.cu): kPersistent128x128.
+template <WeightType kW>
 KernelLaunch PlanPersistent128x128(int heads, int rows, int multiprocessors);
 cudaError_t LoadPersistent128x128();
 

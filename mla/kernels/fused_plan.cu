@@ -27,24 +27,30 @@ cudaError_t MultiprocessorCount(int device, int* count) {
   return e;
 }
 
-FusedKernel ResolveFusedKernel(FusedKernel kernel, int heads, int rows, int multiprocessors) {
-  return kernel != FusedKernel::kAuto ? kernel : DispatchFusedKernel(heads, rows, multiprocessors);
+FusedKernel ResolveFusedKernel(FusedKernel kernel, int heads, int rows, int multiprocessors,
+                               WeightType weight) {
+  return kernel != FusedKernel::kAuto ? kernel
+                                      : DispatchFusedKernel(heads, rows, multiprocessors, weight);
 }
 
 cudaError_t PlanFusedKernel(const FusedTailParams& p, FusedKernel kernel, int multiprocessors,
                             KernelLaunch* launch) {
-  const FusedKernel resolved = ResolveFusedKernel(kernel, p.heads, p.rows, multiprocessors);
-  if (resolved == FusedKernel::kPersistent128x128) {
-    *launch = PlanPersistent128x128(p.heads, p.rows, multiprocessors);
+  const WeightType weight = p.w_uv_fp8 != nullptr ? WeightType::kE4m3 : WeightType::kBf16;
+  const FusedKernel resolved = ResolveFusedKernel(kernel, p.heads, p.rows, multiprocessors, weight);
+  return WithWeightType(weight, [&](auto w) {
+    constexpr WeightType kW = decltype(w)::value;
+    if (resolved == FusedKernel::kPersistent128x128) {
+      *launch = PlanPersistent128x128<kW>(p.heads, p.rows, multiprocessors);
+      return cudaSuccess;
+    }
+    if (resolved == FusedKernel::kLatentSplit) {
+      *launch = PlanLatentSplit<kW>(p.heads, p.rows);
+      return cudaSuccess;
+    }
+    if (IsTileKernel(resolved)) return PlanTile<kW>(p.heads, p.rows, resolved, launch);
+    *launch = PlanColumnSplit<kW>(p.heads, p.rows, multiprocessors);
     return cudaSuccess;
-  }
-  if (resolved == FusedKernel::kLatentSplit) {
-    *launch = PlanLatentSplit(p.heads, p.rows);
-    return cudaSuccess;
-  }
-  if (IsTileKernel(resolved)) return PlanTile(p.heads, p.rows, resolved, launch);
-  *launch = PlanColumnSplit(p.heads, p.rows, multiprocessors);
-  return cudaSuccess;
+  });
 }
 
 cudaError_t LaunchFusedKernel(const KernelLaunch& launch, const FusedTailParams& params,

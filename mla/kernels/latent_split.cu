@@ -16,6 +16,9 @@
 // k permutation: as ColumnSplit's. Thread (group g, quarter p) loads latent indices
 // 32c + 8p .. 32c + 8p + 7 of W_UV column g as one 16-byte word per 32-wide chunk c, and the A
 // fragment with the same permutation, so the products pair the same latent index on both sides.
+//
+// e4m3 W_UV (fp8.cuh): the same fragments from 8 bytes a word, dequantized to bf16 in registers
+// before the dependency wait with their block's scale (global chunk c lies in latent block c / 4).
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -24,6 +27,7 @@
 #include <type_traits>
 
 #include "mla/kernels/device.cuh"
+#include "mla/kernels/fp8.cuh"
 #include "mla/kernels/fused_kernels.h"
 #include "mla/kernels/launch.cuh"
 #include "mla/kernels/params.h"
@@ -36,7 +40,7 @@ namespace {
 constexpr int kColumns = 16;  // two n8 tiles
 
 // kRows: 8 (one m16 tile whose rows 8-15 are zeros) or 16.
-template <int kRows, int kWarps>
+template <int kRows, int kWarps, WeightType kW>
 __global__ void __launch_bounds__(32 * kWarps) LatentSplitKernel(const FusedTailParams p) {
   constexpr int kHalves = kRows / 8;  // of the m16 tile: rows group and group + 8
   constexpr int kTiles = kColumns / 8;
@@ -59,13 +63,35 @@ __global__ void __launch_bounds__(32 * kWarps) LatentSplitKernel(const FusedTail
   MLA_TIMELINE_STAMP(0);
   // W_UV before the wait: weights are written by no upstream kernel.
   uint4 w_fragment[kTiles][kChunks];
+  if constexpr (kW == WeightType::kBf16) {
 #pragma unroll
-  for (int j = 0; j < kTiles; ++j) {
-    const bf16* w_column = p.w_uv + head * p.w_head_stride +
-                           static_cast<int64_t>(column0 + 8 * j + group) * p.w_row_stride +
-                           32 * chunk0 + 8 * quarter;
+    for (int j = 0; j < kTiles; ++j) {
+      const bf16* w_column = p.w_uv + head * p.w_head_stride +
+                             static_cast<int64_t>(column0 + 8 * j + group) * p.w_row_stride +
+                             32 * chunk0 + 8 * quarter;
 #pragma unroll
-    for (int c = 0; c < kChunks; ++c) w_fragment[j][c] = device::LoadWeight16(w_column + 32 * c);
+      for (int c = 0; c < kChunks; ++c) w_fragment[j][c] = device::LoadWeight16(w_column + 32 * c);
+    }
+  } else {
+    const float4 scales = device::LoadBlockScales<kW>(p, head);
+    uint2 raw[kTiles][kChunks];
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) {
+      const fp8_e4m3* w_column = p.w_uv_fp8 + head * p.w_head_stride +
+                                 static_cast<int64_t>(column0 + 8 * j + group) * p.w_row_stride +
+                                 32 * chunk0 + 8 * quarter;
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c) raw[j][c] = device::LoadWeight8(w_column + 32 * c);
+    }
+    // A warp's chunks lie in one latent block: kChunks (2 or 4) consecutive ones from a multiple.
+    static_assert(4 % kChunks == 0, "a warp's chunks within one block");
+    const float scale = device::BlockScale(scales, chunk0 / 4);
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) {
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c)
+        w_fragment[j][c] = device::DequantizeE4m3x8(raw[j][c], scale);
+    }
   }
   device::PrefetchBlockInputsL2(p, head, t0, kRows, 0, kLatentDim, column0, kColumns);
 
@@ -166,10 +192,10 @@ __global__ void __launch_bounds__(32 * kWarps) LatentSplitKernel(const FusedTail
 template <int kRows>
 constexpr int kWarpsFor = kRows == 8 ? 8 : 4;
 
-template <int kRows>
+template <int kRows, WeightType kW>
 KernelLaunch LatentSplitLaunch(int heads, int rows) {
   KernelLaunch launch;
-  launch.function = reinterpret_cast<const void*>(LatentSplitKernel<kRows, kWarpsFor<kRows>>);
+  launch.function = reinterpret_cast<const void*>(LatentSplitKernel<kRows, kWarpsFor<kRows>, kW>);
   launch.grid = dim3(kValueDim / kColumns, heads, (rows + kRows - 1) / kRows);
   launch.block = dim3(32 * kWarpsFor<kRows>);
   launch.smem_bytes = 0;  // static only
@@ -178,13 +204,21 @@ KernelLaunch LatentSplitLaunch(int heads, int rows) {
 
 }  // namespace
 
+template <WeightType kW>
 KernelLaunch PlanLatentSplit(int heads, int rows) {
-  return rows <= 8 ? LatentSplitLaunch<8>(heads, rows) : LatentSplitLaunch<16>(heads, rows);
+  return rows <= 8 ? LatentSplitLaunch<8, kW>(heads, rows) : LatentSplitLaunch<16, kW>(heads, rows);
 }
+template KernelLaunch PlanLatentSplit<WeightType::kBf16>(int, int);
+template KernelLaunch PlanLatentSplit<WeightType::kE4m3>(int, int);
 
 cudaError_t LoadLatentSplit() {
-  const cudaError_t e = LoadKernel(LatentSplitKernel<8, kWarpsFor<8>>, 0);
-  return e != cudaSuccess ? e : LoadKernel(LatentSplitKernel<16, kWarpsFor<16>>, 0);
+  cudaError_t e = cudaSuccess;
+  ForEachWeightType([&](auto w) {
+    constexpr WeightType kW = decltype(w)::value;
+    if (e == cudaSuccess) e = LoadKernel(LatentSplitKernel<8, kWarpsFor<8>, kW>, 0);
+    if (e == cudaSuccess) e = LoadKernel(LatentSplitKernel<16, kWarpsFor<16>, kW>, 0);
+  });
+  return e;
 }
 
 }  // namespace mla_tail

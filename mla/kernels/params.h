@@ -15,18 +15,26 @@
 
 namespace mla_tail {
 
-// Fused W_UV projection and gate.
+// Fused W_UV projection and gate. Of each pair (w_uv, w_uv_fp8) and (output, output_fp8) one is
+// set, and the kernel is the instantiation for those types (mla/kernels/fp8.cuh).
 struct FusedTailParams {
   const bf16* latent;         // [B, H, 512]
   int64_t latent_row_stride;  // elements
   const bf16* w_uv;           // per head [128, 512], latent axis contiguous
-  int64_t w_head_stride;
+  const fp8_e4m3* w_uv_fp8;   // the same layout in e4m3
+  int64_t w_head_stride;      // elements of either type
   int64_t w_row_stride;
+  const float* w_uv_scale;  // with w_uv_fp8: head h's 4 block scales at h * w_uv_scale_head_stride
+  int64_t w_uv_scale_head_stride;
   const bf16* gate;  // [B, H * 128]
   int64_t gate_row_stride;
   const int32_t* lengths;  // [B / q]
   bf16* output;            // [B, H * 128]
+  fp8_e4m3* output_fp8;    // the same layout in e4m3
   int64_t output_row_stride;
+  float* output_scale;  // with output_fp8: (t, h) at t * row stride + h * head stride
+  int64_t output_scale_row_stride;
+  int64_t output_scale_head_stride;
   int heads;  // H
   int rows;   // B
   int q;
@@ -76,9 +84,26 @@ inline constexpr size_t kOperandTableBytes =
 // Kernel parameters for `shape` and the caller's `buffers` (with the BMM path's scratch):
 // one mapping, used by the eager launches and by graph/ when it rewrites captured nodes.
 inline FusedTailParams MakeFusedTailParams(const TailShape& shape, const TailBuffers& b) {
-  return {b.latent,    b.latent_row_stride, b.w_uv,    b.w_head_stride, b.w_row_stride,
-          b.gate,      b.gate_row_stride,   b.lengths, b.output,        b.output_row_stride,
-          shape.heads, shape.rows,          shape.q};
+  return {b.latent,
+          b.latent_row_stride,
+          b.w_uv,
+          b.w_uv_fp8,
+          b.w_head_stride,
+          b.w_row_stride,
+          b.w_uv_scale,
+          b.w_uv_scale_head_stride,
+          b.gate,
+          b.gate_row_stride,
+          b.lengths,
+          b.output,
+          b.output_fp8,
+          b.output_row_stride,
+          b.output_scale,
+          b.output_scale_row_stride,
+          b.output_scale_head_stride,
+          shape.heads,
+          shape.rows,
+          shape.q};
 }
 
 // `tables` is kOperandTableBytes of device memory (8-byte aligned).
@@ -105,9 +130,10 @@ inline BmmGateParams MakeBmmGateParams(const TailShape& shape, const BmmPointerP
 // The multiprocessors of `device`, asked of CUDA once per device.
 cudaError_t MultiprocessorCount(int device, int* count);
 
-// The kernel that `kernel` runs for a shape on a GPU of `multiprocessors` SMs: kColumnSplit or
-// a kTile* / kPersistent* kernel (kAuto: the rule, mla/dispatch.h).
-FusedKernel ResolveFusedKernel(FusedKernel kernel, int heads, int rows, int multiprocessors);
+// The kernel that `kernel` runs for a shape and weight type on a GPU of `multiprocessors` SMs
+// (kAuto: the rule, mla/dispatch.h).
+FusedKernel ResolveFusedKernel(FusedKernel kernel, int heads, int rows, int multiprocessors,
+                               WeightType weight = WeightType::kBf16);
 
 // Rows of latent per ColumnSplit block: 8 (loaded into registers), 16 or 32 (staged in shared
 // memory). Each block keeps its 32 W_UV columns in registers across its rows, so larger blocks

@@ -25,6 +25,11 @@
 // buffers; the gate tile with row r's 16-byte word w at word w ^ (r % 8), which the epilogue
 // overwrites with its results before storing them, 16 bytes a thread. No L2 prefetch before the
 // dependency wait (prefetch.cuh): the kernel serves tails far above that hint's limit.
+//
+// e4m3 W_UV (fp8.cuh, tile_copy.cuh): the producer copies each step's slice as e4m3 into the
+// stage's W_UV area; once the stage is full, the 256 consumer threads dequantize it in place into
+// the bf16 swizzled layout (two words each), fence, and meet at a named barrier before the MMAs:
+// both consumer warpgroups read every column of the slice.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -112,7 +117,11 @@ struct PersistentEarlySigmoids<true> {
   }
 };
 
-template <bool kEarlySigmoids>
+// The consumers' named barrier after a step's e4m3 slice is dequantized (the epilogue's are
+// 1 + warpgroup).
+constexpr int kDequantizedBarrier = 3;
+
+template <bool kEarlySigmoids, WeightType kW>
 __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
     Persistent128x128Kernel(const FusedTailParams p) {
   using Early = PersistentEarlySigmoids<kEarlySigmoids>;
@@ -149,7 +158,7 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
   if (threadIdx.x < T::kProducerThreads) {
     // ---- Producer ----
     device::WarpgroupRegistersDown<T::kProducerRegisters>();
-    const device::TileCopier<T, false> copier(p);
+    const device::TileCopier<T, false, kW> copier(p);
     auto copy_w = [&](const Tile& c, int step, int stage) { copier.W(p, smem, c, step, stage); };
     auto copy_latent = [&](const Tile& c, int step, int stage) {
       copier.Latent(p, smem, c, step, stage);
@@ -211,6 +220,7 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
   uint32_t phase = 0;
   for (int i = 0; i < tiles; ++i) {
     const Tile tile = tile_at(i);
+    const float4 scales = device::LoadBlockScales<kW>(p, tile.head);
     float acc[T::kCols / 2];
 #pragma unroll
     for (int j = 0; j < T::kCols / 2; ++j) acc[j] = 0.0f;
@@ -220,7 +230,14 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
 #pragma unroll(kEarlySigmoids ? T::kSteps : 1)
     for (int step = 0; step < T::kSteps; ++step) {
       device::MbarrierWait(&full[stage], phase & 1);
-      device::FenceProxyAsyncShared();  // cp.async wrote it through the generic proxy
+      if constexpr (kW == WeightType::kE4m3) {
+        device::E4m3Slice<T::kCols>::Dequantize<T::kConsumerThreads>(
+            smem + stage * T::kStageBytes, consumer, device::BlockScale(scales, step / 2));
+      }
+      device::FenceProxyAsyncShared();  // cp.async (and the dequantization) wrote it
+      if constexpr (kW == WeightType::kE4m3) {
+        device::NamedBarrier(kDequantizedBarrier, T::kConsumerThreads);
+      }
       const uint64_t stage_offset = static_cast<uint64_t>(stage * T::kStageBytes) >> 4;
       device::FenceAccumulators(acc);
       device::WgmmaFence();
@@ -301,24 +318,35 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
 }  // namespace
 
 cudaError_t LoadPersistent128x128() {
-  const cudaError_t e = LoadKernel(Persistent128x128Kernel<true>, PersistentTile::kSmemBytes);
-  return e != cudaSuccess ? e
-                          : LoadKernel(Persistent128x128Kernel<false>, PersistentTile::kSmemBytes);
+  cudaError_t e = cudaSuccess;
+  ForEachWeightType([&](auto w) {
+    constexpr WeightType kW = decltype(w)::value;
+    if (e == cudaSuccess) {
+      e = LoadKernel(Persistent128x128Kernel<true, kW>, PersistentTile::kSmemBytes);
+    }
+    if (e == cudaSuccess) {
+      e = LoadKernel(Persistent128x128Kernel<false, kW>, PersistentTile::kSmemBytes);
+    }
+  });
+  return e;
 }
 
 // As many rounds of tiles as the GPU needs, on the fewest blocks that keep that many (every
 // block as busy, and more bandwidth for each); with one round, the kernel with early sigmoids.
+template <WeightType kW>
 KernelLaunch PlanPersistent128x128(int heads, int rows, int multiprocessors) {
   const long long tiles =
       static_cast<long long>(heads) * ((rows + PersistentTile::kRows - 1) / PersistentTile::kRows);
   const long long rounds = (tiles + multiprocessors - 1) / multiprocessors;
   KernelLaunch launch;
-  launch.function = rounds == 1 ? reinterpret_cast<const void*>(Persistent128x128Kernel<true>)
-                                : reinterpret_cast<const void*>(Persistent128x128Kernel<false>);
+  launch.function = rounds == 1 ? reinterpret_cast<const void*>(Persistent128x128Kernel<true, kW>)
+                                : reinterpret_cast<const void*>(Persistent128x128Kernel<false, kW>);
   launch.grid = dim3(static_cast<unsigned>((tiles + rounds - 1) / rounds));
   launch.block = dim3(PersistentTile::kThreads);
   launch.smem_bytes = PersistentTile::kSmemBytes;
   return launch;
 }
+template KernelLaunch PlanPersistent128x128<WeightType::kBf16>(int, int, int);
+template KernelLaunch PlanPersistent128x128<WeightType::kE4m3>(int, int, int);
 
 }  // namespace mla_tail

@@ -33,6 +33,11 @@
 // word it read (its own word: no other thread touches it); after a barrier the tile leaves in
 // 16-byte stores, whole rows at a time. The 4-stage pipeline computes the gate's sigmoids during
 // the K steps instead (EarlySigmoids, where it measured faster), the others in the epilogue.
+//
+// e4m3 W_UV (fp8.cuh, tile_copy.cuh): each step's slice is copied as e4m3 into its stage buffer's
+// W_UV area and, once this thread's copies of the step have landed, dequantized in place into the
+// bf16 swizzled layout by the thread that copied it, before the barrier that publishes the step
+// to the MMAs; the head's 4 block scales are loaded before the dependency wait.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -146,7 +151,8 @@ struct EarlySigmoids<T, true> {
   }
 };
 
-template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, bool kEarlySigmoids>
+template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, bool kEarlySigmoids,
+          WeightType kW>
 __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
     TileKernel(const FusedTailParams p) {
   using T = WgTile<kStages, kCols, kWarpgroups>;
@@ -166,7 +172,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
                   static_cast<int>(blockIdx.z) * kRows};
 
   // Step `step` of tile `c` into stage buffer `stage`.
-  const device::TileCopier<typename T::L, true> copier(p);
+  const device::TileCopier<typename T::L, true, kW> copier(p);
   auto copy_w = [&](const Tile& c, int step, int stage) { copier.W(p, smem, c, step, stage); };
   auto copy_latent = [&](const Tile& c, int step, int stage) {
     copier.Latent(p, smem, c, step, stage);
@@ -181,6 +187,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
   // epilogue's inputs.
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) copy_w(tile, step, step);
+  const float4 scales = device::LoadBlockScales<kW>(p, tile.head);
   device::PrefetchBlockInputsL2(p, tile.head, tile.t0, kRows, 0, kLatentDim, tile.column0, kCols);
   device::GridDependencyWait();
   MLA_TIMELINE_STAMP(1);
@@ -215,6 +222,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
     } else {
       device::CopyAsyncWait<T::kPrologueSteps - 1>();
     }
+    copier.DequantizeW(smem, step, stage, scales);  // e4m3 W_UV: this thread's words of the step
     device::FenceProxyAsyncShared();
     __syncthreads();
     MLA_TIMELINE_STAMP(2 + step);
@@ -349,12 +357,12 @@ static_assert(BlocksPerMultiprocessor(WgTile<6, 64, 1>::kSmemBytes) == 2, "p6: t
 static_assert(BlocksPerMultiprocessor(WgTile<4, 64, 1>::kSmemBytes) == 3, "p4: three");
 static_assert(BlocksPerMultiprocessor(WgTile<3, 128, 2>::kSmemBytes) == 2, "n128: two");
 
-template <int kIndex>
+template <int kIndex, WeightType kW = WeightType::kBf16>
 struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
   using T = WgTile<kC.stages, kC.cols, kC.warpgroups>;
   static constexpr auto kKernel =
-      TileKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kC.early_sigmoids>;
+      TileKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kC.early_sigmoids, kW>;
 
   static KernelLaunch Plan(int heads, int rows) {
     KernelLaunch launch;
@@ -367,17 +375,17 @@ struct Wg {
   static cudaError_t Load() { return LoadKernel(kKernel, T::kSmemBytes); }
 };
 
-// Calls f(Wg<i>) for the configuration of `kernel`; false if it has none.
-template <typename F, int kIndex = 0>
+// Calls f(Wg<i, kW>) for the configuration of `kernel`; false if it has none.
+template <WeightType kW, typename F, int kIndex = 0>
 bool WithConfig(FusedKernel kernel, F&& f) {
   if constexpr (kIndex == std::size(kWgConfigs)) {
     return false;
   } else {
     if (kWgConfigs[kIndex].kernel == kernel) {
-      f(Wg<kIndex>());
+      f(Wg<kIndex, kW>());
       return true;
     }
-    return WithConfig<F, kIndex + 1>(kernel, std::forward<F>(f));
+    return WithConfig<kW, F, kIndex + 1>(kernel, std::forward<F>(f));
   }
 }
 
@@ -386,7 +394,8 @@ cudaError_t LoadAll() {
   if constexpr (kIndex == std::size(kWgConfigs)) {
     return cudaSuccess;
   } else {
-    const cudaError_t e = Wg<kIndex>::Load();
+    cudaError_t e = Wg<kIndex, WeightType::kBf16>::Load();
+    if (e == cudaSuccess) e = Wg<kIndex, WeightType::kE4m3>::Load();
     return e != cudaSuccess ? e : LoadAll<kIndex + 1>();
   }
 }
@@ -394,15 +403,18 @@ cudaError_t LoadAll() {
 }  // namespace
 
 bool IsTileKernel(FusedKernel kernel) {
-  return WithConfig(kernel, [](auto) {});
+  return WithConfig<WeightType::kBf16>(kernel, [](auto) {});
 }
 
 cudaError_t LoadTileKernels() { return LoadAll(); }
 
+template <WeightType kW>
 cudaError_t PlanTile(int heads, int rows, FusedKernel kernel, KernelLaunch* launch) {
-  return WithConfig(kernel, [&](auto wg) { *launch = decltype(wg)::Plan(heads, rows); })
+  return WithConfig<kW>(kernel, [&](auto wg) { *launch = decltype(wg)::Plan(heads, rows); })
              ? cudaSuccess
              : cudaErrorInvalidValue;
 }
+template cudaError_t PlanTile<WeightType::kBf16>(int, int, FusedKernel, KernelLaunch*);
+template cudaError_t PlanTile<WeightType::kE4m3>(int, int, FusedKernel, KernelLaunch*);
 
 }  // namespace mla_tail
