@@ -121,10 +121,15 @@ int RunTimelineProbe() {
           mla_tail::DispatchFusedKernel(heads, rows, multiprocessors);
       mla_tail::KernelLaunch launch;
       if (kernel == mla_tail::FusedKernel::kColumnSplit) {
-        launch = mla_tail::PlanColumnSplit(heads, rows, multiprocessors);
+        launch =
+            mla_tail::PlanColumnSplit<mla_tail::WeightType::kBf16, mla_tail::OutputType::kBf16>(
+                heads, rows, multiprocessors);
       } else if (kernel == mla_tail::FusedKernel::kLatentSplit) {
-        launch = mla_tail::PlanLatentSplit(heads, rows);
-      } else if (mla_tail::PlanTile(heads, rows, kernel, &launch) != cudaSuccess) {
+        launch =
+            mla_tail::PlanLatentSplit<mla_tail::WeightType::kBf16, mla_tail::OutputType::kBf16>(
+                heads, rows);
+      } else if (mla_tail::PlanTile<mla_tail::WeightType::kBf16, mla_tail::OutputType::kBf16>(
+                     heads, rows, kernel, &launch) != cudaSuccess) {
         continue;  // the persistent kernel has no stamps
       }
       const int blocks = static_cast<int>(launch.grid.x * launch.grid.y * launch.grid.z);
@@ -152,9 +157,9 @@ int RunTimelineProbe() {
       cudaGraph_t graph;
       CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
       for (const Layer& l : all) {
-        const mla_tail::FusedTailParams params{
-            l.latent,  heads * 512, l.w,         128 * 512, 512,  l.gate, heads * 128,
-            l.lengths, l.out,       heads * 128, heads,     rows, 1};
+        const mla_tail::FusedTailParams params = mla_tail::MakeFusedTailParams(
+            {heads, rows, 1},
+            mla_tail::CompactBuffers({heads, rows, 1}, l.latent, l.w, l.gate, l.lengths, l.out));
         CUDA_CHECK(mla_tail::LaunchWithPdl(reinterpret_cast<void (*)(mla_tail::FusedTailParams)>(
                                                const_cast<void*>(launch.function)),
                                            launch.grid, launch.block, launch.smem_bytes, stream,

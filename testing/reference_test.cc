@@ -229,6 +229,19 @@ TEST(ReferenceTest, QuantizesAHeadFromItsBf16Values) {
   EXPECT_EQ(q.values[3], 0xfe);
   EXPECT_EQ(q.values[5], 0x80);  // -0 * 448
 
+  uint16_t tiny[128] = {};  // amax 2^-127 (a bf16 subnormal): 448 / amax overflows, so zeros
+  tiny[3] = 0x0040;
+  tiny[4] = 0x8020;
+  q = QuantizeHead(tiny);
+  EXPECT_EQ(q.scale, 0x1p-127f / 448.0f);
+  EXPECT_GT(q.scale, 0.0f);
+  for (uint8_t y : q.values) EXPECT_EQ(y, 0x00);
+  tiny[3] = 0x0480;  // amax 2^-118: 448 / amax is finite, the values quantized
+  q = QuantizeHead(tiny);
+  EXPECT_EQ(q.values[3], 0x7e);
+  EXPECT_EQ(q.values[4], 0xae);  // -2^-128 * 448 * 2^118 = -0.4375
+  EXPECT_EQ(q.values[4], FloatToE4m3(-0x1p-128f * (448.0f / 0x1p-118f)));
+
   x[7] = 0x7fc0;  // NaN: the scale and every value NaN
   q = QuantizeHead(x);
   EXPECT_TRUE(std::isnan(q.scale));

@@ -17,6 +17,11 @@
 // e4m3 W_UV (fp8.cuh): the same fragments from 8 bytes a word, dequantized to bf16 in registers
 // before the dependency wait with their block's scale (chunk c lies in latent block c / 4), so
 // the conversion overlaps the upstream kernel; the MMAs are the bf16 ones.
+//
+// e4m3 output: a head's 128 columns are its 4 column blocks, launched as one cluster
+// (ColumnSplitE4m3OutputKernel). Each block's rows' amax over its 32 columns (a group's 4 lanes,
+// then its 4 warps in shared memory) is read by the other blocks of the cluster through
+// distributed shared memory; each thread then quantizes its own gated values.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -49,7 +54,7 @@ constexpr size_t SmemBytes() {
   return kTileRows == 8 ? 0 : size_t{kTileRows} * kSmemRow * sizeof(bf16);
 }
 
-template <int kTileRows, WeightType kW>
+template <int kTileRows, WeightType kW, OutputType kO>
 __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   constexpr int kRowTiles = kTileRows == 32 ? 2 : 1;
   constexpr int kRows = 16 * kRowTiles;
@@ -195,22 +200,58 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   }
   device::GatePairs(v, gates, active, out);
   MLA_TIMELINE_STAMP_AFTER(11, out[0] ^ out[kPairs - 1]);
+  if constexpr (kO == OutputType::kBf16) {
 #pragma unroll
-  for (int tile = 0; tile < kRowTiles; ++tile) {
+    for (int tile = 0; tile < kRowTiles; ++tile) {
 #pragma unroll
-    for (int half = 0; half < kHalves; ++half) {
-      const int t = t0 + tile * 16 + group + 8 * half;
-      if (t >= p.rows) continue;
-      *reinterpret_cast<uint32_t*>(p.output + t * p.output_row_stride + out_column) =
-          out[kHalves * tile + half];
+      for (int half = 0; half < kHalves; ++half) {
+        const int t = t0 + tile * 16 + group + 8 * half;
+        if (t >= p.rows) continue;
+        *reinterpret_cast<uint32_t*>(p.output + t * p.output_row_stride + out_column) =
+            out[kHalves * tile + half];
+      }
     }
+  } else {
+    // Row r of the block: component w of amax_part[r] is warp w's amax over its 8 columns.
+    __shared__ uint4 amax_part[kTileRows];
+#pragma unroll
+    for (int i = 0; i < kPairs; ++i) {
+      const int r = (i / kHalves) * 16 + group + 8 * (i % kHalves);
+      const uint32_t m = device::GroupMax<4>(device::Bf16x2MagnitudeMax(out[i]));
+      if (quarter == 0) reinterpret_cast<uint32_t*>(&amax_part[r])[warp] = m;
+    }
+    device::ClusterSync();
+    const bool scale_writer = device::ClusterRank() == 0 && warp == 0 && quarter == 0;
+#pragma unroll
+    for (int i = 0; i < kPairs; ++i) {
+      const int r = (i / kHalves) * 16 + group + 8 * (i % kHalves);
+      const device::OutputScale scale =
+          device::OutputScaleOf(device::ClusterMax<kValueDim / kColumnsPerBlock>(&amax_part[r]));
+      const float2 x = device::Bf16x2ToFloat2(out[i]);
+      const uint16_t q = device::QuantizeE4m3x2(x.x, x.y, scale.inverse, scale.zero);
+      const int t = t0 + r;
+      if (t >= p.rows) continue;
+      *reinterpret_cast<uint16_t*>(p.output_fp8 + t * p.output_row_stride + out_column) = q;
+      if (scale_writer) {
+        p.output_scale[t * p.output_scale_row_stride + head * p.output_scale_head_stride] =
+            scale.scale;
+      }
+    }
+    device::ClusterSync();  // no block leaves while another reads its amax_part
   }
   MLA_TIMELINE_STAMP(12);
 }
 
 template <int kTileRows, WeightType kW>
 __global__ void __launch_bounds__(kThreads) ColumnSplitKernel(const FusedTailParams p) {
-  ColumnSplitBlock<kTileRows, kW>(p);
+  ColumnSplitBlock<kTileRows, kW, OutputType::kBf16>(p);
+}
+
+// The e4m3 output: a head's 4 column blocks in one cluster.
+template <int kTileRows, WeightType kW>
+__global__ void __launch_bounds__(kThreads) __cluster_dims__(kValueDim / kColumnsPerBlock, 1, 1)
+    ColumnSplitE4m3OutputKernel(const FusedTailParams p) {
+  ColumnSplitBlock<kTileRows, kW, OutputType::kE4m3>(p);
 }
 
 // 8 rows: held to 144 registers a thread, so that three blocks still fit beside an upstream
@@ -221,23 +262,38 @@ __global__ void __launch_bounds__(kThreads) ColumnSplitKernel(const FusedTailPar
 template <WeightType kW>
 __global__ void __maxnreg__(MLA_VALUE_DIRECT_MAX_REGISTERS)
     ColumnSplitDirectKernel(const FusedTailParams p) {
-  ColumnSplitBlock<8, kW>(p);
+  ColumnSplitBlock<8, kW, OutputType::kBf16>(p);
 }
 
-template <int kTileRows, WeightType kW>
+// The e4m3 output's epilogue holds a few more registers (144 spilled with e4m3 W_UV); 160 still
+// fit three blocks a multiprocessor.
+template <WeightType kW>
+__global__ void __maxnreg__(MLA_VALUE_DIRECT_MAX_REGISTERS + 16)
+    __cluster_dims__(kValueDim / kColumnsPerBlock, 1, 1)
+        ColumnSplitDirectE4m3OutputKernel(const FusedTailParams p) {
+  ColumnSplitBlock<8, kW, OutputType::kE4m3>(p);
+}
+
+template <int kTileRows, WeightType kW, OutputType kO>
 constexpr void (*KernelOf())(const FusedTailParams) {
-  if constexpr (kTileRows == 8) {
+  if constexpr (kO == OutputType::kE4m3) {
+    if constexpr (kTileRows == 8) {
+      return ColumnSplitDirectE4m3OutputKernel<kW>;
+    } else {
+      return ColumnSplitE4m3OutputKernel<kTileRows, kW>;
+    }
+  } else if constexpr (kTileRows == 8) {
     return ColumnSplitDirectKernel<kW>;
   } else {
     return ColumnSplitKernel<kTileRows, kW>;
   }
 }
 
-template <int kTileRows, WeightType kW>
+template <int kTileRows, WeightType kW, OutputType kO>
 KernelLaunch LaunchOf(int heads, int rows) {
   static_assert(SmemBytes<kTileRows>() <= 48 * 1024, "more shared memory needs an opt-in");
   KernelLaunch launch;
-  launch.function = reinterpret_cast<const void*>(KernelOf<kTileRows, kW>());
+  launch.function = reinterpret_cast<const void*>(KernelOf<kTileRows, kW, kO>());
   launch.grid = dim3(kValueDim / kColumnsPerBlock, heads, (rows + kTileRows - 1) / kTileRows);
   launch.block = dim3(kThreads);
   launch.smem_bytes = SmemBytes<kTileRows>();
@@ -264,27 +320,30 @@ int ColumnSplitBlockRows(int heads, int rows, int multiprocessors) {
 
 cudaError_t LoadColumnSplit() {
   cudaError_t e = cudaSuccess;
-  ForEachWeightType([&](auto w) {
+  ForEachTypes([&](auto w, auto o) {
     constexpr WeightType kW = decltype(w)::value;
-    if (e == cudaSuccess) e = LoadKernel(KernelOf<8, kW>(), SmemBytes<8>());
-    if (e == cudaSuccess) e = LoadKernel(KernelOf<16, kW>(), SmemBytes<16>());
-    if (e == cudaSuccess) e = LoadKernel(KernelOf<32, kW>(), SmemBytes<32>());
+    constexpr OutputType kO = decltype(o)::value;
+    if (e == cudaSuccess) e = LoadKernel(KernelOf<8, kW, kO>(), SmemBytes<8>());
+    if (e == cudaSuccess) e = LoadKernel(KernelOf<16, kW, kO>(), SmemBytes<16>());
+    if (e == cudaSuccess) e = LoadKernel(KernelOf<32, kW, kO>(), SmemBytes<32>());
   });
   return e;
 }
 
-template <WeightType kW>
+template <WeightType kW, OutputType kO>
 KernelLaunch PlanColumnSplit(int heads, int rows, int multiprocessors) {
   switch (ColumnSplitBlockRows(heads, rows, multiprocessors)) {
     case 8:
-      return LaunchOf<8, kW>(heads, rows);
+      return LaunchOf<8, kW, kO>(heads, rows);
     case 16:
-      return LaunchOf<16, kW>(heads, rows);
+      return LaunchOf<16, kW, kO>(heads, rows);
     default:
-      return LaunchOf<32, kW>(heads, rows);
+      return LaunchOf<32, kW, kO>(heads, rows);
   }
 }
-template KernelLaunch PlanColumnSplit<WeightType::kBf16>(int, int, int);
-template KernelLaunch PlanColumnSplit<WeightType::kE4m3>(int, int, int);
+template KernelLaunch PlanColumnSplit<WeightType::kBf16, OutputType::kBf16>(int, int, int);
+template KernelLaunch PlanColumnSplit<WeightType::kE4m3, OutputType::kBf16>(int, int, int);
+template KernelLaunch PlanColumnSplit<WeightType::kBf16, OutputType::kE4m3>(int, int, int);
+template KernelLaunch PlanColumnSplit<WeightType::kE4m3, OutputType::kE4m3>(int, int, int);
 
 }  // namespace mla_tail

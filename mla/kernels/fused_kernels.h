@@ -3,8 +3,9 @@
 
 // The fused kernels' own launch plans and loaders, behind PlanFusedKernel and LoadTailKernels
 // (params.h), which pick one by FusedKernel and weight type or load them all. Each plan is a
-// template of the weight type (instantiated for both in its kernel's file); PlanFusedKernel turns
-// the buffers' weight type into that template argument (WithWeightType), in one place.
+// template of the weight and output types (instantiated for every pair in its kernel's file);
+// PlanFusedKernel turns the buffers' types into those template arguments (WithTypes), in one
+// place.
 
 #include <cuda_runtime_api.h>
 
@@ -25,6 +26,18 @@ decltype(auto) WithWeightType(WeightType w, F&& f) {
   return f(WeightTag<WeightType::kBf16>{});
 }
 
+template <OutputType kO>
+using OutputTag = std::integral_constant<OutputType, kO>;
+
+// f(WeightTag<w>{}, OutputTag<o>{}): both types as template arguments.
+template <typename F>
+decltype(auto) WithTypes(WeightType w, OutputType o, F&& f) {
+  return WithWeightType(w, [&](auto weight) {
+    if (o == OutputType::kE4m3) return f(weight, OutputTag<OutputType::kE4m3>{});
+    return f(weight, OutputTag<OutputType::kBf16>{});
+  });
+}
+
 // f(WeightTag<w>{}) for every weight type (loading every instantiation).
 template <typename F>
 void ForEachWeightType(F&& f) {
@@ -32,26 +45,35 @@ void ForEachWeightType(F&& f) {
   f(WeightTag<WeightType::kE4m3>{});
 }
 
+// f(WeightTag<w>{}, OutputTag<o>{}) for every pair of types.
+template <typename F>
+void ForEachTypes(F&& f) {
+  ForEachWeightType([&](auto w) {
+    f(w, OutputTag<OutputType::kBf16>{});
+    f(w, OutputTag<OutputType::kE4m3>{});
+  });
+}
+
 // ColumnSplit (column_split.cu): ColumnSplitBlockRows rows a block.
-template <WeightType kW>
+template <WeightType kW, OutputType kO>
 KernelLaunch PlanColumnSplit(int heads, int rows, int multiprocessors);
 cudaError_t LoadColumnSplit();
 
 // LatentSplit (latent_split.cu): 8-row blocks of 8 warps up to 8 rows, else 16-row
 // blocks of 4.
-template <WeightType kW>
+template <WeightType kW, OutputType kO>
 KernelLaunch PlanLatentSplit(int heads, int rows);
 cudaError_t LoadLatentSplit();
 
 // Tile (tile.cu) in the configuration a kTile* kernel names;
 // cudaErrorInvalidValue for any other kernel. IsTileKernel tells which kernels those are.
 bool IsTileKernel(FusedKernel kernel);
-template <WeightType kW>
+template <WeightType kW, OutputType kO>
 cudaError_t PlanTile(int heads, int rows, FusedKernel kernel, KernelLaunch* launch);
 cudaError_t LoadTileKernels();
 
 // Persistent128x128 (persistent_128x128.cu): kPersistent128x128.
-template <WeightType kW>
+template <WeightType kW, OutputType kO>
 KernelLaunch PlanPersistent128x128(int heads, int rows, int multiprocessors);
 cudaError_t LoadPersistent128x128();
 

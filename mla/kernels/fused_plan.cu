@@ -36,19 +36,21 @@ FusedKernel ResolveFusedKernel(FusedKernel kernel, int heads, int rows, int mult
 cudaError_t PlanFusedKernel(const FusedTailParams& p, FusedKernel kernel, int multiprocessors,
                             KernelLaunch* launch) {
   const WeightType weight = p.w_uv_fp8 != nullptr ? WeightType::kE4m3 : WeightType::kBf16;
+  const OutputType output = p.output_fp8 != nullptr ? OutputType::kE4m3 : OutputType::kBf16;
   const FusedKernel resolved = ResolveFusedKernel(kernel, p.heads, p.rows, multiprocessors, weight);
-  return WithWeightType(weight, [&](auto w) {
+  return WithTypes(weight, output, [&](auto w, auto o) {
     constexpr WeightType kW = decltype(w)::value;
+    constexpr OutputType kO = decltype(o)::value;
     if (resolved == FusedKernel::kPersistent128x128) {
-      *launch = PlanPersistent128x128<kW>(p.heads, p.rows, multiprocessors);
+      *launch = PlanPersistent128x128<kW, kO>(p.heads, p.rows, multiprocessors);
       return cudaSuccess;
     }
     if (resolved == FusedKernel::kLatentSplit) {
-      *launch = PlanLatentSplit<kW>(p.heads, p.rows);
+      *launch = PlanLatentSplit<kW, kO>(p.heads, p.rows);
       return cudaSuccess;
     }
-    if (IsTileKernel(resolved)) return PlanTile<kW>(p.heads, p.rows, resolved, launch);
-    *launch = PlanColumnSplit<kW>(p.heads, p.rows, multiprocessors);
+    if (IsTileKernel(resolved)) return PlanTile<kW, kO>(p.heads, p.rows, resolved, launch);
+    *launch = PlanColumnSplit<kW, kO>(p.heads, p.rows, multiprocessors);
     return cudaSuccess;
   });
 }

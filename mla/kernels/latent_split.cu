@@ -19,6 +19,11 @@
 //
 // e4m3 W_UV (fp8.cuh): the same fragments from 8 bytes a word, dequantized to bf16 in registers
 // before the dependency wait with their block's scale (global chunk c lies in latent block c / 4).
+//
+// e4m3 output: a head's 8 column blocks are one cluster (LatentSplitE4m3OutputKernel); each
+// block's rows' amax over its 16 columns (a group's 4 lanes, then its 2 tile warps in shared
+// memory) is read by the others through distributed shared memory. Every warp stays to the end:
+// the cluster's barriers count all threads.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -40,8 +45,8 @@ namespace {
 constexpr int kColumns = 16;  // two n8 tiles
 
 // kRows: 8 (one m16 tile whose rows 8-15 are zeros) or 16.
-template <int kRows, int kWarps, WeightType kW>
-__global__ void __launch_bounds__(32 * kWarps) LatentSplitKernel(const FusedTailParams p) {
+template <int kRows, int kWarps, WeightType kW, OutputType kO>
+__device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
   constexpr int kHalves = kRows / 8;  // of the m16 tile: rows group and group + 8
   constexpr int kTiles = kColumns / 8;
   constexpr int kChunks = kLatentDim / 32 / kWarps;  // 32-value chunks a warp
@@ -154,11 +159,15 @@ __global__ void __launch_bounds__(32 * kWarps) LatentSplitKernel(const FusedTail
   }
   __syncthreads();
   MLA_TIMELINE_STAMP(10);
-  if (warp >= kTiles) return;
+  if constexpr (kO == OutputType::kBf16) {
+    if (warp >= kTiles) return;
+  }
+  // With the e4m3 output the other warps compute tile 0's values again, unstored.
+  const int tile = warp < kTiles ? warp : 0;
   float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
   for (int w = 0; w < kWarps; ++w) {
-    const Partial s = partials[w][warp][lane];
+    const Partial s = partials[w][tile][lane];
     sum[0] += s.x;
     sum[1] += s.y;
     if constexpr (kHalves == 2) {
@@ -178,13 +187,63 @@ __global__ void __launch_bounds__(32 * kWarps) LatentSplitKernel(const FusedTail
   }
   device::GatePairs(v, gate_word, active, out);
   MLA_TIMELINE_STAMP_AFTER(11, out[0] ^ out[kHalves - 1]);
+  if constexpr (kO == OutputType::kBf16) {
 #pragma unroll
-  for (int half = 0; half < kHalves; ++half) {
-    const int t = t0 + group + 8 * half;
-    if (t >= p.rows) continue;
-    *reinterpret_cast<uint32_t*>(p.output + t * p.output_row_stride + out_column) = out[half];
+    for (int half = 0; half < kHalves; ++half) {
+      const int t = t0 + group + 8 * half;
+      if (t >= p.rows) continue;
+      *reinterpret_cast<uint32_t*>(p.output + t * p.output_row_stride + out_column) = out[half];
+    }
+  } else {
+    // Row r of the block: component j of amax_part[r] is tile j's amax over its 8 columns.
+    __shared__ uint2 amax_part[kRows];
+#pragma unroll
+    for (int half = 0; half < kHalves; ++half) {
+      const uint32_t m = device::GroupMax<4>(device::Bf16x2MagnitudeMax(out[half]));
+      if (warp < kTiles && quarter == 0) {
+        reinterpret_cast<uint32_t*>(&amax_part[group + 8 * half])[warp] = m;
+      }
+    }
+    device::ClusterSync();
+    const bool scale_writer = device::ClusterRank() == 0 && warp == 0 && quarter == 0;
+#pragma unroll
+    for (int half = 0; half < kHalves; ++half) {
+      const device::OutputScale scale = device::OutputScaleOf(
+          device::ClusterMax<kValueDim / kColumns>(&amax_part[group + 8 * half]));
+      const float2 x = device::Bf16x2ToFloat2(out[half]);
+      const uint16_t q = device::QuantizeE4m3x2(x.x, x.y, scale.inverse, scale.zero);
+      const int t = t0 + group + 8 * half;
+      if (warp >= kTiles || t >= p.rows) continue;
+      *reinterpret_cast<uint16_t*>(p.output_fp8 + t * p.output_row_stride + out_column) = q;
+      if (scale_writer) {
+        p.output_scale[t * p.output_scale_row_stride + head * p.output_scale_head_stride] =
+            scale.scale;
+      }
+    }
+    device::ClusterSync();  // no block leaves while another reads its amax_part
   }
   MLA_TIMELINE_STAMP(12);
+}
+
+template <int kRows, int kWarps, WeightType kW>
+__global__ void __launch_bounds__(32 * kWarps) LatentSplitKernel(const FusedTailParams p) {
+  LatentSplitBlock<kRows, kWarps, kW, OutputType::kBf16>(p);
+}
+
+// The e4m3 output: a head's 8 column blocks in one cluster.
+template <int kRows, int kWarps, WeightType kW>
+__global__ void __launch_bounds__(32 * kWarps) __cluster_dims__(kValueDim / kColumns, 1, 1)
+    LatentSplitE4m3OutputKernel(const FusedTailParams p) {
+  LatentSplitBlock<kRows, kWarps, kW, OutputType::kE4m3>(p);
+}
+
+template <int kRows, int kWarps, WeightType kW, OutputType kO>
+constexpr void (*LatentSplitKernelOf())(const FusedTailParams) {
+  if constexpr (kO == OutputType::kE4m3) {
+    return LatentSplitE4m3OutputKernel<kRows, kWarps, kW>;
+  } else {
+    return LatentSplitKernel<kRows, kWarps, kW>;
+  }
 }
 
 // 8 rows: 8 warps of 2 chunks each; 16 rows (twice the A fragments and partial sums): 4 warps
@@ -192,10 +251,11 @@ __global__ void __launch_bounds__(32 * kWarps) LatentSplitKernel(const FusedTail
 template <int kRows>
 constexpr int kWarpsFor = kRows == 8 ? 8 : 4;
 
-template <int kRows, WeightType kW>
+template <int kRows, WeightType kW, OutputType kO>
 KernelLaunch LatentSplitLaunch(int heads, int rows) {
   KernelLaunch launch;
-  launch.function = reinterpret_cast<const void*>(LatentSplitKernel<kRows, kWarpsFor<kRows>, kW>);
+  launch.function =
+      reinterpret_cast<const void*>(LatentSplitKernelOf<kRows, kWarpsFor<kRows>, kW, kO>());
   launch.grid = dim3(kValueDim / kColumns, heads, (rows + kRows - 1) / kRows);
   launch.block = dim3(32 * kWarpsFor<kRows>);
   launch.smem_bytes = 0;  // static only
@@ -204,19 +264,23 @@ KernelLaunch LatentSplitLaunch(int heads, int rows) {
 
 }  // namespace
 
-template <WeightType kW>
+template <WeightType kW, OutputType kO>
 KernelLaunch PlanLatentSplit(int heads, int rows) {
-  return rows <= 8 ? LatentSplitLaunch<8, kW>(heads, rows) : LatentSplitLaunch<16, kW>(heads, rows);
+  return rows <= 8 ? LatentSplitLaunch<8, kW, kO>(heads, rows)
+                   : LatentSplitLaunch<16, kW, kO>(heads, rows);
 }
-template KernelLaunch PlanLatentSplit<WeightType::kBf16>(int, int);
-template KernelLaunch PlanLatentSplit<WeightType::kE4m3>(int, int);
+template KernelLaunch PlanLatentSplit<WeightType::kBf16, OutputType::kBf16>(int, int);
+template KernelLaunch PlanLatentSplit<WeightType::kE4m3, OutputType::kBf16>(int, int);
+template KernelLaunch PlanLatentSplit<WeightType::kBf16, OutputType::kE4m3>(int, int);
+template KernelLaunch PlanLatentSplit<WeightType::kE4m3, OutputType::kE4m3>(int, int);
 
 cudaError_t LoadLatentSplit() {
   cudaError_t e = cudaSuccess;
-  ForEachWeightType([&](auto w) {
+  ForEachTypes([&](auto w, auto o) {
     constexpr WeightType kW = decltype(w)::value;
-    if (e == cudaSuccess) e = LoadKernel(LatentSplitKernel<8, kWarpsFor<8>, kW>, 0);
-    if (e == cudaSuccess) e = LoadKernel(LatentSplitKernel<16, kWarpsFor<16>, kW>, 0);
+    constexpr OutputType kO = decltype(o)::value;
+    if (e == cudaSuccess) e = LoadKernel(LatentSplitKernelOf<8, kWarpsFor<8>, kW, kO>(), 0);
+    if (e == cudaSuccess) e = LoadKernel(LatentSplitKernelOf<16, kWarpsFor<16>, kW, kO>(), 0);
   });
   return e;
 }

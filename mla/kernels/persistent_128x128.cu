@@ -30,6 +30,9 @@
 // stage's W_UV area; once the stage is full, the 256 consumer threads dequantize it in place into
 // the bf16 swizzled layout (two words each), fence, and meet at a named barrier before the MMAs:
 // both consumer warpgroups read every column of the slice.
+//
+// e4m3 output: a tile holds whole heads' rows, so a row's amax is a shuffle over the 16 lanes that
+// store it; each thread quantizes its 8 values and stores 8 bytes.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -121,7 +124,7 @@ struct PersistentEarlySigmoids<true> {
 // 1 + warpgroup).
 constexpr int kDequantizedBarrier = 3;
 
-template <bool kEarlySigmoids, WeightType kW>
+template <bool kEarlySigmoids, WeightType kW, OutputType kO>
 __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
     Persistent128x128Kernel(const FusedTailParams p) {
   using Early = PersistentEarlySigmoids<kEarlySigmoids>;
@@ -305,10 +308,25 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
     for (int n = 0; n < 64 / 8; ++n) {
       const int r = 64 * warpgroup + k / T::kGateWordsPerRow + 8 * n;
       const int t = tile.t0 + r;
-      if (t >= p.rows) continue;
-      *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + tile.head * kValueDim +
-                                8 * word) =
-          *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
+      if constexpr (kO == OutputType::kBf16) {
+        if (t >= p.rows) continue;
+        *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + tile.head * kValueDim +
+                                  8 * word) =
+            *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
+      } else {
+        // The row's 16 words are held by 16 consecutive lanes: every lane shuffles.
+        const uint4 x = *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
+        const device::OutputScale scale = device::OutputScaleOf(
+            device::GroupMax<T::kGateWordsPerRow>(device::Bf16x8MagnitudeMax(x)));
+        const uint2 q = device::QuantizeBf16x8(x, scale);
+        if (t >= p.rows) continue;
+        *reinterpret_cast<uint2*>(p.output_fp8 + t * p.output_row_stride + tile.head * kValueDim +
+                                  8 * word) = q;
+        if (word == 0) {
+          p.output_scale[t * p.output_scale_row_stride + tile.head * p.output_scale_head_stride] =
+              scale.scale;
+        }
+      }
     }
     // Every thread arrives: its own reads of the gate buffer happen before the refill.
     device::MbarrierArrive(gate_empty);
@@ -319,13 +337,14 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
 
 cudaError_t LoadPersistent128x128() {
   cudaError_t e = cudaSuccess;
-  ForEachWeightType([&](auto w) {
+  ForEachTypes([&](auto w, auto o) {
     constexpr WeightType kW = decltype(w)::value;
+    constexpr OutputType kO = decltype(o)::value;
     if (e == cudaSuccess) {
-      e = LoadKernel(Persistent128x128Kernel<true, kW>, PersistentTile::kSmemBytes);
+      e = LoadKernel(Persistent128x128Kernel<true, kW, kO>, PersistentTile::kSmemBytes);
     }
     if (e == cudaSuccess) {
-      e = LoadKernel(Persistent128x128Kernel<false, kW>, PersistentTile::kSmemBytes);
+      e = LoadKernel(Persistent128x128Kernel<false, kW, kO>, PersistentTile::kSmemBytes);
     }
   });
   return e;
@@ -333,20 +352,23 @@ cudaError_t LoadPersistent128x128() {
 
 // As many rounds of tiles as the GPU needs, on the fewest blocks that keep that many (every
 // block as busy, and more bandwidth for each); with one round, the kernel with early sigmoids.
-template <WeightType kW>
+template <WeightType kW, OutputType kO>
 KernelLaunch PlanPersistent128x128(int heads, int rows, int multiprocessors) {
   const long long tiles =
       static_cast<long long>(heads) * ((rows + PersistentTile::kRows - 1) / PersistentTile::kRows);
   const long long rounds = (tiles + multiprocessors - 1) / multiprocessors;
   KernelLaunch launch;
-  launch.function = rounds == 1 ? reinterpret_cast<const void*>(Persistent128x128Kernel<true, kW>)
-                                : reinterpret_cast<const void*>(Persistent128x128Kernel<false, kW>);
+  launch.function = rounds == 1
+                        ? reinterpret_cast<const void*>(Persistent128x128Kernel<true, kW, kO>)
+                        : reinterpret_cast<const void*>(Persistent128x128Kernel<false, kW, kO>);
   launch.grid = dim3(static_cast<unsigned>((tiles + rounds - 1) / rounds));
   launch.block = dim3(PersistentTile::kThreads);
   launch.smem_bytes = PersistentTile::kSmemBytes;
   return launch;
 }
-template KernelLaunch PlanPersistent128x128<WeightType::kBf16>(int, int, int);
-template KernelLaunch PlanPersistent128x128<WeightType::kE4m3>(int, int, int);
+template KernelLaunch PlanPersistent128x128<WeightType::kBf16, OutputType::kBf16>(int, int, int);
+template KernelLaunch PlanPersistent128x128<WeightType::kE4m3, OutputType::kBf16>(int, int, int);
+template KernelLaunch PlanPersistent128x128<WeightType::kBf16, OutputType::kE4m3>(int, int, int);
+template KernelLaunch PlanPersistent128x128<WeightType::kE4m3, OutputType::kE4m3>(int, int, int);
 
 }  // namespace mla_tail

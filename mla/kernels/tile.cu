@@ -38,6 +38,12 @@
 // W_UV area and, once this thread's copies of the step have landed, dequantized in place into the
 // bf16 swizzled layout by the thread that copied it, before the barrier that publishes the step
 // to the MMAs; the head's 4 block scales are loaded before the dependency wait.
+//
+// e4m3 output: the store phase reads the gated bf16 tile as before; a row's amax over the tile's
+// columns is a shuffle over the lanes that hold the row, and with tiles narrower than a head
+// (32 or 64 columns) the head's column blocks are one cluster (TileE4m3OutputKernel) that
+// exchanges the rows' amax through distributed shared memory (in stage 0, free once the MMAs are
+// done). Each thread quantizes its 8 values and stores 8 bytes.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -151,10 +157,9 @@ struct EarlySigmoids<T, true> {
   }
 };
 
-template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, bool kEarlySigmoids,
-          WeightType kW>
-__global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
-    TileKernel(const FusedTailParams p) {
+template <int kStages, int kCols, int kWarpgroups, bool kEarlySigmoids, WeightType kW,
+          OutputType kO>
+__device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   using T = WgTile<kStages, kCols, kWarpgroups>;
   constexpr int kRows = T::kRows;
   constexpr int kWgCols = T::kWgCols;
@@ -312,17 +317,74 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
   __syncthreads();
   MLA_TIMELINE_STAMP(3 + kSteps);
   // The output tile, 16 bytes a thread and copy: word w of row r.
+  if constexpr (kO == OutputType::kBf16) {
 #pragma unroll
-  for (int n = 0; n < T::kGateCopies; ++n) {
-    const int r = threadIdx.x / T::kGateWordsPerRow + n * T::kGateRowsPerPass;
-    const int word = threadIdx.x % T::kGateWordsPerRow;
-    const int t = tile.t0 + r;
-    if (t >= p.rows) continue;
-    *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + tile.head * kValueDim +
-                              tile.column0 + 8 * word) =
-        *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
+    for (int n = 0; n < T::kGateCopies; ++n) {
+      const int r = threadIdx.x / T::kGateWordsPerRow + n * T::kGateRowsPerPass;
+      const int word = threadIdx.x % T::kGateWordsPerRow;
+      const int t = tile.t0 + r;
+      if (t >= p.rows) continue;
+      *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + tile.head * kValueDim +
+                                tile.column0 + 8 * word) =
+          *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
+    }
+  } else {
+    // A row's kGateWordsPerRow words are held by as many consecutive lanes.
+    constexpr int kLanes = T::kGateWordsPerRow;
+    constexpr int kClusterBlocks = kValueDim / kCols;
+    uint32_t* const amax_part = reinterpret_cast<uint32_t*>(smem);  // [kRows], in stage 0
+    const int word = threadIdx.x % kLanes;
+    uint4 x[T::kGateCopies];
+    uint32_t m[T::kGateCopies];
+#pragma unroll
+    for (int n = 0; n < T::kGateCopies; ++n) {
+      const int r = threadIdx.x / kLanes + n * T::kGateRowsPerPass;
+      x[n] = *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
+      m[n] = device::GroupMax<kLanes>(device::Bf16x8MagnitudeMax(x[n]));
+      if constexpr (kClusterBlocks > 1) {
+        if (word == 0) amax_part[r] = m[n];
+      }
+    }
+    bool scale_writer = word == 0;
+    if constexpr (kClusterBlocks > 1) {
+      device::ClusterSync();
+      scale_writer = scale_writer && device::ClusterRank() == 0;
+    }
+#pragma unroll
+    for (int n = 0; n < T::kGateCopies; ++n) {
+      const int r = threadIdx.x / kLanes + n * T::kGateRowsPerPass;
+      uint32_t amax = m[n];
+      if constexpr (kClusterBlocks > 1) amax = device::ClusterMax<kClusterBlocks>(&amax_part[r]);
+      const device::OutputScale scale = device::OutputScaleOf(amax);
+      const uint2 q = device::QuantizeBf16x8(x[n], scale);
+      const int t = tile.t0 + r;
+      if (t >= p.rows) continue;
+      *reinterpret_cast<uint2*>(p.output_fp8 + t * p.output_row_stride + tile.head * kValueDim +
+                                tile.column0 + 8 * word) = q;
+      if (scale_writer) {
+        p.output_scale[t * p.output_scale_row_stride + tile.head * p.output_scale_head_stride] =
+            scale.scale;
+      }
+    }
+    // No block leaves while another reads its amax_part.
+    if constexpr (kClusterBlocks > 1) device::ClusterSync();
   }
   MLA_TIMELINE_STAMP(4 + kSteps);
+}
+
+template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, bool kEarlySigmoids,
+          WeightType kW>
+__global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
+    TileKernel(const FusedTailParams p) {
+  TileBlock<kStages, kCols, kWarpgroups, kEarlySigmoids, kW, OutputType::kBf16>(p);
+}
+
+// The e4m3 output: a head's column blocks (128 / kCols) in one cluster.
+template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, bool kEarlySigmoids,
+          WeightType kW>
+__global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
+    __cluster_dims__(kValueDim / kCols, 1, 1) TileE4m3OutputKernel(const FusedTailParams p) {
+  TileBlock<kStages, kCols, kWarpgroups, kEarlySigmoids, kW, OutputType::kE4m3>(p);
 }
 
 // The configurations FusedKernel names: stages (8: all steps in flight), the tile's
@@ -357,12 +419,19 @@ static_assert(BlocksPerMultiprocessor(WgTile<6, 64, 1>::kSmemBytes) == 2, "p6: t
 static_assert(BlocksPerMultiprocessor(WgTile<4, 64, 1>::kSmemBytes) == 3, "p4: three");
 static_assert(BlocksPerMultiprocessor(WgTile<3, 128, 2>::kSmemBytes) == 2, "n128: two");
 
-template <int kIndex, WeightType kW = WeightType::kBf16>
+template <int kIndex, WeightType kW, OutputType kO>
 struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
   using T = WgTile<kC.stages, kC.cols, kC.warpgroups>;
-  static constexpr auto kKernel =
-      TileKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kC.early_sigmoids, kW>;
+  static constexpr auto KernelOf() {
+    if constexpr (kO == OutputType::kE4m3) {
+      return TileE4m3OutputKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks,
+                                  kC.early_sigmoids, kW>;
+    } else {
+      return TileKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kC.early_sigmoids, kW>;
+    }
+  }
+  static constexpr auto kKernel = KernelOf();
 
   static KernelLaunch Plan(int heads, int rows) {
     KernelLaunch launch;
@@ -375,17 +444,17 @@ struct Wg {
   static cudaError_t Load() { return LoadKernel(kKernel, T::kSmemBytes); }
 };
 
-// Calls f(Wg<i, kW>) for the configuration of `kernel`; false if it has none.
-template <WeightType kW, typename F, int kIndex = 0>
+// Calls f(Wg<i, kW, kO>) for the configuration of `kernel`; false if it has none.
+template <WeightType kW, OutputType kO, typename F, int kIndex = 0>
 bool WithConfig(FusedKernel kernel, F&& f) {
   if constexpr (kIndex == std::size(kWgConfigs)) {
     return false;
   } else {
     if (kWgConfigs[kIndex].kernel == kernel) {
-      f(Wg<kIndex, kW>());
+      f(Wg<kIndex, kW, kO>());
       return true;
     }
-    return WithConfig<kW, F, kIndex + 1>(kernel, std::forward<F>(f));
+    return WithConfig<kW, kO, F, kIndex + 1>(kernel, std::forward<F>(f));
   }
 }
 
@@ -394,8 +463,10 @@ cudaError_t LoadAll() {
   if constexpr (kIndex == std::size(kWgConfigs)) {
     return cudaSuccess;
   } else {
-    cudaError_t e = Wg<kIndex, WeightType::kBf16>::Load();
-    if (e == cudaSuccess) e = Wg<kIndex, WeightType::kE4m3>::Load();
+    cudaError_t e = cudaSuccess;
+    ForEachTypes([&](auto w, auto o) {
+      if (e == cudaSuccess) e = Wg<kIndex, decltype(w)::value, decltype(o)::value>::Load();
+    });
     return e != cudaSuccess ? e : LoadAll<kIndex + 1>();
   }
 }
@@ -403,18 +474,24 @@ cudaError_t LoadAll() {
 }  // namespace
 
 bool IsTileKernel(FusedKernel kernel) {
-  return WithConfig<WeightType::kBf16>(kernel, [](auto) {});
+  return WithConfig<WeightType::kBf16, OutputType::kBf16>(kernel, [](auto) {});
 }
 
 cudaError_t LoadTileKernels() { return LoadAll(); }
 
-template <WeightType kW>
+template <WeightType kW, OutputType kO>
 cudaError_t PlanTile(int heads, int rows, FusedKernel kernel, KernelLaunch* launch) {
-  return WithConfig<kW>(kernel, [&](auto wg) { *launch = decltype(wg)::Plan(heads, rows); })
+  return WithConfig<kW, kO>(kernel, [&](auto wg) { *launch = decltype(wg)::Plan(heads, rows); })
              ? cudaSuccess
              : cudaErrorInvalidValue;
 }
-template cudaError_t PlanTile<WeightType::kBf16>(int, int, FusedKernel, KernelLaunch*);
-template cudaError_t PlanTile<WeightType::kE4m3>(int, int, FusedKernel, KernelLaunch*);
+template cudaError_t PlanTile<WeightType::kBf16, OutputType::kBf16>(int, int, FusedKernel,
+                                                                    KernelLaunch*);
+template cudaError_t PlanTile<WeightType::kE4m3, OutputType::kBf16>(int, int, FusedKernel,
+                                                                    KernelLaunch*);
+template cudaError_t PlanTile<WeightType::kBf16, OutputType::kE4m3>(int, int, FusedKernel,
+                                                                    KernelLaunch*);
+template cudaError_t PlanTile<WeightType::kE4m3, OutputType::kE4m3>(int, int, FusedKernel,
+                                                                    KernelLaunch*);
 
 }  // namespace mla_tail

@@ -80,6 +80,9 @@ class Problem {
   // element of every row < B was written (no NaN where the reference has none), and that padding
   // columns and guard rows still hold NaN. Returns the first few mismatches as an error.
   absl::Status Check(const mla_tail::bf16* output, const std::vector<int>& rows, bool exact) const;
+  // The same against the reference of other inputs (`in`: the problem's with e4m3 W_UV, say).
+  absl::Status Check(const mla_tail::bf16* output, const std::vector<int>& rows, bool exact,
+                     const ReferenceInputs& in) const;
 
   // Rows worth checking: all of a small batch; tile edges, the ends and a few random ones else.
   std::vector<int> SampleRows(int random_rows = 4) const;

@@ -42,8 +42,8 @@ QuantizedHead QuantizeHead(const uint16_t* bf16_values) {
   }
   if (nan) amax = std::numeric_limits<float>::quiet_NaN();
   q.scale = amax / kE4m3Max;
-  if (amax == 0) return q;  // zeros (and every x was +-0)
   const float inverse = kE4m3Max / amax;
+  if (std::isinf(inverse)) return q;  // zeros: amax = 0, or below 448 / FLT_MAX
   for (int d = 0; d < 128; ++d) q.values[d] = FloatToE4m3(Bf16ToFloat(bf16_values[d]) * inverse);
   return q;
 }

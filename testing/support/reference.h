@@ -41,9 +41,10 @@ ReferenceElement ReferenceOutput(const ReferenceInputs& in, int t, int h, int d)
 uint16_t DequantizeE4m3(uint8_t w, float scale);
 
 // One (row, head) of the e4m3 output: from the 128 bf16 values the bf16 tail writes there,
-// amax = max |x| (NaN if any x is NaN), scale = amax / 448, and y = e4m3(x * (448 / amax)) (zeros
-// when amax = 0), every step in FP32 rounded to nearest even. An inactive row is all zeros with
-// scale 0, which this gives too (its bf16 values are +0.0).
+// amax = max |x| (NaN if any x is NaN), scale = amax / 448, and y = e4m3(x * (448 / amax)), or
+// zeros where 448 / amax is infinite (amax = 0, or below 448 / FLT_MAX); every step in FP32
+// rounded to nearest even. An inactive row is all zeros with scale 0, which this gives too (its
+// bf16 values are +0.0).
 struct QuantizedHead {
   float scale = 0;
   std::array<uint8_t, 128> values{};
