@@ -1,6 +1,6 @@
 // A runtime fills the device (its KV cache) after creating the tail: every fused kernel still
 // runs, eagerly and through graphs, and once memory is back its graphs instantiate and replay.
-// MlaTail::Create loads every kernel (LoadTailKernels, mla/kernels/params.h), so none is
+// MlaTail::Create loads every kernel (LoadTailKernels, mla/kernels/launch.h), so none is
 // loaded on the full device. Alone in its binary, so that no earlier test has loaded a kernel
 // for it. (On an H200 it passes without that loading too: the test guards it, it does not prove
 // it necessary.)
@@ -14,7 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "mla/kernels/params.h"
+#include "mla/kernels/launch.h"
 #include "mla_tail/mla/tail.h"
 #include "testing/support/device_filler.h"
 #include "testing/support/gpu.h"

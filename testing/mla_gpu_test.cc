@@ -454,7 +454,7 @@ TEST_F(MlaGpuTest, WithoutBmmScratchTheBmmPathIsRefused) {
   EXPECT_EQ((*both)->scratch_bytes(),
             defaults.workspace_bytes +
                 size_t{mla_tail::kMaxHeads} * 1024 * mla_tail::kValueDim * 2 +
-                mla_tail::kOperandTableBytes);
+                mla_tail::internal::kOperandTableBytes);
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
 }
 

@@ -163,7 +163,7 @@ absl::StatusOr<DeviceMemory> Problem::NewOutput(cudaStream_t stream) const {
 }
 
 absl::Status Problem::PoisonOutput(bf16* output, cudaStream_t stream) const {
-  return mla_tail::CudaStatus(
+  return mla_tail::internal::CudaStatus(
       cudaMemsetAsync(output, 0xff, output_elements() * sizeof(bf16), stream), "poison output");
 }
 
@@ -177,7 +177,7 @@ absl::Status Problem::SetLengths(const std::vector<int32_t>& lengths, cudaStream
       cudaMemcpyAsync(lengths_device_.get(), lengths_.data(), lengths_.size() * sizeof(int32_t),
                       cudaMemcpyHostToDevice, stream),
       "upload lengths");
-  return mla_tail::CudaStatus(cudaStreamSynchronize(stream), "upload lengths");
+  return mla_tail::internal::CudaStatus(cudaStreamSynchronize(stream), "upload lengths");
 }
 
 ReferenceInputs Problem::reference_inputs() const {
