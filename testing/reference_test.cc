@@ -42,13 +42,13 @@ TEST(Bf16BitsTest, RoundsFromDoubleOnce) {
   EXPECT_EQ(DoubleToBf16(4095.0), 0x4580);            // 4096
   EXPECT_EQ(DoubleToBf16(0.0), 0x0000);
   EXPECT_EQ(DoubleToBf16(-0.0), 0x8000);
-  EXPECT_EQ(DoubleToBf16(0x1p-133), 0x0001);         // the smallest subnormal
-  EXPECT_EQ(DoubleToBf16(0x1p-134), 0x0000);         // a tie below it, to even
-  EXPECT_EQ(DoubleToBf16(0x1.8p-134), 0x0001);       // above the tie
-  EXPECT_EQ(DoubleToBf16(3 * 0x1p-134), 0x0002);     // 1.5 subnormal steps: a tie to even
-  EXPECT_EQ(DoubleToBf16(0x1.fep127), 0x7f7f);       // the largest bf16
-  EXPECT_EQ(DoubleToBf16(0x1.fe8p127), 0x7f7f);      // below the tie
-  EXPECT_EQ(DoubleToBf16(0x1.ffp127), 0x7f80);       // the tie: to even, 2^128, overflow
+  EXPECT_EQ(DoubleToBf16(0x1p-133), 0x0001);      // the smallest subnormal
+  EXPECT_EQ(DoubleToBf16(0x1p-134), 0x0000);      // a tie below it, to even
+  EXPECT_EQ(DoubleToBf16(0x1.8p-134), 0x0001);    // above the tie
+  EXPECT_EQ(DoubleToBf16(3 * 0x1p-134), 0x0002);  // 1.5 subnormal steps: a tie to even
+  EXPECT_EQ(DoubleToBf16(0x1.fep127), 0x7f7f);    // the largest bf16
+  EXPECT_EQ(DoubleToBf16(0x1.fe8p127), 0x7f7f);   // below the tie
+  EXPECT_EQ(DoubleToBf16(0x1.ffp127), 0x7f80);    // the tie: to even, 2^128, overflow
   EXPECT_EQ(DoubleToBf16(1e300), 0x7f80);
   EXPECT_EQ(DoubleToBf16(-std::numeric_limits<double>::infinity()), 0xff80);
   EXPECT_TRUE(Bf16IsNan(DoubleToBf16(std::numeric_limits<double>::quiet_NaN())));
@@ -170,8 +170,8 @@ TEST(ReferenceTest, ActiveRowsPropagateNanAndSaturateInfiniteGates) {
   // A negative v times sigmoid(-inf) is -0.0: the sign is the product's.
   EXPECT_EQ(ReferenceOutput(SimpleInputs(0xff80, 0xbf80, 1), 0, 0, 0).out, 0x8000);
   std::string why;
-  EXPECT_FALSE(OutputAgrees(ReferenceOutput(SimpleInputs(0xff80, 0xbf80, 1), 0, 0, 0), 0x0000,
-                            true, &why));
+  EXPECT_FALSE(
+      OutputAgrees(ReferenceOutput(SimpleInputs(0xff80, 0xbf80, 1), 0, 0, 0), 0x0000, true, &why));
 }
 
 TEST(ReferenceTest, SigmoidIsNotRoundedToBf16) {

@@ -69,8 +69,8 @@ std::vector<ProblemOptions> SuiteProblems() {
   std::vector<ProblemOptions> problems;
   const struct {
     int heads, rows, q;
-  } shapes[] = {{12, 16, 1}, {64, 5, 1}, {12, 64, 1}, {3, 100, 1}, {16, 48, 3},
-                {1, 129, 1}, {128, 2, 1}, {24, 40, 2}, {8, 32, 4}, {63, 3, 1}};
+  } shapes[] = {{12, 16, 1}, {64, 5, 1},  {12, 64, 1}, {3, 100, 1}, {16, 48, 3},
+                {1, 129, 1}, {128, 2, 1}, {24, 40, 2}, {8, 32, 4},  {63, 3, 1}};
   uint64_t seed = 1;
   for (const auto& s : shapes) {
     ProblemOptions o;
@@ -109,8 +109,8 @@ TEST(WrongTailsTest, TheSuitesDataRejectEveryWrongTail) {
           acc_in_range += a >= 257 && a <= 4096;
           rounding += static_cast<double>(Bf16ToFloat(r.v)) != r.acc;
           // A tie: the exact sum halfway between two bf16 values.
-          const double step = std::fabs(static_cast<double>(Bf16ToFloat(Bf16Next(r.v, true))) -
-                                        Bf16ToFloat(r.v));
+          const double step =
+              std::fabs(static_cast<double>(Bf16ToFloat(Bf16Next(r.v, true))) - Bf16ToFloat(r.v));
           ties += a > 256 && std::fabs(std::fabs(Bf16ToFloat(r.v)) - a) * 2 == step;
           const float g = Bf16ToFloat(in.gate(t, h * 128 + d));
           gates_below += g < -87.3f;
@@ -138,12 +138,12 @@ TEST(WrongTailsTest, TheSuitesDataRejectEveryWrongTail) {
   }
 
   const double n = static_cast<double>(total.compared);
-  std::printf("%lld active elements compared over %zu problems: |acc| in [257, 4096] %.1f%%, "
-              "v rounded %.1f%%, ties %.1f%%, gates below -87.3 %.2f%%, sigmoid pinned to one "
-              "FP32 value %.1f%%\n",
-              static_cast<long long>(total.compared), SuiteProblems().size(),
-              100 * acc_in_range / n, 100 * rounding / n, 100 * ties / n, 100 * gates_below / n,
-              100 * gates_saturated / n);
+  std::printf(
+      "%lld active elements compared over %zu problems: |acc| in [257, 4096] %.1f%%, "
+      "v rounded %.1f%%, ties %.1f%%, gates below -87.3 %.2f%%, sigmoid pinned to one "
+      "FP32 value %.1f%%\n",
+      static_cast<long long>(total.compared), SuiteProblems().size(), 100 * acc_in_range / n,
+      100 * rounding / n, 100 * ties / n, 100 * gates_below / n, 100 * gates_saturated / n);
   for (int i = 0; i < kWrong; ++i) {
     const double share = total.rejected[i] / n;
     std::printf("  wrong tail %-28s rejected on %5.1f%% of elements\n", kWrongTails[i].name,

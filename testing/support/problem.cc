@@ -97,20 +97,18 @@ absl::StatusOr<std::unique_ptr<Problem>> Problem::Create(const ProblemOptions& o
   bf16* const latent = p->latent_.as<bf16>();
   bf16* const w_uv = p->w_uv_.as<bf16>() + p->w_allocation_offset_;
   bf16* const gate = p->gate_.as<bf16>();
+  MLA_RETURN_IF_CUDA_ERROR(FillTestValues({reinterpret_cast<uint16_t*>(latent), rows, heads,
+                                           kLatentDim, b.latent_row_stride, kLatentDim},
+                                          LatentSeed(options), options.data, stream),
+                           "fill latent");
+  MLA_RETURN_IF_CUDA_ERROR(FillTestValues({reinterpret_cast<uint16_t*>(w_uv), heads, kValueDim,
+                                           kLatentDim, b.w_head_stride, b.w_row_stride},
+                                          WeightSeed(options), options.data, stream),
+                           "fill w_uv");
   MLA_RETURN_IF_CUDA_ERROR(
-      FillTestValues({reinterpret_cast<uint16_t*>(latent), rows, heads, kLatentDim,
-                      b.latent_row_stride, kLatentDim},
-                     LatentSeed(options), options.data, stream),
-      "fill latent");
-  MLA_RETURN_IF_CUDA_ERROR(
-      FillTestValues({reinterpret_cast<uint16_t*>(w_uv), heads, kValueDim, kLatentDim,
-                      b.w_head_stride, b.w_row_stride},
-                     WeightSeed(options), options.data, stream),
-      "fill w_uv");
-  MLA_RETURN_IF_CUDA_ERROR(FillTestValues({reinterpret_cast<uint16_t*>(gate), rows, 1, width,
-                                           b.gate_row_stride, 0},
-                                          GateSeed(options), options.gates, stream),
-                           "fill gate");
+      FillTestValues({reinterpret_cast<uint16_t*>(gate), rows, 1, width, b.gate_row_stride, 0},
+                     GateSeed(options), options.gates, stream),
+      "fill gate");
 
   p->lengths_ = ProblemLengths(options);
   for (int64_t r = 0; r < rows / q; ++r) {

@@ -28,8 +28,7 @@ constexpr uint16_t kNan = 0x7fc0, kPlusInf = 0x7f80, kMinusInf = 0xff80;
 std::vector<int32_t> ProblemLengths(const ProblemOptions& o) {
   std::vector<int32_t> lengths(o.shape.rows / o.shape.q);
   for (size_t r = 0; r < lengths.size(); ++r) {
-    lengths[r] =
-        Inactive(o, r) ? (o.negative_lengths ? -7 : 0) : static_cast<int32_t>(1 + r);
+    lengths[r] = Inactive(o, r) ? (o.negative_lengths ? -7 : 0) : static_cast<int32_t>(1 + r);
   }
   return lengths;
 }

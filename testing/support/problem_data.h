@@ -18,11 +18,11 @@ struct ProblemOptions {
   mla_tail::TailShape shape;
   Values data = Values::kRoundingIntegers;  // latent and W_UV
   Values gates = Values::kGates;
-  bool kv_b_proj_view = false;  // W_UV as the V half of a [H, 256, 512] kv_b_proj
-  int64_t row_padding = 0;      // elements added to the latent, gate and output row strides
-  int64_t w_row_padding = 0;    // elements added to W_UV's row stride of 512 (a multiple of 8)
-  int inactive_every = 3;       // request r is inactive when r % n == 1 (n = 0 or 1: none); its
-                                // length is 0 and its latent and gate rows hold NaN
+  bool kv_b_proj_view = false;    // W_UV as the V half of a [H, 256, 512] kv_b_proj
+  int64_t row_padding = 0;        // elements added to the latent, gate and output row strides
+  int64_t w_row_padding = 0;      // elements added to W_UV's row stride of 512 (a multiple of 8)
+  int inactive_every = 3;         // request r is inactive when r % n == 1 (n = 0 or 1: none); its
+                                  // length is 0 and its latent and gate rows hold NaN
   bool negative_lengths = false;  // inactive requests get length -7 instead of 0
   // NaN in one active row's latent (one head) and in one W_UV column; +inf, -inf and NaN gates in
   // two active rows: what the contract says an active row propagates.

@@ -39,7 +39,7 @@ SigmoidBounds AllowedSigmoids(uint16_t gate) {
   double high = b.exact * (1 + kSigmoidRelativeBound) + 0x1p-149;
   // FP32's exp(-g) overflows to infinity past its largest value, and then s = 1 / inf = 0.
   constexpr double kFloatMax = std::numeric_limits<float>::max();
-  if (e >= kFloatMax * (1 - kSigmoidRelativeBound)) low = 0;   // expf may overflow
+  if (e >= kFloatMax * (1 - kSigmoidRelativeBound)) low = 0;  // expf may overflow
   if (e > kFloatMax * (1 + kSigmoidRelativeBound)) high = 0;  // expf overflows
   b.low = FloatAtLeast(std::clamp(low, 0.0, 1.0));
   b.high = FloatAtMost(std::clamp(high, 0.0, 1.0));

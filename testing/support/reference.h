@@ -30,9 +30,9 @@ struct ReferenceInputs {
 inline constexpr double kSigmoidRelativeBound = 0x1p-21;
 
 struct SigmoidBounds {
-  double exact = 0;  // σ(g), in double; NaN for a NaN gate
-  float low = 0;     // the smallest FP32 s the contract allows
-  float high = 0;    // the largest
+  double exact = 0;   // σ(g), in double; NaN for a NaN gate
+  float low = 0;      // the smallest FP32 s the contract allows
+  float high = 0;     // the largest
   float nearest = 0;  // the FP32 value nearest σ(g) within [low, high]
 };
 
@@ -40,10 +40,10 @@ SigmoidBounds AllowedSigmoids(uint16_t gate);
 
 struct ReferenceElement {
   bool active = false;
-  double acc = 0;        // the exact dot product
-  uint16_t v = 0;        // bf16(acc), rounded once from the exact value
-  SigmoidBounds s;       // the sigmoids the contract allows for this element's gate
-  uint16_t out = 0;      // the contract's output with s.nearest: bf16(float(v) * s.nearest)
+  double acc = 0;    // the exact dot product
+  uint16_t v = 0;    // bf16(acc), rounded once from the exact value
+  SigmoidBounds s;   // the sigmoids the contract allows for this element's gate
+  uint16_t out = 0;  // the contract's output with s.nearest: bf16(float(v) * s.nearest)
 };
 
 // One output element: row t, head h, column d.

@@ -83,7 +83,8 @@ MLA_HOST_DEVICE inline uint16_t TestValue(uint64_t seed, uint64_t index, Values 
   const uint64_t r = SplitMix64(SplitMix64(seed) ^ index);
   switch (kind) {
     case Values::kRoundingIntegers: {
-      const uint64_t vector = SplitMix64(SplitMix64(seed ^ 0x5eedull) ^ (index / kTestVectorLength));
+      const uint64_t vector =
+          SplitMix64(SplitMix64(seed ^ 0x5eedull) ^ (index / kTestVectorLength));
       const int mean = 1 + static_cast<int>(vector % 3);
       const int sign = (vector >> 32) & 1 ? -1 : 1;
       return ExactBf16Bits(static_cast<float>(sign * (mean + static_cast<int>(r % 5) - 2)));
