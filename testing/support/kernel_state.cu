@@ -1,6 +1,6 @@
 #include <cuda.h>
-#include <cuda_runtime.h>
 #include <cudaTypedefs.h>
+#include <cuda_runtime.h>
 
 #include "testing/support/kernel_state.h"
 
