@@ -58,10 +58,9 @@ absl::Status CheckOutputs(const mla_tail::TailShape& shape, const std::vector<La
     const mla_tail_testing::ReferenceInputs in = LayerReferenceInputs(shape, index);
     std::vector<uint16_t> row(width);
     for (int t : rows) {
-      MLA_RETURN_IF_CUDA_ERROR(
-          cudaMemcpy(row.data(), layers[index].buffers.output + t * width, width * 2,
-                     cudaMemcpyDeviceToHost),
-          "download output");
+      MLA_RETURN_IF_CUDA_ERROR(cudaMemcpy(row.data(), layers[index].buffers.output + t * width,
+                                          width * 2, cudaMemcpyDeviceToHost),
+                               "download output");
       for (int64_t j = 0; j < columns; ++j) {
         // Spread over the heads and columns: a stride coprime to the width.
         const int64_t c = (j * 2654435761ll + t) % width;
@@ -79,8 +78,9 @@ absl::Status CheckOutputs(const mla_tail::TailShape& shape, const std::vector<La
     }
   }
   if (mismatches == 0) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(mismatches, " sampled output elements differ from the "
-                                                      "CPU reference (heads ",
+  return absl::InternalError(absl::StrCat(mismatches,
+                                          " sampled output elements differ from the "
+                                          "CPU reference (heads ",
                                           shape.heads, ", rows ", shape.rows, ", q ", shape.q,
                                           "):", errors));
 }
