@@ -207,8 +207,8 @@ TEST_P(TileKernelTest, BitExactAndEqualToColumnSplit) {
 INSTANTIATE_TEST_SUITE_P(Heads, TileKernelTest, ::testing::Values(1, 3, 12, 63, 64, 128),
                          [](const auto& info) { return absl::StrCat("H", info.param); });
 
-// The tile kernels on the kv_b_proj view of W_UV with padded latent, gate and output rows; on
-// inactive requests (length 0 or negative, NaN latent and gate); on random data within 1 ulp.
+// The tile kernels on the kv_b_proj view of W_UV with padded W_UV, latent, gate and output rows;
+// on inactive requests (length 0 or negative, NaN latent and gate); on random data within 1 ulp.
 TEST_F(MlaGpuTest, TileKernelStridedInactiveAndRandom) {
   std::unique_ptr<mla_tail::MlaTail> split = FusedTail(FusedKernel::kColumnSplit);
   ASSERT_NE(split, nullptr);
@@ -244,11 +244,10 @@ TEST_F(MlaGpuTest, TileKernelStridedInactiveAndRandom) {
       options.shape = {12, ForProfile(128, 64), q};
       options.inactive_every = every;
       options.negative_lengths = q == 2;
-      options.gates = Values::kUniformGates;
       std::unique_ptr<Problem> problem = MakeProblem(options);
       ASSERT_NE(problem, nullptr);
       for (const std::unique_ptr<mla_tail::MlaTail>& tile : tiles) {
-        RunAndCheckWith(*tile, *problem, TailPath::kFused, false, problem->SampleRows());
+        RunAndCheckWith(*tile, *problem, TailPath::kFused, true, problem->SampleRows());
       }
     }
   }
@@ -337,11 +336,10 @@ TEST_F(MlaGpuTest, InactiveRowsAreZeroDespiteNan) {
           options.shape = {12, rows, q};
           options.inactive_every = every;
           options.negative_lengths = negative;
-          options.gates = Values::kUniformGates;
           std::unique_ptr<Problem> problem = MakeProblem(options);
           ASSERT_NE(problem, nullptr);
           for (TailPath path : {TailPath::kFused, TailPath::kBmm}) {
-            RunAndCheck(*problem, path, false, problem->SampleRows());
+            RunAndCheck(*problem, path, true, problem->SampleRows());
           }
         }
       }
