@@ -100,8 +100,8 @@ TEST_P(GraphOrderGpuTest, ReaderBehindTheEdgeSeesEveryWrite) {
   ASSERT_EQ(cudaGraphNodeGetDependencies(reader, &dependency, &edge, &count), cudaSuccess);
   ASSERT_EQ(count, 1u);
   ASSERT_EQ(dependency, writer);
-  ASSERT_EQ(edge.type, v.programmatic ? cudaGraphDependencyTypeProgrammatic
-                                      : cudaGraphDependencyTypeDefault);
+  ASSERT_EQ(edge.type,
+            v.programmatic ? cudaGraphDependencyTypeProgrammatic : cudaGraphDependencyTypeDefault);
 
   cudaGraphExec_t exec = nullptr;
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);

