@@ -93,9 +93,9 @@ int RunTimelineProbe() {
   int device = 0, multiprocessors = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
-  CUDA_CHECK(mla_tail::LoadColumnSplit());
-  CUDA_CHECK(mla_tail::LoadLatentSplit());
-  CUDA_CHECK(mla_tail::LoadTileKernels());
+  CUDA_CHECK(mla_tail::internal::LoadColumnSplit());
+  CUDA_CHECK(mla_tail::internal::LoadLatentSplit());
+  CUDA_CHECK(mla_tail::internal::LoadTileKernels());
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cudaEvent_t e0, e1;
@@ -119,16 +119,16 @@ int RunTimelineProbe() {
     for (const int rows : kRows) {
       const mla_tail::FusedKernel kernel =
           mla_tail::DispatchFusedKernel(heads, rows, multiprocessors);
-      mla_tail::KernelLaunch launch;
+      mla_tail::internal::KernelLaunch launch;
       if (kernel == mla_tail::FusedKernel::kColumnSplit) {
-        launch =
-            mla_tail::PlanColumnSplit<mla_tail::WeightType::kBf16, mla_tail::OutputType::kBf16>(
-                heads, rows, multiprocessors);
+        launch = mla_tail::internal::PlanColumnSplit<mla_tail::WeightType::kBf16,
+                                                     mla_tail::OutputType::kBf16>(heads, rows,
+                                                                                  multiprocessors);
       } else if (kernel == mla_tail::FusedKernel::kLatentSplit) {
-        launch =
-            mla_tail::PlanLatentSplit<mla_tail::WeightType::kBf16, mla_tail::OutputType::kBf16>(
-                heads, rows);
-      } else if (mla_tail::PlanTile<mla_tail::WeightType::kBf16, mla_tail::OutputType::kBf16>(
+        launch = mla_tail::internal::PlanLatentSplit<mla_tail::WeightType::kBf16,
+                                                     mla_tail::OutputType::kBf16>(heads, rows);
+      } else if (mla_tail::internal::PlanTile<mla_tail::WeightType::kBf16,
+                                              mla_tail::OutputType::kBf16>(
                      heads, rows, kernel, &launch) != cudaSuccess) {
         continue;  // the persistent kernel has no stamps
       }
@@ -157,13 +157,13 @@ int RunTimelineProbe() {
       cudaGraph_t graph;
       CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
       for (const Layer& l : all) {
-        const mla_tail::FusedTailParams params = mla_tail::MakeFusedTailParams(
+        const mla_tail::internal::FusedTailParams params = mla_tail::internal::MakeFusedTailParams(
             {heads, rows, 1},
             mla_tail::CompactBuffers({heads, rows, 1}, l.latent, l.w, l.gate, l.lengths, l.out));
-        CUDA_CHECK(mla_tail::LaunchWithPdl(reinterpret_cast<void (*)(mla_tail::FusedTailParams)>(
-                                               const_cast<void*>(launch.function)),
-                                           launch.grid, launch.block, launch.smem_bytes, stream,
-                                           true, params));
+        CUDA_CHECK(mla_tail::internal::LaunchWithPdl(
+            reinterpret_cast<void (*)(mla_tail::internal::FusedTailParams)>(
+                const_cast<void*>(launch.function)),
+            launch.grid, launch.block, launch.smem_bytes, stream, true, params));
       }
       CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
       cudaGraphExec_t exec;

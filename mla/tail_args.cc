@@ -1,5 +1,6 @@
 #include "mla_tail/mla/tail_args.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -10,13 +11,13 @@
 namespace mla_tail {
 namespace {
 
+constexpr int64_t kAlign = 16;  // bytes: of every bf16 and e4m3 pointer and row
+
 // Returns `expression`'s status unless it is OK.
 #define MLA_TAIL_CHECK(expression)                           \
   do {                                                       \
     if (absl::Status s_ = (expression); !s_.ok()) return s_; \
   } while (false)
-
-constexpr int64_t kAlign = 16;  // bytes: of every bf16 and e4m3 pointer and row
 
 absl::Status CheckPointer(const void* pointer, const char* name, int64_t alignment) {
   if (pointer == nullptr) return absl::InvalidArgumentError(absl::StrCat(name, " is null"));
@@ -58,19 +59,52 @@ absl::Status CheckOneOf(const void* a, const char* a_name, const void* b, const 
   return absl::OkStatus();
 }
 
-// The bytes [begin, end) that a strided tensor of `rows` rows of `width` elements of
-// `element_bytes` bytes spans.
-struct Extent {
-  uintptr_t begin, end;
+// The bytes a strided tensor touches: `count` rows of `width` bytes, `stride` bytes apart
+// (stride >= width, or a single row), the first at `begin`.
+struct Rows {
+  int64_t begin, count, stride, width;
+  int64_t end() const { return begin + (count - 1) * stride + width; }
 };
 
-Extent RowsExtent(const void* base, int64_t rows, int64_t row_stride, int64_t width,
-                  int64_t element_bytes = sizeof(bf16)) {
-  const auto begin = reinterpret_cast<uintptr_t>(base);
-  return {begin, begin + static_cast<uintptr_t>(((rows - 1) * row_stride + width) * element_bytes)};
+// Floor division for a positive divisor.
+int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// The first row of `b` that ends after byte `x`, if b starts no later than where it could.
+int64_t FirstRowEndingAfter(const Rows& b, int64_t x) {
+  return std::max<int64_t>(0, FloorDiv(x - b.begin - b.width, b.stride) + 1);
 }
 
-bool Overlap(Extent a, Extent b) { return a.begin < b.end && b.begin < a.end; }
+// Whether a row of `a` and a row of `b` share a byte. O(1) when the strides are equal (a gate
+// and an output interleaved in one wider row), else one step per row of the shorter tensor;
+// tensors whose extents are disjoint (separate allocations) cost one comparison.
+bool Intersect(const Rows& a, const Rows& b) {
+  if (a.end() <= b.begin || b.end() <= a.begin) return false;
+  if (a.count == 1 || b.count == 1 || a.stride == b.stride) {
+    if (a.count > 1 && b.count > 1) {
+      // Row i of a against row i + k of b: b.begin - a.begin + k * stride in (-b.width, a.width).
+      const int64_t s = a.stride, delta = b.begin - a.begin;
+      const int64_t k = std::max(FloorDiv(-b.width - delta, s) + 1, -(a.count - 1));
+      return k <= b.count - 1 && delta + k * s < a.width;
+    }
+    const Rows& one = a.count == 1 ? a : b;
+    const Rows& many = a.count == 1 ? b : a;
+    if (many.count == 1) return true;  // two rows whose extents overlap
+    const int64_t j = FirstRowEndingAfter(many, one.begin);
+    return j < many.count && many.begin + j * many.stride < one.end();
+  }
+  const Rows& fewer = a.count <= b.count ? a : b;
+  const Rows& more = a.count <= b.count ? b : a;
+  for (int64_t i = 0; i < fewer.count; ++i) {
+    const int64_t x = fewer.begin + i * fewer.stride;
+    const int64_t j = FirstRowEndingAfter(more, x);
+    if (j < more.count && more.begin + j * more.stride < x + fewer.width) return true;
+  }
+  return false;
+}
+
+int64_t Address(const void* pointer) {
+  return static_cast<int64_t>(reinterpret_cast<uintptr_t>(pointer));
+}
 
 }  // namespace
 
@@ -111,7 +145,7 @@ absl::Status ValidateShape(const TailShape& shape) {
 }
 
 absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
-  if (absl::Status s = ValidateShape(shape); !s.ok()) return s;
+  MLA_TAIL_CHECK(ValidateShape(shape));
   const int64_t heads = shape.heads;
   const int64_t rows = shape.rows;
   const int64_t width = heads * kValueDim;  // output and gate row width
@@ -122,12 +156,12 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
   MLA_TAIL_CHECK(CheckOneOf(b.output, "output", b.output_fp8, "output_fp8"));
   const void* w = fp8_weight ? static_cast<const void*>(b.w_uv_fp8) : b.w_uv;
   const char* w_name = fp8_weight ? "w_uv_fp8" : "w_uv";
-  const void* output = fp8_output ? static_cast<const void*>(b.output_fp8) : b.output;
-  const char* output_name = fp8_output ? "output_fp8" : "output";
+  const void* out = fp8_output ? static_cast<const void*>(b.output_fp8) : b.output;
+  const char* out_name = fp8_output ? "output_fp8" : "output";
   for (const auto& [pointer, name] : {std::pair<const void*, const char*>{b.latent, "latent"},
                                       {w, w_name},
                                       {b.gate, "gate"},
-                                      {output, output_name}}) {
+                                      {out, out_name}}) {
     MLA_TAIL_CHECK(CheckPointer(pointer, name, kAlign));
   }
   MLA_TAIL_CHECK(CheckPointer(b.lengths, "lengths", alignof(int32_t)));
@@ -156,58 +190,76 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
                                "the 4 blocks of a head", sizeof(float)));
   }
   MLA_TAIL_CHECK(CheckStride(b.gate_row_stride, width, "gate_row_stride", "heads * 128"));
-  const int64_t output_bytes = fp8_output ? 1 : sizeof(bf16);
+  const int64_t out_bytes = fp8_output ? 1 : sizeof(bf16);
   MLA_TAIL_CHECK(
-      CheckStride(b.output_row_stride, width, "output_row_stride", "heads * 128", output_bytes));
+      CheckStride(b.output_row_stride, width, "output_row_stride", "heads * 128", out_bytes));
+  const int64_t scale_row = rows > 1 ? b.output_scale_row_stride : 0;
+  const int64_t scale_head = heads > 1 ? b.output_scale_head_stride : 0;
   if (fp8_output) {
-    const int64_t row = b.output_scale_row_stride, head = b.output_scale_head_stride;
-    if (rows > 1 && row < 1) {
+    if (rows > 1 && scale_row < 1) {
       return absl::InvalidArgumentError(
-          absl::StrCat("output_scale_row_stride = ", row, " is below 1"));
+          absl::StrCat("output_scale_row_stride = ", scale_row, " is below 1"));
     }
-    if (heads > 1 && head < 1) {
+    if (heads > 1 && scale_head < 1) {
       return absl::InvalidArgumentError(
-          absl::StrCat("output_scale_head_stride = ", head, " is below 1"));
+          absl::StrCat("output_scale_head_stride = ", scale_head, " is below 1"));
     }
-    if (rows > 1 && heads > 1 && row < heads * head && head < rows * row) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("output_scale_row_stride = ", row, " and output_scale_head_stride = ", head,
-                       " make scales overlap: need row stride >= heads * head stride (",
-                       heads * head, ") or head stride >= rows * row stride (", rows * row, ")"));
+    if (rows > 1 && heads > 1 && scale_row < heads * scale_head && scale_head < rows * scale_row) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "output_scale_row_stride = ", scale_row, " and output_scale_head_stride = ", scale_head,
+          " make scales overlap: need row stride >= heads * head stride (", heads * scale_head,
+          ") or head stride >= rows * row stride (", rows * scale_row, ")"));
     }
   }
 
-  // The kernels read inputs while other blocks write the outputs: no output byte may be an input.
-  const Extent out = RowsExtent(output, rows, b.output_row_stride, width, output_bytes);
-  const Extent latent = RowsExtent(b.latent, rows, b.latent_row_stride, heads * kLatentDim);
-  const Extent gate = RowsExtent(b.gate, rows, b.gate_row_stride, width);
-  const Extent w_uv =
-      RowsExtent(w, heads, b.w_head_stride, (kValueDim - 1) * b.w_row_stride + kLatentDim, w_bytes);
-  const auto lengths_begin = reinterpret_cast<uintptr_t>(b.lengths);
-  const Extent lengths{lengths_begin,
-                       lengths_begin + static_cast<uintptr_t>(rows / shape.q) * sizeof(int32_t)};
-  std::vector<std::pair<Extent, const char*>> inputs = {
-      {latent, "latent"}, {gate, "gate"}, {w_uv, w_name}, {lengths, "lengths"}};
-  if (fp8_weight) {
-    inputs.push_back({RowsExtent(b.w_uv_scale, heads, b.w_uv_scale_head_stride, 4, sizeof(float)),
-                      "w_uv_scale"});
-  }
-  std::vector<std::pair<Extent, const char*>> outputs = {{out, output_name}};
+  // The kernels read inputs while other blocks write the outputs: no output byte may be a byte
+  // an input is read from. Rows are compared byte for byte, so a gate sliced from a wider row
+  // may interleave with the output (the gate in one part of each row, the output in another).
+  constexpr int64_t kBytes = sizeof(bf16);
+  std::vector<std::pair<Rows, const char*>> outputs = {
+      {Rows{Address(out), rows, b.output_row_stride * out_bytes, width * out_bytes}, out_name}};
   if (fp8_output) {
-    const auto begin = reinterpret_cast<uintptr_t>(b.output_scale);
-    const int64_t last = (rows - 1) * (rows > 1 ? b.output_scale_row_stride : 0) +
-                         (heads - 1) * (heads > 1 ? b.output_scale_head_stride : 0);
-    outputs.push_back(
-        {Extent{begin, begin + static_cast<uintptr_t>(last + 1) * sizeof(float)}, "output_scale"});
-    if (Overlap(outputs[0].first, outputs[1].first)) {
+    // The scales as rows of the larger stride (each spanning the entries of the smaller one).
+    const bool row_major = scale_row >= heads * scale_head;
+    const Rows scales = row_major ? Rows{Address(b.output_scale), rows, scale_row * 4,
+                                         ((heads - 1) * scale_head + 1) * 4}
+                                  : Rows{Address(b.output_scale), heads, scale_head * 4,
+                                         ((rows - 1) * scale_row + 1) * 4};
+    if (Intersect(outputs[0].first, scales)) {
       return absl::InvalidArgumentError("output_scale overlaps output_fp8");
     }
+    outputs.push_back({scales, "output_scale"});
   }
-  for (const auto& [out_extent, out_name] : outputs) {
-    for (const auto& [extent, name] : inputs) {
-      if (Overlap(out_extent, extent)) {
+  const Rows latent{Address(b.latent), rows, b.latent_row_stride * kBytes,
+                    heads * kLatentDim * kBytes};
+  const Rows gate{Address(b.gate), rows, b.gate_row_stride * kBytes, width * kBytes};
+  const Rows lengths{Address(b.lengths), 1, 1,
+                     static_cast<int64_t>(rows / shape.q * sizeof(int32_t))};
+  std::vector<std::pair<Rows, const char*>> inputs = {
+      {latent, "latent"}, {gate, "gate"}, {lengths, "lengths"}};
+  if (fp8_weight) {
+    const int64_t stride = heads > 1 ? b.w_uv_scale_head_stride : 4;
+    inputs.push_back({Rows{Address(b.w_uv_scale), heads, stride * 4, 16}, "w_uv_scale"});
+  }
+  for (const auto& [output, output_name] : outputs) {
+    for (const auto& [input, name] : inputs) {
+      if (Intersect(output, input)) {
         return absl::InvalidArgumentError(
-            absl::StrCat(out_name, " overlaps ", name, ": the tail cannot run in place"));
+            absl::StrCat(output_name, " overlaps ", name, ": the tail cannot run in place"));
+      }
+    }
+    // W_UV: per head, 128 rows of 512 elements; head by head only where its extent meets the
+    // output's.
+    const int64_t head_bytes = ((kValueDim - 1) * b.w_row_stride + kLatentDim) * w_bytes;
+    const Rows w_extent{Address(w), 1, 1, (heads - 1) * b.w_head_stride * w_bytes + head_bytes};
+    if (Intersect(output, w_extent)) {
+      for (int64_t h = 0; h < heads; ++h) {
+        const Rows w_head{Address(w) + h * b.w_head_stride * w_bytes, kValueDim,
+                          b.w_row_stride * w_bytes, kLatentDim * w_bytes};
+        if (Intersect(output, w_head)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              output_name, " overlaps ", w_name, " (head ", h, "): the tail cannot run in place"));
+        }
       }
     }
   }

@@ -163,8 +163,8 @@ TEST_P(Fp8WeightGridTest, EveryKernelBitExact) {
       const std::vector<int> sample = problem->SampleRows(2);
       std::vector<uint16_t> first;
       for (const std::unique_ptr<mla_tail::MlaTail>& tail : tails_) {
-        const std::vector<uint16_t> bf16 =
-            RunBf16(*tail, *problem, buffers, in, true, first.empty() ? sample : std::vector<int>{});
+        const std::vector<uint16_t> bf16 = RunBf16(*tail, *problem, buffers, in, true,
+                                                   first.empty() ? sample : std::vector<int>{});
         if (first.empty()) first = bf16;
         EXPECT_TRUE(bf16 == first) << Name(*tail) << " differs from ColumnSplit";
         RunE4m3(*tail, *problem, buffers, *out, bf16);

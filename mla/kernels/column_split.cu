@@ -31,13 +31,13 @@
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/fp8.cuh"
 #include "mla/kernels/fused_kernels.h"
-#include "mla/kernels/launch.cuh"
+#include "mla/kernels/launch.h"
 #include "mla/kernels/params.h"
 #include "mla/kernels/prefetch.cuh"
 #include "mla/kernels/timeline_stamps.cuh"
 #include "mla_tail/mla/dispatch.h"
 
-namespace mla_tail {
+namespace mla_tail::internal {
 namespace {
 
 constexpr int kThreads = 128;
@@ -346,4 +346,4 @@ template KernelLaunch PlanColumnSplit<WeightType::kE4m3, OutputType::kBf16>(int,
 template KernelLaunch PlanColumnSplit<WeightType::kBf16, OutputType::kE4m3>(int, int, int);
 template KernelLaunch PlanColumnSplit<WeightType::kE4m3, OutputType::kE4m3>(int, int, int);
 
-}  // namespace mla_tail
+}  // namespace mla_tail::internal

@@ -21,8 +21,7 @@
 
 #include "mla/kernels/params.h"
 
-namespace mla_tail {
-namespace device {
+namespace mla_tail::internal::device {
 
 // What a kernel instantiated for weight type kW reads as W_UV: its element type and the base of
 // the caller's tensor.
@@ -175,7 +174,6 @@ __device__ __forceinline__ uint32_t Bf16x8MagnitudeMax(const uint4& x) {
              max(Bf16x2MagnitudeMax(x.z), Bf16x2MagnitudeMax(x.w)));
 }
 
-}  // namespace device
-}  // namespace mla_tail
+}  // namespace mla_tail::internal::device
 
 #endif  // MLA_TAIL_MLA_KERNELS_FP8_CUH_

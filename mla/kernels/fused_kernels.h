@@ -2,7 +2,7 @@
 #define MLA_TAIL_MLA_KERNELS_FUSED_KERNELS_H_
 
 // The fused kernels' own launch plans and loaders, behind PlanFusedKernel and LoadTailKernels
-// (params.h), which pick one by FusedKernel and weight type or load them all. Each plan is a
+// (launch.h), which pick one by FusedKernel and weight type or load them all. Each plan is a
 // template of the weight and output types (instantiated for every pair in its kernel's file);
 // PlanFusedKernel turns the buffers' types into those template arguments (WithTypes), in one
 // place.
@@ -11,10 +11,10 @@
 
 #include <type_traits>
 
-#include "mla/kernels/params.h"
+#include "mla/kernels/launch.h"
 #include "mla_tail/mla/dispatch.h"
 
-namespace mla_tail {
+namespace mla_tail::internal {
 
 template <WeightType kW>
 using WeightTag = std::integral_constant<WeightType, kW>;
@@ -77,6 +77,6 @@ template <WeightType kW, OutputType kO>
 KernelLaunch PlanPersistent128x128(int heads, int rows, int multiprocessors);
 cudaError_t LoadPersistent128x128();
 
-}  // namespace mla_tail
+}  // namespace mla_tail::internal
 
 #endif  // MLA_TAIL_MLA_KERNELS_FUSED_KERNELS_H_

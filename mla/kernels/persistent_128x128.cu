@@ -42,13 +42,13 @@
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/early_sigmoids.cuh"
 #include "mla/kernels/fused_kernels.h"
-#include "mla/kernels/launch.cuh"
+#include "mla/kernels/launch.h"
 #include "mla/kernels/mbarrier.cuh"
 #include "mla/kernels/params.h"
 #include "mla/kernels/tile_copy.cuh"
 #include "mla/kernels/wgmma.cuh"
 
-namespace mla_tail {
+namespace mla_tail::internal {
 namespace {
 
 // 128 rows (two consumer warpgroups of 64) x all 128 columns; the producer's 128 threads copy
@@ -371,4 +371,4 @@ template KernelLaunch PlanPersistent128x128<WeightType::kE4m3, OutputType::kBf16
 template KernelLaunch PlanPersistent128x128<WeightType::kBf16, OutputType::kE4m3>(int, int, int);
 template KernelLaunch PlanPersistent128x128<WeightType::kE4m3, OutputType::kE4m3>(int, int, int);
 
-}  // namespace mla_tail
+}  // namespace mla_tail::internal

@@ -55,14 +55,14 @@
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/early_sigmoids.cuh"
 #include "mla/kernels/fused_kernels.h"
-#include "mla/kernels/launch.cuh"
+#include "mla/kernels/launch.h"
 #include "mla/kernels/params.h"
 #include "mla/kernels/prefetch.cuh"
 #include "mla/kernels/tile_copy.cuh"
 #include "mla/kernels/timeline_stamps.cuh"
 #include "mla/kernels/wgmma.cuh"
 
-namespace mla_tail {
+namespace mla_tail::internal {
 namespace {
 
 // A 64-row tile (wgmma's m) of kCols columns; its stage buffers, gate tile and copies:
@@ -494,4 +494,4 @@ template cudaError_t PlanTile<WeightType::kBf16, OutputType::kE4m3>(int, int, Fu
 template cudaError_t PlanTile<WeightType::kE4m3, OutputType::kE4m3>(int, int, FusedKernel,
                                                                     KernelLaunch*);
 
-}  // namespace mla_tail
+}  // namespace mla_tail::internal

@@ -23,9 +23,10 @@
 namespace mla_tail_testing {
 
 enum class E4m3Values {
-  kSmallIntegers,  // -2..2: with the latent's small integers, sums exact in FP32
-  kEdges,          // +-448 four times a column, subnormals, +-0, the smallest normals, -2..2:
-                   // with power-of-two scales the sums stay exact (below 2^13 in steps of 2^-11)
+  kSmallIntegers,  // -2..2: with the latent's integers (up to 5), sums exact in FP32
+  kEdges,          // +-448 once a column, subnormals, +-0, the smallest normals, -2..2: with
+                   // power-of-two scales up to 1 the sums stay exact (below 2^13 in steps of
+                   // 2^-11)
   kUniform,        // every finite code
 };
 
