@@ -133,6 +133,7 @@ struct TileCopier {
     if constexpr (kW == WeightType::kE4m3) {
       using S = E4m3Slice<L::kCols>;
       constexpr int kRowsPerPass = L::kCopyThreads / S::kWordsPerRow;
+      static_assert(kRowsPerPass % 8 == 0 && L::kCols % kRowsPerPass == 0, "one swizzle phase");
       const int r = threadIdx.x / S::kWordsPerRow;
       const int j = threadIdx.x % S::kWordsPerRow;
       uint8_t* to = smem + stage * L::kStageBytes + S::Staged(r, j);
