@@ -35,17 +35,19 @@ int64_t TailBytes(const mla_tail::TailShape& s, mla_tail::WeightType weight,
   return bytes;
 }
 
+uint8_t Fp8LayerCode(int64_t i) {
+  const uint8_t code = static_cast<uint8_t>(mla_tail_testing::SplitMix64(i) % 254);
+  return code < 0x7f ? code : static_cast<uint8_t>(code + 1);  // no NaN codes
+}
+
 absl::StatusOr<std::vector<Fp8Layer>> MakeFp8Layers(const mla_tail::TailShape& shape, int count,
                                                     cudaStream_t stream) {
   std::vector<Fp8Layer> layers(count);
   const int64_t h = shape.heads, b = shape.rows;
   // Codes and scales of a checkpoint's range, the same for every layer (the bytes move anyway).
   std::vector<uint8_t> codes(h * kValueDim * kLatentDim);
-  for (size_t i = 0; i < codes.size(); ++i) {
-    const uint8_t code = static_cast<uint8_t>(mla_tail_testing::SplitMix64(i) % 254);
-    codes[i] = code < 0x7f ? code : static_cast<uint8_t>(code + 1);  // no NaN codes
-  }
-  const std::vector<float> scales(h * 4, 1.0f / 128);
+  for (size_t i = 0; i < codes.size(); ++i) codes[i] = Fp8LayerCode(static_cast<int64_t>(i));
+  const std::vector<float> scales(h * 4, kFp8LayerScale);
   for (Fp8Layer& layer : layers) {
     MLA_RETURN_IF_ERROR(layer.w.Reset(codes.size()));
     MLA_RETURN_IF_ERROR(layer.w_scales.Reset(scales.size() * sizeof(float)));

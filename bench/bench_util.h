@@ -35,6 +35,10 @@ int64_t TailBytes(const mla_tail::TailShape& shape, mla_tail::WeightType weight,
 struct Fp8Layer {
   mla_tail_testing::DeviceMemory w, w_scales, output, output_scales;
 };
+// The e4m3 code of W_UV element i (in [H, 128, 512] order) in every Fp8Layer, and the block
+// scale of every block (no NaN codes).
+uint8_t Fp8LayerCode(int64_t i);
+inline constexpr float kFp8LayerScale = 1.0f / 128;
 absl::StatusOr<std::vector<Fp8Layer>> MakeFp8Layers(const mla_tail::TailShape& shape, int count,
                                                     cudaStream_t stream);
 // `layer`'s buffers with e4m3 W_UV (`weight`) and the e4m3 output (`output`) from `fp8`.

@@ -459,6 +459,18 @@ int Main() {
             // The tail a mode runs through (its forced kernel's, or the library's default).
             mla_tail::MlaTail& runner = tail_for(e4m3.base);
             const bool pair = e4m3.base == "pair";
+            // Checked as the bf16 modes are: every output poisoned before, sampled after.
+            absl::Status poisoned = PoisonOutputs(*layers, stream);
+            for (const Fp8Layer& fp8 : fp8_layers) {
+              if (!poisoned.ok()) break;
+              poisoned = mla_tail::internal::CudaStatus(
+                  cudaMemsetAsync(fp8.output.get(), 0xff, fp8.output.bytes(), stream),
+                  "poison e4m3 output");
+            }
+            if (!poisoned.ok()) {
+              std::fprintf(stderr, "poison: %s\n", poisoned.ToString().c_str());
+              return 1;
+            }
             absl::StatusOr<double> us = TimeCapturedGraph(
                 stream,
                 [&](cudaStream_t s) {
@@ -490,6 +502,13 @@ int Main() {
               continue;
             }
             record(mode, *us / layer_count, std::nullopt);
+            if (const absl::Status s =
+                    CheckFp8Outputs(shape, *layers, fp8_layers, e4m3.weight, e4m3.output, stream);
+                !s.ok()) {
+              std::fprintf(stderr, "tail_bench: MISMATCH in mode %s: %s\n", mode.c_str(),
+                           s.ToString().c_str());
+              ++failures;
+            }
             continue;
           }
           if (const absl::Status s = PoisonOutputs(*layers, stream); !s.ok()) {
