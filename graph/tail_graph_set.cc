@@ -5,11 +5,13 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/device_guard.h"
 #include "mla/internal/fault_hooks.h"
+#include "mla/internal/pointer_checks.h"
 #include "mla/internal/tail_access.h"
 #include "mla/kernels/params.h"
 #include "mla_tail/graph/buckets.h"
@@ -92,17 +94,51 @@ absl::Status EagerOutOfRange(const absl::Status& beyond_buckets, int max_eager_r
 
 absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int q,
                                 cudaStream_t stream) {
+  mla_tail::internal::CudaErrorScope errors;
   if (lengths == nullptr) return absl::InvalidArgumentError("lengths is null");
-  if (q < 1 || rows < 0 || rows % q != 0 || bucket_rows % q != 0 || rows > bucket_rows) {
-    return absl::InvalidArgumentError(absl::StrCat("ZeroPaddingLengths: rows = ", rows,
-                                                   ", bucket_rows = ", bucket_rows, ", q = ", q,
-                                                   " (multiples of q, rows <= bucket_rows)"));
+  if (reinterpret_cast<uintptr_t>(lengths) % alignof(int32_t) != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat("lengths = %p is not %d-byte aligned",
+                                                      static_cast<const void*>(lengths), 4));
+  }
+  if (q < 1 || q > mla_tail::kMaxQ || rows < 0 || bucket_rows > mla_tail::kMaxRows ||
+      rows % q != 0 || bucket_rows % q != 0 || rows > bucket_rows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ZeroPaddingLengths: rows = ", rows, ", bucket_rows = ", bucket_rows,
+                     ", q = ", q, " (q in [1, ", mla_tail::kMaxQ,
+                     "], rows <= bucket_rows <= ", mla_tail::kMaxRows, ", both multiples of q)"));
   }
   if (rows == bucket_rows) return absl::OkStatus();
-  return mla_tail::CudaStatus(
+  // The device whose memory `lengths` is (the current device for host or managed memory).
+  int device = -1;
+  MLA_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device), "cudaGetDevice");
+  cudaPointerAttributes attributes = {};
+  if (cudaPointerGetAttributes(&attributes, lengths) == cudaSuccess &&
+      attributes.type == cudaMemoryTypeDevice) {
+    device = attributes.device;
+  }
+  mla_tail::DeviceGuard guard;
+  MLA_RETURN_IF_ERROR(guard.Enter(device));
+  const auto begin = reinterpret_cast<uintptr_t>(lengths + rows / q);
+  const mla_tail::internal::Extent padding{
+      "lengths", begin, begin + static_cast<uintptr_t>((bucket_rows - rows) / q) * sizeof(int32_t)};
+  MLA_RETURN_IF_ERROR(mla_tail::internal::CheckExtents(device, {&padding, 1},
+                                                       mla_tail::internal::PointerCheck::kCached));
+  if (stream != nullptr && stream != cudaStreamLegacy && stream != cudaStreamPerThread) {
+    absl::StatusOr<bool> capturing = mla_tail::internal::IsCapturing(stream);
+    if (!capturing.ok()) return capturing.status();
+    int stream_device = device;
+    if (!*capturing) {
+      MLA_RETURN_IF_CUDA_ERROR(cudaStreamGetDevice(stream, &stream_device), "cudaStreamGetDevice");
+    }
+    if (stream_device != device) {
+      return absl::InvalidArgumentError(absl::StrCat("stream belongs to device ", stream_device,
+                                                     "; lengths is memory of device ", device));
+    }
+  }
+  return mla_tail::internal::OnCallersCapture(mla_tail::CudaStatus(
       cudaMemsetAsync(lengths + rows / q, 0, size_t(bucket_rows - rows) / q * sizeof(int32_t),
                       stream),
-      "cudaMemsetAsync(padding lengths)");
+      "cudaMemsetAsync(padding lengths)"));
 }
 
 absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
@@ -132,6 +168,7 @@ absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
   tail_options.workspace_bytes = options.workspace_bytes;
   tail_options.pdl = options.pdl;
   tail_options.fused_kernel = options.fused_kernel;
+  tail_options.full_pointer_checks = options.full_pointer_checks;
   absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail =
       mla_tail::MlaTail::Create(device, tail_options);
   if (!tail.ok()) return tail.status();
@@ -201,7 +238,12 @@ absl::Status TailGraphSet::SetLayer(int layer, const TailBuffers& buffers) {
     return absl::InvalidArgumentError(
         absl::StrCat("layer = ", layer, " is outside [0, ", options_.layers, ")"));
   }
-  MLA_RETURN_IF_ERROR(mla_tail::ValidateTail({options_.heads, max_rows(), options_.q}, buffers));
+  const TailShape shape{options_.heads, max_rows(), options_.q};
+  MLA_RETURN_IF_ERROR(mla_tail::ValidateTail(shape, buffers));
+  mla_tail::DeviceGuard guard;
+  MLA_RETURN_IF_ERROR(guard.Enter(device_));
+  MLA_RETURN_IF_ERROR(mla_tail::internal::CheckTailBuffers(
+      device_, shape, buffers, mla_tail::internal::TailAccess::PointerCheckOf(*tail_)));
   layers_[layer] = buffers;
   layer_set_[layer] = true;
   return absl::OkStatus();
@@ -230,7 +272,8 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
   MLA_RETURN_IF_CUDA_ERROR(
       cudaStreamBeginCapture(capture_stream_, cudaStreamCaptureModeThreadLocal),
       "cudaStreamBeginCapture");
-  const absl::Status run = tail_->Run(shape, buffers, capture_stream_, entry.path);
+  const absl::Status run = mla_tail::internal::TailAccess::RunOnOwnStream(
+      *tail_, shape, buffers, capture_stream_, entry.path);
   const mla_tail::internal::FaultHooks& faults = mla_tail::internal::ActiveFaultHooks();
   if (run.ok() && faults.during_capture) faults.during_capture(capture_stream_);
   const cudaError_t ended = cudaStreamEndCapture(capture_stream_, &entry.graph);

@@ -77,6 +77,8 @@ struct GraphSetOptions {
   bool pdl = true;
   size_t workspace_bytes = size_t{32} << 20;  // cuBLASLt workspace, shared by all graphs (when
                                               // the set's path can take the BMM path)
+  bool full_pointer_checks = false;  // TailOptions::full_pointer_checks, for SetLayer and the
+                                     // eager fallback
 };
 
 struct GraphSetStats {
@@ -104,8 +106,9 @@ class TailGraphSet {
 
   // Sets a layer's pointers and strides, checked for the most rows a Replay can run (the
   // largest bucket, or max_eager_rows when larger): latent, gate and output hold that many rows,
-  // lengths that many requests. Takes effect at the layer's next Replay; on error the layer
-  // keeps what it had.
+  // lengths that many requests, in memory this set's device can reach (MlaTail::Run's pointer
+  // checks, made here and not at Replay). Takes effect at the layer's next Replay; on error the
+  // layer keeps what it had.
   absl::Status SetLayer(int layer, const mla_tail::TailBuffers& buffers);
 
   // Captures every (layer, bucket) graph not captured yet. Every layer must be set.
@@ -161,7 +164,11 @@ class TailGraphSet {
 };
 
 // Writes length 0 for the padding requests [rows / q, bucket_rows / q) of `lengths`, in stream
-// order, so that a replay of the bucket writes +0.0 to the padding rows.
+// order, so that a replay of the bucket writes +0.0 to the padding rows. Runs on the device
+// whose memory `lengths` is (the current device for host-mapped or managed memory), whatever
+// the thread has current; `stream` must belong to it. InvalidArgument for q outside [1, 64],
+// rows < 0, bucket_rows > 65536, either not a multiple of q, rows > bucket_rows, or lengths
+// that do not hold bucket_rows / q requests of reachable memory (MlaTail::Run's checks).
 absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int q,
                                 cudaStream_t stream);
 

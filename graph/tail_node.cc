@@ -2,11 +2,13 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/device_guard.h"
+#include "mla/internal/pointer_checks.h"
 #include "mla/internal/tail_access.h"
 #include "mla/kernels/params.h"
 
@@ -33,6 +35,7 @@ class TailNodeBuilder {
         mla_tail::internal::TailAccess::PlanFused(tail, shape, buffers, &launch, params));
     TailNode nodes;
     nodes.device_ = tail.device();
+    nodes.full_pointer_checks_ = tail.options().full_pointer_checks;
     nodes.shape_ = shape;
     nodes.buffers_ = buffers;
     nodes.kernel_ = tail.FusedKernelFor(shape);
@@ -44,6 +47,14 @@ class TailNodeBuilder {
   }
 
   static void SetNode(TailNode* nodes, cudaGraphNode_t node) { nodes->node_ = node; }
+
+  // What `buffers` point at, checked as the node's MlaTail checks it (the device current).
+  static absl::Status CheckPointers(const TailNode& nodes, const TailBuffers& buffers) {
+    return mla_tail::internal::CheckTailBuffers(nodes.device_, nodes.shape_, buffers,
+                                                nodes.full_pointer_checks_
+                                                    ? mla_tail::internal::PointerCheck::kEveryCall
+                                                    : mla_tail::internal::PointerCheck::kCached);
+  }
 
   // Points the node at `buffers`: in `exec`, or in the graph itself when `exec` is null.
   static absl::Status Write(TailNode& nodes, cudaGraphExec_t exec, const TailBuffers& buffers);
@@ -78,17 +89,24 @@ cudaKernelNodeParams KernelParams(const void* function, dim3 grid, dim3 block,
 absl::Status TailNodeBuilder::Write(TailNode& nodes, cudaGraphExec_t exec,
                                     const TailBuffers& buffers) {
   mla_tail::internal::CudaErrorScope errors;
-  if (nodes.node_ == nullptr) return absl::FailedPreconditionError("this TailNode holds no node");
   MLA_RETURN_IF_ERROR(mla_tail::ValidateTail(nodes.shape_, buffers));
   mla_tail::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(nodes.device_));
+  MLA_RETURN_IF_ERROR(CheckPointers(nodes, buffers));
   mla_tail::FusedTailParams params = mla_tail::MakeFusedTailParams(nodes.shape_, buffers);
   void* arguments[] = {&params};
   const cudaKernelNodeParams p =
       KernelParams(nodes.function_, nodes.grid_, nodes.block_, nodes.smem_bytes_, arguments);
   if (exec != nullptr) {
-    MLA_RETURN_IF_CUDA_ERROR(cudaGraphExecKernelNodeSetParams(exec, nodes.node_, &p),
-                             "cudaGraphExecKernelNodeSetParams");
+    const cudaError_t e = cudaGraphExecKernelNodeSetParams(exec, nodes.node_, &p);
+    // The parameters are the node's own, validated: CUDA refuses the exec, not them.
+    if (e == cudaErrorInvalidValue || e == cudaErrorInvalidResourceHandle) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("exec was not instantiated from the graph that holds this TailNode's node "
+                       "(cudaGraphExecKernelNodeSetParams: ",
+                       cudaGetErrorName(e), ")"));
+    }
+    MLA_RETURN_IF_CUDA_ERROR(e, "cudaGraphExecKernelNodeSetParams");
   } else {
     MLA_RETURN_IF_CUDA_ERROR(cudaGraphKernelNodeSetParams(nodes.node_, &p),
                              "cudaGraphKernelNodeSetParams");
@@ -98,11 +116,13 @@ absl::Status TailNodeBuilder::Write(TailNode& nodes, cudaGraphExec_t exec,
 }
 
 absl::Status TailNode::Update(cudaGraphExec_t exec, const TailBuffers& buffers) {
+  if (empty()) return absl::FailedPreconditionError("this TailNode is empty: it holds no node");
   if (exec == nullptr) return absl::InvalidArgumentError("exec is null");
   return TailNodeBuilder::Write(*this, exec, buffers);
 }
 
 absl::Status TailNode::UpdateGraph(const TailBuffers& buffers) {
+  if (empty()) return absl::FailedPreconditionError("this TailNode is empty: it holds no node");
   return TailNodeBuilder::Write(*this, /*exec=*/nullptr, buffers);
 }
 
@@ -117,6 +137,19 @@ absl::StatusOr<TailNode> AddTailNode(const mla_tail::MlaTail& tail, cudaGraph_t 
   if (!nodes.ok()) return nodes.status();
   mla_tail::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(tail.device()));
+  MLA_RETURN_IF_ERROR(TailNodeBuilder::CheckPointers(*nodes, buffers));
+
+  // Every dependency must be a node of `graph` (CUDA's refusal would not say which).
+  std::vector<cudaGraphNode_t> graph_nodes;
+  if (!dependencies.empty()) {
+    size_t count = 0;
+    MLA_RETURN_IF_CUDA_ERROR(cudaGraphGetNodes(graph, nullptr, &count), "cudaGraphGetNodes");
+    graph_nodes.resize(count);
+    MLA_RETURN_IF_CUDA_ERROR(cudaGraphGetNodes(graph, graph_nodes.data(), &count),
+                             "cudaGraphGetNodes");
+    graph_nodes.resize(count);
+    std::sort(graph_nodes.begin(), graph_nodes.end());
+  }
 
   // A programmatic edge only from kernel nodes (CUDA defines the port on those alone).
   const bool programmatic = options.programmatic_edge && tail.options().pdl;
@@ -124,6 +157,10 @@ absl::StatusOr<TailNode> AddTailNode(const mla_tail::MlaTail& tail, cudaGraph_t 
   for (size_t i = 0; i < dependencies.size(); ++i) {
     if (dependencies[i] == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("dependency ", i, " is null"));
+    }
+    if (!std::binary_search(graph_nodes.begin(), graph_nodes.end(), dependencies[i])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dependency ", i, " is not a node of `graph`"));
     }
     cudaGraphNodeType type;
     MLA_RETURN_IF_CUDA_ERROR(cudaGraphNodeGetType(dependencies[i], &type),
@@ -162,6 +199,7 @@ absl::StatusOr<TailNode> RecordTailNode(const mla_tail::MlaTail& tail, cudaStrea
   if (!nodes.ok()) return nodes.status();
   mla_tail::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(tail.device()));
+  MLA_RETURN_IF_ERROR(TailNodeBuilder::CheckPointers(*nodes, buffers));
   absl::StatusOr<bool> capturing = mla_tail::internal::IsCapturing(stream);
   if (!capturing.ok()) return capturing.status();
   if (!*capturing) {
@@ -171,8 +209,9 @@ absl::StatusOr<TailNode> RecordTailNode(const mla_tail::MlaTail& tail, cudaStrea
   // Recorded as MlaTail::Run records it (the launch attribute makes the edge programmatic);
   // the capture's dependency set is then exactly the new node.
   const mla_tail::KernelLaunch launch = TailNodeBuilder::LaunchOf(*nodes);
-  MLA_RETURN_IF_CUDA_ERROR(mla_tail::LaunchFusedKernel(launch, params, stream, tail.options().pdl),
-                           "ColumnSplit launch (captured)");
+  MLA_RETURN_IF_ERROR(mla_tail::internal::OnCallersCapture(
+      mla_tail::CudaStatus(mla_tail::LaunchFusedKernel(launch, params, stream, tail.options().pdl),
+                           "the tail's launch (captured)")));
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   const cudaGraphNode_t* after = nullptr;
   size_t count = 0;

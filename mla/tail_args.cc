@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "mla/internal/tail_extents.h"
 
 namespace mla_tail {
 namespace {
@@ -22,6 +23,10 @@ absl::Status CheckPointer(const void* pointer, const char* name, int64_t alignme
 
 absl::Status CheckStride(int64_t stride, int64_t minimum, const char* name,
                          const char* minimum_meaning) {
+  if (stride > kMaxStride) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, " = ", stride, " is above kMaxStride = 2^40 elements"));
+  }
   if (stride < minimum) {
     return absl::InvalidArgumentError(absl::StrCat(name, " = ", stride, " is below ",
                                                    minimum_meaning, " = ", minimum,
@@ -34,17 +39,9 @@ absl::Status CheckStride(int64_t stride, int64_t minimum, const char* name,
   return absl::OkStatus();
 }
 
-// The bytes [begin, end) that a strided bf16 tensor of `rows` rows of `width` elements spans.
-struct Extent {
-  uintptr_t begin, end;
-};
-
-Extent RowsExtent(const void* base, int64_t rows, int64_t row_stride, int64_t width) {
-  const auto begin = reinterpret_cast<uintptr_t>(base);
-  return {begin, begin + static_cast<uintptr_t>(((rows - 1) * row_stride + width) * 2)};
+bool Overlap(const internal::Extent& a, const internal::Extent& b) {
+  return a.begin < b.end && b.begin < a.end;
 }
-
-bool Overlap(Extent a, Extent b) { return a.begin < b.end && b.begin < a.end; }
 
 }  // namespace
 
@@ -120,23 +117,19 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
     return s;
   }
 
-  // The kernels read inputs while other blocks write the output: no output byte may be an input.
-  const int64_t rows = shape.rows;
-  const Extent output = RowsExtent(b.output, rows, b.output_row_stride, width);
-  const Extent latent = RowsExtent(b.latent, rows, b.latent_row_stride, heads * kLatentDim);
-  const Extent gate = RowsExtent(b.gate, rows, b.gate_row_stride, width);
-  const Extent w_uv =
-      RowsExtent(b.w_uv, heads, b.w_head_stride, (kValueDim - 1) * b.w_row_stride + kLatentDim);
-  const auto lengths_begin = reinterpret_cast<uintptr_t>(b.lengths);
-  const Extent lengths{lengths_begin,
-                       lengths_begin + static_cast<uintptr_t>(rows / shape.q) * sizeof(int32_t)};
-  for (const auto& [extent, name] : {std::pair<Extent, const char*>{latent, "latent"},
-                                     {gate, "gate"},
-                                     {w_uv, "w_uv"},
-                                     {lengths, "lengths"}}) {
-    if (Overlap(output, extent)) {
+  const internal::TailExtents e = internal::ExtentsOf(shape, b);
+  for (const internal::Extent& extent : {e.latent, e.w_uv, e.gate, e.lengths, e.output}) {
+    if (extent.end < extent.begin) {
       return absl::InvalidArgumentError(
-          absl::StrCat("output overlaps ", name, ": the tail cannot run in place"));
+          absl::StrFormat("%s = %p: the bytes it spans run past the end of the address space",
+                          extent.name, reinterpret_cast<const void*>(extent.begin)));
+    }
+  }
+  // The kernels read inputs while other blocks write the output: no output byte may be an input.
+  for (const internal::Extent& input : {e.latent, e.gate, e.w_uv, e.lengths}) {
+    if (Overlap(e.output, input)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("output overlaps ", input.name, ": the tail cannot run in place"));
     }
   }
   return absl::OkStatus();

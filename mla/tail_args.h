@@ -20,6 +20,9 @@ inline constexpr int kValueDim = 128;   // D: v_head_dim
 inline constexpr int kMaxHeads = 128;
 inline constexpr int kMaxRows = 65536;  // rows of one call (tokens), far above any decode batch
 inline constexpr int kMaxQ = 64;        // tokens per request
+// Every row and head stride is at most 2^40 elements, so that rows x stride (and heads x
+// w_head_stride) stays far inside int64 and inside the address space.
+inline constexpr int64_t kMaxStride = int64_t{1} << 40;
 
 struct TailShape {
   int heads = 0;  // H: local heads, 1..128
@@ -49,7 +52,9 @@ TailBuffers CompactBuffers(const TailShape& shape, const bf16* latent, const bf1
 absl::Status ValidateShape(const TailShape& shape);
 
 // ValidateShape, then every pointer (non-null, aligned), stride (aligned, large enough that rows
-// do not overlap) and that the output overlaps no input.
+// do not overlap, at most kMaxStride) and that the output overlaps no input. Looks at addresses
+// only: what memory they point at is checked by the calls that launch (MlaTail::Run and the graph
+// calls), which ask CUDA.
 absl::Status ValidateTail(const TailShape& shape, const TailBuffers& buffers);
 
 }  // namespace mla_tail

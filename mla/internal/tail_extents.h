@@ -1,0 +1,54 @@
+#ifndef MLA_TAIL_MLA_INTERNAL_TAIL_EXTENTS_H_
+#define MLA_TAIL_MLA_INTERNAL_TAIL_EXTENTS_H_
+
+// The bytes each buffer of a tail spans: from its pointer to the last byte a call of that shape
+// reads or writes. Validation refuses outputs that overlap inputs by these extents, and the
+// pointer checks (pointer_checks.h) ask CUDA whether each lies in one allocation the device can
+// reach. Not part of the public API.
+
+#include <cstdint>
+
+#include "mla_tail/mla/tail_args.h"
+
+namespace mla_tail::internal {
+
+// Bytes [begin, end) of one buffer. Computed from validated strides (each at most kMaxStride),
+// so no product overflows; `end < begin` means the span runs past the top of the address space.
+struct Extent {
+  const char* name;
+  uintptr_t begin, end;
+};
+
+// `rows` rows of `width` bf16 elements, `row_stride` elements apart.
+inline Extent RowsExtent(const char* name, const void* base, int64_t rows, int64_t row_stride,
+                         int64_t width) {
+  const auto begin = reinterpret_cast<uintptr_t>(base);
+  const auto bytes = static_cast<uintptr_t>(((rows - 1) * row_stride + width) * 2);
+  return {name, begin, begin + bytes};
+}
+
+// Every buffer a tail of `shape` (validated) over `buffers` (strides validated) touches, in the
+// order latent, w_uv, gate, lengths, output.
+struct TailExtents {
+  Extent latent, w_uv, gate, lengths, output;
+};
+
+inline TailExtents ExtentsOf(const TailShape& shape, const TailBuffers& b) {
+  const int64_t heads = shape.heads;
+  const int64_t rows = shape.rows;
+  const int64_t width = heads * kValueDim;
+  const auto lengths_begin = reinterpret_cast<uintptr_t>(b.lengths);
+  return {
+      RowsExtent("latent", b.latent, rows, b.latent_row_stride, heads * kLatentDim),
+      RowsExtent("w_uv", b.w_uv, heads, b.w_head_stride,
+                 (kValueDim - 1) * b.w_row_stride + kLatentDim),
+      RowsExtent("gate", b.gate, rows, b.gate_row_stride, width),
+      {"lengths", lengths_begin,
+       lengths_begin + static_cast<uintptr_t>(rows / shape.q) * sizeof(int32_t)},
+      RowsExtent("output", b.output, rows, b.output_row_stride, width),
+  };
+}
+
+}  // namespace mla_tail::internal
+
+#endif  // MLA_TAIL_MLA_INTERNAL_TAIL_EXTENTS_H_
