@@ -26,8 +26,8 @@ TEST(TailNodeTest, AnEmptyHandleRefusesUpdatesCleanly) {
   TailBuffers buffers;  // never looked at: the handle is empty
   // Any non-null exec: the empty handle is refused before it is used.
   const auto exec = reinterpret_cast<cudaGraphExec_t>(uintptr_t{0x1000});
-  for (const absl::Status& status : {node.Update(exec, buffers), node.Update(nullptr, buffers),
-                                     node.UpdateGraph(buffers)}) {
+  for (const absl::Status& status :
+       {node.Update(exec, buffers), node.Update(nullptr, buffers), node.UpdateGraph(buffers)}) {
     EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
     EXPECT_NE(status.message().find("empty"), absl::string_view::npos) << status;
   }

@@ -43,13 +43,15 @@ class CheckedRanges {
   // Adds a range found reachable. Live mappings never overlap, so a kept range that overlaps it
   // belonged to memory freed since and is dropped.
   void Add(const Range& r) {
-    ranges_.erase(std::remove_if(ranges_.begin(), ranges_.end(),
-                                 [&r](const Range& c) { return c.begin < r.end && r.begin < c.end; }),
-                  ranges_.end());
+    ranges_.erase(
+        std::remove_if(ranges_.begin(), ranges_.end(),
+                       [&r](const Range& c) { return c.begin < r.end && r.begin < c.end; }),
+        ranges_.end());
     if (ranges_.size() >= kMaxRanges) ranges_.clear();
-    ranges_.insert(std::lower_bound(ranges_.begin(), ranges_.end(), r,
-                                    [](const Range& a, const Range& b) { return a.begin < b.begin; }),
-                   r);
+    ranges_.insert(
+        std::lower_bound(ranges_.begin(), ranges_.end(), r,
+                         [](const Range& a, const Range& b) { return a.begin < b.begin; }),
+        r);
   }
 
   void Clear() { ranges_.clear(); }

@@ -45,7 +45,8 @@ absl::Status EndsEarly(const Extent& e, uintptr_t allocation_end) {
 
 // Asks CUDA about every mapping `e` spans and appends each to `found`; OK when `device` can
 // reach all of them at their addresses.
-absl::Status Query(int device, const Extent& e, absl::InlinedVector<CheckedRanges::Range, 8>* found) {
+absl::Status Query(int device, const Extent& e,
+                   absl::InlinedVector<CheckedRanges::Range, 8>* found) {
   const DriverApi& driver = Driver();
   if (!driver.complete()) {
     return absl::InternalError("the CUDA driver lacks a function this library calls directly");
@@ -103,9 +104,9 @@ absl::Status Query(int device, const Extent& e, absl::InlinedVector<CheckedRange
             e.name, AsPointer(e.begin), device));
       case cudaMemoryTypeDevice:
         if (a.device != device) {
-          return absl::InvalidArgumentError(absl::StrFormat(
-              "%s = %p%s is memory of device %d; this tail runs on device %d", e.name,
-              AsPointer(e.begin), From(e, at), a.device, device));
+          return absl::InvalidArgumentError(
+              absl::StrFormat("%s = %p%s is memory of device %d; this tail runs on device %d",
+                              e.name, AsPointer(e.begin), From(e, at), a.device, device));
         }
         break;
       case cudaMemoryTypeHost:
@@ -124,14 +125,14 @@ absl::Status Query(int device, const Extent& e, absl::InlinedVector<CheckedRange
         }
         break;
       default:
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "%s = %p%s is memory of a kind this library does not know (type %d)", e.name,
-            AsPointer(e.begin), From(e, at), static_cast<int>(a.type)));
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s = %p%s is memory of a kind this library does not know (type %d)",
+                            e.name, AsPointer(e.begin), From(e, at), static_cast<int>(a.type)));
     }
     if (!mapped) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s = %p%s: CUDA reports no allocation that holds it", e.name, AsPointer(e.begin),
-          From(e, at)));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s = %p%s: CUDA reports no allocation that holds it", e.name,
+                          AsPointer(e.begin), From(e, at)));
     }
     if (first) reservation = range_start != 0 ? range_start : base;
     found->push_back({base, base + size, reservation});
