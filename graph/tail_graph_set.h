@@ -33,9 +33,12 @@
 // the caller. A child-graph node has no programmatic edge, so the tail then starts only after
 // the kernel before it has completed; AddTailNode keeps that overlap.
 //
-// Threads and streams: a set is used by one thread at a time. On the BMM path all graphs of a
-// set share its scratch, so their replays must be ordered on the GPU (one stream, or streams
-// joined by events); fused-path graphs hold nothing of the set and may overlap. A set works on
+// Threads and streams: a set is used by one thread at a time. On the fused path, replays of
+// different (layer, bucket) graphs may run at once on different streams (each graph holds only
+// the caller's pointers); replays of one graph never do, whatever the streams, since CUDA runs
+// one launch of an executable graph at a time, each after the one before. On the BMM path all
+// graphs of a set share its scratch, so their replays must be ordered on the GPU (one stream,
+// or streams joined by events). A set works on
 // its own device whatever device the calling thread has current, and none of its calls
 // synchronises the device or breaks another thread's capture. Failures (a capture invalidated,
 // memory exhausted, cuBLASLt without an algorithm) return a status and publish nothing: no
