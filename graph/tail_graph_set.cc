@@ -49,7 +49,8 @@ bool SameBuffers(const TailBuffers& a, const TailBuffers& b) {
   return a.latent == b.latent && a.latent_row_stride == b.latent_row_stride && a.w_uv == b.w_uv &&
          a.w_head_stride == b.w_head_stride && a.w_row_stride == b.w_row_stride &&
          a.gate == b.gate && a.gate_row_stride == b.gate_row_stride && a.lengths == b.lengths &&
-         a.output == b.output && a.output_row_stride == b.output_row_stride;
+         a.output == b.output && a.output_row_stride == b.output_row_stride &&
+         a.row_count == b.row_count;
 }
 
 // Rewrites one kernel node's argument: in the executable graph (`exec` set) or in the template.
@@ -409,11 +410,13 @@ absl::Status TailGraphSet::Apply(int layer, int bucket_index) {
   const TailBuffers& want = layers_[layer];
   if (SameBuffers(entry.applied, want)) return absl::OkStatus();
 
-  // The GEMM's descriptors hold the latent and W_UV row strides: a change re-captures.
+  // The GEMM's descriptors hold the latent and W_UV row strides, and a gate's presence picks the
+  // kernels' form: a change of either re-captures.
   const bool gemm_changed =
       entry.path == TailPath::kBmm && (want.latent_row_stride != entry.applied.latent_row_stride ||
                                        want.w_row_stride != entry.applied.w_row_stride);
-  if (gemm_changed) return CaptureMeasured(layer, bucket_index);
+  const bool gate_changed = (want.gate == nullptr) != (entry.applied.gate == nullptr);
+  if (gemm_changed || gate_changed) return CaptureMeasured(layer, bucket_index);
 
   if (options_.update == UpdateMechanism::kWholeGraph) {
     const absl::Time start = absl::Now();

@@ -33,13 +33,22 @@ class TailNodeBuilder {
     mla_tail::KernelLaunch launch;
     MLA_RETURN_IF_ERROR(
         mla_tail::internal::TailAccess::PlanFused(tail, shape, buffers, &launch, params));
+    // The same launch's other form (with a gate when `buffers` have none, and the reverse), for
+    // updates that add or drop the gate: planned from any non-null gate, never dereferenced.
+    TailBuffers other = buffers;
+    other.gate = buffers.gate != nullptr ? nullptr : buffers.latent;
+    mla_tail::KernelLaunch other_launch;
+    mla_tail::FusedTailParams other_params;
+    MLA_RETURN_IF_ERROR(mla_tail::internal::TailAccess::PlanFused(tail, shape, other, &other_launch,
+                                                                  &other_params));
     TailNode nodes;
     nodes.device_ = tail.device();
     nodes.full_pointer_checks_ = tail.options().full_pointer_checks;
     nodes.shape_ = shape;
     nodes.buffers_ = buffers;
     nodes.kernel_ = tail.FusedKernelFor(shape);
-    nodes.function_ = launch.function;
+    nodes.functions_[buffers.gate != nullptr] = launch.function;
+    nodes.functions_[buffers.gate == nullptr] = other_launch.function;
     nodes.grid_ = launch.grid;
     nodes.block_ = launch.block;
     nodes.smem_bytes_ = launch.smem_bytes;
@@ -61,7 +70,7 @@ class TailNodeBuilder {
 
   static mla_tail::KernelLaunch LaunchOf(const TailNode& nodes) {
     mla_tail::KernelLaunch launch;
-    launch.function = nodes.function_;
+    launch.function = nodes.functions_[nodes.buffers_.gate != nullptr];
     launch.grid = nodes.grid_;
     launch.block = nodes.block_;
     launch.smem_bytes = nodes.smem_bytes_;
@@ -96,7 +105,8 @@ absl::Status TailNodeBuilder::Write(TailNode& nodes, cudaGraphExec_t exec,
   mla_tail::FusedTailParams params = mla_tail::MakeFusedTailParams(nodes.shape_, buffers);
   void* arguments[] = {&params};
   const cudaKernelNodeParams p =
-      KernelParams(nodes.function_, nodes.grid_, nodes.block_, nodes.smem_bytes_, arguments);
+      KernelParams(nodes.functions_[buffers.gate != nullptr], nodes.grid_, nodes.block_,
+                   nodes.smem_bytes_, arguments);
   if (exec != nullptr) {
     const cudaError_t e = cudaGraphExecKernelNodeSetParams(exec, nodes.node_, &p);
     // The parameters are the node's own, validated: CUDA refuses the exec, not them.

@@ -82,8 +82,9 @@ class TailNode {
   int device_ = 0;
   bool full_pointer_checks_ = false;
   cudaGraphNode_t node_ = nullptr;
-  // The node's launch: the same for every update (the shape is fixed).
-  const void* function_ = nullptr;
+  // The node's launch: the same for every update (the shape is fixed) but for its function,
+  // which a gate's presence picks ([0]: without a gate, [1]: with one).
+  const void* functions_[2] = {nullptr, nullptr};
   dim3 grid_;
   dim3 block_;
   unsigned int smem_bytes_ = 0;

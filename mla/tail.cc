@@ -324,8 +324,9 @@ absl::Status MlaTail::Impl::RunBmm(const TailShape& shape, const TailBuffers& b,
   MLA_RETURN_IF_CUDA_ERROR(LaunchBmmPointers(tables, stream, options.pdl), "BmmPointers launch");
   MLA_RETURN_IF_ERROR((*plan)->RunPointerArray(tables.a_table, tables.b_table, tables.d_table,
                                                bmm.workspace, stream));
-  MLA_RETURN_IF_CUDA_ERROR(LaunchBmmGate(MakeBmmGateParams(shape, tables), stream, options.pdl),
-                           "BmmGateKernel launch");
+  MLA_RETURN_IF_CUDA_ERROR(
+      LaunchBmmGate(MakeBmmGateParams(shape, tables), b.gate != nullptr, stream, options.pdl),
+      "BmmGateKernel launch");
   // What the destructor's frees wait for. A captured run is the caller's graph's to order.
   if (!*capturing) {
     MLA_RETURN_IF_CUDA_ERROR(cudaEventRecord(bmm.last_run, stream), "cudaEventRecord");

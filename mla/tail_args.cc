@@ -88,11 +88,19 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
 
   for (const auto& [pointer, name] : {std::pair<const void*, const char*>{b.latent, "latent"},
                                       {b.w_uv, "w_uv"},
-                                      {b.gate, "gate"},
                                       {b.output, "output"}}) {
     if (absl::Status s = CheckPointer(pointer, name, kBf16Align); !s.ok()) return s;
   }
+  // The gate and the row count are optional.
+  if (b.gate != nullptr) {
+    if (absl::Status s = CheckPointer(b.gate, "gate", kBf16Align); !s.ok()) return s;
+  }
   if (absl::Status s = CheckPointer(b.lengths, "lengths", alignof(int32_t)); !s.ok()) return s;
+  if (b.row_count != nullptr) {
+    if (absl::Status s = CheckPointer(b.row_count, "row_count", alignof(int32_t)); !s.ok()) {
+      return s;
+    }
+  }
 
   if (absl::Status s =
           CheckStride(b.latent_row_stride, heads * kLatentDim, "latent_row_stride", "heads * 512");
@@ -108,9 +116,11 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = CheckStride(b.gate_row_stride, width, "gate_row_stride", "heads * 128");
-      !s.ok()) {
-    return s;
+  if (b.gate != nullptr) {
+    if (absl::Status s = CheckStride(b.gate_row_stride, width, "gate_row_stride", "heads * 128");
+        !s.ok()) {
+      return s;
+    }
   }
   if (absl::Status s = CheckStride(b.output_row_stride, width, "output_row_stride", "heads * 128");
       !s.ok()) {
@@ -118,7 +128,8 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
   }
 
   const internal::TailExtents e = internal::ExtentsOf(shape, b);
-  for (const internal::Extent& extent : {e.latent, e.w_uv, e.gate, e.lengths, e.output}) {
+  for (const internal::Extent& extent :
+       {e.latent, e.w_uv, e.gate, e.lengths, e.row_count, e.output}) {
     if (extent.end < extent.begin) {
       return absl::InvalidArgumentError(
           absl::StrFormat("%s = %p: the bytes it spans run past the end of the address space",
@@ -126,7 +137,7 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
     }
   }
   // The kernels read inputs while other blocks write the output: no output byte may be an input.
-  for (const internal::Extent& input : {e.latent, e.gate, e.w_uv, e.lengths}) {
+  for (const internal::Extent& input : {e.latent, e.gate, e.w_uv, e.lengths, e.row_count}) {
     if (Overlap(e.output, input)) {
       return absl::InvalidArgumentError(
           absl::StrCat("output overlaps ", input.name, ": the tail cannot run in place"));

@@ -37,11 +37,18 @@ struct TailBuffers {
   const bf16* w_uv = nullptr;     // (h, k, d) at w_uv + h * w_head_stride + d * w_row_stride + k
   int64_t w_head_stride = 0;      // >= 128 * w_row_stride (128·512, or 256·512 for kv_b_proj)
   int64_t w_row_stride = kLatentDim;  // >= 512
-  const bf16* gate = nullptr;         // [B, H * 128], row stride gate_row_stride
-  int64_t gate_row_stride = 0;        // >= H * 128
-  const int32_t* lengths = nullptr;   // [B / q]: a request is active when its length is > 0
-  bf16* output = nullptr;             // [B, H * 128], row stride output_row_stride
-  int64_t output_row_stride = 0;      // >= H * 128
+  // [B, H * 128], row stride gate_row_stride. Null: no gate (DeepSeek-V2/V3, Kimi-K2): out =
+  // bf16(v) for active rows; gate_row_stride is then not used.
+  const bf16* gate = nullptr;
+  int64_t gate_row_stride = 0;       // >= H * 128
+  const int32_t* lengths = nullptr;  // [B / q]: a request is active when its length is > 0
+  bf16* output = nullptr;            // [B, H * 128], row stride output_row_stride
+  int64_t output_row_stride = 0;     // >= H * 128
+  // Optional: one int32 on the device, the number of live rows n (written by the caller, upstream
+  // of the tail or in stream order). Rows t >= n are neither read nor written (their output rows
+  // keep what they held); rows below it keep their meaning, lengths included. Read when the tail
+  // runs, clamped to [0, B]. Null: all B rows are live.
+  const int32_t* row_count = nullptr;
 };
 
 // Buffers for compact tensors of `shape` (row strides at their minimum, W_UV as [H, 128, 512]).

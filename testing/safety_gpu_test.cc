@@ -347,8 +347,8 @@ TEST_F(SafetyGpuTest, EveryCallThatTakesBuffersRefuses) {
   ASSERT_TRUE(few.ok());
   const int fits = static_cast<int>((size_t{2} << 20) / 4);  // lengths the allocation holds
   ASSERT_OK(mla_tail::ZeroPaddingLengths(few->as<int32_t>(), 0, mla_tail::kMaxRows, 1, stream_));
-  const absl::Status past = mla_tail::ZeroPaddingLengths(few->as<int32_t>() + fits - 8, 0, 16,
-                                                         1, stream_);
+  const absl::Status past =
+      mla_tail::ZeroPaddingLengths(few->as<int32_t>() + fits - 8, 0, 16, 1, stream_);
   EXPECT_EQ(past.code(), absl::StatusCode::kInvalidArgument) << past;
   EXPECT_THAT(std::string(past.message()), HasSubstr("bytes before"));
   ExpectUntouchedThenUsable(*problem);
@@ -359,21 +359,21 @@ TEST_F(SafetyGpuTest, ZeroPaddingLengthsIsBounded) {
   absl::StatusOr<DeviceMemory> lengths = DeviceMemory::Allocate(size_t{1} << 20);
   ASSERT_TRUE(lengths.ok());
   int32_t* l = lengths->as<int32_t>();
-  for (const auto& [rows, bucket, q] : std::vector<std::tuple<int, int, int>>{
-           {0, mla_tail::kMaxRows + 1, 1},
-           {0, 1 << 30, 1},
-           {0, 2147483584, 64},
-           {-1, 16, 1},
-           {0, 16, 0},
-           {0, 128, 128},
-           {17, 16, 1},
-           {1, 16, 2}}) {
+  for (const auto& [rows, bucket, q] :
+       std::vector<std::tuple<int, int, int>>{{0, mla_tail::kMaxRows + 1, 1},
+                                              {0, 1 << 30, 1},
+                                              {0, 2147483584, 64},
+                                              {-1, 16, 1},
+                                              {0, 16, 0},
+                                              {0, 128, 128},
+                                              {17, 16, 1},
+                                              {1, 16, 2}}) {
     const absl::Status s = mla_tail::ZeroPaddingLengths(l, rows, bucket, q, stream_);
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument)
         << rows << " " << bucket << " " << q << ": " << s;
   }
-  EXPECT_EQ(mla_tail::ZeroPaddingLengths(reinterpret_cast<int32_t*>(lengths->as<char>() + 2), 0,
-                                         16, 1, stream_)
+  EXPECT_EQ(mla_tail::ZeroPaddingLengths(reinterpret_cast<int32_t*>(lengths->as<char>() + 2), 0, 16,
+                                         1, stream_)
                 .code(),
             absl::StatusCode::kInvalidArgument);
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
@@ -395,8 +395,8 @@ TEST_F(SafetyGpuTest, TheCallersPendingErrorSurvivesPointerChecks) {
   EXPECT_EQ(cudaPeekAtLastError(), cudaErrorMemoryAllocation);
   ASSERT_OK(full_->Run(problem->shape(), problem->buffers(), stream_));
   EXPECT_EQ(cudaPeekAtLastError(), cudaErrorMemoryAllocation);
-  ASSERT_OK(mla_tail::ZeroPaddingLengths(const_cast<int32_t*>(problem->buffers().lengths), 8, 16,
-                                         1, stream_));
+  ASSERT_OK(mla_tail::ZeroPaddingLengths(const_cast<int32_t*>(problem->buffers().lengths), 8, 16, 1,
+                                         stream_));
   EXPECT_EQ(cudaGetLastError(), cudaErrorMemoryAllocation);
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
@@ -456,8 +456,8 @@ TEST_F(SafetyGpuTest, PointerChecksLeaveAnotherThreadsCaptureIntact) {
     CaptureOnAnotherThread other(scratch->get());
     ASSERT_OK(full_->Run(problem->shape(), problem->buffers(), stream_));
     ExpectRefused(full_->Run(problem->shape(), bad, stream_), "output", "not memory CUDA knows");
-    ASSERT_OK(mla_tail::ZeroPaddingLengths(const_cast<int32_t*>(problem->buffers().lengths), 8,
-                                           16, 1, stream_));
+    ASSERT_OK(mla_tail::ZeroPaddingLengths(const_cast<int32_t*>(problem->buffers().lengths), 8, 16,
+                                           1, stream_));
     EXPECT_EQ(other.Finish(), cudaSuccess) << "the pointer checks broke another thread's capture";
   }
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
@@ -647,8 +647,7 @@ TEST_F(SafetyGpuTest, TheCallersContextStaysCurrent) {
     std::unique_ptr<mla_tail::MlaTail> created = MakeTail(false);
     EXPECT_NE(created, nullptr);
     expect_mine("MlaTail::Create");
-    EXPECT_EQ(tail_->Run(problem->shape(), {}, stream_).code(),
-              absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(tail_->Run(problem->shape(), {}, stream_).code(), absl::StatusCode::kInvalidArgument);
     expect_mine("a refused MlaTail::Run");
     created.reset();
     expect_mine("~MlaTail");

@@ -14,6 +14,7 @@ namespace mla_tail::internal {
 
 // Bytes [begin, end) of one buffer. Computed from validated strides (each at most kMaxStride),
 // so no product overflows; `end < begin` means the span runs past the top of the address space.
+// An optional buffer that is absent spans nothing (begin == end == 0).
 struct Extent {
   const char* name;
   uintptr_t begin, end;
@@ -27,10 +28,9 @@ inline Extent RowsExtent(const char* name, const void* base, int64_t rows, int64
   return {name, begin, begin + bytes};
 }
 
-// Every buffer a tail of `shape` (validated) over `buffers` (strides validated) touches, in the
-// order latent, w_uv, gate, lengths, output.
+// Every buffer a tail of `shape` (validated) over `buffers` (strides validated) touches.
 struct TailExtents {
-  Extent latent, w_uv, gate, lengths, output;
+  Extent latent, w_uv, gate, lengths, row_count, output;
 };
 
 inline TailExtents ExtentsOf(const TailShape& shape, const TailBuffers& b) {
@@ -38,13 +38,16 @@ inline TailExtents ExtentsOf(const TailShape& shape, const TailBuffers& b) {
   const int64_t rows = shape.rows;
   const int64_t width = heads * kValueDim;
   const auto lengths_begin = reinterpret_cast<uintptr_t>(b.lengths);
+  const auto row_count = reinterpret_cast<uintptr_t>(b.row_count);
   return {
       RowsExtent("latent", b.latent, rows, b.latent_row_stride, heads * kLatentDim),
       RowsExtent("w_uv", b.w_uv, heads, b.w_head_stride,
                  (kValueDim - 1) * b.w_row_stride + kLatentDim),
-      RowsExtent("gate", b.gate, rows, b.gate_row_stride, width),
+      b.gate != nullptr ? RowsExtent("gate", b.gate, rows, b.gate_row_stride, width)
+                        : Extent{"gate", 0, 0},
       {"lengths", lengths_begin,
        lengths_begin + static_cast<uintptr_t>(rows / shape.q) * sizeof(int32_t)},
+      {"row_count", row_count, row_count == 0 ? 0 : row_count + sizeof(int32_t)},
       RowsExtent("output", b.output, rows, b.output_row_stride, width),
   };
 }

@@ -22,7 +22,7 @@ struct FusedTailParams {
   const bf16* w_uv;           // per head [128, 512], latent axis contiguous
   int64_t w_head_stride;
   int64_t w_row_stride;
-  const bf16* gate;  // [B, H * 128]
+  const bf16* gate;  // [B, H * 128]; null: no gate (kernels without one are launched)
   int64_t gate_row_stride;
   const int32_t* lengths;  // [B / q]
   bf16* output;            // [B, H * 128]
@@ -30,17 +30,19 @@ struct FusedTailParams {
   int heads;  // H
   int rows;   // B
   int q;
+  const int32_t* row_count;  // null, or the live rows [0, B) on the device (read after the wait)
 };
 
 // The caller's buffers the gate reads and writes on the BMM path. BmmPointersKernel writes them
 // to device memory and BmmGateKernel reads them from there, so that a pointer update on that path
 // rewrites one kernel node (BmmPointersKernel's), as on the fused path.
 struct GateOperands {
-  const bf16* gate;  // [B, H * 128]
+  const bf16* gate;  // [B, H * 128]; null: out = bf16(values)
   int64_t gate_row_stride;
   const int32_t* lengths;  // [B / q]
   bf16* output;            // [B, H * 128]
   int64_t output_row_stride;
+  const int32_t* row_count;  // null, or the live rows on the device
 };
 
 // The gate applied to the batched GEMM's values.
@@ -78,7 +80,7 @@ inline constexpr size_t kOperandTableBytes =
 inline FusedTailParams MakeFusedTailParams(const TailShape& shape, const TailBuffers& b) {
   return {b.latent,    b.latent_row_stride, b.w_uv,    b.w_head_stride, b.w_row_stride,
           b.gate,      b.gate_row_stride,   b.lengths, b.output,        b.output_row_stride,
-          shape.heads, shape.rows,          shape.q};
+          shape.heads, shape.rows,          shape.q,   b.row_count};
 }
 
 // `tables` is kOperandTableBytes of device memory (8-byte aligned).
@@ -91,7 +93,7 @@ inline BmmPointerParams MakeBmmPointerParams(const TailShape& shape, const TailB
           values,
           shape.heads,
           shape.rows,
-          {b.gate, b.gate_row_stride, b.lengths, b.output, b.output_row_stride},
+          {b.gate, b.gate_row_stride, b.lengths, b.output, b.output_row_stride, b.row_count},
           const_cast<const void**>(addresses),
           const_cast<const void**>(addresses + kMaxHeads),
           addresses + 2 * kMaxHeads,
@@ -124,7 +126,8 @@ struct KernelLaunch {
 };
 
 // The fused kernel's launch for `params` on a GPU of `multiprocessors` SMs: the one mapping from
-// (FusedKernel, shape) to a kernel, used by the eager launch and by every graph node.
+// (FusedKernel, shape, gate or none) to a kernel, used by the eager launch and by every graph
+// node. With and without a gate the launch differs only in its function.
 cudaError_t PlanFusedKernel(const FusedTailParams& params, FusedKernel kernel, int multiprocessors,
                             KernelLaunch* launch);
 
@@ -138,7 +141,8 @@ cudaError_t LaunchFusedKernel(const KernelLaunch& launch, const FusedTailParams&
 // default). Once per device before their first launch, outside any stream capture.
 cudaError_t LoadTailKernels();
 
-cudaError_t LaunchBmmGate(const BmmGateParams& params, cudaStream_t stream, bool pdl);
+// The gate kernel with the gate (`gated`, the operands' gate non-null) or without.
+cudaError_t LaunchBmmGate(const BmmGateParams& params, bool gated, cudaStream_t stream, bool pdl);
 cudaError_t LaunchBmmPointers(const BmmPointerParams& params, cudaStream_t stream, bool pdl);
 cudaError_t LoadBmmGate();
 cudaError_t LoadBmmPointers();

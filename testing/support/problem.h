@@ -50,6 +50,7 @@ struct ProblemOptions {
   int inactive_every = 3;       // every n-th request has length 0 and NaN latent and gate (0: none)
   bool negative_lengths = false;  // inactive requests get length -7 instead of 0
   int guard_rows = 16;            // NaN rows after the output that must stay NaN
+  bool gated = true;              // false: buffers() hold no gate (out = bf16(v))
   uint64_t seed = 1;
 };
 
@@ -79,7 +80,10 @@ class Problem {
   // Checks an output allocation against the reference on `rows` (all columns), that every
   // element of every row < B was written (no NaN where the reference has none), and that padding
   // columns and guard rows still hold NaN. Returns the first few mismatches as an error.
-  absl::Status Check(const mla_tail::bf16* output, const std::vector<int>& rows, bool exact) const;
+  // With `live_rows` >= 0, rows at and past it are checked to hold NaN still (a row count kept
+  // the tail off them) and only `rows` below it against the reference.
+  absl::Status Check(const mla_tail::bf16* output, const std::vector<int>& rows, bool exact,
+                     int live_rows = -1) const;
 
   // Rows worth checking: all of a small batch; tile edges, the ends and a few random ones else.
   std::vector<int> SampleRows(int random_rows = 4) const;

@@ -16,6 +16,11 @@ ReferenceElement ReferenceOutput(const ReferenceInputs& in, int t, int h, int d)
   }
   r.acc = acc;
   r.v = FloatToBf16(static_cast<float>(acc));
+  if (!in.gate) {
+    r.s = 1.0f;
+    r.out = r.active ? r.v : uint16_t{0};
+    return r;
+  }
   const float g = Bf16ToFloat(in.gate(t, h * 128 + d));
   r.s = 1.0f / (1.0f + std::exp(-g));
   r.out = r.active ? FloatToBf16(Bf16ToFloat(r.v) * r.s) : uint16_t{0};

@@ -16,7 +16,7 @@ struct ReferenceInputs {
   int q = 1;
   std::function<uint16_t(int t, int h, int k)> latent;  // [B, H, 512]
   std::function<uint16_t(int h, int k, int d)> w_uv;    // [H, 512, 128]
-  std::function<uint16_t(int t, int column)> gate;      // [B, H * 128]
+  std::function<uint16_t(int t, int column)> gate;      // [B, H * 128]; empty: no gate
   std::function<int32_t(int request)> lengths;          // [B / q]
 };
 
@@ -24,11 +24,12 @@ struct ReferenceElement {
   bool active = false;
   double acc = 0;    // the exact dot product
   uint16_t v = 0;    // bf16(acc)
-  float s = 0;       // sigmoid(gate), FP32
+  float s = 0;       // sigmoid(gate), FP32; 1 without a gate
   uint16_t out = 0;  // the contract's output bits
 };
 
-// One output element: row t, head h, column d.
+// One output element: row t, head h, column d: active ? bf16(v * s) : +0, or without a gate
+// active ? v : +0.
 ReferenceElement ReferenceOutput(const ReferenceInputs& in, int t, int h, int d);
 
 // The contract's tolerance: `got` equals bf16(float(v') * s') for some v' within 1 bf16 ulp of
