@@ -150,8 +150,8 @@ absl::Status HostTimes(cudaStream_t stream) {
     absl::StatusOr<double> t = HostMicros(stream, [&] { return (*tail)->Run(shape, a, stream); });
     if (!t.ok()) return t.status();
     run[full] = *t;
-    const auto mode =
-        full ? mla_tail::internal::PointerCheck::kEveryCall : mla_tail::internal::PointerCheck::kCached;
+    const auto mode = full ? mla_tail::internal::PointerCheck::kEveryCall
+                           : mla_tail::internal::PointerCheck::kCached;
     t = HostMicros(stream, [&] {
       mla_tail::DeviceGuard guard;
       MLA_RETURN_IF_ERROR(guard.Enter(0));

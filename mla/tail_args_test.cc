@@ -80,7 +80,6 @@ TEST(ValidateTailTest, RefusesNullPointers) {
   const std::pair<const char*, void (*)(TailBuffers&)> cases[] = {
       {"latent is null", [](TailBuffers& b) { b.latent = nullptr; }},
       {"w_uv is null", [](TailBuffers& b) { b.w_uv = nullptr; }},
-      {"gate is null", [](TailBuffers& b) { b.gate = nullptr; }},
       {"lengths is null", [](TailBuffers& b) { b.lengths = nullptr; }},
       {"output is null", [](TailBuffers& b) { b.output = nullptr; }},
   };
@@ -189,6 +188,25 @@ TEST(ValidateTailTest, LargestStridesStayInRange) {
   b.output = reinterpret_cast<bf16*>(~uintptr_t{0} - 4095);
   EXPECT_THAT(std::string(ValidateTail(shape, b).message()),
               HasSubstr("output = 0xfffffffffffff000: the bytes it spans run past the end"));
+}
+
+// The gate and the row count are optional: without a gate its stride is not looked at; a row
+// count is aligned and no output byte.
+TEST(ValidateTailTest, TheGateAndTheRowCountAreOptional) {
+  Fixture f({4, 16, 1});
+  TailBuffers b = f.buffers;
+  b.gate = nullptr;
+  b.gate_row_stride = 3;
+  EXPECT_TRUE(ValidateTail(f.shape, b).ok()) << ValidateTail(f.shape, b);
+  int32_t count[2] = {};
+  b.row_count = &count[0];
+  EXPECT_TRUE(ValidateTail(f.shape, b).ok()) << ValidateTail(f.shape, b);
+  b.row_count = reinterpret_cast<const int32_t*>(reinterpret_cast<const char*>(count) + 1);
+  EXPECT_THAT(std::string(ValidateTail(f.shape, b).message()), HasSubstr("is not 4-byte aligned"));
+  EXPECT_THAT(std::string(ValidateTail(f.shape, b).message()), HasSubstr("row_count = "));
+  b.row_count = reinterpret_cast<const int32_t*>(b.output) + 100;
+  EXPECT_THAT(std::string(ValidateTail(f.shape, b).message()),
+              HasSubstr("output overlaps row_count"));
 }
 
 TEST(ValidateTailTest, OneHeadMayUseAnyHeadStride) {

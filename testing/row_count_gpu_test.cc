@@ -197,7 +197,8 @@ TEST_F(RowCountGpuTest, GraphSetReplaysServeOnlyTheLiveRows) {
       const int64_t captured = (*set)->stats().graphs_captured;
       // Descending counts; each replays the bucket that holds it (64 down to 33, then 16).
       for (int live : {64, 63, 40, 33, 16, 9, 1}) {
-        ForEachCount(*problem, {live}, [&] { return (*set)->Replay(0, std::max(live, 1), stream_); });
+        ForEachCount(*problem, {live},
+                     [&] { return (*set)->Replay(0, std::max(live, 1), stream_); });
       }
       // The count at 0 with the smallest bucket: nothing written at all.
       ForEachCount(*problem, {0}, [&] { return (*set)->Replay(0, 16, stream_); });
