@@ -153,7 +153,7 @@ absl::Status HostTimes(cudaStream_t stream) {
     const auto mode = full ? mla_tail::internal::PointerCheck::kEveryCall
                            : mla_tail::internal::PointerCheck::kCached;
     t = HostMicros(stream, [&] {
-      mla_tail::DeviceGuard guard;
+      mla_tail::internal::DeviceGuard guard;
       MLA_RETURN_IF_ERROR(guard.Enter(0));
       return mla_tail::internal::CheckTailBuffers(0, shape, a, mode);
     });

@@ -13,6 +13,7 @@
 #include "mla/internal/fault_hooks.h"
 #include "mla/internal/pointer_checks.h"
 #include "mla/internal/tail_access.h"
+#include "mla/kernels/launch.h"
 #include "mla/kernels/params.h"
 #include "mla_tail/graph/buckets.h"
 
@@ -33,7 +34,7 @@ struct TailGraphSet::Entry {
   bool template_stale = false;  // the template still holds older buffers (updated at export)
   cudaGraphNode_t value_node = nullptr, tables_node = nullptr;
   cudaKernelNodeParams value_launch{}, tables_launch{};
-  mla_tail::BmmPointerParams tables_args{};
+  internal::BmmPointerParams tables_args{};
 
   bool captured() const { return exec != nullptr; }
   void Destroy() {
@@ -62,10 +63,10 @@ absl::Status SetKernelArgs(cudaGraphExec_t exec, cudaGraphNode_t node,
   params.kernelParams = arguments;
   params.extra = nullptr;
   if (exec == nullptr) {
-    return mla_tail::CudaStatus(cudaGraphKernelNodeSetParams(node, &params),
+    return internal::CudaStatus(cudaGraphKernelNodeSetParams(node, &params),
                                 "cudaGraphKernelNodeSetParams");
   }
-  return mla_tail::CudaStatus(cudaGraphExecKernelNodeSetParams(exec, node, &params),
+  return internal::CudaStatus(cudaGraphExecKernelNodeSetParams(exec, node, &params),
                               "cudaGraphExecKernelNodeSetParams");
 }
 
@@ -95,7 +96,7 @@ absl::Status EagerOutOfRange(const absl::Status& beyond_buckets, int max_eager_r
 
 absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int q,
                                 cudaStream_t stream) {
-  mla_tail::internal::CudaErrorScope errors;
+  internal::CudaErrorScope errors;
   if (lengths == nullptr) return absl::InvalidArgumentError("lengths is null");
   if (reinterpret_cast<uintptr_t>(lengths) % alignof(int32_t) != 0) {
     return absl::InvalidArgumentError(absl::StrFormat("lengths = %p is not %d-byte aligned",
@@ -117,15 +118,15 @@ absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int
       attributes.type == cudaMemoryTypeDevice) {
     device = attributes.device;
   }
-  mla_tail::DeviceGuard guard;
+  internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device));
   const auto begin = reinterpret_cast<uintptr_t>(lengths + rows / q);
-  const mla_tail::internal::Extent padding{
+  const internal::Extent padding{
       "lengths", begin, begin + static_cast<uintptr_t>((bucket_rows - rows) / q) * sizeof(int32_t)};
-  MLA_RETURN_IF_ERROR(mla_tail::internal::CheckExtents(device, {&padding, 1},
-                                                       mla_tail::internal::PointerCheck::kCached));
+  MLA_RETURN_IF_ERROR(
+      internal::CheckExtents(device, {&padding, 1}, internal::PointerCheck::kCached));
   if (stream != nullptr && stream != cudaStreamLegacy && stream != cudaStreamPerThread) {
-    absl::StatusOr<bool> capturing = mla_tail::internal::IsCapturing(stream);
+    absl::StatusOr<bool> capturing = internal::IsCapturing(stream);
     if (!capturing.ok()) return capturing.status();
     int stream_device = device;
     if (!*capturing) {
@@ -136,7 +137,7 @@ absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int
                                                      "; lengths is memory of device ", device));
     }
   }
-  return mla_tail::internal::OnCallersCapture(mla_tail::CudaStatus(
+  return internal::OnCallersCapture(internal::CudaStatus(
       cudaMemsetAsync(lengths + rows / q, 0, size_t(bucket_rows - rows) / q * sizeof(int32_t),
                       stream),
       "cudaMemsetAsync(padding lengths)"));
@@ -144,7 +145,7 @@ absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int
 
 absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
     int device, const GraphSetOptions& options_in) {
-  mla_tail::internal::CudaErrorScope errors;
+  internal::CudaErrorScope errors;
   GraphSetOptions options = options_in;
   if (options.q < 1 || options.q > mla_tail::kMaxQ) {
     return absl::InvalidArgumentError(
@@ -176,9 +177,9 @@ absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
 
   std::unique_ptr<TailGraphSet> set(new TailGraphSet(device, std::move(options), *std::move(tail)));
   set->stats_.scratch_bytes = static_cast<int64_t>(set->tail_->scratch_bytes());
-  mla_tail::DeviceGuard guard;
+  internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device));
-  mla_tail::internal::RelaxedCaptureMode relaxed;
+  internal::RelaxedCaptureMode relaxed;
   MLA_RETURN_IF_CUDA_ERROR(cudaStreamCreateWithFlags(&set->capture_stream_, cudaStreamNonBlocking),
                            "cudaStreamCreate(capture stream)");
   return set;
@@ -194,10 +195,10 @@ TailGraphSet::TailGraphSet(int device, GraphSetOptions options,
       entries_(size_t(options_.layers) * options_.buckets.size()) {}
 
 TailGraphSet::~TailGraphSet() {
-  mla_tail::internal::CudaErrorScope errors;
-  mla_tail::DeviceGuard guard;
+  internal::CudaErrorScope errors;
+  internal::DeviceGuard guard;
   if (!guard.Enter(device_).ok()) return;
-  mla_tail::internal::RelaxedCaptureMode relaxed;
+  internal::RelaxedCaptureMode relaxed;
   // An executable graph destroyed while launches of it are in flight is freed once they
   // complete (CUDA's contract), so nothing here waits. The BMM scratch the graphs use is freed
   // by the tail after the last replay that used it (RecordBmmUse).
@@ -234,17 +235,17 @@ absl::Status TailGraphSet::CheckRows(int rows) const {
 }
 
 absl::Status TailGraphSet::SetLayer(int layer, const TailBuffers& buffers) {
-  mla_tail::internal::CudaErrorScope errors;
+  internal::CudaErrorScope errors;
   if (layer < 0 || layer >= options_.layers) {
     return absl::InvalidArgumentError(
         absl::StrCat("layer = ", layer, " is outside [0, ", options_.layers, ")"));
   }
   const TailShape shape{options_.heads, max_rows(), options_.q};
   MLA_RETURN_IF_ERROR(mla_tail::ValidateTail(shape, buffers));
-  mla_tail::DeviceGuard guard;
+  internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device_));
-  MLA_RETURN_IF_ERROR(mla_tail::internal::CheckTailBuffers(
-      device_, shape, buffers, mla_tail::internal::TailAccess::PointerCheckOf(*tail_)));
+  MLA_RETURN_IF_ERROR(internal::CheckTailBuffers(device_, shape, buffers,
+                                                 internal::TailAccess::PointerCheckOf(*tail_)));
   layers_[layer] = buffers;
   layer_set_[layer] = true;
   return absl::OkStatus();
@@ -273,15 +274,15 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
   MLA_RETURN_IF_CUDA_ERROR(
       cudaStreamBeginCapture(capture_stream_, cudaStreamCaptureModeThreadLocal),
       "cudaStreamBeginCapture");
-  const absl::Status run = mla_tail::internal::TailAccess::RunOnOwnStream(
-      *tail_, shape, buffers, capture_stream_, entry.path);
-  const mla_tail::internal::FaultHooks& faults = mla_tail::internal::ActiveFaultHooks();
+  const absl::Status run =
+      internal::TailAccess::RunOnOwnStream(*tail_, shape, buffers, capture_stream_, entry.path);
+  const internal::FaultHooks& faults = internal::ActiveFaultHooks();
   if (run.ok() && faults.during_capture) faults.during_capture(capture_stream_);
   const cudaError_t ended = cudaStreamEndCapture(capture_stream_, &entry.graph);
   if (!run.ok() || ended != cudaSuccess) {
     entry.Destroy();
     if (!run.ok()) return run;
-    return mla_tail::CudaStatus(ended,
+    return internal::CudaStatus(ended,
                                 absl::StrCat("capture of layer ", layer, ", bucket ", shape.rows));
   }
 
@@ -290,18 +291,18 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
   // own nodes refuse the question.
   size_t count = 0;
   absl::Status found =
-      mla_tail::CudaStatus(cudaGraphGetNodes(entry.graph, nullptr, &count), "cudaGraphGetNodes");
+      internal::CudaStatus(cudaGraphGetNodes(entry.graph, nullptr, &count), "cudaGraphGetNodes");
   std::vector<cudaGraphNode_t> nodes(count);
   if (found.ok()) {
-    found = mla_tail::CudaStatus(cudaGraphGetNodes(entry.graph, nodes.data(), &count),
+    found = internal::CudaStatus(cudaGraphGetNodes(entry.graph, nodes.data(), &count),
                                  "cudaGraphGetNodes");
   }
   // The kernel the tail launched for this shape (the fused kernels are different functions).
-  mla_tail::KernelLaunch fused_launch;
-  mla_tail::FusedTailParams fused_params;
+  internal::KernelLaunch fused_launch;
+  internal::FusedTailParams fused_params;
   if (entry.path == TailPath::kFused) {
-    const absl::Status planned = mla_tail::internal::TailAccess::PlanFused(
-        *tail_, shape, buffers, &fused_launch, &fused_params);
+    const absl::Status planned =
+        internal::TailAccess::PlanFused(*tail_, shape, buffers, &fused_launch, &fused_params);
     if (!planned.ok()) {
       entry.Destroy();
       return planned;
@@ -310,26 +311,26 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
   const void* value_kernel = fused_launch.function;
   for (size_t i = 0; found.ok() && i < count; ++i) {
     size_t dependencies = 0, dependents = 0;
-    found = mla_tail::CudaStatus(
+    found = internal::CudaStatus(
         cudaGraphNodeGetDependencies(nodes[i], nullptr, nullptr, &dependencies),
         "cudaGraphNodeGetDependencies");
     if (found.ok()) {
-      found = mla_tail::CudaStatus(
+      found = internal::CudaStatus(
           cudaGraphNodeGetDependentNodes(nodes[i], nullptr, nullptr, &dependents),
           "cudaGraphNodeGetDependentNodes");
     }
     if (!found.ok() || (dependencies > 0 && dependents > 0)) continue;
     cudaKernelNodeParams params;
-    found = mla_tail::CudaStatus(cudaGraphKernelNodeGetParams(nodes[i], &params),
+    found = internal::CudaStatus(cudaGraphKernelNodeGetParams(nodes[i], &params),
                                  "cudaGraphKernelNodeGetParams");
     if (!found.ok()) break;
     if (value_kernel != nullptr && params.func == value_kernel) {
       entry.value_node = nodes[i];
       entry.value_launch = params;
-    } else if (params.func == mla_tail::BmmPointersKernelAddress()) {
+    } else if (params.func == internal::BmmPointersKernelAddress()) {
       entry.tables_node = nodes[i];
       entry.tables_launch = params;
-      entry.tables_args = *static_cast<const mla_tail::BmmPointerParams*>(params.kernelParams[0]);
+      entry.tables_args = *static_cast<const internal::BmmPointerParams*>(params.kernelParams[0]);
     }
   }
   const bool complete =
@@ -347,7 +348,7 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
 
 absl::Status TailGraphSet::Capture(int layer, int bucket_index) {
   // Our capture and instantiation must neither fail for nor break another thread's capture.
-  mla_tail::internal::RelaxedCaptureMode relaxed;
+  internal::RelaxedCaptureMode relaxed;
   const absl::Time start = absl::Now();
   absl::StatusOr<Entry> entry = CaptureEntry(layer, bucket_index);
   if (!entry.ok()) return entry.status();
@@ -355,7 +356,7 @@ absl::Status TailGraphSet::Capture(int layer, int bucket_index) {
   if (instantiated != cudaSuccess) {
     entry->exec = nullptr;
     entry->Destroy();
-    return mla_tail::CudaStatus(instantiated,
+    return internal::CudaStatus(instantiated,
                                 absl::StrCat("cudaGraphInstantiate (layer ", layer, ", bucket ",
                                              options_.buckets[bucket_index], ")"));
   }
@@ -378,11 +379,11 @@ absl::Status TailGraphSet::CaptureMeasured(int layer, int bucket_index) {
 }
 
 absl::Status TailGraphSet::CaptureAll() {
-  mla_tail::internal::CudaErrorScope errors;
-  mla_tail::DeviceGuard guard;
+  internal::CudaErrorScope errors;
+  internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device_));
   for (int layer = 0; layer < options_.layers; ++layer) MLA_RETURN_IF_ERROR(CheckLayer(layer));
-  mla_tail::internal::RelaxedCaptureMode relaxed;
+  internal::RelaxedCaptureMode relaxed;
   // Memory is measured once around the whole pass: cudaMemGetInfo costs as much as a capture.
   size_t free_before = 0, free_after = 0, total = 0;
   cudaMemGetInfo(&free_before, &total);
@@ -393,13 +394,13 @@ absl::Status TailGraphSet::CaptureAll() {
       status = Capture(layer, b);
       if (status.ok()) {
         // Ahead of time, so that a first replay costs what every replay costs.
-        status = mla_tail::CudaStatus(cudaGraphUpload(EntryFor(layer, b).exec, capture_stream_),
+        status = internal::CudaStatus(cudaGraphUpload(EntryFor(layer, b).exec, capture_stream_),
                                       "cudaGraphUpload");
       }
     }
   }
   const absl::Status uploaded =
-      mla_tail::CudaStatus(cudaStreamSynchronize(capture_stream_), "graph uploads");
+      internal::CudaStatus(cudaStreamSynchronize(capture_stream_), "graph uploads");
   cudaMemGetInfo(&free_after, &total);
   if (free_after < free_before) stats_.graph_memory_bytes += int64_t(free_before - free_after);
   return status.ok() ? uploaded : status;
@@ -457,19 +458,19 @@ absl::Status TailGraphSet::WriteNodes(int bucket_index, const TailBuffers& buffe
   const TailShape shape{options_.heads, options_.buckets[bucket_index], options_.q};
   if (entry->path == TailPath::kFused) {
     return SetKernelArgs(exec, entry->value_node, entry->value_launch,
-                         mla_tail::MakeFusedTailParams(shape, buffers));
+                         internal::MakeFusedTailParams(shape, buffers));
   }
   return SetKernelArgs(
       exec, entry->tables_node, entry->tables_launch,
-      mla_tail::MakeBmmPointerParams(shape, buffers, entry->tables_args.values,
+      internal::MakeBmmPointerParams(shape, buffers, entry->tables_args.values,
                                      const_cast<void**>(entry->tables_args.a_table)));
 }
 
 absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
-  mla_tail::internal::CudaErrorScope errors;
+  internal::CudaErrorScope errors;
   MLA_RETURN_IF_ERROR(CheckLayer(layer));
   MLA_RETURN_IF_ERROR(CheckRows(rows));
-  mla_tail::DeviceGuard guard;
+  internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device_));
   // A stream's device never changes: asking CUDA once per stream keeps two driver queries off
   // every replay.
@@ -477,7 +478,7 @@ absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
     MLA_RETURN_IF_ERROR(tail_->CheckStream(stream));
     accepted_stream_ = stream;
   }
-  absl::StatusOr<bool> capturing = mla_tail::internal::IsCapturing(stream);
+  absl::StatusOr<bool> capturing = internal::IsCapturing(stream);
   if (!capturing.ok()) return capturing.status();
 
   absl::StatusOr<int> bucket = FindBucket(options_.buckets, rows);
@@ -499,19 +500,19 @@ absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
   const Entry& ready = EntryFor(layer, *bucket);
   MLA_RETURN_IF_CUDA_ERROR(cudaGraphLaunch(ready.exec, stream), "cudaGraphLaunch");
   if (ready.path == TailPath::kBmm) {
-    MLA_RETURN_IF_ERROR(mla_tail::internal::TailAccess::RecordBmmUse(*tail_, stream));
+    MLA_RETURN_IF_ERROR(internal::TailAccess::RecordBmmUse(*tail_, stream));
   }
   ++stats_.replays;
   return absl::OkStatus();
 }
 
 absl::StatusOr<cudaGraph_t> TailGraphSet::ExportGraph(int layer, int rows) {
-  mla_tail::internal::CudaErrorScope errors;
+  internal::CudaErrorScope errors;
   MLA_RETURN_IF_ERROR(CheckLayer(layer));
   MLA_RETURN_IF_ERROR(CheckRows(rows));
   absl::StatusOr<int> bucket = FindBucket(options_.buckets, rows);
   if (!bucket.ok()) return bucket.status();
-  mla_tail::DeviceGuard guard;
+  internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device_));
   if (!EntryFor(layer, *bucket).captured()) {
     MLA_RETURN_IF_ERROR(CaptureMeasured(layer, *bucket));
@@ -523,7 +524,7 @@ absl::StatusOr<cudaGraph_t> TailGraphSet::ExportGraph(int layer, int rows) {
     entry.template_stale = false;
   }
   cudaGraph_t clone = nullptr;
-  mla_tail::internal::RelaxedCaptureMode relaxed;
+  internal::RelaxedCaptureMode relaxed;
   MLA_RETURN_IF_CUDA_ERROR(cudaGraphClone(&clone, entry.graph), "cudaGraphClone");
   return clone;
 }

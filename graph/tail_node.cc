@@ -10,6 +10,7 @@
 #include "mla/internal/device_guard.h"
 #include "mla/internal/pointer_checks.h"
 #include "mla/internal/tail_access.h"
+#include "mla/kernels/launch.h"
 #include "mla/kernels/params.h"
 
 namespace mla_tail {
@@ -22,7 +23,7 @@ class TailNodeBuilder {
   // Validates what a tail node needs and plans its launch (nothing is added yet).
   static absl::StatusOr<TailNode> Plan(const mla_tail::MlaTail& tail, const TailShape& shape,
                                        const TailBuffers& buffers,
-                                       mla_tail::FusedTailParams* params) {
+                                       internal::FusedTailParams* params) {
     MLA_RETURN_IF_ERROR(mla_tail::ValidateTail(shape, buffers));
     if (mla_tail::MlaTail::Resolve(mla_tail::TailPath::kAuto, shape) !=
         mla_tail::TailPath::kFused) {
@@ -30,17 +31,16 @@ class TailNodeBuilder {
           "graph nodes hold the fused path only; the rule takes the BMM path at heads = ",
           shape.heads, ", rows = ", shape.rows, ": use MlaTail::Run or TailGraphSet there"));
     }
-    mla_tail::KernelLaunch launch;
-    MLA_RETURN_IF_ERROR(
-        mla_tail::internal::TailAccess::PlanFused(tail, shape, buffers, &launch, params));
+    internal::KernelLaunch launch;
+    MLA_RETURN_IF_ERROR(internal::TailAccess::PlanFused(tail, shape, buffers, &launch, params));
     // The same launch's other form (with a gate when `buffers` have none, and the reverse), for
     // updates that add or drop the gate: planned from any non-null gate, never dereferenced.
     TailBuffers other = buffers;
     other.gate = buffers.gate != nullptr ? nullptr : buffers.latent;
-    mla_tail::KernelLaunch other_launch;
-    mla_tail::FusedTailParams other_params;
-    MLA_RETURN_IF_ERROR(mla_tail::internal::TailAccess::PlanFused(tail, shape, other, &other_launch,
-                                                                  &other_params));
+    internal::KernelLaunch other_launch;
+    internal::FusedTailParams other_params;
+    MLA_RETURN_IF_ERROR(
+        internal::TailAccess::PlanFused(tail, shape, other, &other_launch, &other_params));
     TailNode nodes;
     nodes.device_ = tail.device();
     nodes.full_pointer_checks_ = tail.options().full_pointer_checks;
@@ -59,17 +59,17 @@ class TailNodeBuilder {
 
   // What `buffers` point at, checked as the node's MlaTail checks it (the device current).
   static absl::Status CheckPointers(const TailNode& nodes, const TailBuffers& buffers) {
-    return mla_tail::internal::CheckTailBuffers(nodes.device_, nodes.shape_, buffers,
-                                                nodes.full_pointer_checks_
-                                                    ? mla_tail::internal::PointerCheck::kEveryCall
-                                                    : mla_tail::internal::PointerCheck::kCached);
+    return internal::CheckTailBuffers(nodes.device_, nodes.shape_, buffers,
+                                      nodes.full_pointer_checks_
+                                          ? internal::PointerCheck::kEveryCall
+                                          : internal::PointerCheck::kCached);
   }
 
   // Points the node at `buffers`: in `exec`, or in the graph itself when `exec` is null.
   static absl::Status Write(TailNode& nodes, cudaGraphExec_t exec, const TailBuffers& buffers);
 
-  static mla_tail::KernelLaunch LaunchOf(const TailNode& nodes) {
-    mla_tail::KernelLaunch launch;
+  static internal::KernelLaunch LaunchOf(const TailNode& nodes) {
+    internal::KernelLaunch launch;
     launch.function = nodes.functions_[nodes.buffers_.gate != nullptr];
     launch.grid = nodes.grid_;
     launch.block = nodes.block_;
@@ -97,12 +97,12 @@ cudaKernelNodeParams KernelParams(const void* function, dim3 grid, dim3 block,
 
 absl::Status TailNodeBuilder::Write(TailNode& nodes, cudaGraphExec_t exec,
                                     const TailBuffers& buffers) {
-  mla_tail::internal::CudaErrorScope errors;
+  internal::CudaErrorScope errors;
   MLA_RETURN_IF_ERROR(mla_tail::ValidateTail(nodes.shape_, buffers));
-  mla_tail::DeviceGuard guard;
+  internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(nodes.device_));
   MLA_RETURN_IF_ERROR(CheckPointers(nodes, buffers));
-  mla_tail::FusedTailParams params = mla_tail::MakeFusedTailParams(nodes.shape_, buffers);
+  internal::FusedTailParams params = internal::MakeFusedTailParams(nodes.shape_, buffers);
   void* arguments[] = {&params};
   const cudaKernelNodeParams p =
       KernelParams(nodes.functions_[buffers.gate != nullptr], nodes.grid_, nodes.block_,
@@ -140,12 +140,12 @@ absl::StatusOr<TailNode> AddTailNode(const mla_tail::MlaTail& tail, cudaGraph_t 
                                      absl::Span<const cudaGraphNode_t> dependencies,
                                      const TailShape& shape, const TailBuffers& buffers,
                                      const TailNodeOptions& options) {
-  mla_tail::internal::CudaErrorScope errors;
+  internal::CudaErrorScope errors;
   if (graph == nullptr) return absl::InvalidArgumentError("graph is null");
-  mla_tail::FusedTailParams params;
+  internal::FusedTailParams params;
   absl::StatusOr<TailNode> nodes = TailNodeBuilder::Plan(tail, shape, buffers, &params);
   if (!nodes.ok()) return nodes.status();
-  mla_tail::DeviceGuard guard;
+  internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(tail.device()));
   MLA_RETURN_IF_ERROR(TailNodeBuilder::CheckPointers(*nodes, buffers));
 
@@ -182,7 +182,7 @@ absl::StatusOr<TailNode> AddTailNode(const mla_tail::MlaTail& tail, cudaGraph_t 
     }
   }
 
-  const mla_tail::KernelLaunch launch = TailNodeBuilder::LaunchOf(*nodes);
+  const internal::KernelLaunch launch = TailNodeBuilder::LaunchOf(*nodes);
   void* arguments[] = {&params};
   cudaGraphNodeParams node_params = {};
   node_params.type = cudaGraphNodeTypeKernel;
@@ -203,14 +203,14 @@ absl::StatusOr<TailNode> AddTailNode(const mla_tail::MlaTail& tail, cudaGraph_t 
 
 absl::StatusOr<TailNode> RecordTailNode(const mla_tail::MlaTail& tail, cudaStream_t stream,
                                         const TailShape& shape, const TailBuffers& buffers) {
-  mla_tail::internal::CudaErrorScope errors;
-  mla_tail::FusedTailParams params;
+  internal::CudaErrorScope errors;
+  internal::FusedTailParams params;
   absl::StatusOr<TailNode> nodes = TailNodeBuilder::Plan(tail, shape, buffers, &params);
   if (!nodes.ok()) return nodes.status();
-  mla_tail::DeviceGuard guard;
+  internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(tail.device()));
   MLA_RETURN_IF_ERROR(TailNodeBuilder::CheckPointers(*nodes, buffers));
-  absl::StatusOr<bool> capturing = mla_tail::internal::IsCapturing(stream);
+  absl::StatusOr<bool> capturing = internal::IsCapturing(stream);
   if (!capturing.ok()) return capturing.status();
   if (!*capturing) {
     return absl::FailedPreconditionError(
@@ -218,9 +218,9 @@ absl::StatusOr<TailNode> RecordTailNode(const mla_tail::MlaTail& tail, cudaStrea
   }
   // Recorded as MlaTail::Run records it (the launch attribute makes the edge programmatic);
   // the capture's dependency set is then exactly the new node.
-  const mla_tail::KernelLaunch launch = TailNodeBuilder::LaunchOf(*nodes);
-  MLA_RETURN_IF_ERROR(mla_tail::internal::OnCallersCapture(
-      mla_tail::CudaStatus(mla_tail::LaunchFusedKernel(launch, params, stream, tail.options().pdl),
+  const internal::KernelLaunch launch = TailNodeBuilder::LaunchOf(*nodes);
+  MLA_RETURN_IF_ERROR(internal::OnCallersCapture(
+      internal::CudaStatus(internal::LaunchKernel(launch, &params, stream, tail.options().pdl),
                            "the tail's launch (captured)")));
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   const cudaGraphNode_t* after = nullptr;

@@ -11,7 +11,7 @@
 namespace mla_tail {
 namespace {
 
-TEST(CudaStatusTest, SuccessIsOk) { EXPECT_TRUE(CudaStatus(cudaSuccess, "x").ok()); }
+TEST(CudaStatusTest, SuccessIsOk) { EXPECT_TRUE(internal::CudaStatus(cudaSuccess, "x").ok()); }
 
 // Every error CUDA 13's driver_types.h documents as leaving the process's CUDA state unusable
 // ("the process must be terminated and relaunched"), an uncorrectable ECC error, and a
@@ -23,7 +23,7 @@ TEST(CudaStatusTest, StickyErrorsAreDataLossAndCarryTheirError) {
         cudaErrorInvalidAddressSpace, cudaErrorInvalidPc, cudaErrorLaunchFailure,
         cudaErrorTensorMemoryLeak, cudaErrorMpsClientTerminated, cudaErrorExternalDevice,
         cudaErrorECCUncorrectable, cudaErrorContextIsDestroyed}) {
-    const absl::Status status = CudaStatus(error, "ColumnSplit launch");
+    const absl::Status status = internal::CudaStatus(error, "ColumnSplit launch");
     EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
     EXPECT_TRUE(IsStickyCudaError(status)) << status;
     ASSERT_TRUE(CudaErrorOf(status).has_value());
@@ -48,7 +48,7 @@ TEST(CudaStatusTest, TransientErrorsAreNotSticky) {
       {cudaErrorNotReady, absl::StatusCode::kInternal},
   };
   for (const auto& c : cases) {
-    const absl::Status status = CudaStatus(c.error, "call");
+    const absl::Status status = internal::CudaStatus(c.error, "call");
     EXPECT_EQ(status.code(), c.code) << status;
     EXPECT_FALSE(IsStickyCudaError(status)) << status;
     ASSERT_TRUE(CudaErrorOf(status).has_value());
@@ -57,11 +57,12 @@ TEST(CudaStatusTest, TransientErrorsAreNotSticky) {
 }
 
 TEST(CudaStatusTest, DriverResultsMapAsTheRuntimeErrorsOfTheirNumber) {
-  EXPECT_EQ(DriverStatus(CUDA_ERROR_CONTAINED, "x").code(), absl::StatusCode::kDataLoss);
-  EXPECT_EQ(DriverStatus(CUDA_ERROR_ILLEGAL_ADDRESS, "x").code(), absl::StatusCode::kDataLoss);
-  EXPECT_EQ(DriverStatus(CUDA_ERROR_OUT_OF_MEMORY, "x").code(),
+  EXPECT_EQ(internal::DriverStatus(CUDA_ERROR_CONTAINED, "x").code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(internal::DriverStatus(CUDA_ERROR_ILLEGAL_ADDRESS, "x").code(),
+            absl::StatusCode::kDataLoss);
+  EXPECT_EQ(internal::DriverStatus(CUDA_ERROR_OUT_OF_MEMORY, "x").code(),
             absl::StatusCode::kResourceExhausted);
-  EXPECT_TRUE(DriverStatus(CUDA_SUCCESS, "x").ok());
+  EXPECT_TRUE(internal::DriverStatus(CUDA_SUCCESS, "x").ok());
 }
 
 // Capture errors on the caller's stream: the caller's capture is invalid, and a retry of the
@@ -69,7 +70,7 @@ TEST(CudaStatusTest, DriverResultsMapAsTheRuntimeErrorsOfTheirNumber) {
 TEST(CudaStatusTest, CaptureErrorsOnTheCallersStreamAreFailedPrecondition) {
   for (cudaError_t error : {cudaErrorStreamCaptureInvalidated, cudaErrorStreamCaptureUnsupported,
                             cudaErrorStreamCaptureIsolation, cudaErrorStreamCaptureWrongThread}) {
-    const absl::Status own = CudaStatus(error, "launch");
+    const absl::Status own = internal::CudaStatus(error, "launch");
     EXPECT_EQ(own.code(), absl::StatusCode::kAborted) << own;
     const absl::Status callers = internal::OnCallersCapture(own);
     EXPECT_EQ(callers.code(), absl::StatusCode::kFailedPrecondition) << callers;
@@ -79,8 +80,9 @@ TEST(CudaStatusTest, CaptureErrorsOnTheCallersStreamAreFailedPrecondition) {
   }
   // Anything else is left as it was.
   for (const absl::Status& other :
-       {absl::OkStatus(), CudaStatus(cudaErrorIllegalAddress, "x"),
-        CudaStatus(cudaErrorMemoryAllocation, "x"), absl::InvalidArgumentError("rows = 0")}) {
+       {absl::OkStatus(), internal::CudaStatus(cudaErrorIllegalAddress, "x"),
+        internal::CudaStatus(cudaErrorMemoryAllocation, "x"),
+        absl::InvalidArgumentError("rows = 0")}) {
     EXPECT_EQ(internal::OnCallersCapture(other), other);
   }
 }

@@ -250,7 +250,9 @@ TEST_F(RowCountGpuTest, NodesServeOnlyTheLiveRows) {
     ASSERT_TRUE(node.ok()) << node.status();
     cudaGraphExec_t exec = nullptr;
     ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-    auto launch = [&] { return mla_tail::CudaStatus(cudaGraphLaunch(exec, stream_), "launch"); };
+    auto launch = [&] {
+      return mla_tail::internal::CudaStatus(cudaGraphLaunch(exec, stream_), "launch");
+    };
     ForEachCount(*gated, Counts(rows), launch);
     ASSERT_OK(node->Update(exec, Counted(*ungated)));
     ForEachCount(*ungated, Counts(rows), launch);

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "mla_tail/mla/errors.h"
 
-namespace mla_tail {
+namespace mla_tail::internal {
 namespace {
 
 bool IsCaptureError(cudaError_t error) {
@@ -65,7 +65,7 @@ absl::Status DriverStatus(CUresult result, absl::string_view what) {
 }
 
 absl::Status CheckDevice(int device) {
-  internal::CudaErrorScope errors;
+  CudaErrorScope errors;
   int count = 0;
   const cudaError_t error = cudaGetDeviceCount(&count);
   if (error != cudaSuccess || count == 0) {
@@ -92,8 +92,6 @@ absl::Status CheckDevice(int device) {
   return absl::OkStatus();
 }
 
-namespace internal {
-
 absl::Status OnCallersCapture(absl::Status status) {
   const std::optional<cudaError_t> error = CudaErrorOf(status);
   if (status.ok() || !error.has_value() || !IsCaptureError(*error)) return status;
@@ -117,5 +115,4 @@ absl::StatusOr<bool> IsCapturing(cudaStream_t stream) {
   return capture != cudaStreamCaptureStatusNone;
 }
 
-}  // namespace internal
-}  // namespace mla_tail
+}  // namespace mla_tail::internal

@@ -13,7 +13,7 @@
 #include "absl/strings/string_view.h"
 #include "mla_tail/mla/errors.h"
 
-namespace mla_tail {
+namespace mla_tail::internal {
 
 // OK for cudaSuccess; otherwise a status naming `what` and the CUDA error, carrying the
 // cudaError_t (CudaErrorOf). Sticky errors become DataLoss.
@@ -26,8 +26,6 @@ absl::Status DriverStatus(CUresult result, absl::string_view what);
 // Fails with FailedPrecondition unless `device` exists and is a Hopper-class (sm_90) GPU that
 // runs this module's native code; InvalidArgument for a device number that does not exist.
 absl::Status CheckDevice(int device);
-
-namespace internal {
 
 // `status` of a call on a stream the caller is capturing: the capture errors CUDA reports there
 // (the caller's capture was invalidated, by the caller's own work or another thread's) become
@@ -73,13 +71,12 @@ class RelaxedCaptureMode {
 // nothing may be recorded into it.
 absl::StatusOr<bool> IsCapturing(cudaStream_t stream);
 
-}  // namespace internal
-}  // namespace mla_tail
+}  // namespace mla_tail::internal
 
-#define MLA_RETURN_IF_CUDA_ERROR(expr, what)                                 \
-  do {                                                                       \
-    const absl::Status _mla_status = ::mla_tail::CudaStatus((expr), (what)); \
-    if (!_mla_status.ok()) return _mla_status;                               \
+#define MLA_RETURN_IF_CUDA_ERROR(expr, what)                                           \
+  do {                                                                                 \
+    const absl::Status _mla_status = ::mla_tail::internal::CudaStatus((expr), (what)); \
+    if (!_mla_status.ok()) return _mla_status;                                         \
   } while (false)
 
 #define MLA_RETURN_IF_ERROR(expr) MLA_TAIL_RETURN_IF_ERROR(expr)

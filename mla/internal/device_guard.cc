@@ -6,10 +6,10 @@
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/driver.h"
 
-namespace mla_tail {
+namespace mla_tail::internal {
 
 absl::Status DeviceGuard::Enter(int device) {
-  const internal::DriverApi& driver = internal::Driver();
+  const DriverApi& driver = Driver();
   if (!driver.complete()) {
     return absl::InternalError("the CUDA driver lacks a function this library calls directly");
   }
@@ -37,10 +37,10 @@ absl::Status DeviceGuard::Enter(int device) {
 DeviceGuard::~DeviceGuard() {
   if (!switched_) return;
   if (caller_context_ != nullptr) {
-    internal::Driver().ctx_set_current(caller_context_);
+    Driver().ctx_set_current(caller_context_);
   } else {
     cudaSetDevice(caller_device_);
   }
 }
 
-}  // namespace mla_tail
+}  // namespace mla_tail::internal

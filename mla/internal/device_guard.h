@@ -5,7 +5,7 @@
 
 #include "absl/status/status.h"
 
-namespace mla_tail {
+namespace mla_tail::internal {
 
 // Makes `device` current for a scope, so that an instance works on its own device whatever the
 // calling thread has current, and leaves the thread as it found it:
@@ -30,6 +30,6 @@ class DeviceGuard {
   int caller_device_ = -1;              // the runtime's device, when it had none
 };
 
-}  // namespace mla_tail
+}  // namespace mla_tail::internal
 
 #endif  // MLA_TAIL_MLA_INTERNAL_DEVICE_GUARD_H_

@@ -7,7 +7,7 @@
 
 #include "absl/status/status.h"
 #include "mla/internal/pointer_checks.h"
-#include "mla/kernels/params.h"
+#include "mla/kernels/launch.h"
 #include "mla_tail/mla/tail.h"
 #include "mla_tail/mla/tail_args.h"
 

@@ -8,8 +8,7 @@
 
 #include <cstdint>
 
-namespace mla_tail {
-namespace device {
+namespace mla_tail::internal::device {
 
 // Blocks until every upstream grid has completed and its writes are visible. The "memory"
 // clobber keeps the compiler from hoisting loads of upstream-written data above it.
@@ -206,7 +205,6 @@ __device__ __forceinline__ void EpiloguePairs(const float (&v)[2 * kN], const ui
   }
 }
 
-}  // namespace device
-}  // namespace mla_tail
+}  // namespace mla_tail::internal::device
 
 #endif  // MLA_TAIL_MLA_KERNELS_DEVICE_CUH_
