@@ -122,14 +122,15 @@ int RunTimelineProbe() {
       mla_tail::internal::KernelLaunch launch;
       if (kernel == mla_tail::FusedKernel::kColumnSplit) {
         launch = mla_tail::internal::PlanColumnSplit<mla_tail::WeightType::kBf16,
-                                                     mla_tail::OutputType::kBf16>(heads, rows,
-                                                                                  multiprocessors);
+                                                     mla_tail::OutputType::kBf16>(
+            heads, rows, multiprocessors, /*gated=*/true);
       } else if (kernel == mla_tail::FusedKernel::kLatentSplit) {
         launch = mla_tail::internal::PlanLatentSplit<mla_tail::WeightType::kBf16,
-                                                     mla_tail::OutputType::kBf16>(heads, rows);
+                                                     mla_tail::OutputType::kBf16>(heads, rows,
+                                                                                  /*gated=*/true);
       } else if (mla_tail::internal::PlanTile<mla_tail::WeightType::kBf16,
                                               mla_tail::OutputType::kBf16>(
-                     heads, rows, kernel, &launch) != cudaSuccess) {
+                     heads, rows, kernel, /*gated=*/true, &launch) != cudaSuccess) {
         continue;  // the persistent kernel has no stamps
       }
       const int blocks = static_cast<int>(launch.grid.x * launch.grid.y * launch.grid.z);

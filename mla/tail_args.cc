@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "mla/internal/tail_extents.h"
 
 namespace mla_tail {
 namespace {
@@ -29,10 +30,14 @@ absl::Status CheckPointer(const void* pointer, const char* name, int64_t alignme
   return absl::OkStatus();
 }
 
-// A row stride of a tensor of `element_bytes`-byte elements: at least `minimum`, spanning a
-// multiple of 16 bytes.
+// A row stride of a tensor of `element_bytes`-byte elements: at most kMaxStride, at least
+// `minimum`, spanning a multiple of 16 bytes.
 absl::Status CheckStride(int64_t stride, int64_t minimum, const char* name,
                          const char* minimum_meaning, int64_t element_bytes = sizeof(bf16)) {
+  if (stride > kMaxStride) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, " = ", stride, " is above kMaxStride = 2^40 elements"));
+  }
   if (stride < minimum) {
     return absl::InvalidArgumentError(absl::StrCat(name, " = ", stride, " is below ",
                                                    minimum_meaning, " = ", minimum,
@@ -158,13 +163,16 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
   const char* w_name = fp8_weight ? "w_uv_fp8" : "w_uv";
   const void* out = fp8_output ? static_cast<const void*>(b.output_fp8) : b.output;
   const char* out_name = fp8_output ? "output_fp8" : "output";
-  for (const auto& [pointer, name] : {std::pair<const void*, const char*>{b.latent, "latent"},
-                                      {w, w_name},
-                                      {b.gate, "gate"},
-                                      {out, out_name}}) {
+  for (const auto& [pointer, name] :
+       {std::pair<const void*, const char*>{b.latent, "latent"}, {w, w_name}, {out, out_name}}) {
     MLA_TAIL_CHECK(CheckPointer(pointer, name, kAlign));
   }
+  // The gate and the row count are optional.
+  if (b.gate != nullptr) MLA_TAIL_CHECK(CheckPointer(b.gate, "gate", kAlign));
   MLA_TAIL_CHECK(CheckPointer(b.lengths, "lengths", alignof(int32_t)));
+  if (b.row_count != nullptr) {
+    MLA_TAIL_CHECK(CheckPointer(b.row_count, "row_count", alignof(int32_t)));
+  }
   if (fp8_weight) {
     MLA_TAIL_CHECK(CheckPointer(b.w_uv_scale, "w_uv_scale", kAlign));
   } else if (b.w_uv_scale != nullptr) {
@@ -189,26 +197,39 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
     MLA_TAIL_CHECK(CheckStride(b.w_uv_scale_head_stride, 4, "w_uv_scale_head_stride",
                                "the 4 blocks of a head", sizeof(float)));
   }
-  MLA_TAIL_CHECK(CheckStride(b.gate_row_stride, width, "gate_row_stride", "heads * 128"));
+  if (b.gate != nullptr) {
+    MLA_TAIL_CHECK(CheckStride(b.gate_row_stride, width, "gate_row_stride", "heads * 128"));
+  }
   const int64_t out_bytes = fp8_output ? 1 : sizeof(bf16);
   MLA_TAIL_CHECK(
       CheckStride(b.output_row_stride, width, "output_row_stride", "heads * 128", out_bytes));
   const int64_t scale_row = rows > 1 ? b.output_scale_row_stride : 0;
   const int64_t scale_head = heads > 1 ? b.output_scale_head_stride : 0;
   if (fp8_output) {
-    if (rows > 1 && scale_row < 1) {
+    if (rows > 1 && (scale_row < 1 || scale_row > kMaxStride)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("output_scale_row_stride = ", scale_row, " is below 1"));
+          absl::StrCat("output_scale_row_stride = ", scale_row, " is outside [1, kMaxStride]"));
     }
-    if (heads > 1 && scale_head < 1) {
+    if (heads > 1 && (scale_head < 1 || scale_head > kMaxStride)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("output_scale_head_stride = ", scale_head, " is below 1"));
+          absl::StrCat("output_scale_head_stride = ", scale_head, " is outside [1, kMaxStride]"));
     }
     if (rows > 1 && heads > 1 && scale_row < heads * scale_head && scale_head < rows * scale_row) {
       return absl::InvalidArgumentError(absl::StrCat(
           "output_scale_row_stride = ", scale_row, " and output_scale_head_stride = ", scale_head,
           " make scales overlap: need row stride >= heads * head stride (", heads * scale_head,
           ") or head stride >= rows * row stride (", rows * scale_row, ")"));
+    }
+  }
+
+  // Strides are bounded, so no span's size overflows; a span may still run past the top of the
+  // address space.
+  const internal::TailExtents e = internal::ExtentsOf(shape, b);
+  for (const internal::Extent& extent : e.All()) {
+    if (extent.end < extent.begin) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s = %p: the bytes it spans run past the end of the address space",
+                          extent.name, reinterpret_cast<const void*>(extent.begin)));
     }
   }
 
@@ -230,19 +251,20 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
     }
     outputs.push_back({scales, "output_scale"});
   }
-  const Rows latent{Address(b.latent), rows, b.latent_row_stride * kBytes,
-                    heads * kLatentDim * kBytes};
-  const Rows gate{Address(b.gate), rows, b.gate_row_stride * kBytes, width * kBytes};
-  const Rows lengths{Address(b.lengths), 1, 1,
-                     static_cast<int64_t>(rows / shape.q * sizeof(int32_t))};
   std::vector<std::pair<Rows, const char*>> inputs = {
-      {latent, "latent"}, {gate, "gate"}, {lengths, "lengths"}};
+      {Rows{Address(b.latent), rows, b.latent_row_stride * kBytes, heads * kLatentDim * kBytes},
+       "latent"},
+      {Rows{Address(b.gate), rows, b.gate_row_stride * kBytes, width * kBytes}, "gate"},
+      {Rows{Address(b.lengths), 1, 1, static_cast<int64_t>(rows / shape.q * sizeof(int32_t))},
+       "lengths"},
+      {Rows{Address(b.row_count), 1, 1, sizeof(int32_t)}, "row_count"}};
   if (fp8_weight) {
     const int64_t stride = heads > 1 ? b.w_uv_scale_head_stride : 4;
     inputs.push_back({Rows{Address(b.w_uv_scale), heads, stride * 4, 16}, "w_uv_scale"});
   }
   for (const auto& [output, output_name] : outputs) {
     for (const auto& [input, name] : inputs) {
+      if (input.begin == 0) continue;  // an optional input that is absent
       if (Intersect(output, input)) {
         return absl::InvalidArgumentError(
             absl::StrCat(output_name, " overlaps ", name, ": the tail cannot run in place"));

@@ -23,6 +23,9 @@ inline constexpr int kValueDim = 128;   // D: v_head_dim
 inline constexpr int kMaxHeads = 128;
 inline constexpr int kMaxRows = 65536;  // rows of one call (tokens), far above any decode batch
 inline constexpr int kMaxQ = 64;        // tokens per request
+// Every row and head stride is at most 2^40 elements, so that rows x stride (and heads x
+// w_head_stride) stays far inside int64 and inside the address space.
+inline constexpr int64_t kMaxStride = int64_t{1} << 40;
 
 struct TailShape {
   int heads = 0;  // H: local heads, 1..128
@@ -48,7 +51,9 @@ struct TailBuffers {
   // compact [H, 4]: head stride 4. A multiple of 4, >= 4.
   const float* w_uv_scale = nullptr;
   int64_t w_uv_scale_head_stride = 0;
-  const bf16* gate = nullptr;        // [B, H * 128], row stride gate_row_stride
+  // [B, H * 128], row stride gate_row_stride. Null: no gate (DeepSeek-V2/V3, Kimi-K2): out =
+  // bf16(v) for active rows; gate_row_stride is then not used.
+  const bf16* gate = nullptr;
   int64_t gate_row_stride = 0;       // >= H * 128
   const int32_t* lengths = nullptr;  // [B / q]: a request is active when its length is > 0
   // The output: exactly one of output (bf16) and output_fp8 (e4m3, with output_scale), both
@@ -62,6 +67,11 @@ struct TailBuffers {
   float* output_scale = nullptr;
   int64_t output_scale_row_stride = 0;
   int64_t output_scale_head_stride = 1;
+  // Optional: one int32 on the device, the number of live rows n (written by the caller, upstream
+  // of the tail or in stream order). Rows t >= n are neither read nor written (their output rows
+  // keep what they held); rows below it keep their meaning, lengths included. Read when the tail
+  // runs, clamped to [0, B]. Null: all B rows are live.
+  const int32_t* row_count = nullptr;
 };
 
 // The weight and output types of a tail's buffers (which of each pair is set).
@@ -82,8 +92,9 @@ TailBuffers CompactBuffers(const TailShape& shape, const bf16* latent, const bf1
 absl::Status ValidateShape(const TailShape& shape);
 
 // ValidateShape, then every pointer (non-null, aligned; exactly one of each weight and output
-// pair), stride (aligned, large enough that rows do not overlap) and that the outputs overlap no
-// input and each other.
+// pair), stride (aligned, large enough that rows do not overlap, at most kMaxStride) and that the
+// outputs overlap no input and each other. Looks at addresses only: what memory they point at is
+// checked by the calls that launch (MlaTail::Run and the graph calls), which ask CUDA.
 absl::Status ValidateTail(const TailShape& shape, const TailBuffers& buffers);
 
 }  // namespace mla_tail

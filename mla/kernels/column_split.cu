@@ -19,9 +19,10 @@
 // the conversion overlaps the upstream kernel; the MMAs are the bf16 ones.
 //
 // e4m3 output: a head's 128 columns are its 4 column blocks, launched as one cluster
-// (ColumnSplitE4m3OutputKernel). Each block's rows' amax over its 32 columns (a group's 4 lanes,
-// then its 4 warps in shared memory) is read by the other blocks of the cluster through
-// distributed shared memory; each thread then quantizes its own gated values.
+// (ColumnSplitE4m3OutputKernel; blocks of one cluster share their rows, so they run or leave
+// together). Each block's rows' amax over its 32 columns (a group's 4 lanes, then its 4 warps in
+// shared memory) is read by the other blocks of the cluster through distributed shared memory;
+// each thread then quantizes its own gated values.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -54,7 +55,8 @@ constexpr size_t SmemBytes() {
   return kTileRows == 8 ? 0 : size_t{kTileRows} * kSmemRow * sizeof(bf16);
 }
 
-template <int kTileRows, WeightType kW, OutputType kO>
+// kGated false: the tail without a gate (out = bf16(v)), which loads none.
+template <int kTileRows, bool kGated, WeightType kW, OutputType kO>
 __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   constexpr int kRowTiles = kTileRows == 32 ? 2 : 1;
   constexpr int kRows = 16 * kRowTiles;
@@ -90,11 +92,14 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
       w_fragment[c] = device::DequantizeE4m3x8(raw[c], device::BlockScale(scales, c / 4));
     }
   }
-  device::PrefetchBlockInputsL2(p, head, t0, kTileRows, 0, kLatentDim, chunk * kColumnsPerBlock,
-                                kColumnsPerBlock);
+  device::PrefetchBlockInputsL2<kGated>(p, head, t0, kTileRows, 0, kLatentDim,
+                                        chunk * kColumnsPerBlock, kColumnsPerBlock);
 
   device::GridDependencyWait();
   MLA_TIMELINE_STAMP(1);
+  // Rows at and past the live count are neither read nor written.
+  const int rows = device::LiveRows(p.row_count, p.rows);
+  if (t0 >= rows) return;
 
   const bf16* latent_head = p.latent + head * kLatentDim;
   // 8 rows: each thread loads its A fragments (row `group`, the k permutation of W_UV) straight
@@ -103,14 +108,14 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   // multiprocessors an upstream kernel has configured for its own (docs/design.md).
   uint4 a_rows[kDirect ? kChunks : 1];
   if constexpr (kDirect) {
-    const bf16* row = latent_head + min(t0 + group, p.rows - 1) * p.latent_row_stride + 8 * quarter;
+    const bf16* row = latent_head + min(t0 + group, rows - 1) * p.latent_row_stride + 8 * quarter;
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) a_rows[c] = *reinterpret_cast<const uint4*>(row + 32 * c);
   } else {
     for (int i = threadIdx.x; i < kRows * kWordsPerRow; i += kThreads) {
       const int r = i / kWordsPerRow;
       const int word = i % kWordsPerRow;
-      const bool valid = t0 + r < p.rows;
+      const bool valid = t0 + r < rows;
       const bf16* src = valid ? latent_head + (t0 + r) * p.latent_row_stride + word * 8 : p.latent;
       device::CopyAsync16(rows_smem + r * kSmemRow + word * 8, src, valid);
     }
@@ -128,9 +133,13 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   for (int tile = 0; tile < kRowTiles; ++tile) {
 #pragma unroll
     for (int half = 0; half < kHalves; ++half) {
-      const int t = min(t0 + tile * 16 + group + 8 * half, p.rows - 1);
-      gate_word[tile][half] =
-          *reinterpret_cast<const uint32_t*>(p.gate + t * p.gate_row_stride + out_column);
+      const int t = min(t0 + tile * 16 + group + 8 * half, rows - 1);
+      if constexpr (kGated) {
+        gate_word[tile][half] =
+            *reinterpret_cast<const uint32_t*>(p.gate + t * p.gate_row_stride + out_column);
+      } else {
+        gate_word[tile][half] = 0;
+      }
       length[tile][half] = p.lengths[t / p.q];
     }
   }
@@ -198,7 +207,7 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
       active[i] = length[tile][half] > 0;
     }
   }
-  device::GatePairs(v, gates, active, out);
+  device::EpiloguePairs<kGated>(v, gates, active, out);
   MLA_TIMELINE_STAMP_AFTER(11, out[0] ^ out[kPairs - 1]);
   if constexpr (kO == OutputType::kBf16) {
 #pragma unroll
@@ -206,7 +215,7 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
 #pragma unroll
       for (int half = 0; half < kHalves; ++half) {
         const int t = t0 + tile * 16 + group + 8 * half;
-        if (t >= p.rows) continue;
+        if (t >= rows) continue;
         *reinterpret_cast<uint32_t*>(p.output + t * p.output_row_stride + out_column) =
             out[kHalves * tile + half];
       }
@@ -230,7 +239,7 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
       const float2 x = device::Bf16x2ToFloat2(out[i]);
       const uint16_t q = device::QuantizeE4m3x2(x.x, x.y, scale.inverse, scale.zero);
       const int t = t0 + r;
-      if (t >= p.rows) continue;
+      if (t >= rows) continue;
       *reinterpret_cast<uint16_t*>(p.output_fp8 + t * p.output_row_stride + out_column) = q;
       if (scale_writer) {
         p.output_scale[t * p.output_scale_row_stride + head * p.output_scale_head_stride] =
@@ -242,16 +251,16 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   MLA_TIMELINE_STAMP(12);
 }
 
-template <int kTileRows, WeightType kW>
+template <int kTileRows, bool kGated, WeightType kW>
 __global__ void __launch_bounds__(kThreads) ColumnSplitKernel(const FusedTailParams p) {
-  ColumnSplitBlock<kTileRows, kW, OutputType::kBf16>(p);
+  ColumnSplitBlock<kTileRows, kGated, kW, OutputType::kBf16>(p);
 }
 
 // The e4m3 output: a head's 4 column blocks in one cluster.
-template <int kTileRows, WeightType kW>
+template <int kTileRows, bool kGated, WeightType kW>
 __global__ void __launch_bounds__(kThreads) __cluster_dims__(kValueDim / kColumnsPerBlock, 1, 1)
     ColumnSplitE4m3OutputKernel(const FusedTailParams p) {
-  ColumnSplitBlock<kTileRows, kW, OutputType::kE4m3>(p);
+  ColumnSplitBlock<kTileRows, kGated, kW, OutputType::kE4m3>(p);
 }
 
 // 8 rows: held to 144 registers a thread, so that three blocks still fit beside an upstream
@@ -259,41 +268,47 @@ __global__ void __launch_bounds__(kThreads) __cluster_dims__(kValueDim / kColumn
 #ifndef MLA_VALUE_DIRECT_MAX_REGISTERS
 #define MLA_VALUE_DIRECT_MAX_REGISTERS 144
 #endif
-template <WeightType kW>
-__global__ void __maxnreg__(MLA_VALUE_DIRECT_MAX_REGISTERS)
+// e4m3 W_UV's dequantization and the e4m3 output's epilogue hold a few more registers (144
+// spilled); 160 still fit three blocks a multiprocessor.
+template <WeightType kW, OutputType kO>
+constexpr int kDirectMaxRegisters =
+    kW == WeightType::kBf16&& kO == OutputType::kBf16 ? MLA_VALUE_DIRECT_MAX_REGISTERS
+                                                      : MLA_VALUE_DIRECT_MAX_REGISTERS + 16;
+
+template <bool kGated, WeightType kW>
+__global__ void __maxnreg__((kDirectMaxRegisters<kW, OutputType::kBf16>))
     ColumnSplitDirectKernel(const FusedTailParams p) {
-  ColumnSplitBlock<8, kW, OutputType::kBf16>(p);
+  ColumnSplitBlock<8, kGated, kW, OutputType::kBf16>(p);
 }
 
-// The e4m3 output's epilogue holds a few more registers (144 spilled with e4m3 W_UV); 160 still
-// fit three blocks a multiprocessor.
-template <WeightType kW>
-__global__ void __maxnreg__(MLA_VALUE_DIRECT_MAX_REGISTERS + 16)
+template <bool kGated, WeightType kW>
+__global__ void __maxnreg__((kDirectMaxRegisters<kW, OutputType::kE4m3>))
     __cluster_dims__(kValueDim / kColumnsPerBlock, 1, 1)
         ColumnSplitDirectE4m3OutputKernel(const FusedTailParams p) {
-  ColumnSplitBlock<8, kW, OutputType::kE4m3>(p);
+  ColumnSplitBlock<8, kGated, kW, OutputType::kE4m3>(p);
 }
 
-template <int kTileRows, WeightType kW, OutputType kO>
+template <int kTileRows, bool kGated, WeightType kW, OutputType kO>
 constexpr void (*KernelOf())(const FusedTailParams) {
   if constexpr (kO == OutputType::kE4m3) {
     if constexpr (kTileRows == 8) {
-      return ColumnSplitDirectE4m3OutputKernel<kW>;
+      return ColumnSplitDirectE4m3OutputKernel<kGated, kW>;
     } else {
-      return ColumnSplitE4m3OutputKernel<kTileRows, kW>;
+      return ColumnSplitE4m3OutputKernel<kTileRows, kGated, kW>;
     }
   } else if constexpr (kTileRows == 8) {
-    return ColumnSplitDirectKernel<kW>;
+    return ColumnSplitDirectKernel<kGated, kW>;
   } else {
-    return ColumnSplitKernel<kTileRows, kW>;
+    return ColumnSplitKernel<kTileRows, kGated, kW>;
   }
 }
 
 template <int kTileRows, WeightType kW, OutputType kO>
-KernelLaunch LaunchOf(int heads, int rows) {
+KernelLaunch LaunchOf(int heads, int rows, bool gated) {
   static_assert(SmemBytes<kTileRows>() <= 48 * 1024, "more shared memory needs an opt-in");
   KernelLaunch launch;
-  launch.function = reinterpret_cast<const void*>(KernelOf<kTileRows, kW, kO>());
+  launch.function = gated ? reinterpret_cast<const void*>(KernelOf<kTileRows, true, kW, kO>())
+                          : reinterpret_cast<const void*>(KernelOf<kTileRows, false, kW, kO>());
   launch.grid = dim3(kValueDim / kColumnsPerBlock, heads, (rows + kTileRows - 1) / kTileRows);
   launch.block = dim3(kThreads);
   launch.smem_bytes = SmemBytes<kTileRows>();
@@ -323,27 +338,33 @@ cudaError_t LoadColumnSplit() {
   ForEachTypes([&](auto w, auto o) {
     constexpr WeightType kW = decltype(w)::value;
     constexpr OutputType kO = decltype(o)::value;
-    if (e == cudaSuccess) e = LoadKernel(KernelOf<8, kW, kO>(), SmemBytes<8>());
-    if (e == cudaSuccess) e = LoadKernel(KernelOf<16, kW, kO>(), SmemBytes<16>());
-    if (e == cudaSuccess) e = LoadKernel(KernelOf<32, kW, kO>(), SmemBytes<32>());
+    for (cudaError_t (*load)() :
+         {+[] { return LoadKernel(KernelOf<8, true, kW, kO>(), SmemBytes<8>()); },
+          +[] { return LoadKernel(KernelOf<16, true, kW, kO>(), SmemBytes<16>()); },
+          +[] { return LoadKernel(KernelOf<32, true, kW, kO>(), SmemBytes<32>()); },
+          +[] { return LoadKernel(KernelOf<8, false, kW, kO>(), SmemBytes<8>()); },
+          +[] { return LoadKernel(KernelOf<16, false, kW, kO>(), SmemBytes<16>()); },
+          +[] { return LoadKernel(KernelOf<32, false, kW, kO>(), SmemBytes<32>()); }}) {
+      if (e == cudaSuccess) e = load();
+    }
   });
   return e;
 }
 
 template <WeightType kW, OutputType kO>
-KernelLaunch PlanColumnSplit(int heads, int rows, int multiprocessors) {
+KernelLaunch PlanColumnSplit(int heads, int rows, int multiprocessors, bool gated) {
   switch (ColumnSplitBlockRows(heads, rows, multiprocessors)) {
     case 8:
-      return LaunchOf<8, kW, kO>(heads, rows);
+      return LaunchOf<8, kW, kO>(heads, rows, gated);
     case 16:
-      return LaunchOf<16, kW, kO>(heads, rows);
+      return LaunchOf<16, kW, kO>(heads, rows, gated);
     default:
-      return LaunchOf<32, kW, kO>(heads, rows);
+      return LaunchOf<32, kW, kO>(heads, rows, gated);
   }
 }
-template KernelLaunch PlanColumnSplit<WeightType::kBf16, OutputType::kBf16>(int, int, int);
-template KernelLaunch PlanColumnSplit<WeightType::kE4m3, OutputType::kBf16>(int, int, int);
-template KernelLaunch PlanColumnSplit<WeightType::kBf16, OutputType::kE4m3>(int, int, int);
-template KernelLaunch PlanColumnSplit<WeightType::kE4m3, OutputType::kE4m3>(int, int, int);
+template KernelLaunch PlanColumnSplit<WeightType::kBf16, OutputType::kBf16>(int, int, int, bool);
+template KernelLaunch PlanColumnSplit<WeightType::kE4m3, OutputType::kBf16>(int, int, int, bool);
+template KernelLaunch PlanColumnSplit<WeightType::kBf16, OutputType::kE4m3>(int, int, int, bool);
+template KernelLaunch PlanColumnSplit<WeightType::kE4m3, OutputType::kE4m3>(int, int, int, bool);
 
 }  // namespace mla_tail::internal

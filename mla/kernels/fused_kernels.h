@@ -54,27 +54,30 @@ void ForEachTypes(F&& f) {
   });
 }
 
+// Each kernel in two forms: with the gate (`gated`), and without (out = bf16(v), no gate loads);
+// each plan a template of the weight and output types.
+
 // ColumnSplit (column_split.cu): ColumnSplitBlockRows rows a block.
 template <WeightType kW, OutputType kO>
-KernelLaunch PlanColumnSplit(int heads, int rows, int multiprocessors);
+KernelLaunch PlanColumnSplit(int heads, int rows, int multiprocessors, bool gated);
 cudaError_t LoadColumnSplit();
 
 // LatentSplit (latent_split.cu): 8-row blocks of 8 warps up to 8 rows, else 16-row
 // blocks of 4.
 template <WeightType kW, OutputType kO>
-KernelLaunch PlanLatentSplit(int heads, int rows);
+KernelLaunch PlanLatentSplit(int heads, int rows, bool gated);
 cudaError_t LoadLatentSplit();
 
 // Tile (tile.cu) in the configuration a kTile* kernel names;
 // cudaErrorInvalidValue for any other kernel. IsTileKernel tells which kernels those are.
 bool IsTileKernel(FusedKernel kernel);
 template <WeightType kW, OutputType kO>
-cudaError_t PlanTile(int heads, int rows, FusedKernel kernel, KernelLaunch* launch);
+cudaError_t PlanTile(int heads, int rows, FusedKernel kernel, bool gated, KernelLaunch* launch);
 cudaError_t LoadTileKernels();
 
 // Persistent128x128 (persistent_128x128.cu): kPersistent128x128.
 template <WeightType kW, OutputType kO>
-KernelLaunch PlanPersistent128x128(int heads, int rows, int multiprocessors);
+KernelLaunch PlanPersistent128x128(int heads, int rows, int multiprocessors, bool gated);
 cudaError_t LoadPersistent128x128();
 
 }  // namespace mla_tail::internal

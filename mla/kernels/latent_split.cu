@@ -18,12 +18,13 @@
 // fragment with the same permutation, so the products pair the same latent index on both sides.
 //
 // e4m3 W_UV (fp8.cuh): the same fragments from 8 bytes a word, dequantized to bf16 in registers
-// before the dependency wait with their block's scale (global chunk c lies in latent block c / 4).
+// before the dependency wait with their block's scale (a warp's chunks lie in one latent block).
 //
-// e4m3 output: a head's 8 column blocks are one cluster (LatentSplitE4m3OutputKernel); each
-// block's rows' amax over its 16 columns (a group's 4 lanes, then its 2 tile warps in shared
-// memory) is read by the others through distributed shared memory. Every warp stays to the end:
-// the cluster's barriers count all threads.
+// e4m3 output: a head's 8 column blocks are one cluster (LatentSplitE4m3OutputKernel; they share
+// their rows, so they run or leave together); each block's rows' amax over its 16 columns (a
+// group's 4 lanes, then its 2 tile warps in shared memory) is read by the others through
+// distributed shared memory. Every warp stays to the end: the cluster's barriers count all
+// threads.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -44,8 +45,9 @@ namespace {
 
 constexpr int kColumns = 16;  // two n8 tiles
 
-// kRows: 8 (one m16 tile whose rows 8-15 are zeros) or 16.
-template <int kRows, int kWarps, WeightType kW, OutputType kO>
+// kRows: 8 (one m16 tile whose rows 8-15 are zeros) or 16. kGated false: the tail without a
+// gate (out = bf16(v)), which loads none.
+template <int kRows, int kWarps, bool kGated, WeightType kW, OutputType kO>
 __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
   constexpr int kHalves = kRows / 8;  // of the m16 tile: rows group and group + 8
   constexpr int kTiles = kColumns / 8;
@@ -94,21 +96,25 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) {
 #pragma unroll
-      for (int c = 0; c < kChunks; ++c)
+      for (int c = 0; c < kChunks; ++c) {
         w_fragment[j][c] = device::DequantizeE4m3x8(raw[j][c], scale);
+      }
     }
   }
-  device::PrefetchBlockInputsL2(p, head, t0, kRows, 0, kLatentDim, column0, kColumns);
+  device::PrefetchBlockInputsL2<kGated>(p, head, t0, kRows, 0, kLatentDim, column0, kColumns);
 
   device::GridDependencyWait();
   MLA_TIMELINE_STAMP(1);
+  // Rows at and past the live count are neither read nor written.
+  const int rows = device::LiveRows(p.row_count, p.rows);
+  if (t0 >= rows) return;
 
   // Rows past the end read the last row, whose products are never stored.
   const bf16* latent_head = p.latent + head * kLatentDim + 32 * chunk0 + 8 * quarter;
   uint4 a_rows[kHalves][kChunks];
 #pragma unroll
   for (int half = 0; half < kHalves; ++half) {
-    const bf16* row = latent_head + min(t0 + group + 8 * half, p.rows - 1) * p.latent_row_stride;
+    const bf16* row = latent_head + min(t0 + group + 8 * half, rows - 1) * p.latent_row_stride;
 #pragma unroll
     for (int c = 0; c < kChunks; ++c)
       a_rows[half][c] = *reinterpret_cast<const uint4*>(row + 32 * c);
@@ -121,9 +127,11 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
   if (warp < kTiles) {
 #pragma unroll
     for (int half = 0; half < kHalves; ++half) {
-      const int t = min(t0 + group + 8 * half, p.rows - 1);
-      gate_word[half] =
-          *reinterpret_cast<const uint32_t*>(p.gate + t * p.gate_row_stride + out_column);
+      const int t = min(t0 + group + 8 * half, rows - 1);
+      if constexpr (kGated) {
+        gate_word[half] =
+            *reinterpret_cast<const uint32_t*>(p.gate + t * p.gate_row_stride + out_column);
+      }
       length[half] = p.lengths[t / p.q];
     }
   }
@@ -185,13 +193,13 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
     v[2 * half + 1] = __bfloat162float(__float2bfloat16_rn(sum[2 * half + 1]));
     active[half] = length[half] > 0;
   }
-  device::GatePairs(v, gate_word, active, out);
+  device::EpiloguePairs<kGated>(v, gate_word, active, out);
   MLA_TIMELINE_STAMP_AFTER(11, out[0] ^ out[kHalves - 1]);
   if constexpr (kO == OutputType::kBf16) {
 #pragma unroll
     for (int half = 0; half < kHalves; ++half) {
       const int t = t0 + group + 8 * half;
-      if (t >= p.rows) continue;
+      if (t >= rows) continue;
       *reinterpret_cast<uint32_t*>(p.output + t * p.output_row_stride + out_column) = out[half];
     }
   } else {
@@ -213,7 +221,7 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
       const float2 x = device::Bf16x2ToFloat2(out[half]);
       const uint16_t q = device::QuantizeE4m3x2(x.x, x.y, scale.inverse, scale.zero);
       const int t = t0 + group + 8 * half;
-      if (warp >= kTiles || t >= p.rows) continue;
+      if (warp >= kTiles || t >= rows) continue;
       *reinterpret_cast<uint16_t*>(p.output_fp8 + t * p.output_row_stride + out_column) = q;
       if (scale_writer) {
         p.output_scale[t * p.output_scale_row_stride + head * p.output_scale_head_stride] =
@@ -225,25 +233,16 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
   MLA_TIMELINE_STAMP(12);
 }
 
-template <int kRows, int kWarps, WeightType kW>
+template <int kRows, int kWarps, bool kGated, WeightType kW>
 __global__ void __launch_bounds__(32 * kWarps) LatentSplitKernel(const FusedTailParams p) {
-  LatentSplitBlock<kRows, kWarps, kW, OutputType::kBf16>(p);
+  LatentSplitBlock<kRows, kWarps, kGated, kW, OutputType::kBf16>(p);
 }
 
 // The e4m3 output: a head's 8 column blocks in one cluster.
-template <int kRows, int kWarps, WeightType kW>
+template <int kRows, int kWarps, bool kGated, WeightType kW>
 __global__ void __launch_bounds__(32 * kWarps) __cluster_dims__(kValueDim / kColumns, 1, 1)
     LatentSplitE4m3OutputKernel(const FusedTailParams p) {
-  LatentSplitBlock<kRows, kWarps, kW, OutputType::kE4m3>(p);
-}
-
-template <int kRows, int kWarps, WeightType kW, OutputType kO>
-constexpr void (*LatentSplitKernelOf())(const FusedTailParams) {
-  if constexpr (kO == OutputType::kE4m3) {
-    return LatentSplitE4m3OutputKernel<kRows, kWarps, kW>;
-  } else {
-    return LatentSplitKernel<kRows, kWarps, kW>;
-  }
+  LatentSplitBlock<kRows, kWarps, kGated, kW, OutputType::kE4m3>(p);
 }
 
 // 8 rows: 8 warps of 2 chunks each; 16 rows (twice the A fragments and partial sums): 4 warps
@@ -251,11 +250,21 @@ constexpr void (*LatentSplitKernelOf())(const FusedTailParams) {
 template <int kRows>
 constexpr int kWarpsFor = kRows == 8 ? 8 : 4;
 
+template <int kRows, bool kGated, WeightType kW, OutputType kO>
+constexpr void (*LatentSplitKernelOf())(const FusedTailParams) {
+  if constexpr (kO == OutputType::kE4m3) {
+    return LatentSplitE4m3OutputKernel<kRows, kWarpsFor<kRows>, kGated, kW>;
+  } else {
+    return LatentSplitKernel<kRows, kWarpsFor<kRows>, kGated, kW>;
+  }
+}
+
 template <int kRows, WeightType kW, OutputType kO>
-KernelLaunch LatentSplitLaunch(int heads, int rows) {
+KernelLaunch LatentSplitLaunch(int heads, int rows, bool gated) {
   KernelLaunch launch;
   launch.function =
-      reinterpret_cast<const void*>(LatentSplitKernelOf<kRows, kWarpsFor<kRows>, kW, kO>());
+      gated ? reinterpret_cast<const void*>(LatentSplitKernelOf<kRows, true, kW, kO>())
+            : reinterpret_cast<const void*>(LatentSplitKernelOf<kRows, false, kW, kO>());
   launch.grid = dim3(kValueDim / kColumns, heads, (rows + kRows - 1) / kRows);
   launch.block = dim3(32 * kWarpsFor<kRows>);
   launch.smem_bytes = 0;  // static only
@@ -265,22 +274,27 @@ KernelLaunch LatentSplitLaunch(int heads, int rows) {
 }  // namespace
 
 template <WeightType kW, OutputType kO>
-KernelLaunch PlanLatentSplit(int heads, int rows) {
-  return rows <= 8 ? LatentSplitLaunch<8, kW, kO>(heads, rows)
-                   : LatentSplitLaunch<16, kW, kO>(heads, rows);
+KernelLaunch PlanLatentSplit(int heads, int rows, bool gated) {
+  return rows <= 8 ? LatentSplitLaunch<8, kW, kO>(heads, rows, gated)
+                   : LatentSplitLaunch<16, kW, kO>(heads, rows, gated);
 }
-template KernelLaunch PlanLatentSplit<WeightType::kBf16, OutputType::kBf16>(int, int);
-template KernelLaunch PlanLatentSplit<WeightType::kE4m3, OutputType::kBf16>(int, int);
-template KernelLaunch PlanLatentSplit<WeightType::kBf16, OutputType::kE4m3>(int, int);
-template KernelLaunch PlanLatentSplit<WeightType::kE4m3, OutputType::kE4m3>(int, int);
+template KernelLaunch PlanLatentSplit<WeightType::kBf16, OutputType::kBf16>(int, int, bool);
+template KernelLaunch PlanLatentSplit<WeightType::kE4m3, OutputType::kBf16>(int, int, bool);
+template KernelLaunch PlanLatentSplit<WeightType::kBf16, OutputType::kE4m3>(int, int, bool);
+template KernelLaunch PlanLatentSplit<WeightType::kE4m3, OutputType::kE4m3>(int, int, bool);
 
 cudaError_t LoadLatentSplit() {
   cudaError_t e = cudaSuccess;
   ForEachTypes([&](auto w, auto o) {
     constexpr WeightType kW = decltype(w)::value;
     constexpr OutputType kO = decltype(o)::value;
-    if (e == cudaSuccess) e = LoadKernel(LatentSplitKernelOf<8, kWarpsFor<8>, kW, kO>(), 0);
-    if (e == cudaSuccess) e = LoadKernel(LatentSplitKernelOf<16, kWarpsFor<16>, kW, kO>(), 0);
+    for (const void* kernel :
+         {reinterpret_cast<const void*>(LatentSplitKernelOf<8, true, kW, kO>()),
+          reinterpret_cast<const void*>(LatentSplitKernelOf<16, true, kW, kO>()),
+          reinterpret_cast<const void*>(LatentSplitKernelOf<8, false, kW, kO>()),
+          reinterpret_cast<const void*>(LatentSplitKernelOf<16, false, kW, kO>())}) {
+      if (e == cudaSuccess) e = LoadKernel(kernel, 0);
+    }
   });
   return e;
 }

@@ -38,19 +38,21 @@ cudaError_t PlanFusedKernel(const FusedTailParams& p, FusedKernel kernel, int mu
   const WeightType weight = p.w_uv_fp8 != nullptr ? WeightType::kE4m3 : WeightType::kBf16;
   const OutputType output = p.output_fp8 != nullptr ? OutputType::kE4m3 : OutputType::kBf16;
   const FusedKernel resolved = ResolveFusedKernel(kernel, p.heads, p.rows, multiprocessors, weight);
+  // The one place the gate's presence and the weight and output types pick a kernel's form.
+  const bool gated = p.gate != nullptr;
   return WithTypes(weight, output, [&](auto w, auto o) {
     constexpr WeightType kW = decltype(w)::value;
     constexpr OutputType kO = decltype(o)::value;
     if (resolved == FusedKernel::kPersistent128x128) {
-      *launch = PlanPersistent128x128<kW, kO>(p.heads, p.rows, multiprocessors);
+      *launch = PlanPersistent128x128<kW, kO>(p.heads, p.rows, multiprocessors, gated);
       return cudaSuccess;
     }
     if (resolved == FusedKernel::kLatentSplit) {
-      *launch = PlanLatentSplit<kW, kO>(p.heads, p.rows);
+      *launch = PlanLatentSplit<kW, kO>(p.heads, p.rows, gated);
       return cudaSuccess;
     }
-    if (IsTileKernel(resolved)) return PlanTile<kW, kO>(p.heads, p.rows, resolved, launch);
-    *launch = PlanColumnSplit<kW, kO>(p.heads, p.rows, multiprocessors);
+    if (IsTileKernel(resolved)) return PlanTile<kW, kO>(p.heads, p.rows, resolved, gated, launch);
+    *launch = PlanColumnSplit<kW, kO>(p.heads, p.rows, multiprocessors, gated);
     return cudaSuccess;
   });
 }

@@ -41,9 +41,10 @@
 //
 // e4m3 output: the store phase reads the gated bf16 tile as before; a row's amax over the tile's
 // columns is a shuffle over the lanes that hold the row, and with tiles narrower than a head
-// (32 or 64 columns) the head's column blocks are one cluster (TileE4m3OutputKernel) that
-// exchanges the rows' amax through distributed shared memory (in stage 0, free once the MMAs are
-// done). Each thread quantizes its 8 values and stores 8 bytes.
+// (32 or 64 columns) the head's column blocks are one cluster (TileE4m3OutputKernel; they share
+// their rows, so they run or leave together) that exchanges the rows' amax through distributed
+// shared memory (in stage 0, free once the MMAs are done). Each thread quantizes its 8 values
+// and stores 8 bytes.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -54,6 +55,7 @@
 
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/early_sigmoids.cuh"
+#include "mla/kernels/fp8.cuh"
 #include "mla/kernels/fused_kernels.h"
 #include "mla/kernels/launch.h"
 #include "mla/kernels/params.h"
@@ -157,7 +159,8 @@ struct EarlySigmoids<T, true> {
   }
 };
 
-template <int kStages, int kCols, int kWarpgroups, bool kEarlySigmoids, WeightType kW,
+// kGated false: the tail without a gate (out = bf16(v)), which loads none.
+template <int kStages, int kCols, int kWarpgroups, bool kEarlySigmoids, bool kGated, WeightType kW,
           OutputType kO>
 __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   using T = WgTile<kStages, kCols, kWarpgroups>;
@@ -166,6 +169,7 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   constexpr int kSteps = T::kSteps;
   constexpr int kAlign = T::kAlign;
   static_assert(!kEarlySigmoids || kWarpgroups == 1, "EarlySigmoids: one warpgroup's layout");
+  static_assert(kGated || !kEarlySigmoids, "early sigmoids need a gate");
   extern __shared__ uint4 smem_words[];
   // The swizzle is a function of the address: align the tiles to its 1024-byte atom.
   const uint32_t smem_raw = device::SmemAddress(smem_words);
@@ -179,12 +183,13 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   // Step `step` of tile `c` into stage buffer `stage`.
   const device::TileCopier<typename T::L, true, kW> copier(p);
   auto copy_w = [&](const Tile& c, int step, int stage) { copier.W(p, smem, c, step, stage); };
+  int rows = p.rows;  // the live rows, once known (after the dependency wait)
   auto copy_latent = [&](const Tile& c, int step, int stage) {
-    copier.Latent(p, smem, c, step, stage);
+    copier.Latent(p, rows, smem, c, step, stage);
   };
   uint8_t* const gate_tile = smem + T::kGateOffset;
   auto copy_epilogue_inputs = [&](const Tile& c) {
-    copier.EpilogueInputs(p, c, gate_tile, smem + T::kLengthsOffset);
+    copier.template EpilogueInputs<kGated>(p, rows, c, gate_tile, smem + T::kLengthsOffset);
   };
 
   MLA_TIMELINE_STAMP(0);
@@ -193,9 +198,17 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) copy_w(tile, step, step);
   const float4 scales = device::LoadBlockScales<kW>(p, tile.head);
-  device::PrefetchBlockInputsL2(p, tile.head, tile.t0, kRows, 0, kLatentDim, tile.column0, kCols);
+  device::PrefetchBlockInputsL2<kGated>(p, tile.head, tile.t0, kRows, 0, kLatentDim, tile.column0,
+                                        kCols);
   device::GridDependencyWait();
   MLA_TIMELINE_STAMP(1);
+  // Rows at and past the live count are neither read nor written; a block of none of them exits
+  // once its W_UV copies have landed.
+  rows = device::LiveRows(p.row_count, p.rows);
+  if (tile.t0 >= rows) {
+    device::CopyAsyncCommitAndWaitAll();
+    return;
+  }
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) {
     copy_latent(tile, step, step);
@@ -302,7 +315,7 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
           active[n] = lengths[row] > 0;
         }
       }
-      device::GatePairs(v, gates, active, gated);
+      device::EpiloguePairs<kGated>(v, gates, active, gated);
 #pragma unroll
       for (int b = 0; b < kHalvesPerBatch; ++b) {
         const int row = 16 * warp + 8 * (half0 + b) + group;
@@ -323,7 +336,7 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
       const int r = threadIdx.x / T::kGateWordsPerRow + n * T::kGateRowsPerPass;
       const int word = threadIdx.x % T::kGateWordsPerRow;
       const int t = tile.t0 + r;
-      if (t >= p.rows) continue;
+      if (t >= rows) continue;
       *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + tile.head * kValueDim +
                                 tile.column0 + 8 * word) =
           *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
@@ -358,7 +371,7 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
       const device::OutputScale scale = device::OutputScaleOf(amax);
       const uint2 q = device::QuantizeBf16x8(x[n], scale);
       const int t = tile.t0 + r;
-      if (t >= p.rows) continue;
+      if (t >= rows) continue;
       *reinterpret_cast<uint2*>(p.output_fp8 + t * p.output_row_stride + tile.head * kValueDim +
                                 tile.column0 + 8 * word) = q;
       if (scale_writer) {
@@ -372,19 +385,19 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   MLA_TIMELINE_STAMP(4 + kSteps);
 }
 
-template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, bool kEarlySigmoids,
+template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, bool kEarlySigmoids, bool kGated,
           WeightType kW>
 __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
     TileKernel(const FusedTailParams p) {
-  TileBlock<kStages, kCols, kWarpgroups, kEarlySigmoids, kW, OutputType::kBf16>(p);
+  TileBlock<kStages, kCols, kWarpgroups, kEarlySigmoids, kGated, kW, OutputType::kBf16>(p);
 }
 
 // The e4m3 output: a head's column blocks (128 / kCols) in one cluster.
-template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, bool kEarlySigmoids,
+template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, bool kEarlySigmoids, bool kGated,
           WeightType kW>
 __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
     __cluster_dims__(kValueDim / kCols, 1, 1) TileE4m3OutputKernel(const FusedTailParams p) {
-  TileBlock<kStages, kCols, kWarpgroups, kEarlySigmoids, kW, OutputType::kE4m3>(p);
+  TileBlock<kStages, kCols, kWarpgroups, kEarlySigmoids, kGated, kW, OutputType::kE4m3>(p);
 }
 
 // The configurations FusedKernel names: stages (8: all steps in flight), the tile's
@@ -423,25 +436,32 @@ template <int kIndex, WeightType kW, OutputType kO>
 struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
   using T = WgTile<kC.stages, kC.cols, kC.warpgroups>;
+  template <bool kEarly, bool kGated>
   static constexpr auto KernelOf() {
     if constexpr (kO == OutputType::kE4m3) {
-      return TileE4m3OutputKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks,
-                                  kC.early_sigmoids, kW>;
+      return TileE4m3OutputKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kEarly, kGated,
+                                  kW>;
     } else {
-      return TileKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kC.early_sigmoids, kW>;
+      return TileKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kEarly, kGated, kW>;
     }
   }
-  static constexpr auto kKernel = KernelOf();
+  static constexpr auto kKernel = KernelOf<kC.early_sigmoids, true>();
+  // Without a gate: no sigmoids to compute early.
+  static constexpr auto kUngatedKernel = KernelOf<false, false>();
 
-  static KernelLaunch Plan(int heads, int rows) {
+  static KernelLaunch Plan(int heads, int rows, bool gated) {
     KernelLaunch launch;
-    launch.function = reinterpret_cast<const void*>(kKernel);
+    launch.function = gated ? reinterpret_cast<const void*>(kKernel)
+                            : reinterpret_cast<const void*>(kUngatedKernel);
     launch.grid = dim3(kValueDim / kC.cols, heads, (rows + T::kRows - 1) / T::kRows);
     launch.block = dim3(T::kThreads);
     launch.smem_bytes = T::kSmemBytes;
     return launch;
   }
-  static cudaError_t Load() { return LoadKernel(kKernel, T::kSmemBytes); }
+  static cudaError_t Load() {
+    const cudaError_t e = LoadKernel(kKernel, T::kSmemBytes);
+    return e != cudaSuccess ? e : LoadKernel(kUngatedKernel, T::kSmemBytes);
+  }
 };
 
 // Calls f(Wg<i, kW, kO>) for the configuration of `kernel`; false if it has none.
@@ -480,18 +500,19 @@ bool IsTileKernel(FusedKernel kernel) {
 cudaError_t LoadTileKernels() { return LoadAll(); }
 
 template <WeightType kW, OutputType kO>
-cudaError_t PlanTile(int heads, int rows, FusedKernel kernel, KernelLaunch* launch) {
-  return WithConfig<kW, kO>(kernel, [&](auto wg) { *launch = decltype(wg)::Plan(heads, rows); })
+cudaError_t PlanTile(int heads, int rows, FusedKernel kernel, bool gated, KernelLaunch* launch) {
+  return WithConfig<kW, kO>(kernel,
+                            [&](auto wg) { *launch = decltype(wg)::Plan(heads, rows, gated); })
              ? cudaSuccess
              : cudaErrorInvalidValue;
 }
-template cudaError_t PlanTile<WeightType::kBf16, OutputType::kBf16>(int, int, FusedKernel,
+template cudaError_t PlanTile<WeightType::kBf16, OutputType::kBf16>(int, int, FusedKernel, bool,
                                                                     KernelLaunch*);
-template cudaError_t PlanTile<WeightType::kE4m3, OutputType::kBf16>(int, int, FusedKernel,
+template cudaError_t PlanTile<WeightType::kE4m3, OutputType::kBf16>(int, int, FusedKernel, bool,
                                                                     KernelLaunch*);
-template cudaError_t PlanTile<WeightType::kBf16, OutputType::kE4m3>(int, int, FusedKernel,
+template cudaError_t PlanTile<WeightType::kBf16, OutputType::kE4m3>(int, int, FusedKernel, bool,
                                                                     KernelLaunch*);
-template cudaError_t PlanTile<WeightType::kE4m3, OutputType::kE4m3>(int, int, FusedKernel,
+template cudaError_t PlanTile<WeightType::kE4m3, OutputType::kE4m3>(int, int, FusedKernel, bool,
                                                                     KernelLaunch*);
 
 }  // namespace mla_tail::internal

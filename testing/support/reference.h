@@ -22,7 +22,7 @@ struct ReferenceInputs {
   // e4m3 W_UV instead of w_uv (when set): its bits and head h's scale of latent block j = k / 128.
   std::function<uint8_t(int h, int k, int d)> w_uv_fp8;
   std::function<float(int h, int j)> w_uv_scale;
-  std::function<uint16_t(int t, int column)> gate;  // [B, H * 128]
+  std::function<uint16_t(int t, int column)> gate;  // [B, H * 128]; empty: no gate
   std::function<int32_t(int request)> lengths;      // [B / q]
 };
 
@@ -47,11 +47,12 @@ struct ReferenceElement {
   bool active = false;
   double acc = 0;    // the exact dot product
   uint16_t v = 0;    // bf16(acc), rounded once from the exact value
-  SigmoidBounds s;   // the sigmoids the contract allows for this element's gate
+  SigmoidBounds s;   // the sigmoids the contract allows for this element's gate; 1 without one
   uint16_t out = 0;  // the contract's output with s.nearest: bf16(float(v) * s.nearest)
 };
 
-// One output element: row t, head h, column d.
+// One output element: row t, head h, column d: active ? bf16(v * s) : +0, or without a gate
+// active ? v : +0.
 ReferenceElement ReferenceOutput(const ReferenceInputs& in, int t, int h, int d);
 
 // The bf16 that e4m3 `w` of a block with scale `scale` stands for: bf16(float(w) * scale), the
