@@ -105,6 +105,10 @@ def _cmake_targets_impl(ctx):
         public = _quoted(public),
     ) + "\n".join(sorted(calls))
     ctx.actions.write(ctx.outputs.out, text)
+    return [DefaultInfo(
+        files = depset([ctx.outputs.out]),
+        runfiles = ctx.runfiles(files = [ctx.outputs.out]),
+    )]
 
 cmake_targets = rule(
     implementation = _cmake_targets_impl,

@@ -8,7 +8,8 @@
 //   code                  meaning                                        what a runtime does
 //   InvalidArgument       an argument is out of range (the message names it)   fix the call
 //   OutOfRange            rows beyond what an object was built for         use a larger bucket
-//   FailedPrecondition    no usable sm_90 device, or an object not ready    set it up first
+//   FailedPrecondition    no usable sm_90 device, an object not ready, or   set it up first
+//                         cuBLASLt not loadable (the BMM path)
 //   ResourceExhausted     device memory ran out                            free memory, retry
 //   Unimplemented         a combination the library does not offer         choose another path
 //   Aborted               CUDA refused a stream capture (our own)          retry outside it

@@ -73,8 +73,9 @@ class MlaTail {
   // Validates, then enqueues the tail on `stream` (a stream of this instance's device, or 0 for
   // the legacy default stream), or records it when `stream` is capturing. When validation fails
   // nothing is launched and nothing written. The BMM path needs TailOptions::bmm
-  // (FailedPrecondition otherwise), rows <= max_rows and heads <= max_heads (OutOfRange), and
-  // under capture a PrepareBmm() for the shape beforehand (FailedPrecondition).
+  // (FailedPrecondition otherwise), rows <= max_rows and heads <= max_heads (OutOfRange), under
+  // capture a PrepareBmm() for the shape beforehand (FailedPrecondition), and cuBLASLt, which
+  // its first use outside a capture loads (FailedPrecondition when it cannot be loaded).
   absl::Status Run(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream,
                    TailPath path = TailPath::kAuto);
 

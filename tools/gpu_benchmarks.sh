@@ -3,8 +3,9 @@
 # (tools/stage_gpu.sh copies this to STAGE_DIR/benchmarks.sh): the grid with every fused kernel
 # forced, the q checks, PyTorch, the tail after the stand-in upstream kernel, the large batches,
 # the PDL probe, the timeline probe, graph_bench, the table and plot (bench/report.py, where
-# matplotlib is), the decode demo, and the consumer runtime (examples/runtime) checked and
-# measured inside its own step graph. The GPU is required (MLA_TAIL_REQUIRE_GPU=1). Under three
+# matplotlib is), the decode demo, the consumer runtime (examples/runtime) checked and
+# measured inside its own step graph, and the other consumers (a plugin loaded with dlopen, the
+# CMake consumer) checked. The GPU is required (MLA_TAIL_REQUIRE_GPU=1). Under three
 # minutes on an H200, most of it PyTorch's (--skip=torch: under a minute).
 #
 #   benchmarks.sh [--out=DIR] [--after=CMD] [--skip=STEP,...]
@@ -13,7 +14,7 @@
 #     --after  a command run after each step (e.g. packing the folder, so that a run cut off
 #              keeps what it had)
 #     --skip   steps not to run: graph_bench, grid, q, torch, upstream, upstream_kernels, large,
-#              pdl_probe, timeline, demo, runtime
+#              pdl_probe, timeline, demo, runtime, consumers
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$PWD/gpu-benchmarks}
@@ -24,7 +25,7 @@ for arg in "$@"; do
     --out=*) out=${arg#*=} ;;
     --after=*) after=${arg#*=} ;;
     --skip=*) skip=",${arg#*=}," ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
     *) echo "benchmarks.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -123,6 +124,14 @@ runtime() {
       --csv="$out/runtime_embedding.csv"
 }
 step runtime - runtime_embedding.log runtime
+# The consumers (tools/build_consumers.sh): the shared-library plugin loaded by its host with
+# dlopen, and the CMake consumer, each checked against its CPU reference; the Abseil libraries
+# they need are staged beside them.
+consumers() {
+  timeout 60 "$here/consumers/plugin_host" "$here/consumers/libtail_plugin.so" &&
+    timeout 60 "$here/consumers/cmake_consumer"
+}
+step consumers - consumers.log consumers
 echo "benchmarks.sh: results in $out ($( [ $failed -eq 0 ] && echo all steps passed || \
   echo some steps FAILED, see rc.txt))"
 exit $failed

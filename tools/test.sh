@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: installs what a fresh Debian 12 machine lacks, then builds and runs
-# every test, then builds the consumer workspace examples/runtime/ (another workspace that
-# depends on this one as @mla_tail). GPU tests skip without a GPU (and fail instead with
+# every test, then builds and checks every consumer form (tools/build_consumers.sh: the Bazel
+# workspace examples/runtime/ with its shared-library plugin, and examples/cmake_consumer/ with
+# CMake). GPU tests skip without a GPU (and fail instead with
 # MLA_TAIL_REQUIRE_GPU=1); the closing line counts test cases, skipped ones apart, and counts a
 # failed build as a failure.
 set -uo pipefail
@@ -9,7 +10,7 @@ cd "$(dirname "$0")/.."
 tools/setup.sh || exit 1
 bazel test //... "$@"
 status=$?
-examples/runtime/build.sh || status=1
+tools/build_consumers.sh || status=1
 passed=0 failed=0 skipped=0
 for xml in $(find -L bazel-testlogs/ -name test.xml 2>/dev/null); do
   read -r tests failures < <(sed -n 's/.*<testsuites tests="\([0-9]*\)" failures="\([0-9]*\)".*/\1 \2/p' "$xml")
