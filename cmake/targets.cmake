@@ -68,19 +68,12 @@ mla_tail_library(//mla:fault_hooks
   HDRS "mla/internal/fault_hooks.h"
   DEPS "CUDA::toolkit")
 
-mla_tail_library(//mla:kernel_attributes
-  KIND cc
-  PACKAGE "mla"
-  SRCS "mla/kernels/kernel_attributes.cc"
-  HDRS "mla/kernels/kernel_attributes.h"
-  DEPS "CUDA::cudart_static")
-
 mla_tail_library(//mla:kernels
   KIND cuda
   PACKAGE "mla"
-  SRCS "mla/kernels/bmm_gate.cu" "mla/kernels/bmm_pointers.cu" "mla/kernels/column_split.cu" "mla/kernels/early_sigmoids.cuh" "mla/kernels/fused_kernels.h" "mla/kernels/fused_plan.cu" "mla/kernels/latent_split.cu" "mla/kernels/mbarrier.cuh" "mla/kernels/persistent_128x128.cu" "mla/kernels/prefetch.cuh" "mla/kernels/tile.cu" "mla/kernels/tile_copy.cuh" "mla/kernels/timeline_stamps.cuh" "mla/kernels/wgmma.cuh"
-  HDRS "mla/kernels/device.cuh" "mla/kernels/launch.cuh" "mla/kernels/params.h"
-  DEPS "//mla:dispatch" "//mla:kernel_attributes" "//mla:tail_args" "CUDA::cudart_static")
+  SRCS "mla/kernels/bmm_gate.cu" "mla/kernels/bmm_pointers.cu" "mla/kernels/column_split.cu" "mla/kernels/device.cuh" "mla/kernels/early_sigmoids.cuh" "mla/kernels/fused_kernels.h" "mla/kernels/latent_split.cu" "mla/kernels/launch.cu" "mla/kernels/mbarrier.cuh" "mla/kernels/persistent_128x128.cu" "mla/kernels/prefetch.cuh" "mla/kernels/tile.cu" "mla/kernels/tile_copy.cuh" "mla/kernels/timeline_stamps.cuh" "mla/kernels/wgmma.cuh"
+  HDRS "mla/kernels/device.cuh" "mla/kernels/launch.h" "mla/kernels/params.h"
+  DEPS "//mla:dispatch" "//mla:tail_args" "CUDA::cudart_static")
 
 mla_tail_library(//mla:tail
   KIND cc

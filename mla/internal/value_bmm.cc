@@ -5,12 +5,12 @@
 #include "absl/strings/str_cat.h"
 #include "mla/internal/cublaslt.h"
 
-namespace mla_tail {
+namespace mla_tail::internal {
 
 absl::Status CublasStatus(cublasStatus_t status, const char* what) {
   if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
   // A status of cuBLASLt's comes from a loaded cuBLASLt, which names it.
-  absl::StatusOr<const internal::CublasLtApi*> lt = internal::CublasLt();
+  absl::StatusOr<const CublasLtApi*> lt = CublasLt();
   const std::string message =
       lt.ok() ? absl::StrCat(what, ": ", (*lt)->cublasLtGetStatusName(status), " (",
                              (*lt)->cublasLtGetStatusString(status), ")")
@@ -35,8 +35,8 @@ absl::Status CublasStatus(cublasStatus_t status, const char* what) {
   } while (false)
 
 struct ValueBmm::Descriptors {
-  explicit Descriptors(const internal::CublasLtApi& lt) : lt(lt) {}
-  const internal::CublasLtApi& lt;
+  explicit Descriptors(const CublasLtApi& lt) : lt(lt) {}
+  const CublasLtApi& lt;
   cublasLtMatmulDesc_t matmul = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
   cublasLtMatmulAlgo_t algo = {};
@@ -51,8 +51,8 @@ struct ValueBmm::Descriptors {
 
 namespace {
 
-absl::Status MakeLayout(const internal::CublasLtApi& lt, cublasLtMatrixLayout_t* layout,
-                        uint64_t rows, uint64_t cols, int64_t ld, int heads, int64_t batch_stride,
+absl::Status MakeLayout(const CublasLtApi& lt, cublasLtMatrixLayout_t* layout, uint64_t rows,
+                        uint64_t cols, int64_t ld, int heads, int64_t batch_stride,
                         BmmBatchMode mode) {
   MLA_RETURN_IF_CUBLAS_ERROR(lt.cublasLtMatrixLayoutCreate(layout, CUDA_R_16BF, rows, cols, ld),
                              "cublasLtMatrixLayoutCreate");
@@ -80,10 +80,10 @@ absl::Status MakeLayout(const internal::CublasLtApi& lt, cublasLtMatrixLayout_t*
 
 absl::StatusOr<ValueBmm> ValueBmm::Create(cublasLtHandle_t handle, const ValueBmmShape& shape,
                                           BmmBatchMode mode, size_t workspace_bytes,
-                                          const internal::FaultHooks& faults) {
-  absl::StatusOr<const internal::CublasLtApi*> loaded = internal::CublasLt();
+                                          const FaultHooks& faults) {
+  absl::StatusOr<const CublasLtApi*> loaded = CublasLt();
   if (!loaded.ok()) return loaded.status();
-  const internal::CublasLtApi& lt = **loaded;
+  const CublasLtApi& lt = **loaded;
   auto descriptors = std::make_shared<Descriptors>(lt);
   MLA_RETURN_IF_CUBLAS_ERROR(
       lt.cublasLtMatmulDescCreate(&descriptors->matmul, CUBLAS_COMPUTE_32F, CUDA_R_32F),
@@ -182,4 +182,4 @@ absl::Status ValueBmm::RunPointerArray(const void* const* w_uv_table,
              workspace, stream);
 }
 
-}  // namespace mla_tail
+}  // namespace mla_tail::internal
