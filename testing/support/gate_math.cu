@@ -71,7 +71,7 @@ __global__ void GateMathKernel(unsigned long long* counters, unsigned* first_mis
 __global__ void SigmoidKernel(float* sigmoids) {
   const uint32_t gate = blockIdx.x * blockDim.x + threadIdx.x;
   if (gate > 0xFFFFu) return;
-  sigmoids[gate] = mla_tail::device::SigmoidPair(gate | (gate << 16)).x;
+  sigmoids[gate] = mla_tail::internal::device::SigmoidPair(gate | (gate << 16)).x;
 }
 
 }  // namespace
