@@ -6,8 +6,8 @@
 #     (loads it with dlopen);
 #   - examples/cmake_consumer/ with CMake, once with add_subdirectory(mla-tail) and once with
 #     find_package(mla_tail) from an install of that build (in .cmake_build/).
-# Checks: each build succeeds without a warning; readelf -d shows no libcublasLt and no RUNPATH
-# but $ORIGIN; the host loads the plugin and each program runs: FailedPrecondition (no usable
+# Checks: each build succeeds without a warning; readelf -d shows no libcublasLt, no search path
+# but $ORIGIN, and an RPATH $ORIGIN wherever Abseil's shared libraries are needed; the host loads the plugin and each program runs: FailedPrecondition (no usable
 # GPU) ends them cleanly here, a GPU runs and checks them. Quiet unless something fails.
 #
 #   tools/build_consumers.sh [bazel build flags for examples/runtime...]
@@ -29,14 +29,20 @@ quiet() {  # what
   if grep -qi 'warning' "$log"; then fail "$1 printed warnings:" "$log"; return 1; fi
 }
 
-# readelf -d: no libcublasLt (loaded at run time, on the BMM path's first use) and no RUNPATH
-# other than $ORIGIN (nothing is looked up in the toolkit).
+# readelf -d: no libcublasLt (loaded at run time, on the BMM path's first use); no search path
+# other than $ORIGIN (nothing is looked up in the toolkit); where Abseil's shared libraries are
+# needed, an RPATH (not a RUNPATH, which would not serve their own dependencies) $ORIGIN, so that
+# copies beside the binary serve a machine without Abseil.
 check_dynamic() {  # file
   local dynamic
   dynamic=$(readelf -d "$1")
   if grep -q 'NEEDED.*libcublasLt' <<<"$dynamic"; then fail "$1 needs libcublasLt"; fi
   if grep -E '\((RUNPATH|RPATH)\)' <<<"$dynamic" | grep -vq '\[\$ORIGIN\]$'; then
-    fail "$1 has a RUNPATH other than \$ORIGIN: $(grep -E 'RUNPATH|RPATH' <<<"$dynamic")"
+    fail "$1 has a search path other than \$ORIGIN: $(grep -E 'RUNPATH|RPATH' <<<"$dynamic")"
+  fi
+  if grep -q 'NEEDED.*libabsl_' <<<"$dynamic" &&
+     ! grep -qE '\(RPATH\) +Library rpath: \[\$ORIGIN\]$' <<<"$dynamic"; then
+    fail "$1 needs Abseil's shared libraries but has no RPATH \$ORIGIN"
   fi
 }
 

@@ -27,7 +27,7 @@ for t in $tests; do cp "$(label_path "$t")" "$stage/tests/"; done
 for b in $binaries; do cp "$(label_path "$b")" "$stage/bin/"; done
 # The consumers, built against this checkout (tools/build_consumers.sh): the runtime of
 # examples/runtime/ in bin/; in consumers/, the shared-library plugin with its host and the CMake
-# consumer, beside the Abseil shared libraries they need (their RUNPATH is $ORIGIN), as a
+# consumer, beside the Abseil shared libraries they need (their RPATH is $ORIGIN), as a
 # deployment ships them to a machine without Abseil.
 if ! tools/build_consumers.sh >"$log" 2>&1; then
   cat "$log" >&2
@@ -46,14 +46,16 @@ done
 chmod u+w "$stage"/consumers/*
 strip "$stage"/tests/* "$stage"/bin/*
 strip --strip-unneeded "$stage"/consumers/*
-# Every Abseil library a staged consumer needs is staged beside it.
-for f in "$stage"/consumers/*; do
-  for needed in $(readelf -d "$f" | sed -n 's/.*NEEDED.*\[\(libabsl_[^]]*\)\]/\1/p'); do
-    if [ ! -e "$stage/consumers/$needed" ]; then
-      echo "stage_gpu: $needed, which $(basename "$f") needs, is not staged" >&2
-      exit 1
-    fi
-  done
+# Every Abseil library a staged consumer loads, directly or through another, resolves to the
+# staged copy (this machine has Abseil installed; the GPU machine need not).
+staged=$(cd "$stage/consumers" && pwd)
+for f in "$staged"/plugin_host "$staged"/libtail_plugin.so "$staged"/cmake_consumer; do
+  elsewhere=$(ldd "$f" | awk '$1 ~ /^libabsl_/ && index($3, "'"$staged"'/") != 1 { print $1 " => " $3 }')
+  if [ -n "$elsewhere" ]; then
+    echo "stage_gpu: $(basename "$f") loads Abseil from outside the stage:" >&2
+    echo "$elsewhere" >&2
+    exit 1
+  fi
 done
 cp bench/*.py "$stage/scripts/" 2>/dev/null || true
 cp tools/gpu_suite.sh "$stage/run.sh"
