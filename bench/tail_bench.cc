@@ -77,6 +77,9 @@ ABSL_FLAG(std::string, fused_kernel, "auto",
           "the fused kernel of the auto and up modes: auto (the rule) or a kernel's name "
           "(ColumnSplit, Tile64x64Pipeline4, ...)");
 ABSL_FLAG(bool, pdl, true, "launch the tail's kernels with PDL (the library's default)");
+ABSL_FLAG(bool, gate, true,
+          "with the output gate (false: the fused tail without one; not with the peer or bmm "
+          "modes)");
 ABSL_FLAG(bool, upstream_pdl, true, "launch the upstream kernel itself with PDL (after a tail)");
 
 namespace mla_tail_bench {
@@ -245,7 +248,7 @@ class Peer {
         shape_.rows,
         shape_.q};
     return mla_tail::internal::CudaStatus(
-        mla_tail::internal::LaunchBmmGate(gate, stream, /*pdl=*/false), "gate");
+        mla_tail::internal::LaunchBmmGate(gate, /*gated=*/true, stream, /*pdl=*/false), "gate");
   }
 
  private:
@@ -264,6 +267,11 @@ int Main() {
   for (const std::string& mode : modes) {
     if (!absl::GetFlag(FLAGS_upstream) && !IsKnownMode(mode)) {
       std::fprintf(stderr, "tail_bench: unknown mode '%s' (see --help)\n", mode.c_str());
+      return 1;
+    }
+    if (!absl::GetFlag(FLAGS_gate) && (mode == "peer" || mode == "bmm")) {
+      std::fprintf(stderr, "tail_bench: --gate=false measures the fused kernels, not '%s'\n",
+                   mode.c_str());
       return 1;
     }
   }
@@ -383,6 +391,9 @@ int Main() {
         if (!layers.ok()) {
           std::fprintf(stderr, "layers: %s\n", layers.status().ToString().c_str());
           return 1;
+        }
+        if (!absl::GetFlag(FLAGS_gate)) {
+          for (Layer& layer : *layers) layer.buffers.gate = nullptr;
         }
         const double limit_us = TailBytes(shape) / bandwidth * 1e6;
         const double flop_us = TailFlops(shape) / *matrix_rate * 1e6;

@@ -121,10 +121,11 @@ int RunTimelineProbe() {
           mla_tail::DispatchFusedKernel(heads, rows, multiprocessors);
       mla_tail::internal::KernelLaunch launch;
       if (kernel == mla_tail::FusedKernel::kColumnSplit) {
-        launch = mla_tail::internal::PlanColumnSplit(heads, rows, multiprocessors);
+        launch = mla_tail::internal::PlanColumnSplit(heads, rows, multiprocessors, /*gated=*/true);
       } else if (kernel == mla_tail::FusedKernel::kLatentSplit) {
-        launch = mla_tail::internal::PlanLatentSplit(heads, rows);
-      } else if (mla_tail::internal::PlanTile(heads, rows, kernel, &launch) != cudaSuccess) {
+        launch = mla_tail::internal::PlanLatentSplit(heads, rows, /*gated=*/true);
+      } else if (mla_tail::internal::PlanTile(heads, rows, kernel, /*gated=*/true, &launch) !=
+                 cudaSuccess) {
         continue;  // the persistent kernel has no stamps
       }
       const int blocks = static_cast<int>(launch.grid.x * launch.grid.y * launch.grid.z);

@@ -21,7 +21,7 @@ mla_tail_library(//graph:tail_graph_set
   INCLUDE_PREFIX "mla_tail/graph"
   SRCS "graph/tail_graph_set.cc"
   HDRS "graph/tail_graph_set.h"
-  DEPS "//graph:buckets" "//mla:cuda_status" "//mla:fault_hooks" "//mla:kernels" "//mla:tail" "//mla:tail_access" "//mla:tail_args" "CUDA::cudart_static" "absl::status" "absl::statusor" "absl::strings" "absl::time")
+  DEPS "//graph:buckets" "//mla:cuda_status" "//mla:fault_hooks" "//mla:kernels" "//mla:pointer_checks" "//mla:tail" "//mla:tail_access" "//mla:tail_args" "//mla:tail_extents" "CUDA::cudart_static" "absl::status" "absl::statusor" "absl::str_format" "absl::strings" "absl::time")
 
 mla_tail_library(//graph:tail_node
   KIND cc
@@ -29,7 +29,7 @@ mla_tail_library(//graph:tail_node
   INCLUDE_PREFIX "mla_tail/graph"
   SRCS "graph/tail_node.cc"
   HDRS "graph/tail_node.h"
-  DEPS "//mla:cuda_status" "//mla:dispatch" "//mla:kernels" "//mla:tail" "//mla:tail_access" "//mla:tail_args" "CUDA::cudart_static" "absl::span" "absl::status" "absl::statusor" "absl::strings")
+  DEPS "//mla:cuda_status" "//mla:dispatch" "//mla:kernels" "//mla:pointer_checks" "//mla:tail" "//mla:tail_access" "//mla:tail_args" "CUDA::cudart_static" "absl::span" "absl::status" "absl::statusor" "absl::strings")
 
 mla_tail_library(//mla:cublaslt
   KIND cc
@@ -42,9 +42,9 @@ mla_tail_library(//mla:cublaslt
 mla_tail_library(//mla:cuda_status
   KIND cc
   PACKAGE "mla"
-  SRCS "mla/internal/cuda_status.cc"
+  SRCS "mla/internal/cuda_status.cc" "mla/internal/device_guard.cc"
   HDRS "mla/internal/cuda_status.h" "mla/internal/device_guard.h"
-  DEPS "//mla:errors" "CUDA::cudart_static" "absl::cord" "absl::status" "absl::statusor" "absl::strings")
+  DEPS "//mla:driver" "//mla:errors" "CUDA::cudart_static" "absl::cord" "absl::status" "absl::statusor" "absl::strings")
 
 mla_tail_library(//mla:dispatch
   KIND cc
@@ -52,6 +52,13 @@ mla_tail_library(//mla:dispatch
   INCLUDE_PREFIX "mla_tail/mla"
   SRCS "mla/dispatch.cc"
   HDRS "mla/dispatch.h")
+
+mla_tail_library(//mla:driver
+  KIND cc
+  PACKAGE "mla"
+  SRCS "mla/internal/driver.cc"
+  HDRS "mla/internal/driver.h"
+  DEPS "CUDA::cudart_static")
 
 mla_tail_library(//mla:errors
   KIND cc
@@ -75,27 +82,40 @@ mla_tail_library(//mla:kernels
   HDRS "mla/kernels/device.cuh" "mla/kernels/launch.h" "mla/kernels/params.h"
   DEPS "//mla:dispatch" "//mla:tail_args" "CUDA::cudart_static")
 
+mla_tail_library(//mla:pointer_checks
+  KIND cc
+  PACKAGE "mla"
+  SRCS "mla/internal/pointer_checks.cc"
+  HDRS "mla/internal/checked_ranges.h" "mla/internal/pointer_checks.h"
+  DEPS "//mla:cuda_status" "//mla:driver" "//mla:errors" "//mla:tail_args" "//mla:tail_extents" "CUDA::cudart_static" "absl::inlined_vector" "absl::span" "absl::status" "absl::str_format" "absl::strings")
+
 mla_tail_library(//mla:tail
   KIND cc
   PACKAGE "mla"
   INCLUDE_PREFIX "mla_tail/mla"
   SRCS "mla/internal/tail_access.h" "mla/tail.cc"
   HDRS "mla/tail.h"
-  DEPS "//mla:cublaslt" "//mla:cuda_status" "//mla:dispatch" "//mla:errors" "//mla:kernels" "//mla:tail_args" "//mla:value_bmm" "CUDA::toolkit" "absl::flat_hash_map" "absl::status" "absl::statusor" "absl::strings")
+  DEPS "//mla:cublaslt" "//mla:cuda_status" "//mla:dispatch" "//mla:errors" "//mla:kernels" "//mla:pointer_checks" "//mla:tail_args" "//mla:value_bmm" "CUDA::toolkit" "absl::flat_hash_map" "absl::status" "absl::statusor" "absl::strings")
 
 mla_tail_library(//mla:tail_access
   KIND cc
   PACKAGE "mla"
   HDRS "mla/internal/tail_access.h"
-  DEPS "//mla:kernels" "//mla:tail" "//mla:tail_args")
+  DEPS "//mla:kernels" "//mla:pointer_checks" "//mla:tail" "//mla:tail_args")
 
 mla_tail_library(//mla:tail_args
   KIND cc
   PACKAGE "mla"
   INCLUDE_PREFIX "mla_tail/mla"
-  SRCS "mla/tail_args.cc"
+  SRCS "mla/internal/tail_extents.h" "mla/tail_args.cc"
   HDRS "mla/tail_args.h"
   DEPS "CUDA::toolkit" "absl::status" "absl::str_format" "absl::strings")
+
+mla_tail_library(//mla:tail_extents
+  KIND cc
+  PACKAGE "mla"
+  HDRS "mla/internal/tail_extents.h"
+  DEPS "//mla:tail_args")
 
 mla_tail_library(//mla:value_bmm
   KIND cc

@@ -5,11 +5,13 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/device_guard.h"
 #include "mla/internal/fault_hooks.h"
+#include "mla/internal/pointer_checks.h"
 #include "mla/internal/tail_access.h"
 #include "mla/kernels/launch.h"
 #include "mla/kernels/params.h"
@@ -48,7 +50,8 @@ bool SameBuffers(const TailBuffers& a, const TailBuffers& b) {
   return a.latent == b.latent && a.latent_row_stride == b.latent_row_stride && a.w_uv == b.w_uv &&
          a.w_head_stride == b.w_head_stride && a.w_row_stride == b.w_row_stride &&
          a.gate == b.gate && a.gate_row_stride == b.gate_row_stride && a.lengths == b.lengths &&
-         a.output == b.output && a.output_row_stride == b.output_row_stride;
+         a.output == b.output && a.output_row_stride == b.output_row_stride &&
+         a.row_count == b.row_count;
 }
 
 // Rewrites one kernel node's argument: in the executable graph (`exec` set) or in the template.
@@ -93,22 +96,56 @@ absl::Status EagerOutOfRange(const absl::Status& beyond_buckets, int max_eager_r
 
 absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int q,
                                 cudaStream_t stream) {
+  internal::CudaErrorScope errors;
   if (lengths == nullptr) return absl::InvalidArgumentError("lengths is null");
-  if (q < 1 || rows < 0 || rows % q != 0 || bucket_rows % q != 0 || rows > bucket_rows) {
-    return absl::InvalidArgumentError(absl::StrCat("ZeroPaddingLengths: rows = ", rows,
-                                                   ", bucket_rows = ", bucket_rows, ", q = ", q,
-                                                   " (multiples of q, rows <= bucket_rows)"));
+  if (reinterpret_cast<uintptr_t>(lengths) % alignof(int32_t) != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat("lengths = %p is not %d-byte aligned",
+                                                      static_cast<const void*>(lengths), 4));
+  }
+  if (q < 1 || q > mla_tail::kMaxQ || rows < 0 || bucket_rows > mla_tail::kMaxRows ||
+      rows % q != 0 || bucket_rows % q != 0 || rows > bucket_rows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ZeroPaddingLengths: rows = ", rows, ", bucket_rows = ", bucket_rows,
+                     ", q = ", q, " (q in [1, ", mla_tail::kMaxQ,
+                     "], rows <= bucket_rows <= ", mla_tail::kMaxRows, ", both multiples of q)"));
   }
   if (rows == bucket_rows) return absl::OkStatus();
-  return internal::CudaStatus(
+  // The device whose memory `lengths` is (the current device for host or managed memory).
+  int device = -1;
+  MLA_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device), "cudaGetDevice");
+  cudaPointerAttributes attributes = {};
+  if (cudaPointerGetAttributes(&attributes, lengths) == cudaSuccess &&
+      attributes.type == cudaMemoryTypeDevice) {
+    device = attributes.device;
+  }
+  internal::DeviceGuard guard;
+  MLA_RETURN_IF_ERROR(guard.Enter(device));
+  const auto begin = reinterpret_cast<uintptr_t>(lengths + rows / q);
+  const internal::Extent padding{
+      "lengths", begin, begin + static_cast<uintptr_t>((bucket_rows - rows) / q) * sizeof(int32_t)};
+  MLA_RETURN_IF_ERROR(
+      internal::CheckExtents(device, {&padding, 1}, internal::PointerCheck::kCached));
+  if (stream != nullptr && stream != cudaStreamLegacy && stream != cudaStreamPerThread) {
+    absl::StatusOr<bool> capturing = internal::IsCapturing(stream);
+    if (!capturing.ok()) return capturing.status();
+    int stream_device = device;
+    if (!*capturing) {
+      MLA_RETURN_IF_CUDA_ERROR(cudaStreamGetDevice(stream, &stream_device), "cudaStreamGetDevice");
+    }
+    if (stream_device != device) {
+      return absl::InvalidArgumentError(absl::StrCat("stream belongs to device ", stream_device,
+                                                     "; lengths is memory of device ", device));
+    }
+  }
+  return internal::OnCallersCapture(internal::CudaStatus(
       cudaMemsetAsync(lengths + rows / q, 0, size_t(bucket_rows - rows) / q * sizeof(int32_t),
                       stream),
-      "cudaMemsetAsync(padding lengths)");
+      "cudaMemsetAsync(padding lengths)"));
 }
 
 absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
     int device, const GraphSetOptions& options_in) {
-  mla_tail::internal::CudaErrorScope errors;
+  internal::CudaErrorScope errors;
   GraphSetOptions options = options_in;
   if (options.q < 1 || options.q > mla_tail::kMaxQ) {
     return absl::InvalidArgumentError(
@@ -133,6 +170,7 @@ absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
   tail_options.workspace_bytes = options.workspace_bytes;
   tail_options.pdl = options.pdl;
   tail_options.fused_kernel = options.fused_kernel;
+  tail_options.full_pointer_checks = options.full_pointer_checks;
   absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail =
       mla_tail::MlaTail::Create(device, tail_options);
   if (!tail.ok()) return tail.status();
@@ -141,7 +179,7 @@ absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
   set->stats_.scratch_bytes = static_cast<int64_t>(set->tail_->scratch_bytes());
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device));
-  mla_tail::internal::RelaxedCaptureMode relaxed;
+  internal::RelaxedCaptureMode relaxed;
   MLA_RETURN_IF_CUDA_ERROR(cudaStreamCreateWithFlags(&set->capture_stream_, cudaStreamNonBlocking),
                            "cudaStreamCreate(capture stream)");
   return set;
@@ -157,10 +195,10 @@ TailGraphSet::TailGraphSet(int device, GraphSetOptions options,
       entries_(size_t(options_.layers) * options_.buckets.size()) {}
 
 TailGraphSet::~TailGraphSet() {
-  mla_tail::internal::CudaErrorScope errors;
+  internal::CudaErrorScope errors;
   internal::DeviceGuard guard;
   if (!guard.Enter(device_).ok()) return;
-  mla_tail::internal::RelaxedCaptureMode relaxed;
+  internal::RelaxedCaptureMode relaxed;
   // An executable graph destroyed while launches of it are in flight is freed once they
   // complete (CUDA's contract), so nothing here waits. The BMM scratch the graphs use is freed
   // by the tail after the last replay that used it (RecordBmmUse).
@@ -197,12 +235,17 @@ absl::Status TailGraphSet::CheckRows(int rows) const {
 }
 
 absl::Status TailGraphSet::SetLayer(int layer, const TailBuffers& buffers) {
-  mla_tail::internal::CudaErrorScope errors;
+  internal::CudaErrorScope errors;
   if (layer < 0 || layer >= options_.layers) {
     return absl::InvalidArgumentError(
         absl::StrCat("layer = ", layer, " is outside [0, ", options_.layers, ")"));
   }
-  MLA_RETURN_IF_ERROR(mla_tail::ValidateTail({options_.heads, max_rows(), options_.q}, buffers));
+  const TailShape shape{options_.heads, max_rows(), options_.q};
+  MLA_RETURN_IF_ERROR(mla_tail::ValidateTail(shape, buffers));
+  internal::DeviceGuard guard;
+  MLA_RETURN_IF_ERROR(guard.Enter(device_));
+  MLA_RETURN_IF_ERROR(internal::CheckTailBuffers(device_, shape, buffers,
+                                                 internal::TailAccess::PointerCheckOf(*tail_)));
   layers_[layer] = buffers;
   layer_set_[layer] = true;
   return absl::OkStatus();
@@ -231,8 +274,9 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
   MLA_RETURN_IF_CUDA_ERROR(
       cudaStreamBeginCapture(capture_stream_, cudaStreamCaptureModeThreadLocal),
       "cudaStreamBeginCapture");
-  const absl::Status run = tail_->Run(shape, buffers, capture_stream_, entry.path);
-  const mla_tail::internal::FaultHooks& faults = mla_tail::internal::ActiveFaultHooks();
+  const absl::Status run =
+      internal::TailAccess::RunOnOwnStream(*tail_, shape, buffers, capture_stream_, entry.path);
+  const internal::FaultHooks& faults = internal::ActiveFaultHooks();
   if (run.ok() && faults.during_capture) faults.during_capture(capture_stream_);
   const cudaError_t ended = cudaStreamEndCapture(capture_stream_, &entry.graph);
   if (!run.ok() || ended != cudaSuccess) {
@@ -257,8 +301,8 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
   internal::KernelLaunch fused_launch;
   internal::FusedTailParams fused_params;
   if (entry.path == TailPath::kFused) {
-    const absl::Status planned = mla_tail::internal::TailAccess::PlanFused(
-        *tail_, shape, buffers, &fused_launch, &fused_params);
+    const absl::Status planned =
+        internal::TailAccess::PlanFused(*tail_, shape, buffers, &fused_launch, &fused_params);
     if (!planned.ok()) {
       entry.Destroy();
       return planned;
@@ -304,7 +348,7 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
 
 absl::Status TailGraphSet::Capture(int layer, int bucket_index) {
   // Our capture and instantiation must neither fail for nor break another thread's capture.
-  mla_tail::internal::RelaxedCaptureMode relaxed;
+  internal::RelaxedCaptureMode relaxed;
   const absl::Time start = absl::Now();
   absl::StatusOr<Entry> entry = CaptureEntry(layer, bucket_index);
   if (!entry.ok()) return entry.status();
@@ -335,11 +379,11 @@ absl::Status TailGraphSet::CaptureMeasured(int layer, int bucket_index) {
 }
 
 absl::Status TailGraphSet::CaptureAll() {
-  mla_tail::internal::CudaErrorScope errors;
+  internal::CudaErrorScope errors;
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device_));
   for (int layer = 0; layer < options_.layers; ++layer) MLA_RETURN_IF_ERROR(CheckLayer(layer));
-  mla_tail::internal::RelaxedCaptureMode relaxed;
+  internal::RelaxedCaptureMode relaxed;
   // Memory is measured once around the whole pass: cudaMemGetInfo costs as much as a capture.
   size_t free_before = 0, free_after = 0, total = 0;
   cudaMemGetInfo(&free_before, &total);
@@ -367,11 +411,13 @@ absl::Status TailGraphSet::Apply(int layer, int bucket_index) {
   const TailBuffers& want = layers_[layer];
   if (SameBuffers(entry.applied, want)) return absl::OkStatus();
 
-  // The GEMM's descriptors hold the latent and W_UV row strides: a change re-captures.
+  // The GEMM's descriptors hold the latent and W_UV row strides, and a gate's presence picks the
+  // kernels' form: a change of either re-captures.
   const bool gemm_changed =
       entry.path == TailPath::kBmm && (want.latent_row_stride != entry.applied.latent_row_stride ||
                                        want.w_row_stride != entry.applied.w_row_stride);
-  if (gemm_changed) return CaptureMeasured(layer, bucket_index);
+  const bool gate_changed = (want.gate == nullptr) != (entry.applied.gate == nullptr);
+  if (gemm_changed || gate_changed) return CaptureMeasured(layer, bucket_index);
 
   if (options_.update == UpdateMechanism::kWholeGraph) {
     const absl::Time start = absl::Now();
@@ -421,7 +467,7 @@ absl::Status TailGraphSet::WriteNodes(int bucket_index, const TailBuffers& buffe
 }
 
 absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
-  mla_tail::internal::CudaErrorScope errors;
+  internal::CudaErrorScope errors;
   MLA_RETURN_IF_ERROR(CheckLayer(layer));
   MLA_RETURN_IF_ERROR(CheckRows(rows));
   internal::DeviceGuard guard;
@@ -432,7 +478,7 @@ absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
     MLA_RETURN_IF_ERROR(tail_->CheckStream(stream));
     accepted_stream_ = stream;
   }
-  absl::StatusOr<bool> capturing = mla_tail::internal::IsCapturing(stream);
+  absl::StatusOr<bool> capturing = internal::IsCapturing(stream);
   if (!capturing.ok()) return capturing.status();
 
   absl::StatusOr<int> bucket = FindBucket(options_.buckets, rows);
@@ -454,14 +500,14 @@ absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
   const Entry& ready = EntryFor(layer, *bucket);
   MLA_RETURN_IF_CUDA_ERROR(cudaGraphLaunch(ready.exec, stream), "cudaGraphLaunch");
   if (ready.path == TailPath::kBmm) {
-    MLA_RETURN_IF_ERROR(mla_tail::internal::TailAccess::RecordBmmUse(*tail_, stream));
+    MLA_RETURN_IF_ERROR(internal::TailAccess::RecordBmmUse(*tail_, stream));
   }
   ++stats_.replays;
   return absl::OkStatus();
 }
 
 absl::StatusOr<cudaGraph_t> TailGraphSet::ExportGraph(int layer, int rows) {
-  mla_tail::internal::CudaErrorScope errors;
+  internal::CudaErrorScope errors;
   MLA_RETURN_IF_ERROR(CheckLayer(layer));
   MLA_RETURN_IF_ERROR(CheckRows(rows));
   absl::StatusOr<int> bucket = FindBucket(options_.buckets, rows);
@@ -478,7 +524,7 @@ absl::StatusOr<cudaGraph_t> TailGraphSet::ExportGraph(int layer, int rows) {
     entry.template_stale = false;
   }
   cudaGraph_t clone = nullptr;
-  mla_tail::internal::RelaxedCaptureMode relaxed;
+  internal::RelaxedCaptureMode relaxed;
   MLA_RETURN_IF_CUDA_ERROR(cudaGraphClone(&clone, entry.graph), "cudaGraphClone");
   return clone;
 }

@@ -2,11 +2,13 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/device_guard.h"
+#include "mla/internal/pointer_checks.h"
 #include "mla/internal/tail_access.h"
 #include "mla/kernels/launch.h"
 #include "mla/kernels/params.h"
@@ -30,14 +32,23 @@ class TailNodeBuilder {
           shape.heads, ", rows = ", shape.rows, ": use MlaTail::Run or TailGraphSet there"));
     }
     internal::KernelLaunch launch;
+    MLA_RETURN_IF_ERROR(internal::TailAccess::PlanFused(tail, shape, buffers, &launch, params));
+    // The same launch's other form (with a gate when `buffers` have none, and the reverse), for
+    // updates that add or drop the gate: planned from any non-null gate, never dereferenced.
+    TailBuffers other = buffers;
+    other.gate = buffers.gate != nullptr ? nullptr : buffers.latent;
+    internal::KernelLaunch other_launch;
+    internal::FusedTailParams other_params;
     MLA_RETURN_IF_ERROR(
-        mla_tail::internal::TailAccess::PlanFused(tail, shape, buffers, &launch, params));
+        internal::TailAccess::PlanFused(tail, shape, other, &other_launch, &other_params));
     TailNode nodes;
     nodes.device_ = tail.device();
+    nodes.full_pointer_checks_ = tail.options().full_pointer_checks;
     nodes.shape_ = shape;
     nodes.buffers_ = buffers;
     nodes.kernel_ = tail.FusedKernelFor(shape);
-    nodes.function_ = launch.function;
+    nodes.functions_[buffers.gate != nullptr] = launch.function;
+    nodes.functions_[buffers.gate == nullptr] = other_launch.function;
     nodes.grid_ = launch.grid;
     nodes.block_ = launch.block;
     nodes.smem_bytes_ = launch.smem_bytes;
@@ -46,12 +57,20 @@ class TailNodeBuilder {
 
   static void SetNode(TailNode* nodes, cudaGraphNode_t node) { nodes->node_ = node; }
 
+  // What `buffers` point at, checked as the node's MlaTail checks it (the device current).
+  static absl::Status CheckPointers(const TailNode& nodes, const TailBuffers& buffers) {
+    return internal::CheckTailBuffers(nodes.device_, nodes.shape_, buffers,
+                                      nodes.full_pointer_checks_
+                                          ? internal::PointerCheck::kEveryCall
+                                          : internal::PointerCheck::kCached);
+  }
+
   // Points the node at `buffers`: in `exec`, or in the graph itself when `exec` is null.
   static absl::Status Write(TailNode& nodes, cudaGraphExec_t exec, const TailBuffers& buffers);
 
   static internal::KernelLaunch LaunchOf(const TailNode& nodes) {
     internal::KernelLaunch launch;
-    launch.function = nodes.function_;
+    launch.function = nodes.functions_[nodes.buffers_.gate != nullptr];
     launch.grid = nodes.grid_;
     launch.block = nodes.block_;
     launch.smem_bytes = nodes.smem_bytes_;
@@ -78,18 +97,26 @@ cudaKernelNodeParams KernelParams(const void* function, dim3 grid, dim3 block,
 
 absl::Status TailNodeBuilder::Write(TailNode& nodes, cudaGraphExec_t exec,
                                     const TailBuffers& buffers) {
-  mla_tail::internal::CudaErrorScope errors;
-  if (nodes.node_ == nullptr) return absl::FailedPreconditionError("this TailNode holds no node");
+  internal::CudaErrorScope errors;
   MLA_RETURN_IF_ERROR(mla_tail::ValidateTail(nodes.shape_, buffers));
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(nodes.device_));
+  MLA_RETURN_IF_ERROR(CheckPointers(nodes, buffers));
   internal::FusedTailParams params = internal::MakeFusedTailParams(nodes.shape_, buffers);
   void* arguments[] = {&params};
   const cudaKernelNodeParams p =
-      KernelParams(nodes.function_, nodes.grid_, nodes.block_, nodes.smem_bytes_, arguments);
+      KernelParams(nodes.functions_[buffers.gate != nullptr], nodes.grid_, nodes.block_,
+                   nodes.smem_bytes_, arguments);
   if (exec != nullptr) {
-    MLA_RETURN_IF_CUDA_ERROR(cudaGraphExecKernelNodeSetParams(exec, nodes.node_, &p),
-                             "cudaGraphExecKernelNodeSetParams");
+    const cudaError_t e = cudaGraphExecKernelNodeSetParams(exec, nodes.node_, &p);
+    // The parameters are the node's own, validated: CUDA refuses the exec, not them.
+    if (e == cudaErrorInvalidValue || e == cudaErrorInvalidResourceHandle) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("exec was not instantiated from the graph that holds this TailNode's node "
+                       "(cudaGraphExecKernelNodeSetParams: ",
+                       cudaGetErrorName(e), ")"));
+    }
+    MLA_RETURN_IF_CUDA_ERROR(e, "cudaGraphExecKernelNodeSetParams");
   } else {
     MLA_RETURN_IF_CUDA_ERROR(cudaGraphKernelNodeSetParams(nodes.node_, &p),
                              "cudaGraphKernelNodeSetParams");
@@ -99,11 +126,13 @@ absl::Status TailNodeBuilder::Write(TailNode& nodes, cudaGraphExec_t exec,
 }
 
 absl::Status TailNode::Update(cudaGraphExec_t exec, const TailBuffers& buffers) {
+  if (empty()) return absl::FailedPreconditionError("this TailNode is empty: it holds no node");
   if (exec == nullptr) return absl::InvalidArgumentError("exec is null");
   return TailNodeBuilder::Write(*this, exec, buffers);
 }
 
 absl::Status TailNode::UpdateGraph(const TailBuffers& buffers) {
+  if (empty()) return absl::FailedPreconditionError("this TailNode is empty: it holds no node");
   return TailNodeBuilder::Write(*this, /*exec=*/nullptr, buffers);
 }
 
@@ -111,13 +140,26 @@ absl::StatusOr<TailNode> AddTailNode(const mla_tail::MlaTail& tail, cudaGraph_t 
                                      absl::Span<const cudaGraphNode_t> dependencies,
                                      const TailShape& shape, const TailBuffers& buffers,
                                      const TailNodeOptions& options) {
-  mla_tail::internal::CudaErrorScope errors;
+  internal::CudaErrorScope errors;
   if (graph == nullptr) return absl::InvalidArgumentError("graph is null");
   internal::FusedTailParams params;
   absl::StatusOr<TailNode> nodes = TailNodeBuilder::Plan(tail, shape, buffers, &params);
   if (!nodes.ok()) return nodes.status();
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(tail.device()));
+  MLA_RETURN_IF_ERROR(TailNodeBuilder::CheckPointers(*nodes, buffers));
+
+  // Every dependency must be a node of `graph` (CUDA's refusal would not say which).
+  std::vector<cudaGraphNode_t> graph_nodes;
+  if (!dependencies.empty()) {
+    size_t count = 0;
+    MLA_RETURN_IF_CUDA_ERROR(cudaGraphGetNodes(graph, nullptr, &count), "cudaGraphGetNodes");
+    graph_nodes.resize(count);
+    MLA_RETURN_IF_CUDA_ERROR(cudaGraphGetNodes(graph, graph_nodes.data(), &count),
+                             "cudaGraphGetNodes");
+    graph_nodes.resize(count);
+    std::sort(graph_nodes.begin(), graph_nodes.end());
+  }
 
   // A programmatic edge only from kernel nodes (CUDA defines the port on those alone).
   const bool programmatic = options.programmatic_edge && tail.options().pdl;
@@ -125,6 +167,10 @@ absl::StatusOr<TailNode> AddTailNode(const mla_tail::MlaTail& tail, cudaGraph_t 
   for (size_t i = 0; i < dependencies.size(); ++i) {
     if (dependencies[i] == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("dependency ", i, " is null"));
+    }
+    if (!std::binary_search(graph_nodes.begin(), graph_nodes.end(), dependencies[i])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dependency ", i, " is not a node of `graph`"));
     }
     cudaGraphNodeType type;
     MLA_RETURN_IF_CUDA_ERROR(cudaGraphNodeGetType(dependencies[i], &type),
@@ -157,13 +203,14 @@ absl::StatusOr<TailNode> AddTailNode(const mla_tail::MlaTail& tail, cudaGraph_t 
 
 absl::StatusOr<TailNode> RecordTailNode(const mla_tail::MlaTail& tail, cudaStream_t stream,
                                         const TailShape& shape, const TailBuffers& buffers) {
-  mla_tail::internal::CudaErrorScope errors;
+  internal::CudaErrorScope errors;
   internal::FusedTailParams params;
   absl::StatusOr<TailNode> nodes = TailNodeBuilder::Plan(tail, shape, buffers, &params);
   if (!nodes.ok()) return nodes.status();
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(tail.device()));
-  absl::StatusOr<bool> capturing = mla_tail::internal::IsCapturing(stream);
+  MLA_RETURN_IF_ERROR(TailNodeBuilder::CheckPointers(*nodes, buffers));
+  absl::StatusOr<bool> capturing = internal::IsCapturing(stream);
   if (!capturing.ok()) return capturing.status();
   if (!*capturing) {
     return absl::FailedPreconditionError(
@@ -172,8 +219,9 @@ absl::StatusOr<TailNode> RecordTailNode(const mla_tail::MlaTail& tail, cudaStrea
   // Recorded as MlaTail::Run records it (the launch attribute makes the edge programmatic);
   // the capture's dependency set is then exactly the new node.
   const internal::KernelLaunch launch = TailNodeBuilder::LaunchOf(*nodes);
-  MLA_RETURN_IF_CUDA_ERROR(internal::LaunchKernel(launch, &params, stream, tail.options().pdl),
-                           "fused kernel launch (captured)");
+  MLA_RETURN_IF_ERROR(internal::OnCallersCapture(
+      internal::CudaStatus(internal::LaunchKernel(launch, &params, stream, tail.options().pdl),
+                           "the tail's launch (captured)")));
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   const cudaGraphNode_t* after = nullptr;
   size_t count = 0;

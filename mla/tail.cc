@@ -13,6 +13,7 @@
 #include "mla/internal/cublaslt.h"
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/device_guard.h"
+#include "mla/internal/pointer_checks.h"
 #include "mla/internal/tail_access.h"
 #include "mla/internal/value_bmm.h"
 #include "mla/kernels/launch.h"
@@ -76,6 +77,13 @@ struct MlaTail::Impl {
   };
   absl::flat_hash_map<PlanKey, internal::ValueBmm> plans;
 
+  internal::PointerCheck pointer_check() const {
+    return options.full_pointer_checks ? internal::PointerCheck::kEveryCall
+                                       : internal::PointerCheck::kCached;
+  }
+  // Run() on any stream: validation (pointers included), then the launches.
+  absl::Status Run(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream,
+                   TailPath path);
   absl::Status AllocateBmmScratch();
   absl::StatusOr<const internal::ValueBmm*> Plan(const TailShape& shape, const TailBuffers& buffers,
                                                  bool capturing);
@@ -213,7 +221,10 @@ FusedKernel MlaTail::FusedKernelFor(const TailShape& shape) const {
                                       impl_->multiprocessors);
 }
 
-absl::Status MlaTail::CheckStream(cudaStream_t stream) const {
+namespace {
+
+// MlaTail::CheckStream for an instance of `device`.
+absl::Status CheckStreamOf(int device, cudaStream_t stream) {
   if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) {
     return absl::OkStatus();  // the current device's default stream: the guard made it ours
   }
@@ -224,12 +235,17 @@ absl::Status MlaTail::CheckStream(cudaStream_t stream) const {
   if (*capturing) return absl::OkStatus();
   int stream_device = -1;
   MLA_RETURN_IF_CUDA_ERROR(cudaStreamGetDevice(stream, &stream_device), "cudaStreamGetDevice");
-  if (stream_device != impl_->device) {
+  if (stream_device != device) {
     return absl::InvalidArgumentError(absl::StrCat("stream belongs to device ", stream_device,
-                                                   "; this MlaTail runs on device ",
-                                                   impl_->device));
+                                                   "; this MlaTail runs on device ", device));
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status MlaTail::CheckStream(cudaStream_t stream) const {
+  return CheckStreamOf(impl_->device, stream);
 }
 
 absl::StatusOr<const internal::ValueBmm*> MlaTail::Impl::Plan(const TailShape& shape,
@@ -270,18 +286,27 @@ absl::Status MlaTail::PrepareBmm(const TailShape& shape, const TailBuffers& buff
   MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(impl_->device));
+  MLA_RETURN_IF_ERROR(
+      internal::CheckTailBuffers(impl_->device, shape, buffers, impl_->pointer_check()));
   return impl_->Plan(shape, buffers, /*capturing=*/false).status();
 }
 
 absl::Status MlaTail::Run(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream,
                           TailPath path) {
   internal::CudaErrorScope errors;
+  // `stream` is the caller's: a capture of theirs that CUDA refuses is theirs to begin anew.
+  return internal::OnCallersCapture(impl_->Run(shape, buffers, stream, path));
+}
+
+absl::Status MlaTail::Impl::Run(const TailShape& shape, const TailBuffers& buffers,
+                                cudaStream_t stream, TailPath path) {
   MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
   internal::DeviceGuard guard;
-  MLA_RETURN_IF_ERROR(guard.Enter(impl_->device));
-  MLA_RETURN_IF_ERROR(CheckStream(stream));
-  return Resolve(path, shape) == TailPath::kBmm ? impl_->RunBmm(shape, buffers, stream)
-                                                : impl_->RunFused(shape, buffers, stream);
+  MLA_RETURN_IF_ERROR(guard.Enter(device));
+  MLA_RETURN_IF_ERROR(internal::CheckTailBuffers(device, shape, buffers, pointer_check()));
+  MLA_RETURN_IF_ERROR(CheckStreamOf(device, stream));
+  return Resolve(path, shape) == TailPath::kBmm ? RunBmm(shape, buffers, stream)
+                                                : RunFused(shape, buffers, stream);
 }
 
 absl::Status MlaTail::Impl::RunFused(const TailShape& shape, const TailBuffers& b,
@@ -309,9 +334,9 @@ absl::Status MlaTail::Impl::RunBmm(const TailShape& shape, const TailBuffers& b,
                            "BmmPointers launch");
   MLA_RETURN_IF_ERROR((*plan)->RunPointerArray(tables.a_table, tables.b_table, tables.d_table,
                                                bmm.workspace, stream));
-  MLA_RETURN_IF_CUDA_ERROR(
-      internal::LaunchBmmGate(internal::MakeBmmGateParams(shape, tables), stream, options.pdl),
-      "BmmGateKernel launch");
+  MLA_RETURN_IF_CUDA_ERROR(internal::LaunchBmmGate(internal::MakeBmmGateParams(shape, tables),
+                                                   b.gate != nullptr, stream, options.pdl),
+                           "BmmGateKernel launch");
   // What the destructor's frees wait for. A captured run is the caller's graph's to order.
   if (!*capturing) {
     MLA_RETURN_IF_CUDA_ERROR(cudaEventRecord(bmm.last_run, stream), "cudaEventRecord");
@@ -329,6 +354,14 @@ absl::Status TailAccess::PlanFused(const MlaTail& tail, const TailShape& shape,
                                     tail.impl_->multiprocessors, launch),
                     "planning the fused kernel");
 }
+
+absl::Status TailAccess::RunOnOwnStream(MlaTail& tail, const TailShape& shape,
+                                        const TailBuffers& buffers, cudaStream_t stream,
+                                        TailPath path) {
+  return tail.impl_->Run(shape, buffers, stream, path);
+}
+
+PointerCheck TailAccess::PointerCheckOf(const MlaTail& tail) { return tail.impl_->pointer_check(); }
 
 absl::Status TailAccess::RecordBmmUse(MlaTail& tail, cudaStream_t stream) {
   const BmmScratch& s = tail.impl_->bmm;

@@ -6,6 +6,7 @@
 // part of the public API.
 
 #include "absl/status/status.h"
+#include "mla/internal/pointer_checks.h"
 #include "mla/kernels/launch.h"
 #include "mla_tail/mla/tail.h"
 #include "mla_tail/mla/tail_args.h"
@@ -19,6 +20,15 @@ class TailAccess {
   static absl::Status PlanFused(const MlaTail& tail, const TailShape& shape,
                                 const TailBuffers& buffers, KernelLaunch* launch,
                                 FusedTailParams* params);
+
+  // Run() on a stream of the library's own (a capture it made): CUDA's capture errors stay
+  // Aborted (errors.h), where Run() reports them on the caller's stream as FailedPrecondition.
+  static absl::Status RunOnOwnStream(MlaTail& tail, const TailShape& shape,
+                                     const TailBuffers& buffers, cudaStream_t stream,
+                                     TailPath path);
+
+  // How the tail checks pointers (TailOptions::full_pointer_checks).
+  static PointerCheck PointerCheckOf(const MlaTail& tail);
 
   // Marks the tail's BMM scratch as in use by work just enqueued on `stream` (a replay of a
   // graph captured from the tail): the destructor's frees wait for it.

@@ -110,7 +110,8 @@ FusedKernel ResolveFusedKernel(FusedKernel kernel, int heads, int rows, int mult
 int ColumnSplitBlockRows(int heads, int rows, int multiprocessors);
 
 // The fused kernel's launch for `params` on a GPU of `multiprocessors` SMs: the one mapping from
-// (FusedKernel, shape) to a kernel, used by the eager launch and by every graph node.
+// (FusedKernel, shape, gate or none) to a kernel, used by the eager launch and by every graph
+// node. With and without a gate the launch differs only in its function.
 cudaError_t PlanFusedKernel(const FusedTailParams& params, FusedKernel kernel, int multiprocessors,
                             KernelLaunch* launch);
 
@@ -120,7 +121,8 @@ cudaError_t LoadTailKernels();
 
 // The BMM path's kernels, before and after the cuBLASLt GEMM.
 cudaError_t LaunchBmmPointers(const BmmPointerParams& params, cudaStream_t stream, bool pdl);
-cudaError_t LaunchBmmGate(const BmmGateParams& params, cudaStream_t stream, bool pdl);
+// The gate kernel with the gate (`gated`: the operands' gate is non-null) or without.
+cudaError_t LaunchBmmGate(const BmmGateParams& params, bool gated, cudaStream_t stream, bool pdl);
 cudaError_t LoadBmmPointers();
 cudaError_t LoadBmmGate();
 
