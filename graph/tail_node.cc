@@ -118,10 +118,10 @@ absl::Status TailNodeBuilder::Write(TailNode& nodes, cudaGraphExec_t exec,
     const cudaError_t e = cudaGraphExecKernelNodeSetParams(exec, nodes.node_, &p);
     // The parameters are the node's own, validated: CUDA refuses the exec, not them.
     if (e == cudaErrorInvalidValue || e == cudaErrorInvalidResourceHandle) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("exec was not instantiated from the graph that holds this TailNode's node "
-                       "(cudaGraphExecKernelNodeSetParams: ",
-                       cudaGetErrorName(e), ")"));
+      return internal::CallersHandleStatus(
+          e,
+          "exec was not instantiated from the graph that holds this TailNode's node "
+          "(cudaGraphExecKernelNodeSetParams)");
     }
     MLA_RETURN_IF_CUDA_ERROR(e, "cudaGraphExecKernelNodeSetParams");
   } else {

@@ -87,6 +87,24 @@ TEST(CudaStatusTest, CaptureErrorsOnTheCallersStreamAreFailedPrecondition) {
   }
 }
 
+// CUDA refusing a handle the caller gave (an exec of another graph) is the caller's
+// InvalidArgument, still carrying the CUDA error; a sticky error stays DataLoss.
+TEST(CudaStatusTest, CallersHandleErrorsAreInvalidArgumentWithTheirError) {
+  for (cudaError_t error : {cudaErrorInvalidValue, cudaErrorInvalidResourceHandle}) {
+    const absl::Status status = internal::CallersHandleStatus(error, "exec of another graph");
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    ASSERT_TRUE(CudaErrorOf(status).has_value()) << status;
+    EXPECT_EQ(*CudaErrorOf(status), error);
+    EXPECT_FALSE(IsStickyCudaError(status));
+    EXPECT_NE(status.message().find("exec of another graph"), absl::string_view::npos) << status;
+    EXPECT_NE(status.message().find(cudaGetErrorName(error)), absl::string_view::npos) << status;
+  }
+  const absl::Status sticky = internal::CallersHandleStatus(cudaErrorIllegalAddress, "x");
+  EXPECT_EQ(sticky.code(), absl::StatusCode::kDataLoss) << sticky;
+  EXPECT_TRUE(IsStickyCudaError(sticky));
+  EXPECT_TRUE(internal::CallersHandleStatus(cudaSuccess, "x").ok());
+}
+
 TEST(CudaStatusTest, StatusesNotFromCudaCarryNoError) {
   EXPECT_FALSE(CudaErrorOf(absl::InvalidArgumentError("heads = 0")).has_value());
   EXPECT_FALSE(IsStickyCudaError(absl::DataLossError("not from CUDA")));

@@ -83,9 +83,14 @@ TEST_P(GraphOrderGpuTest, ReaderBehindTheEdgeSeesEveryWrite) {
     ASSERT_EQ(cudaGraphAddNode(&writer, graph, nullptr, nullptr, 0, &node), cudaSuccess);
   }
   if (v.capture_reader) {
+    // With the edge-data array: a query without it is refused (cudaErrorLossyQuery) when the
+    // edge carries data, as a programmatic one does.
+    cudaGraphEdgeData out_edge = {};
     size_t count = 1;
-    ASSERT_EQ(cudaGraphNodeGetDependentNodes(writer, &reader, nullptr, &count), cudaSuccess);
+    ASSERT_EQ(cudaGraphNodeGetDependentNodes(writer, &reader, &out_edge, &count), cudaSuccess);
     ASSERT_EQ(count, 1u);
+    ASSERT_EQ(out_edge.type, v.programmatic ? cudaGraphDependencyTypeProgrammatic
+                                            : cudaGraphDependencyTypeDefault);
   } else {
     void* arguments[] = {&read};
     cudaGraphNodeParams node = KernelNode(StaleReadKernel(), kReaderBlocks, arguments);

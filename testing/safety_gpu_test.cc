@@ -569,6 +569,7 @@ TEST_F(SafetyGpuTest, HandlesOfAnotherGraphAreInvalidArgument) {
   const absl::Status wrong_exec = in_first->Update(exec_second, b);
   EXPECT_EQ(wrong_exec.code(), absl::StatusCode::kInvalidArgument) << wrong_exec;
   EXPECT_THAT(std::string(wrong_exec.message()), HasSubstr("exec was not instantiated"));
+  EXPECT_TRUE(mla_tail::CudaErrorOf(wrong_exec).has_value()) << wrong_exec;
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   ASSERT_OK(in_second->Update(exec_second, b));
   ASSERT_EQ(cudaGraphLaunch(exec_second, stream_), cudaSuccess);

@@ -60,6 +60,14 @@ absl::Status CudaStatus(cudaError_t error, absl::string_view what) {
   return status;
 }
 
+absl::Status CallersHandleStatus(cudaError_t error, absl::string_view what) {
+  absl::Status status = CudaStatus(error, what);
+  if (status.ok() || status.code() == absl::StatusCode::kDataLoss) return status;
+  absl::Status caller(absl::StatusCode::kInvalidArgument, status.message());
+  caller.SetPayload(kCudaErrorPayloadUrl, *status.GetPayload(kCudaErrorPayloadUrl));
+  return caller;
+}
+
 absl::Status DriverStatus(CUresult result, absl::string_view what) {
   return CudaStatus(static_cast<cudaError_t>(result), what);
 }

@@ -19,6 +19,11 @@ namespace mla_tail::internal {
 // cudaError_t (CudaErrorOf). Sticky errors become DataLoss.
 absl::Status CudaStatus(cudaError_t error, absl::string_view what);
 
+// A CUDA error caused by a handle the caller gave (an executable graph, a node of another graph):
+// InvalidArgument naming `what`, carrying the cudaError_t as CudaStatus does. Sticky errors stay
+// DataLoss.
+absl::Status CallersHandleStatus(cudaError_t error, absl::string_view what);
+
 // A driver result as CudaStatus reports the runtime error of the same number (the runtime's
 // codes mirror the driver's for every sticky error and for memory exhaustion).
 absl::Status DriverStatus(CUresult result, absl::string_view what);
