@@ -234,7 +234,8 @@ TEST_F(RowCountGpuTest, GraphSetSwitchesBetweenGatedAndUngated) {
 }
 
 // Nodes of the caller's graph: the count read at each launch; an update from gated to ungated
-// buffers switches the node's kernel in place.
+// buffers switches the node's kernel in place, and an update back to gated buffers switches it
+// back; updates without a count make every row live.
 TEST_F(RowCountGpuTest, NodesServeOnlyTheLiveRows) {
   std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(FusedKernel::kAuto);
   ASSERT_NE(tail, nullptr);
@@ -256,11 +257,19 @@ TEST_F(RowCountGpuTest, NodesServeOnlyTheLiveRows) {
     ForEachCount(*gated, Counts(rows), launch);
     ASSERT_OK(node->Update(exec, Counted(*ungated)));
     ForEachCount(*ungated, Counts(rows), launch);
-    ASSERT_OK(node->Update(exec, ungated->buffers()));  // no count: every row
-    ASSERT_OK(ungated->PoisonOutput(ungated->buffers().output, stream_));
-    ASSERT_OK(launch());
-    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-    ASSERT_OK(ungated->Check(ungated->buffers().output, ungated->SampleRows(), true));
+    // ForEachCount ends at counts 0 and -3, padding every row of its problem (NaN latent and
+    // gate, length 1): the updates without a count, where every row is live, take problems of
+    // their own.
+    for (bool with_gate : {false, true}) {
+      SCOPED_TRACE(with_gate ? "no count, gated" : "no count, no gate");
+      std::unique_ptr<Problem> whole = MakeProblem(64, rows, 71 + rows + with_gate, with_gate);
+      ASSERT_NE(whole, nullptr);
+      ASSERT_OK(node->Update(exec, whole->buffers()));
+      ASSERT_OK(whole->PoisonOutput(whole->buffers().output, stream_));
+      ASSERT_OK(launch());
+      ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+      ASSERT_OK(whole->Check(whole->buffers().output, whole->SampleRows(), true));
+    }
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
   }
