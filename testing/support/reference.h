@@ -34,6 +34,17 @@ struct ReferenceInputs {
 // (g below -88.72) the FP32 formula gives s = 0: that is what the contract computes there.
 inline constexpr double kSigmoidRelativeBound = 0x1p-21;
 
+// The contract's bound on the FP32 accumulation acc of the 512 products p_k = latent · w against
+// their exact sum S: |acc - S| <= kAccumulationRelativeBound · Σ_k |p_k| +
+// kAccumulationAbsoluteBound. Each product of two bf16 values is exact in FP32 (8 + 8 significant
+// bits), and every partial sum is at most Σ|p_k|, so each rounding of an FP32 addition is within
+// 2^-24 · Σ|p_k| (511 additions in any order and grouping), and each truncation of an aligned
+// term in the tensor cores' accumulation within 2^-23 · Σ|p_k| (512 products and one per group
+// of 16): 2^-13 bounds both with room. A product below FP32's normal range may lose up to 2^-126
+// (512 of them: 2^-117). Where every partial sum is exact in FP32 (integer data) acc = S.
+inline constexpr double kAccumulationRelativeBound = 0x1p-13;
+inline constexpr double kAccumulationAbsoluteBound = 0x1p-117;
+
 struct SigmoidBounds {
   double exact = 0;   // σ(g), in double; NaN for a NaN gate
   float low = 0;      // the smallest FP32 s the contract allows
@@ -45,10 +56,11 @@ SigmoidBounds AllowedSigmoids(uint16_t gate);
 
 struct ReferenceElement {
   bool active = false;
-  double acc = 0;    // the exact dot product
-  uint16_t v = 0;    // bf16(acc), rounded once from the exact value
-  SigmoidBounds s;   // the sigmoids the contract allows for this element's gate; 1 without one
-  uint16_t out = 0;  // the contract's output with s.nearest: bf16(float(v) * s.nearest)
+  double acc = 0;        // the exact dot product S
+  double magnitude = 0;  // Σ_k |latent · w|, the scale of the accumulation bound
+  uint16_t v = 0;        // bf16(acc), rounded once from the exact value
+  SigmoidBounds s;       // the sigmoids the contract allows for this element's gate; 1 without one
+  uint16_t out = 0;      // the contract's output with s.nearest: bf16(float(v) * s.nearest)
 };
 
 // One output element: row t, head h, column d: active ? bf16(v * s) : +0, or without a gate
@@ -70,10 +82,28 @@ struct QuantizedHead {
 };
 QuantizedHead QuantizeHead(const uint16_t* bf16_values);
 
+// The bf16 values v' = bf16(acc') the contract allows for an FP32 sum acc' within the
+// accumulation bound of the exact one: every bf16 in [low, high] (bf16 rounding is monotonic).
+struct AllowedValues {
+  uint16_t low = 0;
+  uint16_t high = 0;
+};
+AllowedValues AllowedV(const ReferenceElement& ref);
+
+// The least and the greatest output the contract allows on an active row whose reference is not
+// NaN: bf16(float(v') * s') over the v' above (exact: v itself) and the s' of the sigmoid's
+// bound. +0.0 for an inactive row.
+struct OutputRange {
+  float least = 0;
+  float greatest = 0;
+};
+OutputRange AllowedOutputs(const ReferenceElement& ref, bool exact);
+
 // The contract's tolerance: `got` is +0.0 exactly on inactive rows; on active rows it equals
 // bf16(float(v') * s') for an FP32 s' within the sigmoid's bound (AllowedSigmoids) and
-//   exact:  v' = v, the reference's bf16(acc) (every sum exact in FP32: integer data);
-//   else:   v' within 1 bf16 ulp of v (accumulation order).
+//   exact:  v' = v, the reference's bf16(acc) (every partial sum exact in FP32: integer data);
+//   else:   v' in AllowedV (any order and grouping of the FP32 sum); `got` is then accepted
+//           anywhere between the least and the greatest output those v' and s' give.
 // NaN where the reference is NaN. On failure `why` says what was expected.
 bool OutputAgrees(const ReferenceElement& ref, uint16_t got, bool exact, std::string* why);
 
