@@ -62,6 +62,11 @@ __global__ void __launch_bounds__(kThreads) BmmGateKernel(const BmmGateParams p)
 
 }  // namespace
 
+const void* BmmGateKernelAddress(bool gated) {
+  return gated ? reinterpret_cast<const void*>(&BmmGateKernel<true>)
+               : reinterpret_cast<const void*>(&BmmGateKernel<false>);
+}
+
 cudaError_t LoadBmmGate() {
   const cudaError_t e = LoadKernel(BmmGateKernel<true>, 0);
   return e != cudaSuccess ? e : LoadKernel(BmmGateKernel<false>, 0);

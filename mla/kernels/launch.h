@@ -130,6 +130,8 @@ cudaError_t LoadBmmGate();
 // BmmPointersKernel, for callers that edit a captured BMM-path graph: its node takes a
 // BmmPointerParams as its only argument.
 const void* BmmPointersKernelAddress();
+// BmmGateKernel with the gate or without, for tests that ask whether it is loaded.
+const void* BmmGateKernelAddress(bool gated);
 
 }  // namespace mla_tail::internal
 
