@@ -63,8 +63,9 @@ struct TailOptions {
 class MlaTail {
  public:
   // Checks the device (sm_90) and loads the tail's kernels there, outside any capture, so that
-  // Run() may be captured. FailedPrecondition without a usable sm_90 device; InvalidArgument
-  // for options out of range.
+  // Run() may be captured: into the context of `device` current on the calling thread, else the
+  // device's primary context (docs/spec.md, "Contexts"); use the instance from that context.
+  // FailedPrecondition without a usable sm_90 device; InvalidArgument for options out of range.
   static absl::StatusOr<std::unique_ptr<MlaTail>> Create(int device, const TailOptions& options);
 
   // Never blocks: the BMM scratch goes back to CUDA in stream order, after the instance's last

@@ -611,17 +611,25 @@ struct ContextApi {
   }
 };
 
-// A context the caller made (not the primary one) is current again after every call: on the
-// instance's own device the calls run in it; with another device's context current, the
-// library switches to its device's primary context and back.
+// A context the caller made (not the primary one) is current again after every call. With a
+// context of the instance's own device current, the calls run in it (docs/spec.md, "Contexts"):
+// an MlaTail created there, the caller's stream and buffers of that context, computing the tail.
+// With another device's context current (two GPUs), the calls of device 0's instance run in its
+// primary context, on that context's stream and buffers, and switch back.
 TEST_F(SafetyGpuTest, TheCallersContextStaysCurrent) {
   const ContextApi api = ContextApi::Get();
   ASSERT_TRUE(api.ok());
-  std::unique_ptr<Problem> problem = MakeProblem(12, 16, 11);
+  std::unique_ptr<Problem> problem = MakeProblem(12, 16, 11);  // the primary context's
   ASSERT_NE(problem, nullptr);
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
   CUcontext primary = nullptr;
   ASSERT_EQ(api.get_current(&primary), CUDA_SUCCESS);
+  // The primary context current again however the test ends, for the tests after it.
+  struct Restore {
+    const ContextApi& api;
+    CUcontext primary;
+    ~Restore() { api.set_current(primary); }
+  } restore{api, primary};
 
   int devices = 0;
   ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess);
@@ -634,8 +642,33 @@ TEST_F(SafetyGpuTest, TheCallersContextStaysCurrent) {
       ASSERT_EQ(api.get_current(&current), CUDA_SUCCESS);
       EXPECT_EQ(current, mine) << after << " left another context current";
     };
-    if (device != 0) {
-      // The instance's device differs: its calls run in device 0's primary context.
+    if (device == 0) {
+      // The instance's own device: everything made in the caller's context, used there.
+      cudaStream_t own = nullptr;
+      ASSERT_EQ(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking), cudaSuccess);
+      {
+        ProblemOptions options;
+        options.shape = {12, 16, 1};
+        options.seed = 12;
+        absl::StatusOr<std::unique_ptr<Problem>> in_mine = Problem::Create(options, own);
+        ASSERT_TRUE(in_mine.ok()) << in_mine.status();
+        std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(false);
+        ASSERT_NE(tail, nullptr);
+        expect_mine("MlaTail::Create");
+        const TailBuffers b = (*in_mine)->buffers();
+        ASSERT_OK(tail->Run((*in_mine)->shape(), b, own));
+        expect_mine("MlaTail::Run");
+        // After the run in stream order: the output holds what the run computed.
+        ASSERT_OK(mla_tail::ZeroPaddingLengths(const_cast<int32_t*>(b.lengths), 8, 16, 1, own));
+        expect_mine("ZeroPaddingLengths");
+        ASSERT_EQ(cudaStreamSynchronize(own), cudaSuccess);
+        ASSERT_OK((*in_mine)->Check(b.output, (*in_mine)->SampleRows(), true));
+        tail.reset();
+        expect_mine("~MlaTail");
+      }
+      ASSERT_EQ(cudaStreamDestroy(own), cudaSuccess);
+    } else {
+      // Another device's context: device 0's instance runs in device 0's primary context.
       ASSERT_OK(tail_->Run(problem->shape(), problem->buffers(), stream_));
       expect_mine("MlaTail::Run");
       EXPECT_EQ(tail_->Run(problem->shape(), problem->buffers(), stream_, TailPath::kBmm).code(),
@@ -644,20 +677,21 @@ TEST_F(SafetyGpuTest, TheCallersContextStaysCurrent) {
       ASSERT_OK(mla_tail::ZeroPaddingLengths(const_cast<int32_t*>(problem->buffers().lengths), 8,
                                              16, 1, stream_));
       expect_mine("ZeroPaddingLengths");
+      std::unique_ptr<mla_tail::MlaTail> created = MakeTail(false);
+      EXPECT_NE(created, nullptr);
+      expect_mine("MlaTail::Create");
+      created.reset();
+      expect_mine("~MlaTail");
     }
-    std::unique_ptr<mla_tail::MlaTail> created = MakeTail(false);
-    EXPECT_NE(created, nullptr);
-    expect_mine("MlaTail::Create");
     EXPECT_EQ(tail_->Run(problem->shape(), {}, stream_).code(), absl::StatusCode::kInvalidArgument);
     expect_mine("a refused MlaTail::Run");
-    created.reset();
-    expect_mine("~MlaTail");
     ASSERT_EQ(api.set_current(primary), CUDA_SUCCESS);
     ASSERT_EQ(api.destroy(mine), CUDA_SUCCESS);
+    if (device != 0) {
+      ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+      ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(), true));
+    }
   }
-  ASSERT_EQ(api.set_current(primary), CUDA_SUCCESS);
-  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-  ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(), true));
 }
 
 // Holds a stream's later work until Release() (or 20 s pass): a blocking host function.

@@ -10,7 +10,9 @@ namespace mla_tail::internal {
 // Makes `device` current for a scope, so that an instance works on its own device whatever the
 // calling thread has current, and leaves the thread as it found it:
 // - a context of `device` already current (its primary context, a context the caller made, a
-//   green context) stays current: the library's calls run in it;
+//   green context) stays current: the library's calls run in it, with the caller's stream and
+//   buffers of that context, and MlaTail::Create loads the kernels into it (docs/spec.md,
+//   "Contexts": an instance is used in the context it was created in);
 // - otherwise the device's primary context is made current (cudaSetDevice), and on exit the
 //   caller's context is made current again (cuCtxSetCurrent: a non-primary or green context of
 //   another device comes back as it was), or, when the thread had none, the caller's device is
