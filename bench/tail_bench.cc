@@ -244,7 +244,9 @@ class Peer {
         shape_.rows,
         shape_.q};
     return mla_tail::internal::CudaStatus(
-        mla_tail::internal::LaunchBmmGate(gate, stream, /*pdl=*/false), "gate");
+        mla_tail::internal::LaunchKernel(mla_tail::internal::PlanBmmGate(shape_.heads, shape_.rows),
+                                         &gate, stream, /*pdl=*/false),
+        "gate");
   }
 
  private:

@@ -11,28 +11,22 @@
 #include "mla/internal/device_guard.h"
 #include "mla/internal/fault_hooks.h"
 #include "mla/internal/tail_access.h"
-#include "mla/kernels/launch.h"
-#include "mla/kernels/params.h"
+#include "mla/internal/tail_kernel_node.h"
 #include "mla_tail/graph/buckets.h"
 
 namespace mla_tail {
 
-using mla_tail::TailBuffers;
-using mla_tail::TailPath;
-using mla_tail::TailShape;
-
 // One (layer, bucket) graph: the captured template (brought up to date with the executable graph
-// when exported), its executable graph, and the kernel nodes a pointer update rewrites, with the
-// arguments they were captured with (their scratch pointers stay; the caller's change).
+// when exported), its executable graph, and the kernel node that holds the caller's pointers, as
+// the capture handed it back (TailAccess::Record, as for RecordTailNode): a pointer update
+// rewrites that node through it.
 struct TailGraphSet::Entry {
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
   TailPath path = TailPath::kFused;
+  internal::TailKernelNode node;
   TailBuffers applied;          // the caller's buffers the executable graph holds now
   bool template_stale = false;  // the template still holds older buffers (updated at export)
-  cudaGraphNode_t value_node = nullptr, tables_node = nullptr;
-  cudaKernelNodeParams value_launch{}, tables_launch{};
-  internal::BmmPointerParams tables_args{};
 
   bool captured() const { return exec != nullptr; }
   void Destroy() {
@@ -51,29 +45,12 @@ bool SameBuffers(const TailBuffers& a, const TailBuffers& b) {
          a.output == b.output && a.output_row_stride == b.output_row_stride;
 }
 
-// Rewrites one kernel node's argument: in the executable graph (`exec` set) or in the template.
-template <typename Args>
-absl::Status SetKernelArgs(cudaGraphExec_t exec, cudaGraphNode_t node,
-                           const cudaKernelNodeParams& launch, Args args) {
-  cudaKernelNodeParams params = launch;
-  void* arguments[] = {&args};
-  params.kernelParams = arguments;
-  params.extra = nullptr;
-  if (exec == nullptr) {
-    return internal::CudaStatus(cudaGraphKernelNodeSetParams(node, &params),
-                                "cudaGraphKernelNodeSetParams");
-  }
-  return internal::CudaStatus(cudaGraphExecKernelNodeSetParams(exec, node, &params),
-                              "cudaGraphExecKernelNodeSetParams");
-}
-
 // Whether a replay could take the BMM path under the set's path: for a bucket, or eagerly up to
 // max_eager_rows. Only then does the set's tail hold that path's scratch (64 MiB and more).
 bool MayTakeBmmPath(const GraphSetOptions& options) {
   const int max_rows = std::max(options.buckets.back(), options.max_eager_rows);
   for (int rows = options.q; rows <= max_rows; rows += options.q) {
-    if (mla_tail::MlaTail::Resolve(options.path, {options.heads, rows, options.q}) ==
-        TailPath::kBmm) {
+    if (MlaTail::Resolve(options.path, {options.heads, rows, options.q}) == TailPath::kBmm) {
       return true;
     }
   }
@@ -108,47 +85,45 @@ absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int
 
 absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
     int device, const GraphSetOptions& options_in) {
-  mla_tail::internal::CudaErrorScope errors;
+  internal::CudaErrorScope errors;
   GraphSetOptions options = options_in;
-  if (options.q < 1 || options.q > mla_tail::kMaxQ) {
+  if (options.q < 1 || options.q > kMaxQ) {
     return absl::InvalidArgumentError(
-        absl::StrCat("q = ", options.q, " is outside [1, ", mla_tail::kMaxQ, "]"));
+        absl::StrCat("q = ", options.q, " is outside [1, ", kMaxQ, "]"));
   }
   if (options.buckets.empty()) options.buckets = DefaultBuckets(options.q);
   MLA_RETURN_IF_ERROR(ValidateBuckets(options.buckets, options.q));
-  MLA_RETURN_IF_ERROR(mla_tail::ValidateShape({options.heads, options.buckets.back(), options.q}));
+  MLA_RETURN_IF_ERROR(ValidateShape({options.heads, options.buckets.back(), options.q}));
   if (options.layers < 1) {
     return absl::InvalidArgumentError(absl::StrCat("layers = ", options.layers, " is below 1"));
   }
-  if (options.max_eager_rows < 0 || options.max_eager_rows > mla_tail::kMaxRows ||
+  if (options.max_eager_rows < 0 || options.max_eager_rows > kMaxRows ||
       options.max_eager_rows % options.q != 0) {
     return absl::InvalidArgumentError(absl::StrCat("max_eager_rows = ", options.max_eager_rows,
-                                                   " must be in [0, ", mla_tail::kMaxRows,
+                                                   " must be in [0, ", kMaxRows,
                                                    "] and a multiple of q = ", options.q));
   }
-  mla_tail::TailOptions tail_options;
+  TailOptions tail_options;
   tail_options.bmm = MayTakeBmmPath(options);
   tail_options.max_heads = options.heads;
   tail_options.max_rows = std::max(options.buckets.back(), options.max_eager_rows);
   tail_options.workspace_bytes = options.workspace_bytes;
   tail_options.pdl = options.pdl;
   tail_options.fused_kernel = options.fused_kernel;
-  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail =
-      mla_tail::MlaTail::Create(device, tail_options);
+  absl::StatusOr<std::unique_ptr<MlaTail>> tail = MlaTail::Create(device, tail_options);
   if (!tail.ok()) return tail.status();
 
   std::unique_ptr<TailGraphSet> set(new TailGraphSet(device, std::move(options), *std::move(tail)));
   set->stats_.scratch_bytes = static_cast<int64_t>(set->tail_->scratch_bytes());
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device));
-  mla_tail::internal::RelaxedCaptureMode relaxed;
+  internal::RelaxedCaptureMode relaxed;
   MLA_RETURN_IF_CUDA_ERROR(cudaStreamCreateWithFlags(&set->capture_stream_, cudaStreamNonBlocking),
                            "cudaStreamCreate(capture stream)");
   return set;
 }
 
-TailGraphSet::TailGraphSet(int device, GraphSetOptions options,
-                           std::unique_ptr<mla_tail::MlaTail> tail)
+TailGraphSet::TailGraphSet(int device, GraphSetOptions options, std::unique_ptr<MlaTail> tail)
     : device_(device),
       options_(std::move(options)),
       tail_(std::move(tail)),
@@ -157,10 +132,10 @@ TailGraphSet::TailGraphSet(int device, GraphSetOptions options,
       entries_(size_t(options_.layers) * options_.buckets.size()) {}
 
 TailGraphSet::~TailGraphSet() {
-  mla_tail::internal::CudaErrorScope errors;
+  internal::CudaErrorScope errors;
   internal::DeviceGuard guard;
   if (!guard.Enter(device_).ok()) return;
-  mla_tail::internal::RelaxedCaptureMode relaxed;
+  internal::RelaxedCaptureMode relaxed;
   // An executable graph destroyed while launches of it are in flight is freed once they
   // complete (CUDA's contract), so nothing here waits. The BMM scratch the graphs use is freed
   // by the tail after the last replay that used it (RecordBmmUse).
@@ -197,12 +172,12 @@ absl::Status TailGraphSet::CheckRows(int rows) const {
 }
 
 absl::Status TailGraphSet::SetLayer(int layer, const TailBuffers& buffers) {
-  mla_tail::internal::CudaErrorScope errors;
+  internal::CudaErrorScope errors;
   if (layer < 0 || layer >= options_.layers) {
     return absl::InvalidArgumentError(
         absl::StrCat("layer = ", layer, " is outside [0, ", options_.layers, ")"));
   }
-  MLA_RETURN_IF_ERROR(mla_tail::ValidateTail({options_.heads, max_rows(), options_.q}, buffers));
+  MLA_RETURN_IF_ERROR(ValidateTail({options_.heads, max_rows(), options_.q}, buffers));
   layers_[layer] = buffers;
   layer_set_[layer] = true;
   return absl::OkStatus();
@@ -220,7 +195,7 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
   const TailShape shape{options_.heads, options_.buckets[bucket_index], options_.q};
   const TailBuffers& buffers = layers_[layer];
   Entry entry;
-  entry.path = mla_tail::MlaTail::Resolve(options_.path, shape);
+  entry.path = MlaTail::Resolve(options_.path, shape);
   entry.applied = buffers;
   // cuBLASLt's heuristic runs here, outside the capture.
   if (entry.path == TailPath::kBmm) {
@@ -231,80 +206,24 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
   MLA_RETURN_IF_CUDA_ERROR(
       cudaStreamBeginCapture(capture_stream_, cudaStreamCaptureModeThreadLocal),
       "cudaStreamBeginCapture");
-  const absl::Status run = tail_->Run(shape, buffers, capture_stream_, entry.path);
-  const mla_tail::internal::FaultHooks& faults = mla_tail::internal::ActiveFaultHooks();
-  if (run.ok() && faults.during_capture) faults.during_capture(capture_stream_);
+  absl::StatusOr<internal::TailKernelNode> node =
+      internal::TailAccess::Record(*tail_, shape, buffers, capture_stream_, entry.path);
+  const internal::FaultHooks& faults = internal::ActiveFaultHooks();
+  if (node.ok() && faults.during_capture) faults.during_capture(capture_stream_);
   const cudaError_t ended = cudaStreamEndCapture(capture_stream_, &entry.graph);
-  if (!run.ok() || ended != cudaSuccess) {
+  if (!node.ok() || ended != cudaSuccess) {
     entry.Destroy();
-    if (!run.ok()) return run;
+    if (!node.ok()) return node.status();
     return internal::CudaStatus(ended,
                                 absl::StrCat("capture of layer ", layer, ", bucket ", shape.rows));
   }
-
-  // The kernel nodes that hold the caller's pointers are the graph's first and last (the
-  // cuBLASLt nodes lie between): only those are asked for their parameters, since cuBLASLt's
-  // own nodes refuse the question.
-  size_t count = 0;
-  absl::Status found =
-      internal::CudaStatus(cudaGraphGetNodes(entry.graph, nullptr, &count), "cudaGraphGetNodes");
-  std::vector<cudaGraphNode_t> nodes(count);
-  if (found.ok()) {
-    found = internal::CudaStatus(cudaGraphGetNodes(entry.graph, nodes.data(), &count),
-                                 "cudaGraphGetNodes");
-  }
-  // The kernel the tail launched for this shape (the fused kernels are different functions).
-  internal::KernelLaunch fused_launch;
-  internal::FusedTailParams fused_params;
-  if (entry.path == TailPath::kFused) {
-    const absl::Status planned = mla_tail::internal::TailAccess::PlanFused(
-        *tail_, shape, buffers, &fused_launch, &fused_params);
-    if (!planned.ok()) {
-      entry.Destroy();
-      return planned;
-    }
-  }
-  const void* value_kernel = fused_launch.function;
-  for (size_t i = 0; found.ok() && i < count; ++i) {
-    size_t dependencies = 0, dependents = 0;
-    found = internal::CudaStatus(
-        cudaGraphNodeGetDependencies(nodes[i], nullptr, nullptr, &dependencies),
-        "cudaGraphNodeGetDependencies");
-    if (found.ok()) {
-      found = internal::CudaStatus(
-          cudaGraphNodeGetDependentNodes(nodes[i], nullptr, nullptr, &dependents),
-          "cudaGraphNodeGetDependentNodes");
-    }
-    if (!found.ok() || (dependencies > 0 && dependents > 0)) continue;
-    cudaKernelNodeParams params;
-    found = internal::CudaStatus(cudaGraphKernelNodeGetParams(nodes[i], &params),
-                                 "cudaGraphKernelNodeGetParams");
-    if (!found.ok()) break;
-    if (value_kernel != nullptr && params.func == value_kernel) {
-      entry.value_node = nodes[i];
-      entry.value_launch = params;
-    } else if (params.func == internal::BmmPointersKernelAddress()) {
-      entry.tables_node = nodes[i];
-      entry.tables_launch = params;
-      entry.tables_args = *static_cast<const internal::BmmPointerParams*>(params.kernelParams[0]);
-    }
-  }
-  const bool complete =
-      entry.path == TailPath::kFused ? entry.value_node != nullptr : entry.tables_node != nullptr;
-  if (found.ok() && !complete) {
-    found = absl::InternalError(absl::StrCat("the captured graph of layer ", layer, ", bucket ",
-                                             shape.rows, " lacks the tail's kernel nodes"));
-  }
-  if (!found.ok()) {
-    entry.Destroy();
-    return found;
-  }
+  entry.node = *node;
   return entry;
 }
 
 absl::Status TailGraphSet::Capture(int layer, int bucket_index) {
   // Our capture and instantiation must neither fail for nor break another thread's capture.
-  mla_tail::internal::RelaxedCaptureMode relaxed;
+  internal::RelaxedCaptureMode relaxed;
   const absl::Time start = absl::Now();
   absl::StatusOr<Entry> entry = CaptureEntry(layer, bucket_index);
   if (!entry.ok()) return entry.status();
@@ -335,11 +254,11 @@ absl::Status TailGraphSet::CaptureMeasured(int layer, int bucket_index) {
 }
 
 absl::Status TailGraphSet::CaptureAll() {
-  mla_tail::internal::CudaErrorScope errors;
+  internal::CudaErrorScope errors;
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device_));
   for (int layer = 0; layer < options_.layers; ++layer) MLA_RETURN_IF_ERROR(CheckLayer(layer));
-  mla_tail::internal::RelaxedCaptureMode relaxed;
+  internal::RelaxedCaptureMode relaxed;
   // Memory is measured once around the whole pass: cudaMemGetInfo costs as much as a capture.
   size_t free_before = 0, free_after = 0, total = 0;
   cudaMemGetInfo(&free_before, &total);
@@ -392,7 +311,7 @@ absl::Status TailGraphSet::Apply(int layer, int bucket_index) {
     return absl::OkStatus();
   }
 
-  const absl::Status status = WriteNodes(bucket_index, want, entry.exec, &entry);
+  const absl::Status status = entry.node.Write(entry.exec, want);
   if (!status.ok()) {
     // Part of the update may have landed: drop the graph rather than ever launch it half
     // updated. The next Replay captures it anew.
@@ -407,21 +326,8 @@ absl::Status TailGraphSet::Apply(int layer, int bucket_index) {
   return absl::OkStatus();
 }
 
-absl::Status TailGraphSet::WriteNodes(int bucket_index, const TailBuffers& buffers,
-                                      cudaGraphExec_t exec, Entry* entry) {
-  const TailShape shape{options_.heads, options_.buckets[bucket_index], options_.q};
-  if (entry->path == TailPath::kFused) {
-    return SetKernelArgs(exec, entry->value_node, entry->value_launch,
-                         internal::MakeFusedTailParams(shape, buffers));
-  }
-  return SetKernelArgs(
-      exec, entry->tables_node, entry->tables_launch,
-      internal::MakeBmmPointerParams(shape, buffers, entry->tables_args.values,
-                                     const_cast<void**>(entry->tables_args.a_table)));
-}
-
 absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
-  mla_tail::internal::CudaErrorScope errors;
+  internal::CudaErrorScope errors;
   MLA_RETURN_IF_ERROR(CheckLayer(layer));
   MLA_RETURN_IF_ERROR(CheckRows(rows));
   internal::DeviceGuard guard;
@@ -432,7 +338,7 @@ absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
     MLA_RETURN_IF_ERROR(tail_->CheckStream(stream));
     accepted_stream_ = stream;
   }
-  absl::StatusOr<bool> capturing = mla_tail::internal::IsCapturing(stream);
+  absl::StatusOr<bool> capturing = internal::IsCapturing(stream);
   if (!capturing.ok()) return capturing.status();
 
   absl::StatusOr<int> bucket = FindBucket(options_.buckets, rows);
@@ -454,14 +360,14 @@ absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
   const Entry& ready = EntryFor(layer, *bucket);
   MLA_RETURN_IF_CUDA_ERROR(cudaGraphLaunch(ready.exec, stream), "cudaGraphLaunch");
   if (ready.path == TailPath::kBmm) {
-    MLA_RETURN_IF_ERROR(mla_tail::internal::TailAccess::RecordBmmUse(*tail_, stream));
+    MLA_RETURN_IF_ERROR(internal::TailAccess::RecordBmmUse(*tail_, stream));
   }
   ++stats_.replays;
   return absl::OkStatus();
 }
 
 absl::StatusOr<cudaGraph_t> TailGraphSet::ExportGraph(int layer, int rows) {
-  mla_tail::internal::CudaErrorScope errors;
+  internal::CudaErrorScope errors;
   MLA_RETURN_IF_ERROR(CheckLayer(layer));
   MLA_RETURN_IF_ERROR(CheckRows(rows));
   absl::StatusOr<int> bucket = FindBucket(options_.buckets, rows);
@@ -474,11 +380,11 @@ absl::StatusOr<cudaGraph_t> TailGraphSet::ExportGraph(int layer, int rows) {
   MLA_RETURN_IF_ERROR(Apply(layer, *bucket));
   Entry& entry = EntryFor(layer, *bucket);
   if (entry.template_stale) {
-    MLA_RETURN_IF_ERROR(WriteNodes(*bucket, entry.applied, /*exec=*/nullptr, &entry));
+    MLA_RETURN_IF_ERROR(entry.node.Write(/*exec=*/nullptr, entry.applied));
     entry.template_stale = false;
   }
   cudaGraph_t clone = nullptr;
-  mla_tail::internal::RelaxedCaptureMode relaxed;
+  internal::RelaxedCaptureMode relaxed;
   MLA_RETURN_IF_CUDA_ERROR(cudaGraphClone(&clone, entry.graph), "cudaGraphClone");
   return clone;
 }

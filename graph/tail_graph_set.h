@@ -70,9 +70,8 @@ struct GraphSetOptions {
   std::vector<int> buckets;  // rows per bucket, sorted; empty: DefaultBuckets(q)
   int max_eager_rows = 0;    // Replay of more rows than the largest bucket runs the eager tail
                              // up to this many rows (0: OutOfRange instead)
-  mla_tail::TailPath path =
-      mla_tail::TailPath::kAuto;  // the path of every graph (kAuto: mla/dispatch.h)
-  mla_tail::FusedKernel fused_kernel = mla_tail::FusedKernel::kAuto;  // the fused path's kernel
+  TailPath path = TailPath::kAuto;                // the path of every graph (kAuto: mla/dispatch.h)
+  FusedKernel fused_kernel = FusedKernel::kAuto;  // the fused path's kernel
   UpdateMechanism update = UpdateMechanism::kKernelNodeParams;
   bool pdl = true;
   size_t workspace_bytes = size_t{32} << 20;  // cuBLASLt workspace, shared by all graphs (when
@@ -106,7 +105,7 @@ class TailGraphSet {
   // largest bucket, or max_eager_rows when larger): latent, gate and output hold that many rows,
   // lengths that many requests. Takes effect at the layer's next Replay; on error the layer
   // keeps what it had.
-  absl::Status SetLayer(int layer, const mla_tail::TailBuffers& buffers);
+  absl::Status SetLayer(int layer, const TailBuffers& buffers);
 
   // Captures every (layer, bucket) graph not captured yet. Every layer must be set.
   absl::Status CaptureAll();
@@ -134,7 +133,7 @@ class TailGraphSet {
 
  private:
   struct Entry;
-  TailGraphSet(int device, GraphSetOptions options, std::unique_ptr<mla_tail::MlaTail> tail);
+  TailGraphSet(int device, GraphSetOptions options, std::unique_ptr<MlaTail> tail);
   Entry& EntryFor(int layer, int bucket_index);
   absl::Status CheckLayer(int layer) const;
   absl::Status Capture(int layer, int bucket_index);
@@ -142,19 +141,15 @@ class TailGraphSet {
   absl::Status CaptureMeasured(int layer, int bucket_index);
   absl::StatusOr<Entry> CaptureEntry(int layer, int bucket_index);
   absl::Status Apply(int layer, int bucket_index);
-  // Writes `buffers` into the entry's caller-facing kernel nodes: of `exec`, or of the template
-  // when `exec` is null.
-  absl::Status WriteNodes(int bucket_index, const mla_tail::TailBuffers& buffers,
-                          cudaGraphExec_t exec, Entry* entry);
   absl::Status CheckRows(int rows) const;
   int max_rows() const;
 
   int device_;
   GraphSetOptions options_;
   std::optional<cudaStream_t> accepted_stream_;  // the last stream MlaTail::CheckStream accepted
-  std::unique_ptr<mla_tail::MlaTail> tail_;      // the eager tail, whose launches are captured
+  std::unique_ptr<MlaTail> tail_;                // the eager tail, whose launches are captured
   cudaStream_t capture_stream_ = nullptr;
-  std::vector<mla_tail::TailBuffers> layers_;
+  std::vector<TailBuffers> layers_;
   std::vector<bool> layer_set_;
   std::vector<Entry> entries_;  // [layer][bucket]
   GraphSetStats stats_;

@@ -8,95 +8,46 @@
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/device_guard.h"
 #include "mla/internal/tail_access.h"
+#include "mla/internal/tail_kernel_node.h"
 #include "mla/kernels/launch.h"
-#include "mla/kernels/params.h"
 
 namespace mla_tail {
 
-using mla_tail::TailBuffers;
-using mla_tail::TailShape;
-
 class TailNodeBuilder {
  public:
-  // Validates what a tail node needs and plans its launch (nothing is added yet).
-  static absl::StatusOr<TailNode> Plan(const mla_tail::MlaTail& tail, const TailShape& shape,
-                                       const TailBuffers& buffers,
-                                       internal::FusedTailParams* params) {
-    MLA_RETURN_IF_ERROR(mla_tail::ValidateTail(shape, buffers));
-    if (mla_tail::MlaTail::Resolve(mla_tail::TailPath::kAuto, shape) !=
-        mla_tail::TailPath::kFused) {
-      return absl::UnimplementedError(absl::StrCat(
-          "graph nodes hold the fused path only; the rule takes the BMM path at heads = ",
-          shape.heads, ", rows = ", shape.rows, ": use MlaTail::Run or TailGraphSet there"));
-    }
-    internal::KernelLaunch launch;
-    MLA_RETURN_IF_ERROR(
-        mla_tail::internal::TailAccess::PlanFused(tail, shape, buffers, &launch, params));
-    TailNode nodes;
-    nodes.device_ = tail.device();
-    nodes.shape_ = shape;
-    nodes.buffers_ = buffers;
-    nodes.kernel_ = tail.FusedKernelFor(shape);
-    nodes.function_ = launch.function;
-    nodes.grid_ = launch.grid;
-    nodes.block_ = launch.block;
-    nodes.smem_bytes_ = launch.smem_bytes;
-    return nodes;
+  static TailNode Make(const MlaTail& tail, const internal::TailKernelNode& node,
+                       const TailBuffers& buffers) {
+    TailNode made;
+    made.device_ = tail.device();
+    made.node_ = node.node;
+    made.function_ = node.launch.function;
+    made.grid_ = node.launch.grid;
+    made.block_ = node.launch.block;
+    made.smem_bytes_ = node.launch.smem_bytes;
+    made.shape_ = node.shape;
+    made.buffers_ = buffers;
+    made.kernel_ = tail.FusedKernelFor(node.shape);
+    return made;
   }
-
-  static void SetNode(TailNode* nodes, cudaGraphNode_t node) { nodes->node_ = node; }
 
   // Points the node at `buffers`: in `exec`, or in the graph itself when `exec` is null.
-  static absl::Status Write(TailNode& nodes, cudaGraphExec_t exec, const TailBuffers& buffers);
-
-  static internal::KernelLaunch LaunchOf(const TailNode& nodes) {
+  static absl::Status Write(TailNode& made, cudaGraphExec_t exec, const TailBuffers& buffers) {
+    internal::CudaErrorScope errors;
+    if (made.node_ == nullptr) return absl::FailedPreconditionError("this TailNode holds no node");
+    MLA_RETURN_IF_ERROR(ValidateTail(made.shape_, buffers));
+    internal::DeviceGuard guard;
+    MLA_RETURN_IF_ERROR(guard.Enter(made.device_));
     internal::KernelLaunch launch;
-    launch.function = nodes.function_;
-    launch.grid = nodes.grid_;
-    launch.block = nodes.block_;
-    launch.smem_bytes = nodes.smem_bytes_;
-    return launch;
+    launch.function = made.function_;
+    launch.grid = made.grid_;
+    launch.block = made.block_;
+    launch.smem_bytes = made.smem_bytes_;
+    const internal::TailKernelNode node{made.node_, launch, made.shape_};
+    MLA_RETURN_IF_ERROR(node.Write(exec, buffers));
+    made.buffers_ = buffers;
+    return absl::OkStatus();
   }
 };
-
-namespace {
-
-// The node's kernel parameters with `params` as its argument (`arguments` must outlive the use).
-cudaKernelNodeParams KernelParams(const void* function, dim3 grid, dim3 block,
-                                  unsigned int smem_bytes, void** arguments) {
-  cudaKernelNodeParams p = {};
-  p.func = const_cast<void*>(function);
-  p.gridDim = grid;
-  p.blockDim = block;
-  p.sharedMemBytes = smem_bytes;
-  p.kernelParams = arguments;
-  p.extra = nullptr;
-  return p;
-}
-
-}  // namespace
-
-absl::Status TailNodeBuilder::Write(TailNode& nodes, cudaGraphExec_t exec,
-                                    const TailBuffers& buffers) {
-  mla_tail::internal::CudaErrorScope errors;
-  if (nodes.node_ == nullptr) return absl::FailedPreconditionError("this TailNode holds no node");
-  MLA_RETURN_IF_ERROR(mla_tail::ValidateTail(nodes.shape_, buffers));
-  internal::DeviceGuard guard;
-  MLA_RETURN_IF_ERROR(guard.Enter(nodes.device_));
-  internal::FusedTailParams params = internal::MakeFusedTailParams(nodes.shape_, buffers);
-  void* arguments[] = {&params};
-  const cudaKernelNodeParams p =
-      KernelParams(nodes.function_, nodes.grid_, nodes.block_, nodes.smem_bytes_, arguments);
-  if (exec != nullptr) {
-    MLA_RETURN_IF_CUDA_ERROR(cudaGraphExecKernelNodeSetParams(exec, nodes.node_, &p),
-                             "cudaGraphExecKernelNodeSetParams");
-  } else {
-    MLA_RETURN_IF_CUDA_ERROR(cudaGraphKernelNodeSetParams(nodes.node_, &p),
-                             "cudaGraphKernelNodeSetParams");
-  }
-  nodes.buffers_ = buffers;
-  return absl::OkStatus();
-}
 
 absl::Status TailNode::Update(cudaGraphExec_t exec, const TailBuffers& buffers) {
   if (exec == nullptr) return absl::InvalidArgumentError("exec is null");
@@ -107,15 +58,13 @@ absl::Status TailNode::UpdateGraph(const TailBuffers& buffers) {
   return TailNodeBuilder::Write(*this, /*exec=*/nullptr, buffers);
 }
 
-absl::StatusOr<TailNode> AddTailNode(const mla_tail::MlaTail& tail, cudaGraph_t graph,
+absl::StatusOr<TailNode> AddTailNode(const MlaTail& tail, cudaGraph_t graph,
                                      absl::Span<const cudaGraphNode_t> dependencies,
                                      const TailShape& shape, const TailBuffers& buffers,
                                      const TailNodeOptions& options) {
-  mla_tail::internal::CudaErrorScope errors;
+  internal::CudaErrorScope errors;
   if (graph == nullptr) return absl::InvalidArgumentError("graph is null");
-  internal::FusedTailParams params;
-  absl::StatusOr<TailNode> nodes = TailNodeBuilder::Plan(tail, shape, buffers, &params);
-  if (!nodes.ok()) return nodes.status();
+  MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(tail.device()));
 
@@ -136,57 +85,32 @@ absl::StatusOr<TailNode> AddTailNode(const mla_tail::MlaTail& tail, cudaGraph_t 
     }
   }
 
-  const internal::KernelLaunch launch = TailNodeBuilder::LaunchOf(*nodes);
-  void* arguments[] = {&params};
-  cudaGraphNodeParams node_params = {};
-  node_params.type = cudaGraphNodeTypeKernel;
-  node_params.kernel.func = const_cast<void*>(launch.function);
-  node_params.kernel.gridDim = launch.grid;
-  node_params.kernel.blockDim = launch.block;
-  node_params.kernel.sharedMemBytes = launch.smem_bytes;
-  node_params.kernel.kernelParams = arguments;
-  cudaGraphNode_t node = nullptr;
+  absl::StatusOr<internal::KernelLaunch> launch = internal::TailAccess::FusedLaunch(tail, shape);
+  if (!launch.ok()) return launch.status();
+  internal::TailKernelNode node{nullptr, *launch, shape};
+  internal::TailKernelNode::Argument argument;
+  const cudaKernelNodeParams kernel = node.Params(buffers, &argument);
+  cudaGraphNodeParams params = {};
+  params.type = cudaGraphNodeTypeKernel;
+  params.kernel.func = kernel.func;
+  params.kernel.gridDim = kernel.gridDim;
+  params.kernel.blockDim = kernel.blockDim;
+  params.kernel.sharedMemBytes = kernel.sharedMemBytes;
+  params.kernel.kernelParams = kernel.kernelParams;
   MLA_RETURN_IF_CUDA_ERROR(
-      cudaGraphAddNode(&node, graph, dependencies.empty() ? nullptr : dependencies.data(),
-                       dependencies.empty() ? nullptr : edges.data(), dependencies.size(),
-                       &node_params),
+      cudaGraphAddNode(&node.node, graph, dependencies.empty() ? nullptr : dependencies.data(),
+                       dependencies.empty() ? nullptr : edges.data(), dependencies.size(), &params),
       "cudaGraphAddNode(tail)");
-  TailNodeBuilder::SetNode(&*nodes, node);
-  return nodes;
+  return TailNodeBuilder::Make(tail, node, buffers);
 }
 
-absl::StatusOr<TailNode> RecordTailNode(const mla_tail::MlaTail& tail, cudaStream_t stream,
+absl::StatusOr<TailNode> RecordTailNode(const MlaTail& tail, cudaStream_t stream,
                                         const TailShape& shape, const TailBuffers& buffers) {
-  mla_tail::internal::CudaErrorScope errors;
-  internal::FusedTailParams params;
-  absl::StatusOr<TailNode> nodes = TailNodeBuilder::Plan(tail, shape, buffers, &params);
-  if (!nodes.ok()) return nodes.status();
-  internal::DeviceGuard guard;
-  MLA_RETURN_IF_ERROR(guard.Enter(tail.device()));
-  absl::StatusOr<bool> capturing = mla_tail::internal::IsCapturing(stream);
-  if (!capturing.ok()) return capturing.status();
-  if (!*capturing) {
-    return absl::FailedPreconditionError(
-        "RecordTailNode needs a capturing stream; launch with MlaTail::Run otherwise");
-  }
-  // Recorded as MlaTail::Run records it (the launch attribute makes the edge programmatic);
-  // the capture's dependency set is then exactly the new node.
-  const internal::KernelLaunch launch = TailNodeBuilder::LaunchOf(*nodes);
-  MLA_RETURN_IF_CUDA_ERROR(internal::LaunchKernel(launch, &params, stream, tail.options().pdl),
-                           "fused kernel launch (captured)");
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  const cudaGraphNode_t* after = nullptr;
-  size_t count = 0;
-  MLA_RETURN_IF_CUDA_ERROR(
-      cudaStreamGetCaptureInfo(stream, &status, nullptr, nullptr, &after, nullptr, &count),
-      "cudaStreamGetCaptureInfo");
-  if (status != cudaStreamCaptureStatusActive || count != 1) {
-    return absl::InternalError(
-        absl::StrCat("the capture did not end in the tail's node (capture status ",
-                     static_cast<int>(status), ", ", count, " dependencies)"));
-  }
-  TailNodeBuilder::SetNode(&*nodes, after[0]);
-  return nodes;
+  // Recorded as MlaTail::Run records it (the launch attribute makes the edge programmatic).
+  absl::StatusOr<internal::TailKernelNode> node =
+      internal::TailAccess::Record(tail, shape, buffers, stream, TailPath::kFused);
+  if (!node.ok()) return node.status();
+  return TailNodeBuilder::Make(tail, *node, buffers);
 }
 
 }  // namespace mla_tail

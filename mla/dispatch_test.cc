@@ -16,7 +16,7 @@ namespace {
 
 constexpr int kH200 = 132;  // the GPU the rule was measured on (multiprocessors)
 
-// The function internal::PlanFusedKernel launches for a shape and kernel.
+// The function PlanFusedKernel launches for a shape and kernel.
 const void* KernelFunction(int heads, int rows, FusedKernel kernel = FusedKernel::kAuto,
                            int multiprocessors = kH200) {
   internal::FusedTailParams params = {};

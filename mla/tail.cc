@@ -13,6 +13,7 @@
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/device_guard.h"
 #include "mla/internal/tail_access.h"
+#include "mla/internal/tail_kernel_node.h"
 #include "mla/internal/value_bmm.h"
 #include "mla/kernels/launch.h"
 #include "mla/kernels/params.h"
@@ -75,9 +76,14 @@ struct MlaTail::Impl {
   absl::Status AllocateBmmScratch();
   absl::StatusOr<const internal::ValueBmm*> Plan(const TailShape& shape, const TailBuffers& buffers,
                                                  bool capturing);
-  absl::Status RunFused(const TailShape& shape, const TailBuffers& buffers,
-                        cudaStream_t stream) const;
-  absl::Status RunBmm(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream);
+  // Run()'s work after validation, and TailAccess::Record's: when `recorded` is set (and the
+  // stream capturing), also the kernel node that holds the caller's pointers.
+  absl::Status Enqueue(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream,
+                       TailPath path, internal::TailKernelNode* recorded);
+  absl::Status RunFused(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream,
+                        internal::TailKernelNode* recorded) const;
+  absl::Status RunBmm(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream,
+                      internal::TailKernelNode* recorded);
 };
 
 const char* TailPathName(TailPath path) {
@@ -277,23 +283,35 @@ absl::Status MlaTail::Run(const TailShape& shape, const TailBuffers& buffers, cu
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(impl_->device));
   MLA_RETURN_IF_ERROR(CheckStream(stream));
-  return Resolve(path, shape) == TailPath::kBmm ? impl_->RunBmm(shape, buffers, stream)
-                                                : impl_->RunFused(shape, buffers, stream);
+  return impl_->Enqueue(shape, buffers, stream, path, /*recorded=*/nullptr);
+}
+
+absl::Status MlaTail::Impl::Enqueue(const TailShape& shape, const TailBuffers& buffers,
+                                    cudaStream_t stream, TailPath path,
+                                    internal::TailKernelNode* recorded) {
+  return Resolve(path, shape) == TailPath::kBmm ? RunBmm(shape, buffers, stream, recorded)
+                                                : RunFused(shape, buffers, stream, recorded);
 }
 
 absl::Status MlaTail::Impl::RunFused(const TailShape& shape, const TailBuffers& b,
-                                     cudaStream_t stream) const {
+                                     cudaStream_t stream,
+                                     internal::TailKernelNode* recorded) const {
   const internal::FusedTailParams params = internal::MakeFusedTailParams(shape, b);
   internal::KernelLaunch launch;
   MLA_RETURN_IF_CUDA_ERROR(
       internal::PlanFusedKernel(params, options.fused_kernel, multiprocessors, &launch),
       "planning the fused kernel");
-  return internal::CudaStatus(internal::LaunchKernel(launch, &params, stream, options.pdl),
-                              "fused kernel launch");
+  MLA_RETURN_IF_CUDA_ERROR(internal::LaunchKernel(launch, &params, stream, options.pdl),
+                           "fused kernel launch");
+  if (recorded == nullptr) return absl::OkStatus();
+  absl::StatusOr<cudaGraphNode_t> node = internal::LastCapturedNode(stream);
+  if (!node.ok()) return node.status();
+  *recorded = internal::TailKernelNode{*node, launch, shape};
+  return absl::OkStatus();
 }
 
 absl::Status MlaTail::Impl::RunBmm(const TailShape& shape, const TailBuffers& b,
-                                   cudaStream_t stream) {
+                                   cudaStream_t stream, internal::TailKernelNode* recorded) {
   absl::StatusOr<bool> capturing = internal::IsCapturing(stream);
   if (!capturing.ok()) return capturing.status();
   // Planned before anything is enqueued, so a missing algorithm launches nothing.
@@ -302,13 +320,20 @@ absl::Status MlaTail::Impl::RunBmm(const TailShape& shape, const TailBuffers& b,
 
   const internal::BmmPointerParams tables =
       internal::MakeBmmPointerParams(shape, b, bmm.values, bmm.operand_tables);
-  MLA_RETURN_IF_CUDA_ERROR(internal::LaunchBmmPointers(tables, stream, options.pdl),
-                           "BmmPointers launch");
+  const internal::KernelLaunch pointers = internal::PlanBmmPointers();
+  MLA_RETURN_IF_CUDA_ERROR(internal::LaunchKernel(pointers, &tables, stream, options.pdl),
+                           "BmmPointersKernel launch");
+  if (recorded != nullptr) {
+    absl::StatusOr<cudaGraphNode_t> node = internal::LastCapturedNode(stream);
+    if (!node.ok()) return node.status();
+    *recorded = internal::TailKernelNode{*node, pointers, shape, bmm.values, bmm.operand_tables};
+  }
   MLA_RETURN_IF_ERROR((*plan)->RunPointerArray(tables.a_table, tables.b_table, tables.d_table,
                                                bmm.workspace, stream));
-  MLA_RETURN_IF_CUDA_ERROR(
-      internal::LaunchBmmGate(internal::MakeBmmGateParams(shape, tables), stream, options.pdl),
-      "BmmGateKernel launch");
+  const internal::BmmGateParams gate = internal::MakeBmmGateParams(shape, tables);
+  MLA_RETURN_IF_CUDA_ERROR(internal::LaunchKernel(internal::PlanBmmGate(shape.heads, shape.rows),
+                                                  &gate, stream, options.pdl),
+                           "BmmGateKernel launch");
   // What the destructor's frees wait for. A captured run is the caller's graph's to order.
   if (!*capturing) {
     MLA_RETURN_IF_CUDA_ERROR(cudaEventRecord(bmm.last_run, stream), "cudaEventRecord");
@@ -318,13 +343,33 @@ absl::Status MlaTail::Impl::RunBmm(const TailShape& shape, const TailBuffers& b,
 
 namespace internal {
 
-absl::Status TailAccess::PlanFused(const MlaTail& tail, const TailShape& shape,
-                                   const TailBuffers& buffers, KernelLaunch* launch,
-                                   FusedTailParams* params) {
-  *params = MakeFusedTailParams(shape, buffers);
-  return CudaStatus(PlanFusedKernel(*params, tail.impl_->options.fused_kernel,
-                                    tail.impl_->multiprocessors, launch),
-                    "planning the fused kernel");
+absl::StatusOr<TailKernelNode> TailAccess::Record(const MlaTail& tail, const TailShape& shape,
+                                                  const TailBuffers& buffers, cudaStream_t stream,
+                                                  TailPath path) {
+  CudaErrorScope errors;
+  MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
+  DeviceGuard guard;
+  MLA_RETURN_IF_ERROR(guard.Enter(tail.device()));
+  MLA_RETURN_IF_ERROR(tail.CheckStream(stream));
+  absl::StatusOr<bool> capturing = IsCapturing(stream);
+  if (!capturing.ok()) return capturing.status();
+  if (!*capturing) {
+    return absl::FailedPreconditionError(
+        "recording the tail's node needs a capturing stream; launch with MlaTail::Run otherwise");
+  }
+  // Under capture the BMM path only looks its plan up: the tail's state does not change.
+  TailKernelNode node;
+  MLA_RETURN_IF_ERROR(tail.impl_->Enqueue(shape, buffers, stream, path, &node));
+  return node;
+}
+
+absl::StatusOr<KernelLaunch> TailAccess::FusedLaunch(const MlaTail& tail, const TailShape& shape) {
+  KernelLaunch launch;
+  MLA_RETURN_IF_CUDA_ERROR(
+      PlanFusedKernel(MakeFusedTailParams(shape, TailBuffers{}), tail.impl_->options.fused_kernel,
+                      tail.impl_->multiprocessors, &launch),
+      "planning the fused kernel");
+  return launch;
 }
 
 absl::Status TailAccess::RecordBmmUse(MlaTail& tail, cudaStream_t stream) {

@@ -56,9 +56,12 @@ __global__ void __launch_bounds__(kThreads) BmmGateKernel(const BmmGateParams p)
 
 cudaError_t LoadBmmGate() { return LoadKernel(BmmGateKernel, 0); }
 
-cudaError_t LaunchBmmGate(const BmmGateParams& p, cudaStream_t stream, bool pdl) {
-  const dim3 grid((p.rows + kRowsPerBlock - 1) / kRowsPerBlock, p.heads);
-  return LaunchWithPdl(BmmGateKernel, grid, dim3(kThreads), 0, stream, pdl, p);
+KernelLaunch PlanBmmGate(int heads, int rows) {
+  KernelLaunch launch;
+  launch.function = reinterpret_cast<const void*>(BmmGateKernel);
+  launch.grid = dim3((rows + kRowsPerBlock - 1) / kRowsPerBlock, heads);
+  launch.block = dim3(kThreads);
+  return launch;
 }
 
 }  // namespace mla_tail::internal

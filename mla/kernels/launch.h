@@ -118,15 +118,12 @@ cudaError_t PlanFusedKernel(const FusedTailParams& params, FusedKernel kernel, i
 // their shared memory. Once per device before their first launch, outside any stream capture.
 cudaError_t LoadTailKernels();
 
-// The BMM path's kernels, before and after the cuBLASLt GEMM.
-cudaError_t LaunchBmmPointers(const BmmPointerParams& params, cudaStream_t stream, bool pdl);
-cudaError_t LaunchBmmGate(const BmmGateParams& params, cudaStream_t stream, bool pdl);
+// The BMM path's kernels: BmmPointersKernel before the cuBLASLt GEMM (a BmmPointerParams its
+// argument), BmmGateKernel after it (a BmmGateParams).
+KernelLaunch PlanBmmPointers();
+KernelLaunch PlanBmmGate(int heads, int rows);
 cudaError_t LoadBmmPointers();
 cudaError_t LoadBmmGate();
-
-// BmmPointersKernel, for callers that edit a captured BMM-path graph: its node takes a
-// BmmPointerParams as its only argument.
-const void* BmmPointersKernelAddress();
 
 }  // namespace mla_tail::internal
 
