@@ -50,7 +50,7 @@ absl::StatusOr<std::vector<Layer>> MakeLayers(const mla_tail::TailShape& shape, 
       MLA_RETURN_IF_ERROR(a.memory->Reset(a.bytes));
     }
     using mla_tail_testing::Values;
-    const uint64_t seed = 1000 + 4 * i;
+    const uint64_t seed = LayerSeed(i);
     MLA_RETURN_IF_CUDA_ERROR(
         mla_tail_testing::FillTestValues(
             {layer.latent.as<uint16_t>(), b, h, kLatentDim, h * kLatentDim, kLatentDim}, seed,

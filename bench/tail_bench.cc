@@ -40,6 +40,7 @@
 #include "absl/time/time.h"
 #include "bench/bench_util.h"
 #include "bench/limit_kernels.h"
+#include "bench/output_check.h"
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/value_bmm.h"
 #include "mla/kernels/launch.h"
@@ -402,7 +403,21 @@ int Main() {
           }
         };
         std::unique_ptr<Peer> peer;
+        // Every timed output checked: poisoned before the timing, sampled against the CPU
+        // reference after it ("up" times the upstream kernel alone).
+        auto check = [&](const std::string& mode) {
+          if (mode == "up") return;
+          if (const absl::Status s = CheckOutputs(shape, *layers, stream); !s.ok()) {
+            std::fprintf(stderr, "tail_bench: MISMATCH in mode %s: %s\n", mode.c_str(),
+                         s.ToString().c_str());
+            ++failures;
+          }
+        };
         for (const std::string& mode : modes) {
+          if (const absl::Status s = PoisonOutputs(*layers, stream); !s.ok()) {
+            std::fprintf(stderr, "poison: %s\n", s.ToString().c_str());
+            return 1;
+          }
           if (IsReplayMode(mode)) {
             absl::StatusOr<ReplayTiming> timing =
                 TimeBackToBackReplays(shape, ModePath(mode), ModeKernel(mode), *layers,
@@ -414,6 +429,7 @@ int Main() {
               continue;
             }
             record(mode, timing->gpu_us_per_layer, timing->host_us_per_replay);
+            check(mode);
             continue;
           }
           if (mode == "peer" && peer == nullptr) {
@@ -465,6 +481,7 @@ int Main() {
             continue;
           }
           record(mode, *us / layer_count, std::nullopt);
+          check(mode);
         }
       }
     }

@@ -68,7 +68,27 @@ __global__ void GateMathKernel(unsigned long long* counters, unsigned* first_mis
   if (mismatch) atomicCAS(first_mismatch, 0xFFFFFFFFu, gate);
 }
 
+__global__ void SigmoidKernel(float* sigmoids) {
+  const uint32_t gate = blockIdx.x * blockDim.x + threadIdx.x;
+  if (gate > 0xFFFFu) return;
+  sigmoids[gate] = mla_tail::internal::device::SigmoidPair(gate | (gate << 16)).x;
+}
+
 }  // namespace
+
+cudaError_t SigmoidOfEveryGate(cudaStream_t stream, float* sigmoids) {
+  float* device = nullptr;
+  cudaError_t e = cudaMalloc(&device, 65536 * sizeof(float));
+  if (e != cudaSuccess) return e;
+  SigmoidKernel<<<256, 256, 0, stream>>>(device);
+  e = cudaGetLastError();
+  if (e == cudaSuccess) {
+    e = cudaMemcpyAsync(sigmoids, device, 65536 * sizeof(float), cudaMemcpyDeviceToHost, stream);
+  }
+  if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+  cudaFree(device);
+  return e;
+}
 
 cudaError_t CheckGateMath(cudaStream_t stream, GateMathCounts* counts) {
   unsigned long long* counters = nullptr;
