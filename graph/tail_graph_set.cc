@@ -23,7 +23,6 @@ namespace mla_tail {
 struct TailGraphSet::Entry {
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
-  TailPath path = TailPath::kFused;
   internal::TailKernelNode node;
   TailBuffers applied;          // the caller's buffers the executable graph holds now
   bool template_stale = false;  // the template still holds older buffers (updated at export)
@@ -43,18 +42,6 @@ bool SameBuffers(const TailBuffers& a, const TailBuffers& b) {
          a.w_head_stride == b.w_head_stride && a.w_row_stride == b.w_row_stride &&
          a.gate == b.gate && a.gate_row_stride == b.gate_row_stride && a.lengths == b.lengths &&
          a.output == b.output && a.output_row_stride == b.output_row_stride;
-}
-
-// Whether a replay could take the BMM path under the set's path: for a bucket, or eagerly up to
-// max_eager_rows. Only then does the set's tail hold that path's scratch (64 MiB and more).
-bool MayTakeBmmPath(const GraphSetOptions& options) {
-  const int max_rows = std::max(options.buckets.back(), options.max_eager_rows);
-  for (int rows = options.q; rows <= max_rows; rows += options.q) {
-    if (MlaTail::Resolve(options.path, {options.heads, rows, options.q}) == TailPath::kBmm) {
-      return true;
-    }
-  }
-  return false;
 }
 
 // Why rows beyond the largest bucket are refused, with the eager fallback's limit.
@@ -104,7 +91,8 @@ absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
                                                    "] and a multiple of q = ", options.q));
   }
   TailOptions tail_options;
-  tail_options.bmm = MayTakeBmmPath(options);
+  // The BMM path's scratch (64 MiB and more) only for a set that takes that path.
+  tail_options.bmm = options.path == TailPath::kBmm;
   tail_options.max_heads = options.heads;
   tail_options.max_rows = std::max(options.buckets.back(), options.max_eager_rows);
   tail_options.workspace_bytes = options.workspace_bytes;
@@ -195,10 +183,9 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
   const TailShape shape{options_.heads, options_.buckets[bucket_index], options_.q};
   const TailBuffers& buffers = layers_[layer];
   Entry entry;
-  entry.path = MlaTail::Resolve(options_.path, shape);
   entry.applied = buffers;
   // cuBLASLt's heuristic runs here, outside the capture.
-  if (entry.path == TailPath::kBmm) {
+  if (bmm()) {
     MLA_RETURN_IF_ERROR(tail_->PrepareBmm(shape, buffers));
     stats_.scratch_bytes = static_cast<int64_t>(tail_->scratch_bytes());
   }
@@ -207,7 +194,7 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
       cudaStreamBeginCapture(capture_stream_, cudaStreamCaptureModeThreadLocal),
       "cudaStreamBeginCapture");
   absl::StatusOr<internal::TailKernelNode> node =
-      internal::TailAccess::Record(*tail_, shape, buffers, capture_stream_, entry.path);
+      internal::TailAccess::Record(*tail_, shape, buffers, capture_stream_, options_.path);
   const internal::FaultHooks& faults = internal::ActiveFaultHooks();
   if (node.ok() && faults.during_capture) faults.during_capture(capture_stream_);
   const cudaError_t ended = cudaStreamEndCapture(capture_stream_, &entry.graph);
@@ -287,29 +274,9 @@ absl::Status TailGraphSet::Apply(int layer, int bucket_index) {
   if (SameBuffers(entry.applied, want)) return absl::OkStatus();
 
   // The GEMM's descriptors hold the latent and W_UV row strides: a change re-captures.
-  const bool gemm_changed =
-      entry.path == TailPath::kBmm && (want.latent_row_stride != entry.applied.latent_row_stride ||
-                                       want.w_row_stride != entry.applied.w_row_stride);
+  const bool gemm_changed = bmm() && (want.latent_row_stride != entry.applied.latent_row_stride ||
+                                      want.w_row_stride != entry.applied.w_row_stride);
   if (gemm_changed) return CaptureMeasured(layer, bucket_index);
-
-  if (options_.update == UpdateMechanism::kWholeGraph) {
-    const absl::Time start = absl::Now();
-    absl::StatusOr<Entry> fresh = CaptureEntry(layer, bucket_index);
-    if (!fresh.ok()) return fresh.status();
-    cudaGraphExecUpdateResultInfo info;
-    if (cudaGraphExecUpdate(entry.exec, fresh->graph, &info) != cudaSuccess) {
-      fresh->Destroy();
-      return CaptureMeasured(layer, bucket_index);  // CUDA refused: instantiate anew
-    }
-    fresh->exec = entry.exec;
-    entry.exec = nullptr;
-    entry.Destroy();
-    entry = *std::move(fresh);
-    ++stats_.graphs_captured;
-    ++stats_.whole_graph_updates;
-    stats_.capture_seconds += absl::ToDoubleSeconds(absl::Now() - start);
-    return absl::OkStatus();
-  }
 
   const absl::Status status = entry.node.Write(entry.exec, want);
   if (!status.ok()) {
@@ -359,7 +326,7 @@ absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
   MLA_RETURN_IF_ERROR(Apply(layer, *bucket));
   const Entry& ready = EntryFor(layer, *bucket);
   MLA_RETURN_IF_CUDA_ERROR(cudaGraphLaunch(ready.exec, stream), "cudaGraphLaunch");
-  if (ready.path == TailPath::kBmm) {
+  if (bmm()) {
     MLA_RETURN_IF_ERROR(internal::TailAccess::RecordBmmUse(*tail_, stream));
   }
   ++stats_.replays;

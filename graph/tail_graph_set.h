@@ -58,11 +58,6 @@
 
 namespace mla_tail {
 
-enum class UpdateMechanism {
-  kKernelNodeParams,  // rewrite the changed kernel nodes of the executable graph (default)
-  kWholeGraph,        // re-capture and cudaGraphExecUpdate (kept for measurement)
-};
-
 struct GraphSetOptions {
   int heads = 0;             // H, 1..128
   int q = 1;                 // tokens per request
@@ -70,25 +65,23 @@ struct GraphSetOptions {
   std::vector<int> buckets;  // rows per bucket, sorted; empty: DefaultBuckets(q)
   int max_eager_rows = 0;    // Replay of more rows than the largest bucket runs the eager tail
                              // up to this many rows (0: OutOfRange instead)
-  TailPath path = TailPath::kAuto;                // the path of every graph (kAuto: mla/dispatch.h)
+  TailPath path = TailPath::kAuto;                // the path of every graph (kAuto: fused)
   FusedKernel fused_kernel = FusedKernel::kAuto;  // the fused path's kernel
-  UpdateMechanism update = UpdateMechanism::kKernelNodeParams;
   bool pdl = true;
-  size_t workspace_bytes = size_t{32} << 20;  // cuBLASLt workspace, shared by all graphs (when
-                                              // the set's path can take the BMM path)
+  size_t workspace_bytes = size_t{32} << 20;  // cuBLASLt workspace, shared by all graphs
+                                              // (path kBmm)
 };
 
 struct GraphSetStats {
-  int64_t graphs_captured = 0;      // captures that became executable graphs (re-captures too)
-  int64_t instantiations = 0;       // successful cudaGraphInstantiate calls
-  int64_t node_updates = 0;         // kernel nodes rewritten in executable graphs
-  int64_t whole_graph_updates = 0;  // cudaGraphExecUpdate calls that succeeded
-  int64_t replays = 0;              // graph launches
-  int64_t eager_runs = 0;           // Replay calls served by the eager tail
-  double capture_seconds = 0;       // host time spent capturing and instantiating
-  int64_t graph_memory_bytes = 0;   // device memory taken by captures and instantiations
+  int64_t graphs_captured = 0;     // captures that became executable graphs (re-captures too)
+  int64_t instantiations = 0;      // successful cudaGraphInstantiate calls
+  int64_t node_updates = 0;        // kernel nodes rewritten in executable graphs
+  int64_t replays = 0;             // graph launches
+  int64_t eager_runs = 0;          // Replay calls served by the eager tail
+  double capture_seconds = 0;      // host time spent capturing and instantiating
+  int64_t graph_memory_bytes = 0;  // device memory taken by captures and instantiations
   // Device memory the set holds besides its graphs: the BMM path's scratch, allocated at the
-  // first BMM capture (never with kAuto today, mla/dispatch.h).
+  // first capture of a set whose path is kBmm.
   int64_t scratch_bytes = 0;
 };
 
@@ -143,6 +136,7 @@ class TailGraphSet {
   absl::Status Apply(int layer, int bucket_index);
   absl::Status CheckRows(int rows) const;
   int max_rows() const;
+  bool bmm() const { return options_.path == TailPath::kBmm; }
 
   int device_;
   GraphSetOptions options_;

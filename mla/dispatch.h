@@ -93,10 +93,6 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
   return FusedKernel::kTile64x64Pipeline4;
 }
 
-// The path half of the rule: whether the cuBLASLt batched GEMM + gate runs instead of a fused
-// kernel. It is the faster path at no measured shape; TailPath::kBmm still selects it.
-constexpr bool UseBmmPath(int /*heads*/, int /*rows*/) { return false; }
-
 }  // namespace mla_tail
 
 #endif  // MLA_TAIL_MLA_DISPATCH_H_

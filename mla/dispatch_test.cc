@@ -127,7 +127,6 @@ TEST(DispatchTest, FollowsTheMeasurements) {
   };
   for (const auto& m : measured) {
     EXPECT_EQ(DispatchFusedKernel(m.heads, m.rows, kH200), m.kernel) << m.heads << " x " << m.rows;
-    EXPECT_FALSE(UseBmmPath(m.heads, m.rows)) << m.heads << " x " << m.rows;
   }
 }
 

@@ -10,7 +10,6 @@
 //   OutOfRange            rows beyond what an object was built for         use a larger bucket
 //   FailedPrecondition    no usable sm_90 device, or an object not ready    set it up first
 //   ResourceExhausted     device memory ran out                            free memory, retry
-//   Unimplemented         a combination the library does not offer         choose another path
 //   Aborted               CUDA refused a stream capture (our own)          retry outside it
 //   DataLoss              a sticky CUDA error: the device context is lost  restart the process
 //   Internal              any other CUDA or cuBLASLt failure               report it

@@ -206,11 +206,6 @@ absl::Status MlaTail::Impl::AllocateBmmScratch() {
   return absl::OkStatus();
 }
 
-TailPath MlaTail::Resolve(TailPath path, const TailShape& shape) {
-  if (path != TailPath::kAuto) return path;
-  return UseBmmPath(shape.heads, shape.rows) ? TailPath::kBmm : TailPath::kFused;
-}
-
 FusedKernel MlaTail::FusedKernelFor(const TailShape& shape) const {
   return internal::ResolveFusedKernel(impl_->options.fused_kernel, shape.heads, shape.rows,
                                       impl_->multiprocessors);
@@ -260,10 +255,9 @@ absl::StatusOr<const internal::ValueBmm*> MlaTail::Impl::Plan(const TailShape& s
   bmm_shape.heads = shape.heads;
   bmm_shape.rows = shape.rows;
   bmm_shape.latent_row_stride = buffers.latent_row_stride;
-  bmm_shape.w_head_stride = buffers.w_head_stride;
   bmm_shape.w_row_stride = buffers.w_row_stride;
-  absl::StatusOr<internal::ValueBmm> plan = internal::ValueBmm::Create(
-      bmm.cublaslt, bmm_shape, internal::BmmBatchMode::kPointerArray, options.workspace_bytes);
+  absl::StatusOr<internal::ValueBmm> plan =
+      internal::ValueBmm::Create(bmm.cublaslt, bmm_shape, options.workspace_bytes);
   if (!plan.ok()) return plan.status();
   return &plans.emplace(key, *std::move(plan)).first->second;
 }
@@ -289,8 +283,8 @@ absl::Status MlaTail::Run(const TailShape& shape, const TailBuffers& buffers, cu
 absl::Status MlaTail::Impl::Enqueue(const TailShape& shape, const TailBuffers& buffers,
                                     cudaStream_t stream, TailPath path,
                                     internal::TailKernelNode* recorded) {
-  return Resolve(path, shape) == TailPath::kBmm ? RunBmm(shape, buffers, stream, recorded)
-                                                : RunFused(shape, buffers, stream, recorded);
+  return path == TailPath::kBmm ? RunBmm(shape, buffers, stream, recorded)
+                                : RunFused(shape, buffers, stream, recorded);
 }
 
 absl::Status MlaTail::Impl::RunFused(const TailShape& shape, const TailBuffers& b,

@@ -28,7 +28,7 @@ __global__ void __launch_bounds__(kThreads) BmmGateKernel(const BmmGateParams p)
   device::GridDependencyWait();
   device::LaunchDependents();
   if (t >= p.rows) return;
-  const GateOperands ops = p.operand_table != nullptr ? *p.operand_table : p.operands;
+  const GateOperands ops = *p.operands;
 
   const int column = head * kValueDim + d;
   const uint4 values = *reinterpret_cast<const uint4*>(

@@ -198,11 +198,8 @@ __global__ void __launch_bounds__(kThreads) ColumnSplitKernel(const FusedTailPar
 }
 
 // 8 rows: held to 144 registers a thread, so that three blocks still fit beside an upstream
-// kernel's (docs/design.md). The timeline probe's stamps take more (168 still fit three).
-#ifndef MLA_VALUE_DIRECT_MAX_REGISTERS
-#define MLA_VALUE_DIRECT_MAX_REGISTERS 144
-#endif
-__global__ void __maxnreg__(MLA_VALUE_DIRECT_MAX_REGISTERS)
+// kernel's (docs/design.md); the timeline stamps, where compiled in, take their own on top.
+__global__ void __maxnreg__(144 + MLA_TIMELINE_STAMP_REGISTERS)
     ColumnSplitDirectKernel(const FusedTailParams p) {
   ColumnSplitBlock<8>(p);
 }
