@@ -76,6 +76,9 @@ ABSL_FLAG(std::string, fused_kernel, "auto",
           "the fused kernel of the auto and up modes: auto (the rule) or a kernel's name "
           "(ColumnSplit, Tile64x64Pipeline4, ...)");
 ABSL_FLAG(bool, pdl, true, "launch the tail's kernels with PDL (the library's default)");
+ABSL_FLAG(bool, gate, true,
+          "with the output gate (false: the fused tail without one; not with the peer or bmm "
+          "modes)");
 ABSL_FLAG(bool, upstream_pdl, true, "launch the upstream kernel itself with PDL (after a tail)");
 
 namespace mla_tail_bench {
@@ -211,6 +214,11 @@ int Main() {
       std::fprintf(stderr, "tail_bench: unknown mode '%s' (see --help)\n", mode.c_str());
       return 1;
     }
+    if (!absl::GetFlag(FLAGS_gate) && (mode == "peer" || mode == "bmm")) {
+      std::fprintf(stderr, "tail_bench: --gate=false measures the fused kernels, not '%s'\n",
+                   mode.c_str());
+      return 1;
+    }
   }
   if (absl::GetFlag(FLAGS_replays) < 1) {
     std::fprintf(stderr, "tail_bench: --replays must be at least 1\n");
@@ -328,6 +336,9 @@ int Main() {
         if (!layers.ok()) {
           std::fprintf(stderr, "layers: %s\n", layers.status().ToString().c_str());
           return 1;
+        }
+        if (!absl::GetFlag(FLAGS_gate)) {
+          for (Layer& layer : *layers) layer.buffers.gate = nullptr;
         }
         const double limit_us = TailBytes(shape) / bandwidth * 1e6;
         const double flop_us = TailFlops(shape) / *matrix_rate * 1e6;

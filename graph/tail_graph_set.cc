@@ -5,11 +5,13 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/device_guard.h"
 #include "mla/internal/fault_hooks.h"
+#include "mla/internal/pointer_checks.h"
 #include "mla/internal/tail_access.h"
 #include "mla/internal/tail_kernel_node.h"
 #include "mla_tail/graph/buckets.h"
@@ -41,7 +43,8 @@ bool SameBuffers(const TailBuffers& a, const TailBuffers& b) {
   return a.latent == b.latent && a.latent_row_stride == b.latent_row_stride && a.w_uv == b.w_uv &&
          a.w_head_stride == b.w_head_stride && a.w_row_stride == b.w_row_stride &&
          a.gate == b.gate && a.gate_row_stride == b.gate_row_stride && a.lengths == b.lengths &&
-         a.output == b.output && a.output_row_stride == b.output_row_stride;
+         a.output == b.output && a.output_row_stride == b.output_row_stride &&
+         a.row_count == b.row_count;
 }
 
 // Why rows beyond the largest bucket are refused, with the eager fallback's limit.
@@ -57,17 +60,51 @@ absl::Status EagerOutOfRange(const absl::Status& beyond_buckets, int max_eager_r
 
 absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int q,
                                 cudaStream_t stream) {
+  internal::CudaErrorScope errors;
   if (lengths == nullptr) return absl::InvalidArgumentError("lengths is null");
-  if (q < 1 || rows < 0 || rows % q != 0 || bucket_rows % q != 0 || rows > bucket_rows) {
-    return absl::InvalidArgumentError(absl::StrCat("ZeroPaddingLengths: rows = ", rows,
-                                                   ", bucket_rows = ", bucket_rows, ", q = ", q,
-                                                   " (multiples of q, rows <= bucket_rows)"));
+  if (reinterpret_cast<uintptr_t>(lengths) % alignof(int32_t) != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat("lengths = %p is not %d-byte aligned",
+                                                      static_cast<const void*>(lengths), 4));
+  }
+  if (q < 1 || q > mla_tail::kMaxQ || rows < 0 || bucket_rows > mla_tail::kMaxRows ||
+      rows % q != 0 || bucket_rows % q != 0 || rows > bucket_rows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ZeroPaddingLengths: rows = ", rows, ", bucket_rows = ", bucket_rows,
+                     ", q = ", q, " (q in [1, ", mla_tail::kMaxQ,
+                     "], rows <= bucket_rows <= ", mla_tail::kMaxRows, ", both multiples of q)"));
   }
   if (rows == bucket_rows) return absl::OkStatus();
-  return internal::CudaStatus(
+  // The device whose memory `lengths` is (the current device for host or managed memory).
+  int device = -1;
+  MLA_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device), "cudaGetDevice");
+  cudaPointerAttributes attributes = {};
+  if (cudaPointerGetAttributes(&attributes, lengths) == cudaSuccess &&
+      attributes.type == cudaMemoryTypeDevice) {
+    device = attributes.device;
+  }
+  internal::DeviceGuard guard;
+  MLA_RETURN_IF_ERROR(guard.Enter(device));
+  const auto begin = reinterpret_cast<uintptr_t>(lengths + rows / q);
+  const internal::Extent padding{
+      "lengths", begin, begin + static_cast<uintptr_t>((bucket_rows - rows) / q) * sizeof(int32_t)};
+  MLA_RETURN_IF_ERROR(
+      internal::CheckExtents(device, {&padding, 1}, internal::PointerCheck::kCached));
+  if (stream != nullptr && stream != cudaStreamLegacy && stream != cudaStreamPerThread) {
+    absl::StatusOr<bool> capturing = internal::IsCapturing(stream);
+    if (!capturing.ok()) return capturing.status();
+    int stream_device = device;
+    if (!*capturing) {
+      MLA_RETURN_IF_CUDA_ERROR(cudaStreamGetDevice(stream, &stream_device), "cudaStreamGetDevice");
+    }
+    if (stream_device != device) {
+      return absl::InvalidArgumentError(absl::StrCat("stream belongs to device ", stream_device,
+                                                     "; lengths is memory of device ", device));
+    }
+  }
+  return internal::OnCallersCapture(internal::CudaStatus(
       cudaMemsetAsync(lengths + rows / q, 0, size_t(bucket_rows - rows) / q * sizeof(int32_t),
                       stream),
-      "cudaMemsetAsync(padding lengths)");
+      "cudaMemsetAsync(padding lengths)"));
 }
 
 absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
@@ -98,6 +135,7 @@ absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
   tail_options.workspace_bytes = options.workspace_bytes;
   tail_options.pdl = options.pdl;
   tail_options.fused_kernel = options.fused_kernel;
+  tail_options.full_pointer_checks = options.full_pointer_checks;
   absl::StatusOr<std::unique_ptr<MlaTail>> tail = MlaTail::Create(device, tail_options);
   if (!tail.ok()) return tail.status();
 
@@ -165,7 +203,12 @@ absl::Status TailGraphSet::SetLayer(int layer, const TailBuffers& buffers) {
     return absl::InvalidArgumentError(
         absl::StrCat("layer = ", layer, " is outside [0, ", options_.layers, ")"));
   }
-  MLA_RETURN_IF_ERROR(ValidateTail({options_.heads, max_rows(), options_.q}, buffers));
+  const TailShape shape{options_.heads, max_rows(), options_.q};
+  MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
+  internal::DeviceGuard guard;
+  MLA_RETURN_IF_ERROR(guard.Enter(device_));
+  MLA_RETURN_IF_ERROR(internal::CheckTailBuffers(device_, shape, buffers,
+                                                 internal::TailAccess::PointerCheckOf(*tail_)));
   layers_[layer] = buffers;
   layer_set_[layer] = true;
   return absl::OkStatus();
@@ -273,10 +316,12 @@ absl::Status TailGraphSet::Apply(int layer, int bucket_index) {
   const TailBuffers& want = layers_[layer];
   if (SameBuffers(entry.applied, want)) return absl::OkStatus();
 
-  // The GEMM's descriptors hold the latent and W_UV row strides: a change re-captures.
+  // The GEMM's descriptors hold the latent and W_UV row strides, and a gate's presence picks the
+  // kernels' form: a change of either re-captures.
   const bool gemm_changed = bmm() && (want.latent_row_stride != entry.applied.latent_row_stride ||
                                       want.w_row_stride != entry.applied.w_row_stride);
-  if (gemm_changed) return CaptureMeasured(layer, bucket_index);
+  const bool gate_changed = (want.gate == nullptr) != (entry.applied.gate == nullptr);
+  if (gemm_changed || gate_changed) return CaptureMeasured(layer, bucket_index);
 
   const absl::Status status = entry.node.Write(entry.exec, want);
   if (!status.ok()) {

@@ -33,9 +33,12 @@
 // the caller. A child-graph node has no programmatic edge, so the tail then starts only after
 // the kernel before it has completed; AddTailNode keeps that overlap.
 //
-// Threads and streams: a set is used by one thread at a time. On the BMM path all graphs of a
-// set share its scratch, so their replays must be ordered on the GPU (one stream, or streams
-// joined by events); fused-path graphs hold nothing of the set and may overlap. A set works on
+// Threads and streams: a set is used by one thread at a time. On the fused path, replays of
+// different (layer, bucket) graphs may run at once on different streams (each graph holds only
+// the caller's pointers); replays of one graph never do, whatever the streams, since CUDA runs
+// one launch of an executable graph at a time, each after the one before. On the BMM path all
+// graphs of a set share its scratch, so their replays must be ordered on the GPU (one stream,
+// or streams joined by events). A set works on
 // its own device whatever device the calling thread has current, and none of its calls
 // synchronises the device or breaks another thread's capture. Failures (a capture invalidated,
 // memory exhausted, cuBLASLt without an algorithm) return a status and publish nothing: no
@@ -70,6 +73,8 @@ struct GraphSetOptions {
   bool pdl = true;
   size_t workspace_bytes = size_t{32} << 20;  // cuBLASLt workspace, shared by all graphs
                                               // (path kBmm)
+  bool full_pointer_checks = false;  // TailOptions::full_pointer_checks, for SetLayer and the
+                                     // eager fallback
 };
 
 struct GraphSetStats {
@@ -96,8 +101,9 @@ class TailGraphSet {
 
   // Sets a layer's pointers and strides, checked for the most rows a Replay can run (the
   // largest bucket, or max_eager_rows when larger): latent, gate and output hold that many rows,
-  // lengths that many requests. Takes effect at the layer's next Replay; on error the layer
-  // keeps what it had.
+  // lengths that many requests, in memory this set's device can reach (MlaTail::Run's pointer
+  // checks, made here and not at Replay). Takes effect at the layer's next Replay; on error the
+  // layer keeps what it had.
   absl::Status SetLayer(int layer, const TailBuffers& buffers);
 
   // Captures every (layer, bucket) graph not captured yet. Every layer must be set.
@@ -150,7 +156,11 @@ class TailGraphSet {
 };
 
 // Writes length 0 for the padding requests [rows / q, bucket_rows / q) of `lengths`, in stream
-// order, so that a replay of the bucket writes +0.0 to the padding rows.
+// order, so that a replay of the bucket writes +0.0 to the padding rows. Runs on the device
+// whose memory `lengths` is (the current device for host-mapped or managed memory), whatever
+// the thread has current; `stream` must belong to it. InvalidArgument for q outside [1, 64],
+// rows < 0, bucket_rows > 65536, either not a multiple of q, rows > bucket_rows, or lengths
+// that do not hold bucket_rows / q requests of reachable memory (MlaTail::Run's checks).
 absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int q,
                                 cudaStream_t stream);
 

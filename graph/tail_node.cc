@@ -2,11 +2,14 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/device_guard.h"
+#include "mla/internal/pointer_checks.h"
 #include "mla/internal/tail_access.h"
 #include "mla/internal/tail_kernel_node.h"
 #include "mla/kernels/launch.h"
@@ -19,42 +22,65 @@ class TailNodeBuilder {
                        const TailBuffers& buffers) {
     TailNode made;
     made.device_ = tail.device();
+    made.full_pointer_checks_ = tail.options().full_pointer_checks;
     made.node_ = node.node;
-    made.function_ = node.launch.function;
-    made.grid_ = node.launch.grid;
-    made.block_ = node.launch.block;
-    made.smem_bytes_ = node.launch.smem_bytes;
+    made.functions_[0] = node.launches[0].function;
+    made.functions_[1] = node.launches[1].function;
+    made.grid_ = node.launches[0].grid;
+    made.block_ = node.launches[0].block;
+    made.smem_bytes_ = node.launches[0].smem_bytes;
     made.shape_ = node.shape;
     made.buffers_ = buffers;
     made.kernel_ = tail.FusedKernelFor(node.shape);
     return made;
   }
 
+  // What `buffers` point at, checked as the node's MlaTail checks it (the device current).
+  static absl::Status CheckPointers(int device, bool full_pointer_checks, const TailShape& shape,
+                                    const TailBuffers& buffers) {
+    return internal::CheckTailBuffers(
+        device, shape, buffers,
+        full_pointer_checks ? internal::PointerCheck::kEveryCall : internal::PointerCheck::kCached);
+  }
+
   // Points the node at `buffers`: in `exec`, or in the graph itself when `exec` is null.
   static absl::Status Write(TailNode& made, cudaGraphExec_t exec, const TailBuffers& buffers) {
     internal::CudaErrorScope errors;
-    if (made.node_ == nullptr) return absl::FailedPreconditionError("this TailNode holds no node");
     MLA_RETURN_IF_ERROR(ValidateTail(made.shape_, buffers));
     internal::DeviceGuard guard;
     MLA_RETURN_IF_ERROR(guard.Enter(made.device_));
-    internal::KernelLaunch launch;
-    launch.function = made.function_;
-    launch.grid = made.grid_;
-    launch.block = made.block_;
-    launch.smem_bytes = made.smem_bytes_;
-    const internal::TailKernelNode node{made.node_, launch, made.shape_};
-    MLA_RETURN_IF_ERROR(node.Write(exec, buffers));
+    MLA_RETURN_IF_ERROR(
+        CheckPointers(made.device_, made.full_pointer_checks_, made.shape_, buffers));
+    internal::TailKernelNode node;
+    node.node = made.node_;
+    for (int gated = 0; gated < 2; ++gated) {
+      node.launches[gated] = {made.functions_[gated], made.grid_, made.block_, made.smem_bytes_};
+    }
+    node.shape = made.shape_;
+    const absl::Status written = node.Write(exec, buffers);
+    // The parameters are the node's own, validated: CUDA refuses the exec, not them.
+    const std::optional<cudaError_t> error = CudaErrorOf(written);
+    if (exec != nullptr &&
+        (error == cudaErrorInvalidValue || error == cudaErrorInvalidResourceHandle)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("exec was not instantiated from the graph that holds this TailNode's node "
+                       "(cudaGraphExecKernelNodeSetParams: ",
+                       cudaGetErrorName(*error), ")"));
+    }
+    MLA_RETURN_IF_ERROR(written);
     made.buffers_ = buffers;
     return absl::OkStatus();
   }
 };
 
 absl::Status TailNode::Update(cudaGraphExec_t exec, const TailBuffers& buffers) {
+  if (empty()) return absl::FailedPreconditionError("this TailNode is empty: it holds no node");
   if (exec == nullptr) return absl::InvalidArgumentError("exec is null");
   return TailNodeBuilder::Write(*this, exec, buffers);
 }
 
 absl::Status TailNode::UpdateGraph(const TailBuffers& buffers) {
+  if (empty()) return absl::FailedPreconditionError("this TailNode is empty: it holds no node");
   return TailNodeBuilder::Write(*this, /*exec=*/nullptr, buffers);
 }
 
@@ -67,6 +93,20 @@ absl::StatusOr<TailNode> AddTailNode(const MlaTail& tail, cudaGraph_t graph,
   MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(tail.device()));
+  MLA_RETURN_IF_ERROR(TailNodeBuilder::CheckPointers(
+      tail.device(), tail.options().full_pointer_checks, shape, buffers));
+
+  // Every dependency must be a node of `graph` (CUDA's refusal would not say which).
+  std::vector<cudaGraphNode_t> graph_nodes;
+  if (!dependencies.empty()) {
+    size_t count = 0;
+    MLA_RETURN_IF_CUDA_ERROR(cudaGraphGetNodes(graph, nullptr, &count), "cudaGraphGetNodes");
+    graph_nodes.resize(count);
+    MLA_RETURN_IF_CUDA_ERROR(cudaGraphGetNodes(graph, graph_nodes.data(), &count),
+                             "cudaGraphGetNodes");
+    graph_nodes.resize(count);
+    std::sort(graph_nodes.begin(), graph_nodes.end());
+  }
 
   // A programmatic edge only from kernel nodes (CUDA defines the port on those alone).
   const bool programmatic = options.programmatic_edge && tail.options().pdl;
@@ -74,6 +114,10 @@ absl::StatusOr<TailNode> AddTailNode(const MlaTail& tail, cudaGraph_t graph,
   for (size_t i = 0; i < dependencies.size(); ++i) {
     if (dependencies[i] == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("dependency ", i, " is null"));
+    }
+    if (!std::binary_search(graph_nodes.begin(), graph_nodes.end(), dependencies[i])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dependency ", i, " is not a node of `graph`"));
     }
     cudaGraphNodeType type;
     MLA_RETURN_IF_CUDA_ERROR(cudaGraphNodeGetType(dependencies[i], &type),
@@ -85,11 +129,11 @@ absl::StatusOr<TailNode> AddTailNode(const MlaTail& tail, cudaGraph_t graph,
     }
   }
 
-  absl::StatusOr<internal::KernelLaunch> launch = internal::TailAccess::FusedLaunch(tail, shape);
-  if (!launch.ok()) return launch.status();
-  internal::TailKernelNode node{nullptr, *launch, shape};
+  absl::StatusOr<internal::TailKernelNode> node =
+      internal::TailAccess::FusedNode(tail, shape, buffers);
+  if (!node.ok()) return node.status();
   internal::TailKernelNode::Argument argument;
-  const cudaKernelNodeParams kernel = node.Params(buffers, &argument);
+  const cudaKernelNodeParams kernel = node->Params(buffers, &argument);
   cudaGraphNodeParams params = {};
   params.type = cudaGraphNodeTypeKernel;
   params.kernel.func = kernel.func;
@@ -98,18 +142,20 @@ absl::StatusOr<TailNode> AddTailNode(const MlaTail& tail, cudaGraph_t graph,
   params.kernel.sharedMemBytes = kernel.sharedMemBytes;
   params.kernel.kernelParams = kernel.kernelParams;
   MLA_RETURN_IF_CUDA_ERROR(
-      cudaGraphAddNode(&node.node, graph, dependencies.empty() ? nullptr : dependencies.data(),
+      cudaGraphAddNode(&node->node, graph, dependencies.empty() ? nullptr : dependencies.data(),
                        dependencies.empty() ? nullptr : edges.data(), dependencies.size(), &params),
       "cudaGraphAddNode(tail)");
-  return TailNodeBuilder::Make(tail, node, buffers);
+  return TailNodeBuilder::Make(tail, *node, buffers);
 }
 
 absl::StatusOr<TailNode> RecordTailNode(const MlaTail& tail, cudaStream_t stream,
                                         const TailShape& shape, const TailBuffers& buffers) {
+  internal::CudaErrorScope errors;
   // Recorded as MlaTail::Run records it (the launch attribute makes the edge programmatic).
+  // `stream` is the caller's: a capture of theirs that CUDA refuses is theirs to begin anew.
   absl::StatusOr<internal::TailKernelNode> node =
       internal::TailAccess::Record(tail, shape, buffers, stream, TailPath::kFused);
-  if (!node.ok()) return node.status();
+  if (!node.ok()) return internal::OnCallersCapture(node.status());
   return TailNodeBuilder::Make(tail, *node, buffers);
 }
 

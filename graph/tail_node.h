@@ -25,8 +25,12 @@
 // MlaTail::Run, or use TailGraphSet).
 //
 // The nodes hold only the caller's pointers and nothing of the MlaTail: the graph and its
-// executable graphs may outlive it. A TailNode is a small value (copyable); it is used by one
-// thread at a time, like the graph it belongs to.
+// executable graphs may outlive it. A TailNode is a small value (copyable, default-constructible
+// as an empty handle, so that it may live in containers: std::vector<TailNode>(layers)); it is
+// used by one thread at a time, like the graph it belongs to.
+//
+// Pointers are checked as MlaTail::Run checks them (what each buffer points at), when a node is
+// added or updated, never when the graph is launched.
 
 #include <cuda_runtime_api.h>
 
@@ -47,6 +51,12 @@ struct TailNodeOptions {
 
 class TailNode {
  public:
+  // An empty handle, holding no node: Update and UpdateGraph fail with FailedPrecondition until
+  // a handle from AddTailNode or RecordTailNode is assigned to it.
+  TailNode() = default;
+
+  // Whether the handle holds a node.
+  bool empty() const { return node_ == nullptr; }
   // The node that work after the tail depends on.
   cudaGraphNode_t node() const { return node_; }
   const TailShape& shape() const { return shape_; }
@@ -58,7 +68,8 @@ class TailNode {
   // Points the tail's node in `exec` (instantiated from the graph the node belongs to) at
   // `buffers`, validated for the node's shape: a kernel-node update (about 1 us of host time),
   // no re-instantiation. Launches of `exec` already enqueued keep what they had. On error
-  // nothing changed.
+  // nothing changed: FailedPrecondition for an empty handle, InvalidArgument for bad buffers or
+  // an `exec` that was not instantiated from the node's graph.
   absl::Status Update(cudaGraphExec_t exec, const TailBuffers& buffers);
 
   // Also rewrites the node in the graph itself, so that later instantiations and clones of it
@@ -67,12 +78,13 @@ class TailNode {
 
  private:
   friend class TailNodeBuilder;
-  TailNode() = default;
 
   int device_ = 0;
+  bool full_pointer_checks_ = false;
   cudaGraphNode_t node_ = nullptr;
-  // The node's launch: the same for every update (the shape is fixed).
-  const void* function_ = nullptr;
+  // The node's launch: the same for every update (the shape is fixed) but for its function,
+  // which a gate's presence picks ([0]: without a gate, [1]: with one).
+  const void* functions_[2] = {nullptr, nullptr};
   dim3 grid_;
   dim3 block_;
   unsigned int smem_bytes_ = 0;
@@ -83,8 +95,8 @@ class TailNode {
 
 // Adds `tail`'s fused kernel for `shape` over `buffers` to `graph`, after `dependencies` (nodes
 // of `graph`; may be empty). The graph must be instantiated on `tail`'s device. Validates every
-// argument first: InvalidArgument for a bad shape, buffer or dependency. On error nothing was
-// added.
+// argument first: InvalidArgument for a bad shape or buffer, or a dependency that is null or not
+// a node of `graph`. On error nothing was added.
 absl::StatusOr<TailNode> AddTailNode(const MlaTail& tail, cudaGraph_t graph,
                                      absl::Span<const cudaGraphNode_t> dependencies,
                                      const TailShape& shape, const TailBuffers& buffers,

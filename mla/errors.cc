@@ -15,8 +15,13 @@ const char* Version() {
   return version.c_str();
 }
 
+// The errors CUDA 13's driver_types.h documents as leaving the process's CUDA state unusable
+// ("the process must be terminated and relaunched"), an uncorrectable ECC error, and a destroyed
+// context.
 bool IsStickyCudaError(cudaError_t error) {
   switch (error) {
+    case cudaErrorContained:
+    case cudaErrorMpsClientTerminated:
     case cudaErrorIllegalAddress:
     case cudaErrorLaunchFailure:
     case cudaErrorHardwareStackError:

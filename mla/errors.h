@@ -6,11 +6,14 @@
 // caller's, except where its comment says otherwise.
 //
 //   code                  meaning                                        what a runtime does
-//   InvalidArgument       an argument is out of range (the message names it)   fix the call
+//   InvalidArgument       an argument is wrong (the message names it): a     fix the call
+//                         shape, stride, a buffer the device cannot reach,
+//                         a handle of another graph
 //   OutOfRange            rows beyond what an object was built for         use a larger bucket
-//   FailedPrecondition    no usable sm_90 device, or an object not ready    set it up first
+//   FailedPrecondition    no usable sm_90 device, an object not ready, or  set it up first; end
+//                         the caller's own capture already invalid         and recapture
 //   ResourceExhausted     device memory ran out                            free memory, retry
-//   Aborted               CUDA refused a stream capture (our own)          retry outside it
+//   Aborted               CUDA refused a capture the library made itself   retry
 //   DataLoss              a sticky CUDA error: the device context is lost  restart the process
 //   Internal              any other CUDA or cuBLASLt failure               report it
 //
@@ -40,7 +43,8 @@ std::optional<cudaError_t> CudaErrorOf(const absl::Status& status);
 // unusable and must be torn down.
 bool IsStickyCudaError(const absl::Status& status);
 
-// Whether a CUDA error is sticky (corrupts the context), as CUDA documents them.
+// Whether a CUDA error is sticky (corrupts the context): every error CUDA 13's driver_types.h
+// documents as leaving the process unusable, an uncorrectable ECC error, a destroyed context.
 bool IsStickyCudaError(cudaError_t error);
 
 }  // namespace mla_tail

@@ -13,10 +13,16 @@ namespace {
 
 TEST(CudaStatusTest, SuccessIsOk) { EXPECT_TRUE(internal::CudaStatus(cudaSuccess, "x").ok()); }
 
+// Every error CUDA 13's driver_types.h documents as leaving the process's CUDA state unusable
+// ("the process must be terminated and relaunched"), an uncorrectable ECC error, and a
+// destroyed context.
 TEST(CudaStatusTest, StickyErrorsAreDataLossAndCarryTheirError) {
   for (cudaError_t error :
-       {cudaErrorIllegalAddress, cudaErrorLaunchFailure, cudaErrorIllegalInstruction,
-        cudaErrorMisalignedAddress, cudaErrorHardwareStackError, cudaErrorECCUncorrectable}) {
+       {cudaErrorContained, cudaErrorIllegalAddress, cudaErrorLaunchTimeout, cudaErrorAssert,
+        cudaErrorHardwareStackError, cudaErrorIllegalInstruction, cudaErrorMisalignedAddress,
+        cudaErrorInvalidAddressSpace, cudaErrorInvalidPc, cudaErrorLaunchFailure,
+        cudaErrorTensorMemoryLeak, cudaErrorMpsClientTerminated, cudaErrorExternalDevice,
+        cudaErrorECCUncorrectable, cudaErrorContextIsDestroyed}) {
     const absl::Status status = internal::CudaStatus(error, "ColumnSplit launch");
     EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
     EXPECT_TRUE(IsStickyCudaError(status)) << status;
@@ -47,6 +53,37 @@ TEST(CudaStatusTest, TransientErrorsAreNotSticky) {
     EXPECT_FALSE(IsStickyCudaError(status)) << status;
     ASSERT_TRUE(CudaErrorOf(status).has_value());
     EXPECT_EQ(*CudaErrorOf(status), c.error);
+  }
+}
+
+TEST(CudaStatusTest, DriverResultsMapAsTheRuntimeErrorsOfTheirNumber) {
+  EXPECT_EQ(internal::DriverStatus(CUDA_ERROR_CONTAINED, "x").code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(internal::DriverStatus(CUDA_ERROR_ILLEGAL_ADDRESS, "x").code(),
+            absl::StatusCode::kDataLoss);
+  EXPECT_EQ(internal::DriverStatus(CUDA_ERROR_OUT_OF_MEMORY, "x").code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(internal::DriverStatus(CUDA_SUCCESS, "x").ok());
+}
+
+// Capture errors on the caller's stream: the caller's capture is invalid, and a retry of the
+// same call cannot help. On the library's own capture they stay Aborted (retry).
+TEST(CudaStatusTest, CaptureErrorsOnTheCallersStreamAreFailedPrecondition) {
+  for (cudaError_t error : {cudaErrorStreamCaptureInvalidated, cudaErrorStreamCaptureUnsupported,
+                            cudaErrorStreamCaptureIsolation, cudaErrorStreamCaptureWrongThread}) {
+    const absl::Status own = internal::CudaStatus(error, "launch");
+    EXPECT_EQ(own.code(), absl::StatusCode::kAborted) << own;
+    const absl::Status callers = internal::OnCallersCapture(own);
+    EXPECT_EQ(callers.code(), absl::StatusCode::kFailedPrecondition) << callers;
+    ASSERT_TRUE(CudaErrorOf(callers).has_value());
+    EXPECT_EQ(*CudaErrorOf(callers), error);
+    EXPECT_NE(callers.message().find("capture anew"), absl::string_view::npos) << callers;
+  }
+  // Anything else is left as it was.
+  for (const absl::Status& other :
+       {absl::OkStatus(), internal::CudaStatus(cudaErrorIllegalAddress, "x"),
+        internal::CudaStatus(cudaErrorMemoryAllocation, "x"),
+        absl::InvalidArgumentError("rows = 0")}) {
+    EXPECT_EQ(internal::OnCallersCapture(other), other);
   }
 }
 

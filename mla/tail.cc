@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/device_guard.h"
+#include "mla/internal/pointer_checks.h"
 #include "mla/internal/tail_access.h"
 #include "mla/internal/tail_kernel_node.h"
 #include "mla/internal/value_bmm.h"
@@ -73,13 +74,22 @@ struct MlaTail::Impl {
   };
   absl::flat_hash_map<PlanKey, internal::ValueBmm> plans;
 
+  internal::PointerCheck pointer_check() const {
+    return options.full_pointer_checks ? internal::PointerCheck::kEveryCall
+                                       : internal::PointerCheck::kCached;
+  }
+  // Run() on any stream: validation (pointers included), then the launches. With `recorded`
+  // (TailAccess::Record), `stream` must be capturing, and the kernel node that holds the caller's
+  // pointers is handed back there.
+  absl::Status Run(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream,
+                   TailPath path, internal::TailKernelNode* recorded = nullptr);
   absl::Status AllocateBmmScratch();
   absl::StatusOr<const internal::ValueBmm*> Plan(const TailShape& shape, const TailBuffers& buffers,
                                                  bool capturing);
-  // Run()'s work after validation, and TailAccess::Record's: when `recorded` is set (and the
-  // stream capturing), also the kernel node that holds the caller's pointers.
-  absl::Status Enqueue(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream,
-                       TailPath path, internal::TailKernelNode* recorded);
+  // The fused kernel's node for `shape` (not yet in a graph): the launch for `buffers`, and the
+  // same launch's other form (with a gate when `buffers` have none, and the reverse).
+  absl::StatusOr<internal::TailKernelNode> FusedNode(const TailShape& shape,
+                                                     const TailBuffers& buffers) const;
   absl::Status RunFused(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream,
                         internal::TailKernelNode* recorded) const;
   absl::Status RunBmm(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream,
@@ -211,7 +221,10 @@ FusedKernel MlaTail::FusedKernelFor(const TailShape& shape) const {
                                       impl_->multiprocessors);
 }
 
-absl::Status MlaTail::CheckStream(cudaStream_t stream) const {
+namespace {
+
+// MlaTail::CheckStream for an instance of `device`.
+absl::Status CheckStreamOf(int device, cudaStream_t stream) {
   if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) {
     return absl::OkStatus();  // the current device's default stream: the guard made it ours
   }
@@ -222,12 +235,17 @@ absl::Status MlaTail::CheckStream(cudaStream_t stream) const {
   if (*capturing) return absl::OkStatus();
   int stream_device = -1;
   MLA_RETURN_IF_CUDA_ERROR(cudaStreamGetDevice(stream, &stream_device), "cudaStreamGetDevice");
-  if (stream_device != impl_->device) {
+  if (stream_device != device) {
     return absl::InvalidArgumentError(absl::StrCat("stream belongs to device ", stream_device,
-                                                   "; this MlaTail runs on device ",
-                                                   impl_->device));
+                                                   "; this MlaTail runs on device ", device));
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status MlaTail::CheckStream(cudaStream_t stream) const {
+  return CheckStreamOf(impl_->device, stream);
 }
 
 absl::StatusOr<const internal::ValueBmm*> MlaTail::Impl::Plan(const TailShape& shape,
@@ -267,24 +285,55 @@ absl::Status MlaTail::PrepareBmm(const TailShape& shape, const TailBuffers& buff
   MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(impl_->device));
+  MLA_RETURN_IF_ERROR(
+      internal::CheckTailBuffers(impl_->device, shape, buffers, impl_->pointer_check()));
   return impl_->Plan(shape, buffers, /*capturing=*/false).status();
 }
 
 absl::Status MlaTail::Run(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream,
                           TailPath path) {
   internal::CudaErrorScope errors;
-  MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
-  internal::DeviceGuard guard;
-  MLA_RETURN_IF_ERROR(guard.Enter(impl_->device));
-  MLA_RETURN_IF_ERROR(CheckStream(stream));
-  return impl_->Enqueue(shape, buffers, stream, path, /*recorded=*/nullptr);
+  // `stream` is the caller's: a capture of theirs that CUDA refuses is theirs to begin anew.
+  return internal::OnCallersCapture(impl_->Run(shape, buffers, stream, path));
 }
 
-absl::Status MlaTail::Impl::Enqueue(const TailShape& shape, const TailBuffers& buffers,
-                                    cudaStream_t stream, TailPath path,
-                                    internal::TailKernelNode* recorded) {
+absl::Status MlaTail::Impl::Run(const TailShape& shape, const TailBuffers& buffers,
+                                cudaStream_t stream, TailPath path,
+                                internal::TailKernelNode* recorded) {
+  MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
+  internal::DeviceGuard guard;
+  MLA_RETURN_IF_ERROR(guard.Enter(device));
+  MLA_RETURN_IF_ERROR(internal::CheckTailBuffers(device, shape, buffers, pointer_check()));
+  MLA_RETURN_IF_ERROR(CheckStreamOf(device, stream));
+  if (recorded != nullptr) {
+    absl::StatusOr<bool> capturing = internal::IsCapturing(stream);
+    if (!capturing.ok()) return capturing.status();
+    if (!*capturing) {
+      return absl::FailedPreconditionError(
+          "recording the tail's node needs a capturing stream; launch with MlaTail::Run "
+          "otherwise");
+    }
+  }
   return path == TailPath::kBmm ? RunBmm(shape, buffers, stream, recorded)
                                 : RunFused(shape, buffers, stream, recorded);
+}
+
+absl::StatusOr<internal::TailKernelNode> MlaTail::Impl::FusedNode(
+    const TailShape& shape, const TailBuffers& buffers) const {
+  // A launch depends on the shape and on whether there is a gate: the other form is planned from
+  // any non-null gate, never dereferenced.
+  TailBuffers other = buffers;
+  other.gate = buffers.gate != nullptr ? nullptr : buffers.latent;
+  internal::TailKernelNode node;
+  node.shape = shape;
+  const TailBuffers* forms[] = {&buffers, &other};
+  for (const TailBuffers* b : forms) {
+    MLA_RETURN_IF_CUDA_ERROR(
+        internal::PlanFusedKernel(internal::MakeFusedTailParams(shape, *b), options.fused_kernel,
+                                  multiprocessors, &node.launches[b->gate != nullptr]),
+        "planning the fused kernel");
+  }
+  return node;
 }
 
 absl::Status MlaTail::Impl::RunFused(const TailShape& shape, const TailBuffers& b,
@@ -298,9 +347,12 @@ absl::Status MlaTail::Impl::RunFused(const TailShape& shape, const TailBuffers& 
   MLA_RETURN_IF_CUDA_ERROR(internal::LaunchKernel(launch, &params, stream, options.pdl),
                            "fused kernel launch");
   if (recorded == nullptr) return absl::OkStatus();
-  absl::StatusOr<cudaGraphNode_t> node = internal::LastCapturedNode(stream);
+  absl::StatusOr<cudaGraphNode_t> captured = internal::LastCapturedNode(stream);
+  if (!captured.ok()) return captured.status();
+  absl::StatusOr<internal::TailKernelNode> node = FusedNode(shape, b);
   if (!node.ok()) return node.status();
-  *recorded = internal::TailKernelNode{*node, launch, shape};
+  node->node = *captured;
+  *recorded = *node;
   return absl::OkStatus();
 }
 
@@ -320,14 +372,16 @@ absl::Status MlaTail::Impl::RunBmm(const TailShape& shape, const TailBuffers& b,
   if (recorded != nullptr) {
     absl::StatusOr<cudaGraphNode_t> node = internal::LastCapturedNode(stream);
     if (!node.ok()) return node.status();
-    *recorded = internal::TailKernelNode{*node, pointers, shape, bmm.values, bmm.operand_tables};
+    *recorded = internal::TailKernelNode{
+        *node, {pointers, pointers}, shape, bmm.values, bmm.operand_tables};
   }
   MLA_RETURN_IF_ERROR((*plan)->RunPointerArray(tables.a_table, tables.b_table, tables.d_table,
                                                bmm.workspace, stream));
   const internal::BmmGateParams gate = internal::MakeBmmGateParams(shape, tables);
-  MLA_RETURN_IF_CUDA_ERROR(internal::LaunchKernel(internal::PlanBmmGate(shape.heads, shape.rows),
-                                                  &gate, stream, options.pdl),
-                           "BmmGateKernel launch");
+  MLA_RETURN_IF_CUDA_ERROR(
+      internal::LaunchKernel(internal::PlanBmmGate(shape.heads, shape.rows, b.gate != nullptr),
+                             &gate, stream, options.pdl),
+      "BmmGateKernel launch");
   // What the destructor's frees wait for. A captured run is the caller's graph's to order.
   if (!*capturing) {
     MLA_RETURN_IF_CUDA_ERROR(cudaEventRecord(bmm.last_run, stream), "cudaEventRecord");
@@ -340,31 +394,18 @@ namespace internal {
 absl::StatusOr<TailKernelNode> TailAccess::Record(const MlaTail& tail, const TailShape& shape,
                                                   const TailBuffers& buffers, cudaStream_t stream,
                                                   TailPath path) {
-  CudaErrorScope errors;
-  MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
-  DeviceGuard guard;
-  MLA_RETURN_IF_ERROR(guard.Enter(tail.device()));
-  MLA_RETURN_IF_ERROR(tail.CheckStream(stream));
-  absl::StatusOr<bool> capturing = IsCapturing(stream);
-  if (!capturing.ok()) return capturing.status();
-  if (!*capturing) {
-    return absl::FailedPreconditionError(
-        "recording the tail's node needs a capturing stream; launch with MlaTail::Run otherwise");
-  }
   // Under capture the BMM path only looks its plan up: the tail's state does not change.
   TailKernelNode node;
-  MLA_RETURN_IF_ERROR(tail.impl_->Enqueue(shape, buffers, stream, path, &node));
+  MLA_RETURN_IF_ERROR(tail.impl_->Run(shape, buffers, stream, path, &node));
   return node;
 }
 
-absl::StatusOr<KernelLaunch> TailAccess::FusedLaunch(const MlaTail& tail, const TailShape& shape) {
-  KernelLaunch launch;
-  MLA_RETURN_IF_CUDA_ERROR(
-      PlanFusedKernel(MakeFusedTailParams(shape, TailBuffers{}), tail.impl_->options.fused_kernel,
-                      tail.impl_->multiprocessors, &launch),
-      "planning the fused kernel");
-  return launch;
+absl::StatusOr<TailKernelNode> TailAccess::FusedNode(const MlaTail& tail, const TailShape& shape,
+                                                     const TailBuffers& buffers) {
+  return tail.impl_->FusedNode(shape, buffers);
 }
+
+PointerCheck TailAccess::PointerCheckOf(const MlaTail& tail) { return tail.impl_->pointer_check(); }
 
 absl::Status TailAccess::RecordBmmUse(MlaTail& tail, cudaStream_t stream) {
   const BmmScratch& s = tail.impl_->bmm;

@@ -56,6 +56,10 @@ struct TailOptions {
   size_t workspace_bytes = size_t{32} << 20;      // cuBLASLt workspace (32 MiB suits Hopper)
   bool pdl = true;                                // launch with programmatic stream serialization
   FusedKernel fused_kernel = FusedKernel::kAuto;  // the fused path's kernel
+  // Every call asks CUDA what each buffer points at (docs/spec.md, "Pointers"). Otherwise an
+  // allocation found reachable is remembered for the process, by its address range, and not
+  // asked about again: a buffer freed and reallocated at the same address passes unseen.
+  bool full_pointer_checks = false;
 };
 
 class MlaTail {
@@ -73,8 +77,11 @@ class MlaTail {
   MlaTail& operator=(const MlaTail&) = delete;
 
   // Validates, then enqueues the tail on `stream` (a stream of this instance's device, or 0 for
-  // the legacy default stream), or records it when `stream` is capturing. When validation fails
-  // nothing is launched and nothing written. The BMM path needs TailOptions::bmm
+  // the legacy default stream), or records it when `stream` is capturing. Validation includes
+  // what each buffer points at: InvalidArgument, naming it, for host memory the device cannot
+  // reach, memory of another device, or an allocation shorter than rows x stride. When
+  // validation fails nothing is launched and nothing written; a capture of the caller's that is
+  // invalid is FailedPrecondition. The BMM path needs TailOptions::bmm
   // (FailedPrecondition otherwise), rows <= max_rows and heads <= max_heads (OutOfRange), and
   // under capture a PrepareBmm() for the shape beforehand (FailedPrecondition).
   absl::Status Run(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream,

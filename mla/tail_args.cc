@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "mla/internal/tail_extents.h"
 
 namespace mla_tail {
 namespace {
@@ -24,6 +25,10 @@ absl::Status CheckPointer(const void* pointer, const char* name, int64_t alignme
 
 absl::Status CheckStride(int64_t stride, int64_t minimum, const char* name,
                          const char* minimum_meaning) {
+  if (stride > kMaxStride) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, " = ", stride, " is above kMaxStride = 2^40 elements"));
+  }
   if (stride < minimum) {
     return absl::InvalidArgumentError(absl::StrCat(name, " = ", stride, " is below ",
                                                    minimum_meaning, " = ", minimum,
@@ -128,11 +133,19 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
 
   for (const auto& [pointer, name] : {std::pair<const void*, const char*>{b.latent, "latent"},
                                       {b.w_uv, "w_uv"},
-                                      {b.gate, "gate"},
                                       {b.output, "output"}}) {
     if (absl::Status s = CheckPointer(pointer, name, kBf16Align); !s.ok()) return s;
   }
+  // The gate and the row count are optional.
+  if (b.gate != nullptr) {
+    if (absl::Status s = CheckPointer(b.gate, "gate", kBf16Align); !s.ok()) return s;
+  }
   if (absl::Status s = CheckPointer(b.lengths, "lengths", alignof(int32_t)); !s.ok()) return s;
+  if (b.row_count != nullptr) {
+    if (absl::Status s = CheckPointer(b.row_count, "row_count", alignof(int32_t)); !s.ok()) {
+      return s;
+    }
+  }
 
   if (absl::Status s =
           CheckStride(b.latent_row_stride, heads * kLatentDim, "latent_row_stride", "heads * 512");
@@ -148,13 +161,27 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = CheckStride(b.gate_row_stride, width, "gate_row_stride", "heads * 128");
-      !s.ok()) {
-    return s;
+  if (b.gate != nullptr) {
+    if (absl::Status s = CheckStride(b.gate_row_stride, width, "gate_row_stride", "heads * 128");
+        !s.ok()) {
+      return s;
+    }
   }
   if (absl::Status s = CheckStride(b.output_row_stride, width, "output_row_stride", "heads * 128");
       !s.ok()) {
     return s;
+  }
+
+  // Strides are bounded, so no span's size overflows; a span may still run past the top of the
+  // address space.
+  const internal::TailExtents e = internal::ExtentsOf(shape, b);
+  for (const internal::Extent& extent :
+       {e.latent, e.w_uv, e.gate, e.lengths, e.row_count, e.output}) {
+    if (extent.end < extent.begin) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s = %p: the bytes it spans run past the end of the address space",
+                          extent.name, reinterpret_cast<const void*>(extent.begin)));
+    }
   }
 
   // The kernels read inputs while other blocks write the output: no output byte may be a byte
@@ -168,8 +195,12 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
   const Rows gate{Address(b.gate), rows, b.gate_row_stride * kBytes, width * kBytes};
   const Rows lengths{Address(b.lengths), 1, 1,
                      static_cast<int64_t>(rows / shape.q * sizeof(int32_t))};
-  for (const auto& [input, name] :
-       {std::pair<Rows, const char*>{latent, "latent"}, {gate, "gate"}, {lengths, "lengths"}}) {
+  const Rows row_count{Address(b.row_count), 1, 1, sizeof(int32_t)};
+  for (const auto& [input, name] : {std::pair<Rows, const char*>{latent, "latent"},
+                                    {gate, "gate"},
+                                    {lengths, "lengths"},
+                                    {row_count, "row_count"}}) {
+    if (input.begin == 0) continue;  // an optional input that is absent
     if (Intersect(output, input)) {
       return absl::InvalidArgumentError(
           absl::StrCat("output overlaps ", name, ": the tail cannot run in place"));

@@ -20,6 +20,9 @@ inline constexpr int kValueDim = 128;   // D: v_head_dim
 inline constexpr int kMaxHeads = 128;
 inline constexpr int kMaxRows = 65536;  // rows of one call (tokens), far above any decode batch
 inline constexpr int kMaxQ = 64;        // tokens per request
+// Every row and head stride is at most 2^40 elements, so that rows x stride (and heads x
+// w_head_stride) stays far inside int64 and inside the address space.
+inline constexpr int64_t kMaxStride = int64_t{1} << 40;
 
 struct TailShape {
   int heads = 0;  // H: local heads, 1..128
@@ -34,11 +37,18 @@ struct TailBuffers {
   const bf16* w_uv = nullptr;     // (h, k, d) at w_uv + h * w_head_stride + d * w_row_stride + k
   int64_t w_head_stride = 0;      // >= 128 * w_row_stride (128·512, or 256·512 for kv_b_proj)
   int64_t w_row_stride = kLatentDim;  // >= 512
-  const bf16* gate = nullptr;         // [B, H * 128], row stride gate_row_stride
-  int64_t gate_row_stride = 0;        // >= H * 128
-  const int32_t* lengths = nullptr;   // [B / q]: a request is active when its length is > 0
-  bf16* output = nullptr;             // [B, H * 128], row stride output_row_stride
-  int64_t output_row_stride = 0;      // >= H * 128
+  // [B, H * 128], row stride gate_row_stride. Null: no gate (DeepSeek-V2/V3, Kimi-K2): out =
+  // bf16(v) for active rows; gate_row_stride is then not used.
+  const bf16* gate = nullptr;
+  int64_t gate_row_stride = 0;       // >= H * 128
+  const int32_t* lengths = nullptr;  // [B / q]: a request is active when its length is > 0
+  bf16* output = nullptr;            // [B, H * 128], row stride output_row_stride
+  int64_t output_row_stride = 0;     // >= H * 128
+  // Optional: one int32 on the device, the number of live rows n (written by the caller, upstream
+  // of the tail or in stream order). Rows t >= n are neither read nor written (their output rows
+  // keep what they held); rows below it keep their meaning, lengths included. Read when the tail
+  // runs, clamped to [0, B]. Null: all B rows are live.
+  const int32_t* row_count = nullptr;
 };
 
 // Buffers for compact tensors of `shape` (row strides at their minimum, W_UV as [H, 128, 512]).
@@ -49,7 +59,9 @@ TailBuffers CompactBuffers(const TailShape& shape, const bf16* latent, const bf1
 absl::Status ValidateShape(const TailShape& shape);
 
 // ValidateShape, then every pointer (non-null, aligned), stride (aligned, large enough that rows
-// do not overlap) and that the output overlaps no input.
+// do not overlap, at most kMaxStride) and that the output overlaps no input. Looks at addresses
+// only: what memory they point at is checked by the calls that launch (MlaTail::Run and the graph
+// calls), which ask CUDA.
 absl::Status ValidateTail(const TailShape& shape, const TailBuffers& buffers);
 
 }  // namespace mla_tail

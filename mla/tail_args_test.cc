@@ -1,5 +1,6 @@
 #include "mla_tail/mla/tail_args.h"
 
+#include <climits>
 #include <cstdint>
 #include <vector>
 
@@ -79,7 +80,6 @@ TEST(ValidateTailTest, RefusesNullPointers) {
   const std::pair<const char*, void (*)(TailBuffers&)> cases[] = {
       {"latent is null", [](TailBuffers& b) { b.latent = nullptr; }},
       {"w_uv is null", [](TailBuffers& b) { b.w_uv = nullptr; }},
-      {"gate is null", [](TailBuffers& b) { b.gate = nullptr; }},
       {"lengths is null", [](TailBuffers& b) { b.lengths = nullptr; }},
       {"output is null", [](TailBuffers& b) { b.output = nullptr; }},
   };
@@ -139,6 +139,74 @@ TEST(ValidateTailTest, RefusesSmallOrMisalignedStrides) {
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << message;
     EXPECT_THAT(std::string(status.message()), HasSubstr(message));
   }
+}
+
+// Strides past 2^40 elements are refused by name before any product is formed: at 2^62 the
+// bytes rows x stride span would overflow int64 (UBSan: tools/ubsan.sh).
+TEST(ValidateTailTest, RefusesStridesAboveTheirBound) {
+  Fixture f({4, 16, 1});
+  const std::pair<const char*, void (*)(TailBuffers&)> cases[] = {
+      {"output_row_stride = 4611686018427387904 is above kMaxStride",
+       [](TailBuffers& b) { b.output_row_stride = int64_t{1} << 62; }},
+      {"latent_row_stride = 9223372036854775800 is above kMaxStride",
+       [](TailBuffers& b) { b.latent_row_stride = INT64_MAX - 7; }},
+      {"gate_row_stride = 1099511627784 is above kMaxStride",
+       [](TailBuffers& b) { b.gate_row_stride = kMaxStride + 8; }},
+      {"w_row_stride = 4611686018427387904 is above kMaxStride",
+       [](TailBuffers& b) { b.w_row_stride = int64_t{1} << 62; }},
+      {"w_head_stride = 4611686018427387904 is above kMaxStride",
+       [](TailBuffers& b) { b.w_head_stride = int64_t{1} << 62; }},
+  };
+  for (const auto& [message, mutate] : cases) {
+    TailBuffers b = f.buffers;
+    mutate(b);
+    const absl::Status status = ValidateTail(f.shape, b);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << message;
+    EXPECT_THAT(std::string(status.message()), HasSubstr(message));
+  }
+  // One head never applies its head stride, but it is bounded all the same.
+  Fixture one({1, 16, 1});
+  one.buffers.w_head_stride = int64_t{1} << 62;
+  EXPECT_THAT(std::string(ValidateTail(one.shape, one.buffers).message()),
+              HasSubstr("w_head_stride = 4611686018427387904 is above kMaxStride"));
+}
+
+// At the bound, 65536 rows of the largest strides span 2^57 bytes each: no overflow. Validation
+// looks at addresses only, so the buffers here are addresses 2^58 apart, never dereferenced.
+TEST(ValidateTailTest, LargestStridesStayInRange) {
+  const TailShape shape{128, kMaxRows, 1};
+  const auto at = [](uintptr_t n) { return reinterpret_cast<bf16*>(n << 58); };
+  TailBuffers b =
+      CompactBuffers(shape, at(1), at(2), at(3), reinterpret_cast<const int32_t*>(at(4)), at(5));
+  b.latent_row_stride = kMaxStride;
+  b.w_row_stride = kMaxStride / 128;
+  b.w_head_stride = kMaxStride;
+  b.gate_row_stride = kMaxStride;
+  b.output_row_stride = kMaxStride;
+  EXPECT_TRUE(ValidateTail(shape, b).ok()) << ValidateTail(shape, b);
+  // A span that would run past the top of the address space is refused.
+  b.output = reinterpret_cast<bf16*>(~uintptr_t{0} - 4095);
+  EXPECT_THAT(std::string(ValidateTail(shape, b).message()),
+              HasSubstr("output = 0xfffffffffffff000: the bytes it spans run past the end"));
+}
+
+// The gate and the row count are optional: without a gate its stride is not looked at; a row
+// count is aligned and no output byte.
+TEST(ValidateTailTest, TheGateAndTheRowCountAreOptional) {
+  Fixture f({4, 16, 1});
+  TailBuffers b = f.buffers;
+  b.gate = nullptr;
+  b.gate_row_stride = 3;
+  EXPECT_TRUE(ValidateTail(f.shape, b).ok()) << ValidateTail(f.shape, b);
+  int32_t count[2] = {};
+  b.row_count = &count[0];
+  EXPECT_TRUE(ValidateTail(f.shape, b).ok()) << ValidateTail(f.shape, b);
+  b.row_count = reinterpret_cast<const int32_t*>(reinterpret_cast<const char*>(count) + 1);
+  EXPECT_THAT(std::string(ValidateTail(f.shape, b).message()), HasSubstr("is not 4-byte aligned"));
+  EXPECT_THAT(std::string(ValidateTail(f.shape, b).message()), HasSubstr("row_count = "));
+  b.row_count = reinterpret_cast<const int32_t*>(b.output) + 100;
+  EXPECT_THAT(std::string(ValidateTail(f.shape, b).message()),
+              HasSubstr("output overlaps row_count"));
 }
 
 TEST(ValidateTailTest, OneHeadMayUseAnyHeadStride) {

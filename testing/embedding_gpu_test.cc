@@ -257,9 +257,9 @@ TEST_F(EmbeddingGpuTest, BadArgumentsAreRefused) {
   EXPECT_EQ(AddTailNode(*tail_, nullptr, {}, a->shape(), a->buffers()).status().code(),
             absl::StatusCode::kInvalidArgument);
   mla_tail::TailBuffers broken = a->buffers();
-  broken.gate = nullptr;
+  broken.lengths = nullptr;
   EXPECT_THAT(std::string(AddTailNode(*tail_, graph, {}, a->shape(), broken).status().message()),
-              HasSubstr("gate is null"));
+              HasSubstr("lengths is null"));
   EXPECT_EQ(AddTailNode(*tail_, graph, {}, {0, 16, 1}, a->buffers()).status().code(),
             absl::StatusCode::kInvalidArgument);
   const cudaGraphNode_t null_node = nullptr;

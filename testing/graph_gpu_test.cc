@@ -450,8 +450,8 @@ TEST_P(GraphGpuTest, ErrorsLeaveTheSetUsable) {
   EXPECT_EQ(set->Replay(0, 18, stream_).code(), absl::StatusCode::kOutOfRange);
   EXPECT_EQ(set->Replay(1, 8, stream_).code(), absl::StatusCode::kFailedPrecondition);
   mla_tail::TailBuffers broken = problem->buffers();
-  broken.gate = nullptr;
-  EXPECT_THAT(std::string(set->SetLayer(0, broken).message()), HasSubstr("gate is null"));
+  broken.lengths = nullptr;
+  EXPECT_THAT(std::string(set->SetLayer(0, broken).message()), HasSubstr("lengths is null"));
   broken = problem->buffers();
   broken.latent += 1;  // misaligned
   EXPECT_EQ(set->SetLayer(0, broken).code(), absl::StatusCode::kInvalidArgument);

@@ -395,7 +395,11 @@ TEST_F(MlaGpuTest, ValidationErrorsLaunchNothing) {
       {"not a multiple of q", {12, 31, 2}, [](mla_tail::TailBuffers&) {}},
       {"latent is null", good, [](mla_tail::TailBuffers& b) { b.latent = nullptr; }},
       {"w_uv is null", good, [](mla_tail::TailBuffers& b) { b.w_uv = nullptr; }},
-      {"gate is null", good, [](mla_tail::TailBuffers& b) { b.gate = nullptr; }},
+      {"row_count = ", good,
+       [](mla_tail::TailBuffers& b) {
+         b.row_count =
+             reinterpret_cast<const int32_t*>(reinterpret_cast<const char*>(b.lengths) + 2);
+       }},
       {"lengths is null", good, [](mla_tail::TailBuffers& b) { b.lengths = nullptr; }},
       {"latent = ", good, [](mla_tail::TailBuffers& b) { b.latent += 4; }},
       {"gate = ", good, [](mla_tail::TailBuffers& b) { b.gate += 1; }},

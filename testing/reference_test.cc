@@ -127,6 +127,25 @@ ReferenceInputs SimpleInputs(uint16_t gate, uint16_t latent, int32_t length) {
   return in;
 }
 
+// Without a gate (DeepSeek-V2/V3, Kimi-K2): out = v on active rows, +0.0 on inactive ones.
+TEST(ReferenceTest, WithoutAGateTheOutputIsV) {
+  ReferenceInputs in = SimpleInputs(FloatToBf16(-100.0f), 0x3f80, 5);
+  in.gate = nullptr;
+  const ReferenceElement r = ReferenceOutput(in, 0, 0, 0);
+  EXPECT_TRUE(r.active);
+  EXPECT_EQ(r.s.nearest, 1.0f);
+  EXPECT_EQ(r.out, FloatToBf16(2.0f));
+  // A v that is no small integer comes out as it is.
+  in.latent = [](int, int, int k) { return k == 0 ? FloatToBf16(1.0f) : uint16_t{0}; };
+  in.w_uv = [](int, int k, int) { return k == 0 ? FloatToBf16(1.0f + 0x1p-7f) : uint16_t{0}; };
+  EXPECT_EQ(ReferenceOutput(in, 0, 0, 0).out, FloatToBf16(1.0f + 0x1p-7f));
+  in.lengths = [](int) { return 0; };
+  in.latent = [](int, int, int) { return FloatToBf16(std::numeric_limits<float>::quiet_NaN()); };
+  EXPECT_EQ(ReferenceOutput(in, 0, 0, 0).out, 0);
+  std::string why;
+  EXPECT_TRUE(OutputAgrees(ReferenceOutput(in, 0, 0, 0), 0, true, &why)) << why;
+}
+
 TEST(ReferenceTest, ComputesTheContractsMath) {
   const ReferenceElement r = ReferenceOutput(SimpleInputs(FloatToBf16(0.0f), 0x3f80, 5), 0, 0, 0);
   EXPECT_TRUE(r.active);

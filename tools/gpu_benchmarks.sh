@@ -13,8 +13,8 @@
 #              ./gpu-benchmarks); files of the same names there are appended to
 #     --after  a command run after each step (e.g. packing the folder, so that a run cut off
 #              keeps what it had)
-#     --skip   steps not to run: graph_bench, grid, q, torch, upstream, upstream_kernels,
-#              upstream_exceptions, large, pdl_probe, timeline, demo, runtime
+#     --skip   steps not to run: graph_bench, row_count, no_gate, grid, q, torch, upstream,
+#              upstream_kernels, upstream_exceptions, large, pdl_probe, timeline, demo, runtime
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$PWD/gpu-benchmarks}
@@ -69,6 +69,16 @@ upstream() {
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv >"$out/gpu.txt" 2>&1
 step graph_bench 30 graph_bench.log "$bin/graph_bench" --commit="$commit" \
   --csv="$out/graph_bench.csv"
+# The live row count: counted, padded and exact tails at 12 and 64 heads, buckets 16 and 64, with
+# and without a gate; the host time of Run, SetLayer and Update with cached and full pointer
+# checks.
+step row_count 60 row_count_bench.log "$bin/row_count_bench" --commit="$commit" \
+  --csv="$out/row_count_bench.csv"
+step row_count 60 row_count_bench.log "$bin/row_count_bench" --commit="$commit" \
+  --csv="$out/row_count_bench.csv" --gate=false --host_calls=1000
+# The tail without a gate over the grid, every fused kernel forced: against the gated grid next.
+step no_gate 170 tail_bench_no_gate.log "$bin/tail_bench" --commit="$commit" --gate=false \
+  --csv="$out/tail_bench_no_gate.csv" --modes=$kernels,auto
 step grid 170 tail_bench.log "$bin/tail_bench" --commit="$commit" --csv="$out/tail_bench.csv" \
   --modes=$kernels,bmm,auto,peer,auto-replay
 step q 40 tail_bench_q.log "$bin/tail_bench" --commit="$commit" --q=2,4 --heads=12,64,128 \

@@ -1,5 +1,6 @@
 #include "mla/internal/cuda_status.h"
 
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -9,6 +10,22 @@
 
 namespace mla_tail::internal {
 namespace {
+
+bool IsCaptureError(cudaError_t error) {
+  switch (error) {
+    case cudaErrorStreamCaptureInvalidated:
+    case cudaErrorStreamCaptureUnsupported:
+    case cudaErrorStreamCaptureUnjoined:
+    case cudaErrorStreamCaptureUnmatched:
+    case cudaErrorStreamCaptureImplicit:
+    case cudaErrorStreamCaptureIsolation:
+    case cudaErrorStreamCaptureWrongThread:
+    case cudaErrorCapturedEvent:
+      return true;
+    default:
+      return false;
+  }
+}
 
 absl::StatusCode CodeOf(cudaError_t error) {
   if (IsStickyCudaError(error)) return absl::StatusCode::kDataLoss;
@@ -22,16 +39,8 @@ absl::StatusCode CodeOf(cudaError_t error) {
     case cudaErrorInsufficientDriver:
     case cudaErrorNoKernelImageForDevice:
       return absl::StatusCode::kFailedPrecondition;
-    case cudaErrorStreamCaptureInvalidated:
-    case cudaErrorStreamCaptureUnsupported:
-    case cudaErrorStreamCaptureUnjoined:
-    case cudaErrorStreamCaptureUnmatched:
-    case cudaErrorStreamCaptureImplicit:
-    case cudaErrorStreamCaptureIsolation:
-    case cudaErrorStreamCaptureWrongThread:
-    case cudaErrorCapturedEvent:
-      return absl::StatusCode::kAborted;
     default:
+      if (IsCaptureError(error)) return absl::StatusCode::kAborted;  // a capture of our own
       // cudaErrorInvalidValue included: every argument the caller gave was validated before
       // any CUDA call, so an invalid value is the library's fault, not the caller's.
       return absl::StatusCode::kInternal;
@@ -49,6 +58,10 @@ absl::Status CudaStatus(cudaError_t error, absl::string_view what) {
                    sticky ? "; sticky: the CUDA context of this process is lost" : ""));
   status.SetPayload(kCudaErrorPayloadUrl, absl::Cord(absl::StrCat(static_cast<int>(error))));
   return status;
+}
+
+absl::Status DriverStatus(CUresult result, absl::string_view what) {
+  return CudaStatus(static_cast<cudaError_t>(result), what);
 }
 
 absl::Status CheckDevice(int device) {
@@ -79,10 +92,26 @@ absl::Status CheckDevice(int device) {
   return absl::OkStatus();
 }
 
+absl::Status OnCallersCapture(absl::Status status) {
+  const std::optional<cudaError_t> error = CudaErrorOf(status);
+  if (status.ok() || !error.has_value() || !IsCaptureError(*error)) return status;
+  absl::Status caller(absl::StatusCode::kFailedPrecondition,
+                      absl::StrCat(status.message(),
+                                   "; the stream capture under way on the caller's stream is "
+                                   "invalid: end it and capture anew"));
+  caller.SetPayload(kCudaErrorPayloadUrl, *status.GetPayload(kCudaErrorPayloadUrl));
+  return caller;
+}
+
 absl::StatusOr<bool> IsCapturing(cudaStream_t stream) {
   if (stream == nullptr || stream == cudaStreamLegacy) return false;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  MLA_RETURN_IF_CUDA_ERROR(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing");
+  MLA_RETURN_IF_ERROR(OnCallersCapture(
+      CudaStatus(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing")));
+  if (capture == cudaStreamCaptureStatusInvalidated) {
+    return OnCallersCapture(CudaStatus(cudaErrorStreamCaptureInvalidated,
+                                       "the stream's capture was invalidated before this call"));
+  }
   return capture != cudaStreamCaptureStatusNone;
 }
 

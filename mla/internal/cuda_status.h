@@ -5,6 +5,7 @@
 // public entry point opens: one keeps the caller's CUDA error state, one keeps other threads'
 // stream captures intact. Not part of the public API.
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include "absl/status/status.h"
@@ -18,9 +19,19 @@ namespace mla_tail::internal {
 // cudaError_t (CudaErrorOf). Sticky errors become DataLoss.
 absl::Status CudaStatus(cudaError_t error, absl::string_view what);
 
+// A driver result as CudaStatus reports the runtime error of the same number (the runtime's
+// codes mirror the driver's for every sticky error and for memory exhaustion).
+absl::Status DriverStatus(CUresult result, absl::string_view what);
+
 // Fails with FailedPrecondition unless `device` exists and is a Hopper-class (sm_90) GPU that
 // runs this module's native code; InvalidArgument for a device number that does not exist.
 absl::Status CheckDevice(int device);
+
+// `status` of a call on a stream the caller is capturing: the capture errors CUDA reports there
+// (the caller's capture was invalidated, by the caller's own work or another thread's) become
+// FailedPrecondition, since retrying the call cannot help: the caller ends that capture and
+// captures anew. Aborted stays for captures the library makes itself. Other statuses unchanged.
+absl::Status OnCallersCapture(absl::Status status);
 
 // Keeps the calling thread's CUDA error state as the caller left it: a failed runtime call of
 // ours sets the thread's last error, and the scope clears it on exit unless the caller already
@@ -56,6 +67,8 @@ class RelaxedCaptureMode {
 // Whether `stream` is capturing. The legacy default stream is never asked (a query of it while
 // another thread captures a blocking stream would break that capture): it is taken as not
 // capturing, and a launch into it during such a capture fails at the launch, as CUDA decides.
+// A capture of the caller's that CUDA has invalidated is FailedPrecondition (OnCallersCapture):
+// nothing may be recorded into it.
 absl::StatusOr<bool> IsCapturing(cudaStream_t stream);
 
 }  // namespace mla_tail::internal

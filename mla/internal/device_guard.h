@@ -1,37 +1,33 @@
 #ifndef MLA_TAIL_MLA_INTERNAL_DEVICE_GUARD_H_
 #define MLA_TAIL_MLA_INTERNAL_DEVICE_GUARD_H_
 
-#include <cuda_runtime_api.h>
+#include <cuda.h>
 
 #include "absl/status/status.h"
-#include "mla/internal/cuda_status.h"
 
 namespace mla_tail::internal {
 
-// Makes `device` current for a scope and restores the caller's device after it, so that an
-// instance works on its own device whatever device the calling thread has current.
+// Makes `device` current for a scope, so that an instance works on its own device whatever the
+// calling thread has current, and leaves the thread as it found it:
+// - a context of `device` already current (its primary context, a context the caller made, a
+//   green context) stays current: the library's calls run in it;
+// - otherwise the device's primary context is made current (cudaSetDevice), and on exit the
+//   caller's context is made current again (cuCtxSetCurrent: a non-primary or green context of
+//   another device comes back as it was), or, when the thread had none, the caller's device is
+//   set again (cudaSetDevice).
 class DeviceGuard {
  public:
   DeviceGuard() = default;
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;
-  ~DeviceGuard() {
-    if (previous_ >= 0 && previous_ != current_) cudaSetDevice(previous_);
-  }
+  ~DeviceGuard();
 
-  absl::Status Enter(int device) {
-    MLA_RETURN_IF_CUDA_ERROR(cudaGetDevice(&previous_), "cudaGetDevice");
-    current_ = previous_;
-    if (device != previous_) {
-      MLA_RETURN_IF_CUDA_ERROR(cudaSetDevice(device), "cudaSetDevice");
-      current_ = device;
-    }
-    return absl::OkStatus();
-  }
+  absl::Status Enter(int device);
 
  private:
-  int previous_ = -1;
-  int current_ = -1;
+  bool switched_ = false;
+  CUcontext caller_context_ = nullptr;  // null: the thread had no current context
+  int caller_device_ = -1;              // the runtime's device, when it had none
 };
 
 }  // namespace mla_tail::internal

@@ -13,6 +13,7 @@ cudaKernelNodeParams TailKernelNode::Params(const TailBuffers& buffers, Argument
     argument->fused = MakeFusedTailParams(shape, buffers);
     argument->addresses[0] = &argument->fused;
   }
+  const KernelLaunch& launch = launches[buffers.gate != nullptr];
   cudaKernelNodeParams p = {};
   p.func = const_cast<void*>(launch.function);
   p.gridDim = launch.grid;

@@ -21,7 +21,10 @@ namespace mla_tail::internal {
 
 struct TailKernelNode {
   cudaGraphNode_t node = nullptr;
-  KernelLaunch launch;  // the node's kernel and configuration: fixed for its shape
+  // The node's kernel and configuration, for buffers without a gate ([0]) and with one ([1]):
+  // fixed for its shape (on the fused path the two differ in their function alone; the BMM
+  // path's gate kernel has a node of its own, and its pointer node the same launch for both).
+  KernelLaunch launches[2];
   TailShape shape;
   // BmmPointersKernel's node: the BMM scratch its parameters point into (null on the fused path).
   bf16* bmm_values = nullptr;

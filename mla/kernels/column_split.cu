@@ -44,7 +44,8 @@ constexpr size_t SmemBytes() {
   return kTileRows == 8 ? 0 : size_t{kTileRows} * kSmemRow * sizeof(bf16);
 }
 
-template <int kTileRows>
+// kGated false: the tail without a gate (out = bf16(v)), which loads none.
+template <int kTileRows, bool kGated>
 __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   constexpr int kRowTiles = kTileRows == 32 ? 2 : 1;
   constexpr int kRows = 16 * kRowTiles;
@@ -69,11 +70,14 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   uint4 w_fragment[kChunks];
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) w_fragment[c] = device::LoadWeight16(w_column + 32 * c);
-  device::PrefetchBlockInputsL2(p, head, t0, kTileRows, 0, kLatentDim, chunk * kColumnsPerBlock,
-                                kColumnsPerBlock);
+  device::PrefetchBlockInputsL2<kGated>(p, head, t0, kTileRows, 0, kLatentDim,
+                                        chunk * kColumnsPerBlock, kColumnsPerBlock);
 
   device::GridDependencyWait();
   MLA_TIMELINE_STAMP(1);
+  // Rows at and past the live count are neither read nor written.
+  const int rows = device::LiveRows(p.row_count, p.rows);
+  if (t0 >= rows) return;
 
   const bf16* latent_head = p.latent + head * kLatentDim;
   // 8 rows: each thread loads its A fragments (row `group`, the k permutation of W_UV) straight
@@ -82,14 +86,14 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   // multiprocessors an upstream kernel has configured for its own (docs/design.md).
   uint4 a_rows[kDirect ? kChunks : 1];
   if constexpr (kDirect) {
-    const bf16* row = latent_head + min(t0 + group, p.rows - 1) * p.latent_row_stride + 8 * quarter;
+    const bf16* row = latent_head + min(t0 + group, rows - 1) * p.latent_row_stride + 8 * quarter;
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) a_rows[c] = *reinterpret_cast<const uint4*>(row + 32 * c);
   } else {
     for (int i = threadIdx.x; i < kRows * kWordsPerRow; i += kThreads) {
       const int r = i / kWordsPerRow;
       const int word = i % kWordsPerRow;
-      const bool valid = t0 + r < p.rows;
+      const bool valid = t0 + r < rows;
       const bf16* src = valid ? latent_head + (t0 + r) * p.latent_row_stride + word * 8 : p.latent;
       device::CopyAsync16(rows_smem + r * kSmemRow + word * 8, src, valid);
     }
@@ -107,9 +111,13 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   for (int tile = 0; tile < kRowTiles; ++tile) {
 #pragma unroll
     for (int half = 0; half < kHalves; ++half) {
-      const int t = min(t0 + tile * 16 + group + 8 * half, p.rows - 1);
-      gate_word[tile][half] =
-          *reinterpret_cast<const uint32_t*>(p.gate + t * p.gate_row_stride + out_column);
+      const int t = min(t0 + tile * 16 + group + 8 * half, rows - 1);
+      if constexpr (kGated) {
+        gate_word[tile][half] =
+            *reinterpret_cast<const uint32_t*>(p.gate + t * p.gate_row_stride + out_column);
+      } else {
+        gate_word[tile][half] = 0;
+      }
       length[tile][half] = p.lengths[t / p.q];
     }
   }
@@ -177,14 +185,14 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
       active[i] = length[tile][half] > 0;
     }
   }
-  device::GatePairs(v, gates, active, out);
+  device::EpiloguePairs<kGated>(v, gates, active, out);
   MLA_TIMELINE_STAMP_AFTER(11, out[0] ^ out[kPairs - 1]);
 #pragma unroll
   for (int tile = 0; tile < kRowTiles; ++tile) {
 #pragma unroll
     for (int half = 0; half < kHalves; ++half) {
       const int t = t0 + tile * 16 + group + 8 * half;
-      if (t >= p.rows) continue;
+      if (t >= rows) continue;
       *reinterpret_cast<uint32_t*>(p.output + t * p.output_row_stride + out_column) =
           out[kHalves * tile + half];
     }
@@ -192,32 +200,34 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   MLA_TIMELINE_STAMP(12);
 }
 
-template <int kTileRows>
+template <int kTileRows, bool kGated>
 __global__ void __launch_bounds__(kThreads) ColumnSplitKernel(const FusedTailParams p) {
-  ColumnSplitBlock<kTileRows>(p);
+  ColumnSplitBlock<kTileRows, kGated>(p);
 }
 
 // 8 rows: held to 144 registers a thread, so that three blocks still fit beside an upstream
 // kernel's (docs/design.md); the timeline stamps, where compiled in, take their own on top.
+template <bool kGated>
 __global__ void __maxnreg__(144 + MLA_TIMELINE_STAMP_REGISTERS)
     ColumnSplitDirectKernel(const FusedTailParams p) {
-  ColumnSplitBlock<8>(p);
+  ColumnSplitBlock<8, kGated>(p);
 }
 
-template <int kTileRows>
+template <int kTileRows, bool kGated>
 constexpr void (*KernelOf())(const FusedTailParams) {
   if constexpr (kTileRows == 8) {
-    return ColumnSplitDirectKernel;
+    return ColumnSplitDirectKernel<kGated>;
   } else {
-    return ColumnSplitKernel<kTileRows>;
+    return ColumnSplitKernel<kTileRows, kGated>;
   }
 }
 
 template <int kTileRows>
-KernelLaunch LaunchOf(int heads, int rows) {
+KernelLaunch LaunchOf(int heads, int rows, bool gated) {
   static_assert(SmemBytes<kTileRows>() <= 48 * 1024, "more shared memory needs an opt-in");
   KernelLaunch launch;
-  launch.function = reinterpret_cast<const void*>(KernelOf<kTileRows>());
+  launch.function = gated ? reinterpret_cast<const void*>(KernelOf<kTileRows, true>())
+                          : reinterpret_cast<const void*>(KernelOf<kTileRows, false>());
   launch.grid = dim3(kValueDim / kColumnsPerBlock, heads, (rows + kTileRows - 1) / kTileRows);
   launch.block = dim3(kThreads);
   launch.smem_bytes = SmemBytes<kTileRows>();
@@ -243,19 +253,27 @@ int ColumnSplitBlockRows(int heads, int rows, int multiprocessors) {
 }
 
 cudaError_t LoadColumnSplit() {
-  cudaError_t e = LoadKernel(KernelOf<8>(), SmemBytes<8>());
-  if (e == cudaSuccess) e = LoadKernel(KernelOf<16>(), SmemBytes<16>());
-  return e != cudaSuccess ? e : LoadKernel(KernelOf<32>(), SmemBytes<32>());
+  cudaError_t e = cudaSuccess;
+  for (cudaError_t (*load)() :
+       {+[] { return LoadKernel(KernelOf<8, true>(), SmemBytes<8>()); },
+        +[] { return LoadKernel(KernelOf<16, true>(), SmemBytes<16>()); },
+        +[] { return LoadKernel(KernelOf<32, true>(), SmemBytes<32>()); },
+        +[] { return LoadKernel(KernelOf<8, false>(), SmemBytes<8>()); },
+        +[] { return LoadKernel(KernelOf<16, false>(), SmemBytes<16>()); },
+        +[] { return LoadKernel(KernelOf<32, false>(), SmemBytes<32>()); }}) {
+    if (e == cudaSuccess) e = load();
+  }
+  return e;
 }
 
-KernelLaunch PlanColumnSplit(int heads, int rows, int multiprocessors) {
+KernelLaunch PlanColumnSplit(int heads, int rows, int multiprocessors, bool gated) {
   switch (ColumnSplitBlockRows(heads, rows, multiprocessors)) {
     case 8:
-      return LaunchOf<8>(heads, rows);
+      return LaunchOf<8>(heads, rows, gated);
     case 16:
-      return LaunchOf<16>(heads, rows);
+      return LaunchOf<16>(heads, rows, gated);
     default:
-      return LaunchOf<32>(heads, rows);
+      return LaunchOf<32>(heads, rows, gated);
   }
 }
 

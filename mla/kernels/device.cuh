@@ -21,6 +21,13 @@ __device__ __forceinline__ void LaunchDependents() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
+// The rows a launch for `rows` rows serves: all of them, or the live row count the caller keeps
+// on the device (`count` non-null), clamped to [0, rows]. Read after griddepcontrol.wait, like
+// the lengths: an upstream kernel may write it.
+__device__ __forceinline__ int LiveRows(const int32_t* count, int rows) {
+  return count == nullptr ? rows : max(0, min(*count, rows));
+}
+
 // The shared-memory address of a generic pointer into shared memory, as PTX operands take it.
 __device__ __forceinline__ uint32_t SmemAddress(const void* pointer) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(pointer));
@@ -98,6 +105,14 @@ __device__ __forceinline__ uint32_t GatePair(float v0, float v1, uint32_t gate_w
   return word;
 }
 
+// out = active ? bf16(v) : +0 for two adjacent columns without a gate; v already bf16-exact.
+__device__ __forceinline__ uint32_t ValuePair(float v0, float v1, bool active) {
+  const __nv_bfloat162 out = __floats2bfloat162_rn(v0, v1);
+  uint32_t word;
+  memcpy(&word, &out, sizeof(word));
+  return word & (0u - static_cast<uint32_t>(active));  // a mask, not a branch: +0.0 twice
+}
+
 // 1 / d rounded to nearest for 2^-126 <= d < 2^126: the instructions of the compiler's IEEE
 // division in that range (reciprocal estimate, one correcting FMA step), without the branch to
 // its general path for the rest.
@@ -168,6 +183,25 @@ __device__ __forceinline__ void GatePairs(const float (&v)[2 * kN], const uint32
   if (!in_range) {
 #pragma unroll
     for (int i = 0; i < kN; ++i) out[i] = GatePair(v[2 * i], v[2 * i + 1], gate[i], active[i]);
+  }
+}
+
+// out[i] = ValuePair(v[2i], v[2i + 1], active[i]): the tail without a gate, which loads none.
+template <int kN>
+__device__ __forceinline__ void ValuePairs(const float (&v)[2 * kN], const bool (&active)[kN],
+                                           uint32_t (&out)[kN]) {
+#pragma unroll
+  for (int i = 0; i < kN; ++i) out[i] = ValuePair(v[2 * i], v[2 * i + 1], active[i]);
+}
+
+// The epilogue's step for a thread's kN pairs: GatePairs with a gate, ValuePairs without.
+template <bool kGated, int kN>
+__device__ __forceinline__ void EpiloguePairs(const float (&v)[2 * kN], const uint32_t (&gate)[kN],
+                                              const bool (&active)[kN], uint32_t (&out)[kN]) {
+  if constexpr (kGated) {
+    GatePairs(v, gate, active, out);
+  } else {
+    ValuePairs(v, active, out);
   }
 }
 

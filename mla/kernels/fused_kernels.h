@@ -11,23 +11,25 @@
 
 namespace mla_tail::internal {
 
+// Each kernel in two forms: with the gate (`gated`), and without (out = bf16(v), no gate loads).
+
 // ColumnSplit (column_split.cu): ColumnSplitBlockRows rows a block.
-KernelLaunch PlanColumnSplit(int heads, int rows, int multiprocessors);
+KernelLaunch PlanColumnSplit(int heads, int rows, int multiprocessors, bool gated);
 cudaError_t LoadColumnSplit();
 
 // LatentSplit (latent_split.cu): 8-row blocks of 8 warps up to 8 rows, else 16-row
 // blocks of 4.
-KernelLaunch PlanLatentSplit(int heads, int rows);
+KernelLaunch PlanLatentSplit(int heads, int rows, bool gated);
 cudaError_t LoadLatentSplit();
 
 // Tile (tile.cu) in the configuration a kTile* kernel names;
 // cudaErrorInvalidValue for any other kernel. IsTileKernel tells which kernels those are.
 bool IsTileKernel(FusedKernel kernel);
-cudaError_t PlanTile(int heads, int rows, FusedKernel kernel, KernelLaunch* launch);
+cudaError_t PlanTile(int heads, int rows, FusedKernel kernel, bool gated, KernelLaunch* launch);
 cudaError_t LoadTileKernels();
 
 // Persistent128x128 (persistent_128x128.cu): kPersistent128x128.
-KernelLaunch PlanPersistent128x128(int heads, int rows, int multiprocessors);
+KernelLaunch PlanPersistent128x128(int heads, int rows, int multiprocessors, bool gated);
 cudaError_t LoadPersistent128x128();
 
 }  // namespace mla_tail::internal

@@ -35,8 +35,9 @@ namespace {
 
 constexpr int kColumns = 16;  // two n8 tiles
 
-// kRows: 8 (one m16 tile whose rows 8-15 are zeros) or 16.
-template <int kRows, int kWarps>
+// kRows: 8 (one m16 tile whose rows 8-15 are zeros) or 16. kGated false: the tail without a
+// gate (out = bf16(v)), which loads none.
+template <int kRows, int kWarps, bool kGated>
 __global__ void __launch_bounds__(32 * kWarps) LatentSplitKernel(const FusedTailParams p) {
   constexpr int kHalves = kRows / 8;  // of the m16 tile: rows group and group + 8
   constexpr int kTiles = kColumns / 8;
@@ -67,17 +68,20 @@ __global__ void __launch_bounds__(32 * kWarps) LatentSplitKernel(const FusedTail
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) w_fragment[j][c] = device::LoadWeight16(w_column + 32 * c);
   }
-  device::PrefetchBlockInputsL2(p, head, t0, kRows, 0, kLatentDim, column0, kColumns);
+  device::PrefetchBlockInputsL2<kGated>(p, head, t0, kRows, 0, kLatentDim, column0, kColumns);
 
   device::GridDependencyWait();
   MLA_TIMELINE_STAMP(1);
+  // Rows at and past the live count are neither read nor written.
+  const int rows = device::LiveRows(p.row_count, p.rows);
+  if (t0 >= rows) return;
 
   // Rows past the end read the last row, whose products are never stored.
   const bf16* latent_head = p.latent + head * kLatentDim + 32 * chunk0 + 8 * quarter;
   uint4 a_rows[kHalves][kChunks];
 #pragma unroll
   for (int half = 0; half < kHalves; ++half) {
-    const bf16* row = latent_head + min(t0 + group + 8 * half, p.rows - 1) * p.latent_row_stride;
+    const bf16* row = latent_head + min(t0 + group + 8 * half, rows - 1) * p.latent_row_stride;
 #pragma unroll
     for (int c = 0; c < kChunks; ++c)
       a_rows[half][c] = *reinterpret_cast<const uint4*>(row + 32 * c);
@@ -90,9 +94,11 @@ __global__ void __launch_bounds__(32 * kWarps) LatentSplitKernel(const FusedTail
   if (warp < kTiles) {
 #pragma unroll
     for (int half = 0; half < kHalves; ++half) {
-      const int t = min(t0 + group + 8 * half, p.rows - 1);
-      gate_word[half] =
-          *reinterpret_cast<const uint32_t*>(p.gate + t * p.gate_row_stride + out_column);
+      const int t = min(t0 + group + 8 * half, rows - 1);
+      if constexpr (kGated) {
+        gate_word[half] =
+            *reinterpret_cast<const uint32_t*>(p.gate + t * p.gate_row_stride + out_column);
+      }
       length[half] = p.lengths[t / p.q];
     }
   }
@@ -150,12 +156,12 @@ __global__ void __launch_bounds__(32 * kWarps) LatentSplitKernel(const FusedTail
     v[2 * half + 1] = __bfloat162float(__float2bfloat16_rn(sum[2 * half + 1]));
     active[half] = length[half] > 0;
   }
-  device::GatePairs(v, gate_word, active, out);
+  device::EpiloguePairs<kGated>(v, gate_word, active, out);
   MLA_TIMELINE_STAMP_AFTER(11, out[0] ^ out[kHalves - 1]);
 #pragma unroll
   for (int half = 0; half < kHalves; ++half) {
     const int t = t0 + group + 8 * half;
-    if (t >= p.rows) continue;
+    if (t >= rows) continue;
     *reinterpret_cast<uint32_t*>(p.output + t * p.output_row_stride + out_column) = out[half];
   }
   MLA_TIMELINE_STAMP(12);
@@ -167,9 +173,11 @@ template <int kRows>
 constexpr int kWarpsFor = kRows == 8 ? 8 : 4;
 
 template <int kRows>
-KernelLaunch LatentSplitLaunch(int heads, int rows) {
+KernelLaunch LatentSplitLaunch(int heads, int rows, bool gated) {
   KernelLaunch launch;
-  launch.function = reinterpret_cast<const void*>(LatentSplitKernel<kRows, kWarpsFor<kRows>>);
+  launch.function =
+      gated ? reinterpret_cast<const void*>(LatentSplitKernel<kRows, kWarpsFor<kRows>, true>)
+            : reinterpret_cast<const void*>(LatentSplitKernel<kRows, kWarpsFor<kRows>, false>);
   launch.grid = dim3(kValueDim / kColumns, heads, (rows + kRows - 1) / kRows);
   launch.block = dim3(32 * kWarpsFor<kRows>);
   launch.smem_bytes = 0;  // static only
@@ -178,13 +186,16 @@ KernelLaunch LatentSplitLaunch(int heads, int rows) {
 
 }  // namespace
 
-KernelLaunch PlanLatentSplit(int heads, int rows) {
-  return rows <= 8 ? LatentSplitLaunch<8>(heads, rows) : LatentSplitLaunch<16>(heads, rows);
+KernelLaunch PlanLatentSplit(int heads, int rows, bool gated) {
+  return rows <= 8 ? LatentSplitLaunch<8>(heads, rows, gated)
+                   : LatentSplitLaunch<16>(heads, rows, gated);
 }
 
 cudaError_t LoadLatentSplit() {
-  const cudaError_t e = LoadKernel(LatentSplitKernel<8, kWarpsFor<8>>, 0);
-  return e != cudaSuccess ? e : LoadKernel(LatentSplitKernel<16, kWarpsFor<16>>, 0);
+  cudaError_t e = LoadKernel(LatentSplitKernel<8, kWarpsFor<8>, true>, 0);
+  if (e == cudaSuccess) e = LoadKernel(LatentSplitKernel<16, kWarpsFor<16>, true>, 0);
+  if (e == cudaSuccess) e = LoadKernel(LatentSplitKernel<8, kWarpsFor<8>, false>, 0);
+  return e != cudaSuccess ? e : LoadKernel(LatentSplitKernel<16, kWarpsFor<16>, false>, 0);
 }
 
 }  // namespace mla_tail::internal

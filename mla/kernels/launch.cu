@@ -86,16 +86,18 @@ FusedKernel ResolveFusedKernel(FusedKernel kernel, int heads, int rows, int mult
 cudaError_t PlanFusedKernel(const FusedTailParams& p, FusedKernel kernel, int multiprocessors,
                             KernelLaunch* launch) {
   const FusedKernel resolved = ResolveFusedKernel(kernel, p.heads, p.rows, multiprocessors);
+  // The one place the gate's presence picks a kernel's form.
+  const bool gated = p.gate != nullptr;
   if (resolved == FusedKernel::kPersistent128x128) {
-    *launch = PlanPersistent128x128(p.heads, p.rows, multiprocessors);
+    *launch = PlanPersistent128x128(p.heads, p.rows, multiprocessors, gated);
     return cudaSuccess;
   }
   if (resolved == FusedKernel::kLatentSplit) {
-    *launch = PlanLatentSplit(p.heads, p.rows);
+    *launch = PlanLatentSplit(p.heads, p.rows, gated);
     return cudaSuccess;
   }
-  if (IsTileKernel(resolved)) return PlanTile(p.heads, p.rows, resolved, launch);
-  *launch = PlanColumnSplit(p.heads, p.rows, multiprocessors);
+  if (IsTileKernel(resolved)) return PlanTile(p.heads, p.rows, resolved, gated, launch);
+  *launch = PlanColumnSplit(p.heads, p.rows, multiprocessors, gated);
   return cudaSuccess;
 }
 

@@ -66,7 +66,8 @@ FusedKernel ResolveFusedKernel(FusedKernel kernel, int heads, int rows, int mult
 int ColumnSplitBlockRows(int heads, int rows, int multiprocessors);
 
 // The fused kernel's launch for `params` on a GPU of `multiprocessors` SMs: the one mapping from
-// (FusedKernel, shape) to a kernel, used by the eager launch and by every graph node.
+// (FusedKernel, shape, gate or none) to a kernel, used by the eager launch and by every graph
+// node. With and without a gate the launch differs only in its function.
 cudaError_t PlanFusedKernel(const FusedTailParams& params, FusedKernel kernel, int multiprocessors,
                             KernelLaunch* launch);
 
@@ -75,9 +76,10 @@ cudaError_t PlanFusedKernel(const FusedTailParams& params, FusedKernel kernel, i
 cudaError_t LoadTailKernels();
 
 // The BMM path's kernels: BmmPointersKernel before the cuBLASLt GEMM (a BmmPointerParams its
-// argument), BmmGateKernel after it (a BmmGateParams).
+// argument), BmmGateKernel after it (a BmmGateParams), with the gate (`gated`: the operands'
+// gate is non-null) or without.
 KernelLaunch PlanBmmPointers();
-KernelLaunch PlanBmmGate(int heads, int rows);
+KernelLaunch PlanBmmGate(int heads, int rows, bool gated);
 cudaError_t LoadBmmPointers();
 cudaError_t LoadBmmGate();
 

@@ -21,25 +21,27 @@ struct FusedTailParams {
   const bf16* w_uv;  // (h, k, d) at w_uv + h * w_head_stride + d * w_row_stride + k
   int64_t w_head_stride;
   int64_t w_row_stride;
-  const bf16* gate;  // [B, H * 128]: row t at gate + t * gate_row_stride
+  const bf16* gate;  // [B, H * 128]: row t at gate + t * gate_row_stride; null: no gate
   int64_t gate_row_stride;
   const int32_t* lengths;  // [B / q]: row t is active when lengths[t / q] > 0
   bf16* output;            // [B, H * 128]: row t at output + t * output_row_stride
   int64_t output_row_stride;
-  int heads;  // H
-  int rows;   // B
-  int q;      // tokens a request
+  int heads;                 // H
+  int rows;                  // B
+  int q;                     // tokens a request
+  const int32_t* row_count;  // null, or the live rows on the device (read after the wait)
 };
 
 // The caller's buffers the gate reads and writes on the BMM path. BmmPointersKernel writes them
 // to device memory and BmmGateKernel reads them from there, so that a pointer update on that path
 // rewrites one kernel node (BmmPointersKernel's), as on the fused path.
 struct GateOperands {
-  const bf16* gate;  // [B, H * 128]
+  const bf16* gate;  // [B, H * 128]; null: out = bf16(values)
   int64_t gate_row_stride;
   const int32_t* lengths;  // [B / q]
   bf16* output;            // [B, H * 128]
   int64_t output_row_stride;
+  const int32_t* row_count;  // null, or the live rows on the device
 };
 
 // BmmGateKernel's: the gate applied to the batched GEMM's values.
@@ -75,7 +77,7 @@ inline constexpr size_t kOperandTableBytes =
 inline FusedTailParams MakeFusedTailParams(const TailShape& shape, const TailBuffers& b) {
   return {b.latent,    b.latent_row_stride, b.w_uv,    b.w_head_stride, b.w_row_stride,
           b.gate,      b.gate_row_stride,   b.lengths, b.output,        b.output_row_stride,
-          shape.heads, shape.rows,          shape.q};
+          shape.heads, shape.rows,          shape.q,   b.row_count};
 }
 
 // `values` is the BMM path's [H, B, 128] scratch; `tables` is kOperandTableBytes of device
@@ -89,7 +91,7 @@ inline BmmPointerParams MakeBmmPointerParams(const TailShape& shape, const TailB
           values,
           shape.heads,
           shape.rows,
-          {b.gate, b.gate_row_stride, b.lengths, b.output, b.output_row_stride},
+          {b.gate, b.gate_row_stride, b.lengths, b.output, b.output_row_stride, b.row_count},
           const_cast<const void**>(addresses),
           const_cast<const void**>(addresses + kMaxHeads),
           addresses + 2 * kMaxHeads,

@@ -112,9 +112,11 @@ struct PersistentEarlySigmoids<true> {
   }
 };
 
-template <bool kEarlySigmoids>
+// kGated false: the tail without a gate (out = bf16(v)), which loads none.
+template <bool kEarlySigmoids, bool kGated>
 __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
     Persistent128x128Kernel(const FusedTailParams p) {
+  static_assert(kGated || !kEarlySigmoids, "early sigmoids need a gate");
   using Early = PersistentEarlySigmoids<kEarlySigmoids>;
   using T = PersistentTile;
   extern __shared__ uint4 smem_words[];
@@ -150,12 +152,14 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
     // ---- Producer ----
     device::WarpgroupRegistersDown<T::kProducerRegisters>();
     const device::TileCopier<T, false> copier(p);
+    int rows = p.rows;  // the live rows, once known (after the dependency wait)
     auto copy_w = [&](const Tile& c, int step, int stage) { copier.W(p, smem, c, step, stage); };
     auto copy_latent = [&](const Tile& c, int step, int stage) {
-      copier.Latent(p, smem, c, step, stage);
+      copier.Latent(p, rows, smem, c, step, stage);
     };
     auto copy_epilogue_inputs = [&](const Tile& c) {
-      copier.EpilogueInputs(p, c, gate_tile, reinterpret_cast<uint8_t*>(lengths));
+      copier.template EpilogueInputs<kGated>(p, rows, c, gate_tile,
+                                             reinterpret_cast<uint8_t*>(lengths));
     };
 
     // W_UV is no upstream kernel's output: the first buffers' share goes before the wait.
@@ -164,11 +168,19 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
 #pragma unroll
     for (int step = 0; step < kEarly; ++step) copy_w(first, step, step);
     device::GridDependencyWait();
+    // Tiles whose rows all lie at or past the live count are skipped (by the consumers too);
+    // `served` counts the tiles served. The early W_UV copies are tile 0's: when the first tile
+    // served has another head, they land first and its W_UV is copied anew.
+    rows = device::LiveRows(p.row_count, p.rows);
+    const bool early_w_wrong = first.t0 >= rows && tiles > 1;
+    if (early_w_wrong) device::CopyAsyncCommitAndWaitAll();
 
     int stage = 0;
     uint32_t phase = 0;  // of the buffers' use: the n-th fill of a buffer is phase n
+    int served = 0;
     for (int i = 0; i < tiles; ++i) {
       const Tile tile = tile_at(i);
+      if (tile.t0 >= rows) continue;
 #pragma unroll 1
       for (int step = 0; step < T::kSteps; ++step) {
         // The gate buffer is free once the previous tile's epilogue is done, which is when
@@ -176,12 +188,14 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
         // so waiting here holds back no copy. With early sigmoids the gate goes first: the
         // consumers await it from step 4 (and a block has one tile, so nothing is waited for).
         if (step == Early::kGateStep) {
-          if (i > 0) device::MbarrierWait(gate_empty, (i - 1) & 1);
+          if (served > 0) device::MbarrierWait(gate_empty, (served - 1) & 1);
           copy_epilogue_inputs(tile);
           device::MbarrierArriveOnCopies(gate_full);
         }
-        if (i > 0 || step >= T::kStages) device::MbarrierWait(&empty[stage], (phase - 1) & 1);
-        if (i > 0 || step >= kEarly) copy_w(tile, step, stage);
+        if (served > 0 || step >= T::kStages) device::MbarrierWait(&empty[stage], (phase - 1) & 1);
+        if (served > 0 || step >= kEarly || (early_w_wrong && tile.head != first.head)) {
+          copy_w(tile, step, stage);
+        }
         copy_latent(tile, step, stage);
         device::MbarrierArriveOnCopies(&full[stage]);
         if (++stage == T::kStages) {
@@ -189,16 +203,22 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
           ++phase;
         }
       }
+      ++served;
     }
     // Every upstream-written read is issued: dependents may launch.
     device::LaunchDependents();
-    device::CopyAsyncWait<0>();
+    if (served == 0) {
+      device::CopyAsyncCommitAndWaitAll();  // the early W_UV copies, which no tile used
+    } else {
+      device::CopyAsyncWait<0>();
+    }
     return;
   }
 
   // ---- Consumers ----
   device::WarpgroupRegistersUp<T::kConsumerRegisters>();
   device::GridDependencyWait();  // orders the output stores after the upstream kernels
+  const int rows = device::LiveRows(p.row_count, p.rows);  // as the producer skips
   const int consumer = threadIdx.x - T::kProducerThreads;  // 0..255
   const int warpgroup = consumer / 128;
   const int warp = consumer % 128 / 32;  // within the warpgroup
@@ -209,8 +229,10 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
 
   int stage = 0;
   uint32_t phase = 0;
+  int served = 0;  // tiles served
   for (int i = 0; i < tiles; ++i) {
     const Tile tile = tile_at(i);
+    if (tile.t0 >= rows) continue;
     float acc[T::kCols / 2];
 #pragma unroll
     for (int j = 0; j < T::kCols / 2; ++j) acc[j] = 0.0f;
@@ -229,7 +251,7 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
         device::Wgmma64xN(acc, a_desc0 + stage_offset + 2 * k, b_desc0 + stage_offset + 2 * k);
       }
       device::WgmmaCommit();
-      early.Step(step, gate_full, i & 1, gate_tile, lengths);
+      early.Step(step, gate_full, served & 1, gate_tile, lengths);
       device::WgmmaWait<1>();  // the step before is done: free its buffer
       device::FenceAccumulators(acc);
       if (step > 0) {
@@ -253,7 +275,7 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
       // Epilogue. Accumulator 4j + e: row 16 * warp + group (+8 for e >= 2) of the warpgroup's
       // 64, column 8j + 2 * quarter + (e & 1). One half (8 rows) at a time: 16 pairs beside the
       // accumulators.
-      device::MbarrierWait(gate_full, i & 1);
+      device::MbarrierWait(gate_full, served & 1);
       constexpr int kOutTiles = T::kCols / 8;
       const int group = lane / 4;
       const int quarter = lane % 4;
@@ -273,7 +295,7 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
               *reinterpret_cast<const uint32_t*>(gate_tile + T::GateWord(row, j) + 4 * quarter);
           active[j] = row_active;
         }
-        device::GatePairs(v, gates, active, gated);
+        device::EpiloguePairs<kGated>(v, gates, active, gated);
 #pragma unroll
         for (int j = 0; j < kOutTiles; ++j) {
           *reinterpret_cast<uint32_t*>(gate_tile + T::GateWord(row, j) + 4 * quarter) = gated[j];
@@ -288,33 +310,40 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
     for (int n = 0; n < 64 / 8; ++n) {
       const int r = 64 * warpgroup + k / T::kGateWordsPerRow + 8 * n;
       const int t = tile.t0 + r;
-      if (t >= p.rows) continue;
+      if (t >= rows) continue;
       *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + tile.head * kValueDim +
                                 8 * word) =
           *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
     }
     // Every thread arrives: its own reads of the gate buffer happen before the refill.
     device::MbarrierArrive(gate_empty);
+    ++served;
   }
 }
 
 }  // namespace
 
 cudaError_t LoadPersistent128x128() {
-  const cudaError_t e = LoadKernel(Persistent128x128Kernel<true>, PersistentTile::kSmemBytes);
-  return e != cudaSuccess ? e
-                          : LoadKernel(Persistent128x128Kernel<false>, PersistentTile::kSmemBytes);
+  cudaError_t e = LoadKernel(Persistent128x128Kernel<true, true>, PersistentTile::kSmemBytes);
+  if (e == cudaSuccess) {
+    e = LoadKernel(Persistent128x128Kernel<false, true>, PersistentTile::kSmemBytes);
+  }
+  return e != cudaSuccess
+             ? e
+             : LoadKernel(Persistent128x128Kernel<false, false>, PersistentTile::kSmemBytes);
 }
 
 // As many rounds of tiles as the GPU needs, on the fewest blocks that keep that many (every
 // block as busy, and more bandwidth for each); with one round, the kernel with early sigmoids.
-KernelLaunch PlanPersistent128x128(int heads, int rows, int multiprocessors) {
+KernelLaunch PlanPersistent128x128(int heads, int rows, int multiprocessors, bool gated) {
   const long long tiles =
       static_cast<long long>(heads) * ((rows + PersistentTile::kRows - 1) / PersistentTile::kRows);
   const long long rounds = (tiles + multiprocessors - 1) / multiprocessors;
   KernelLaunch launch;
-  launch.function = rounds == 1 ? reinterpret_cast<const void*>(Persistent128x128Kernel<true>)
-                                : reinterpret_cast<const void*>(Persistent128x128Kernel<false>);
+  launch.function = !gated ? reinterpret_cast<const void*>(Persistent128x128Kernel<false, false>)
+                    : rounds == 1
+                        ? reinterpret_cast<const void*>(Persistent128x128Kernel<true, true>)
+                        : reinterpret_cast<const void*>(Persistent128x128Kernel<false, true>);
   launch.grid = dim3(static_cast<unsigned>((tiles + rounds - 1) / rounds));
   launch.block = dim3(PersistentTile::kThreads);
   launch.smem_bytes = PersistentTile::kSmemBytes;

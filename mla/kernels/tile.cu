@@ -146,7 +146,8 @@ struct EarlySigmoids<T, true> {
   }
 };
 
-template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, bool kEarlySigmoids>
+// kGated false: the tail without a gate (out = bf16(v)), which loads none.
+template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, bool kEarlySigmoids, bool kGated>
 __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
     TileKernel(const FusedTailParams p) {
   using T = WgTile<kStages, kCols, kWarpgroups>;
@@ -155,6 +156,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
   constexpr int kSteps = T::kSteps;
   constexpr int kAlign = T::kAlign;
   static_assert(!kEarlySigmoids || kWarpgroups == 1, "EarlySigmoids: one warpgroup's layout");
+  static_assert(kGated || !kEarlySigmoids, "early sigmoids need a gate");
   extern __shared__ uint4 smem_words[];
   // The swizzle is a function of the address: align the tiles to its 1024-byte atom.
   const uint32_t smem_raw = device::SmemAddress(smem_words);
@@ -168,12 +170,13 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
   // Step `step` of tile `c` into stage buffer `stage`.
   const device::TileCopier<typename T::L, true> copier(p);
   auto copy_w = [&](const Tile& c, int step, int stage) { copier.W(p, smem, c, step, stage); };
+  int rows = p.rows;  // the live rows, once known (after the dependency wait)
   auto copy_latent = [&](const Tile& c, int step, int stage) {
-    copier.Latent(p, smem, c, step, stage);
+    copier.Latent(p, rows, smem, c, step, stage);
   };
   uint8_t* const gate_tile = smem + T::kGateOffset;
   auto copy_epilogue_inputs = [&](const Tile& c) {
-    copier.EpilogueInputs(p, c, gate_tile, smem + T::kLengthsOffset);
+    copier.template EpilogueInputs<kGated>(p, rows, c, gate_tile, smem + T::kLengthsOffset);
   };
 
   MLA_TIMELINE_STAMP(0);
@@ -181,9 +184,17 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
   // epilogue's inputs.
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) copy_w(tile, step, step);
-  device::PrefetchBlockInputsL2(p, tile.head, tile.t0, kRows, 0, kLatentDim, tile.column0, kCols);
+  device::PrefetchBlockInputsL2<kGated>(p, tile.head, tile.t0, kRows, 0, kLatentDim, tile.column0,
+                                        kCols);
   device::GridDependencyWait();
   MLA_TIMELINE_STAMP(1);
+  // Rows at and past the live count are neither read nor written; a block of none of them exits
+  // once its W_UV copies have landed.
+  rows = device::LiveRows(p.row_count, p.rows);
+  if (tile.t0 >= rows) {
+    device::CopyAsyncCommitAndWaitAll();
+    return;
+  }
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) {
     copy_latent(tile, step, step);
@@ -289,7 +300,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
           active[n] = lengths[row] > 0;
         }
       }
-      device::GatePairs(v, gates, active, gated);
+      device::EpiloguePairs<kGated>(v, gates, active, gated);
 #pragma unroll
       for (int b = 0; b < kHalvesPerBatch; ++b) {
         const int row = 16 * warp + 8 * (half0 + b) + group;
@@ -309,7 +320,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
     const int r = threadIdx.x / T::kGateWordsPerRow + n * T::kGateRowsPerPass;
     const int word = threadIdx.x % T::kGateWordsPerRow;
     const int t = tile.t0 + r;
-    if (t >= p.rows) continue;
+    if (t >= rows) continue;
     *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + tile.head * kValueDim +
                               tile.column0 + 8 * word) =
         *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
@@ -354,17 +365,24 @@ struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
   using T = WgTile<kC.stages, kC.cols, kC.warpgroups>;
   static constexpr auto kKernel =
-      TileKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kC.early_sigmoids>;
+      TileKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kC.early_sigmoids, true>;
+  // Without a gate: no sigmoids to compute early.
+  static constexpr auto kUngatedKernel =
+      TileKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, false, false>;
 
-  static KernelLaunch Plan(int heads, int rows) {
+  static KernelLaunch Plan(int heads, int rows, bool gated) {
     KernelLaunch launch;
-    launch.function = reinterpret_cast<const void*>(kKernel);
+    launch.function = gated ? reinterpret_cast<const void*>(kKernel)
+                            : reinterpret_cast<const void*>(kUngatedKernel);
     launch.grid = dim3(kValueDim / kC.cols, heads, (rows + T::kRows - 1) / T::kRows);
     launch.block = dim3(T::kThreads);
     launch.smem_bytes = T::kSmemBytes;
     return launch;
   }
-  static cudaError_t Load() { return LoadKernel(kKernel, T::kSmemBytes); }
+  static cudaError_t Load() {
+    const cudaError_t e = LoadKernel(kKernel, T::kSmemBytes);
+    return e != cudaSuccess ? e : LoadKernel(kUngatedKernel, T::kSmemBytes);
+  }
 };
 
 // Calls f(Wg<i>) for the configuration of `kernel`; false if it has none.
@@ -399,8 +417,8 @@ bool IsTileKernel(FusedKernel kernel) {
 
 cudaError_t LoadTileKernels() { return LoadAll(); }
 
-cudaError_t PlanTile(int heads, int rows, FusedKernel kernel, KernelLaunch* launch) {
-  return WithConfig(kernel, [&](auto wg) { *launch = decltype(wg)::Plan(heads, rows); })
+cudaError_t PlanTile(int heads, int rows, FusedKernel kernel, bool gated, KernelLaunch* launch) {
+  return WithConfig(kernel, [&](auto wg) { *launch = decltype(wg)::Plan(heads, rows, gated); })
              ? cudaSuccess
              : cudaErrorInvalidValue;
 }

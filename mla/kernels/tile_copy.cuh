@@ -100,14 +100,15 @@ struct TileCopier {
   }
 
   // Step `step` of tile `c`'s latent rows into stage buffer `stage` of the stages at `smem`. Rows
-  // past the end are not copied: their products land in output rows never stored.
-  __device__ __forceinline__ void Latent(const FusedTailParams& p, uint8_t* smem, const TileAt& c,
-                                         int step, int stage) const {
+  // at and past `rows` (the live rows) are not copied: their products land in output rows never
+  // stored.
+  __device__ __forceinline__ void Latent(const FusedTailParams& p, int rows, uint8_t* smem,
+                                         const TileAt& c, int step, int stage) const {
     uint8_t* to = smem + stage * L::kStageBytes + L::kWBytes + dst;
 #pragma unroll
     for (int n = 0; n < L::kLatentCopies; ++n) {
       const int t = c.t0 + row + n * L::kRowsPerPass;
-      if (t < p.rows) {
+      if (t < rows) {
         CopyAsync16(
             to + n * L::kRowsPerPass * L::kRowBytes,
             p.latent + t * p.latent_row_stride + c.head * kLatentDim + step * L::kStepK + 8 * word,
@@ -116,17 +117,20 @@ struct TileCopier {
     }
   }
 
-  // The epilogue's inputs of tile `c`: its gate into the gate tile, its rows' lengths (int32)
-  // into `lengths`; rows past the end are zero-filled.
-  static __device__ __forceinline__ void EpilogueInputs(const FusedTailParams& p, const TileAt& c,
-                                                        uint8_t* gate_tile, uint8_t* lengths) {
+  // The epilogue's inputs of tile `c`: its gate into the gate tile (kGated; without a gate
+  // nothing is copied there), its rows' lengths (int32) into `lengths`; rows at and past `rows`
+  // (the live rows) are zero-filled.
+  template <bool kGated = true>
+  static __device__ __forceinline__ void EpilogueInputs(const FusedTailParams& p, int rows,
+                                                        const TileAt& c, uint8_t* gate_tile,
+                                                        uint8_t* lengths) {
     const int gate_row = threadIdx.x / L::kGateWordsPerRow;
     const int gate_word = threadIdx.x % L::kGateWordsPerRow;
 #pragma unroll
-    for (int n = 0; n < L::kGateCopies; ++n) {
+    for (int n = 0; kGated && n < L::kGateCopies; ++n) {
       const int r = gate_row + n * L::kGateRowsPerPass;
       const int t = c.t0 + r;
-      const bool valid = t < p.rows;
+      const bool valid = t < rows;
       const bf16* src =
           valid ? p.gate + t * p.gate_row_stride + c.head * kValueDim + c.column0 + 8 * gate_word
                 : p.gate;
@@ -134,13 +138,13 @@ struct TileCopier {
     }
     if constexpr (L::kRows == L::kCopyThreads) {  // one row a thread
       const int t = c.t0 + threadIdx.x;
-      const bool valid = t < p.rows;
+      const bool valid = t < rows;
       CopyAsync4(reinterpret_cast<int32_t*>(lengths) + threadIdx.x,
                  valid ? p.lengths + t / p.q : p.lengths, valid);
     } else {
       for (int r = threadIdx.x; r < L::kRows; r += L::kCopyThreads) {
         const int t = c.t0 + r;
-        const bool valid = t < p.rows;
+        const bool valid = t < rows;
         CopyAsync4(lengths + r * sizeof(int32_t), valid ? p.lengths + t / p.q : p.lengths, valid);
       }
     }

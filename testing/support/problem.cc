@@ -150,7 +150,7 @@ absl::StatusOr<std::unique_ptr<Problem>> Problem::Create(const ProblemOptions& o
 
   b.latent = latent;
   b.w_uv = w_uv;
-  b.gate = gate;
+  b.gate = options.gated ? gate : nullptr;
   b.lengths = p->lengths_device_.as<int32_t>();
   b.output = p->output_.as<bf16>();
 
@@ -214,7 +214,9 @@ ReferenceInputs Problem::reference_inputs() const {
     return latent[t * b.latent_row_stride + h * kLatentDim + k];
   };
   in.w_uv = [=](int h, int k, int d) { return w_uv[h * b.w_head_stride + d * b.w_row_stride + k]; };
-  in.gate = [=](int t, int column) { return gate[t * b.gate_row_stride + column]; };
+  if (b.gate != nullptr) {
+    in.gate = [=](int t, int column) { return gate[t * b.gate_row_stride + column]; };
+  }
   const std::vector<int32_t>* lengths = &lengths_;
   in.lengths = [lengths](int request) { return (*lengths)[request]; };
   return in;
@@ -230,7 +232,13 @@ bool Problem::NanExpected(int64_t t, int64_t column) const {
          nan_gate_.count({t, column}) > 0;
 }
 
-absl::Status Problem::Check(const bf16* output, const std::vector<int>& rows, bool exact) const {
+absl::Status Problem::Check(const bf16* output, const std::vector<int>& sample, bool exact,
+                            int live_rows) const {
+  const int live = live_rows >= 0 ? std::min(live_rows, options_.shape.rows) : options_.shape.rows;
+  std::vector<int> rows;
+  for (int t : sample) {
+    if (t < live) rows.push_back(t);
+  }
   absl::StatusOr<std::vector<uint16_t>> got = DownloadBits(output, output_elements());
   if (!got.ok()) return got.status();
   const int heads = options_.shape.heads;
@@ -243,7 +251,7 @@ absl::Status Problem::Check(const bf16* output, const std::vector<int>& rows, bo
   };
 
   for (int t = 0; t < options_.shape.rows + options_.guard_rows; ++t) {
-    const bool in_batch = t < options_.shape.rows;
+    const bool in_batch = t < live;
     const bool active = in_batch && lengths_[t / options_.shape.q] > 0;
     for (int64_t c = 0; c < stride; ++c) {
       const uint16_t bits = (*got)[t * stride + c];

@@ -70,7 +70,10 @@ class Problem {
   // Checks an output allocation against the reference on `rows` (all columns), that every
   // element of every row < B was written (no NaN but where a special value puts one), and that
   // padding columns and guard rows still hold NaN. Returns the first few mismatches as an error.
-  absl::Status Check(const mla_tail::bf16* output, const std::vector<int>& rows, bool exact) const;
+  // With `live_rows` >= 0, rows at and past it are checked to hold NaN still (a row count kept
+  // the tail off them) and only `rows` below it against the reference.
+  absl::Status Check(const mla_tail::bf16* output, const std::vector<int>& rows, bool exact,
+                     int live_rows = -1) const;
 
   // Rows worth checking (problem_data.h's SampleRows).
   std::vector<int> SampleRows(int random_rows = 4) const;

@@ -28,6 +28,7 @@ struct ProblemOptions {
   // two active rows: what the contract says an active row propagates.
   bool special_values = false;
   int guard_rows = 16;  // NaN rows after the output that must stay NaN
+  bool gated = true;    // false: buffers() hold no gate (out = bf16(v))
   uint64_t seed = 1;
 };
 

@@ -58,6 +58,11 @@ ReferenceElement ReferenceOutput(const ReferenceInputs& in, int t, int h, int d)
   }
   r.acc = acc;
   r.v = DoubleToBf16(acc);
+  if (!in.gate) {  // no gate: out = v
+    r.s = {1.0, 1.0f, 1.0f, 1.0f};
+    r.out = r.active ? r.v : uint16_t{0};
+    return r;
+  }
   r.s = AllowedSigmoids(in.gate(t, h * 128 + d));
   r.out = r.active ? FloatToBf16(Bf16ToFloat(r.v) * r.s.nearest) : uint16_t{0};
   return r;

@@ -17,7 +17,7 @@ struct ReferenceInputs {
   int q = 1;
   std::function<uint16_t(int t, int h, int k)> latent;  // [B, H, 512]
   std::function<uint16_t(int h, int k, int d)> w_uv;    // [H, 512, 128]
-  std::function<uint16_t(int t, int column)> gate;      // [B, H * 128]
+  std::function<uint16_t(int t, int column)> gate;      // [B, H * 128]; empty: no gate
   std::function<int32_t(int request)> lengths;          // [B / q]
 };
 
@@ -42,11 +42,12 @@ struct ReferenceElement {
   bool active = false;
   double acc = 0;    // the exact dot product
   uint16_t v = 0;    // bf16(acc), rounded once from the exact value
-  SigmoidBounds s;   // the sigmoids the contract allows for this element's gate
+  SigmoidBounds s;   // the sigmoids the contract allows for this element's gate; 1 without one
   uint16_t out = 0;  // the contract's output with s.nearest: bf16(float(v) * s.nearest)
 };
 
-// One output element: row t, head h, column d.
+// One output element: row t, head h, column d: active ? bf16(v * s) : +0, or without a gate
+// active ? v : +0.
 ReferenceElement ReferenceOutput(const ReferenceInputs& in, int t, int h, int d);
 
 // The contract's tolerance: `got` is +0.0 exactly on inactive rows; on active rows it equals

@@ -1,0 +1,226 @@
+// The live row count and the pointer checks, measured.
+//
+// Device time: at each (heads, bucket, live rows), three tails side by side, each the per-layer
+// time of the tails of enough layers to keep L2 cold, captured into one graph and replayed:
+//   counted  the bucket's tail with TailBuffers::row_count = live (the rows past it skipped);
+//   padded   the same bucket without a count (every row computed, as a padded replay is today);
+//   exact    the tail of exactly the live rows, no padding.
+// The goals: counted <= padded + 0.1 us everywhere, and counted within 0.1 us of padded when
+// every row is live. With --gate=false the same without a gate, against the gated tail.
+//
+// Host time: MlaTail::Run at 12 x 1, TailGraphSet::SetLayer and TailNode::Update, each with the
+// cached pointer checks and with full checks (TailOptions::full_pointer_checks), and the checks
+// alone (the difference is what the checks add to each call).
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "bench/bench_util.h"
+#include "mla/internal/cuda_status.h"
+#include "mla/internal/device_guard.h"
+#include "mla/internal/pointer_checks.h"
+#include "mla_tail/graph/tail_graph_set.h"
+#include "mla_tail/graph/tail_node.h"
+#include "mla_tail/mla/tail.h"
+#include "testing/support/gpu.h"
+
+ABSL_FLAG(std::string, heads, "12,64", "head counts");
+ABSL_FLAG(std::string, buckets, "16,64", "bucket rows");
+ABSL_FLAG(bool, gate, true, "with a gate (false: the tail without one, DeepSeek-V3 style)");
+ABSL_FLAG(int, replays, 20, "graph replays timed (the median is reported)");
+ABSL_FLAG(int, host_calls, 20000, "calls timed for each host-time figure");
+ABSL_FLAG(std::string, csv, "", "append the device-time rows to this CSV file");
+ABSL_FLAG(std::string, commit, "unknown", "the commit measured, for the record");
+
+namespace mla_tail_bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<int> ParseList(const std::string& text) {
+  std::vector<int> values;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    int v = 0;
+    if (absl::SimpleAtoi(part, &v)) values.push_back(v);
+  }
+  return values;
+}
+
+// The per-layer time of `layers` tails of `shape`, captured into one graph (L2 cold).
+absl::StatusOr<double> PerLayer(mla_tail::MlaTail& tail, const mla_tail::TailShape& shape,
+                                const std::vector<mla_tail::TailBuffers>& layers,
+                                cudaStream_t stream) {
+  absl::StatusOr<double> us = TimeCapturedGraph(
+      stream,
+      [&](cudaStream_t s) {
+        for (const mla_tail::TailBuffers& b : layers) MLA_RETURN_IF_ERROR(tail.Run(shape, b, s));
+        return absl::OkStatus();
+      },
+      absl::GetFlag(FLAGS_replays));
+  if (!us.ok()) return us.status();
+  return *us / layers.size();
+}
+
+absl::Status DeviceTimes(cudaStream_t stream, FILE* csv) {
+  const bool gated = absl::GetFlag(FLAGS_gate);
+  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail = mla_tail::MlaTail::Create(0, {});
+  if (!tail.ok()) return tail.status();
+  mla_tail_testing::DeviceMemory count;
+  MLA_RETURN_IF_ERROR(count.Reset(sizeof(int32_t)));
+  std::printf("%-6s %-7s %-5s %-11s %-10s %-10s %-10s\n", "heads", "bucket", "live", "counted_us",
+              "padded_us", "exact_us", "kernel");
+  for (int heads : ParseList(absl::GetFlag(FLAGS_heads))) {
+    for (int bucket : ParseList(absl::GetFlag(FLAGS_buckets))) {
+      const mla_tail::TailShape shape{heads, bucket, 1};
+      const int count_layers = LayersForColdL2(shape, 16, 256);
+      absl::StatusOr<std::vector<Layer>> layers = MakeLayers(shape, count_layers, stream);
+      if (!layers.ok()) return layers.status();
+      std::vector<mla_tail::TailBuffers> padded, counted;
+      for (const Layer& l : *layers) {
+        mla_tail::TailBuffers b = l.buffers;
+        if (!gated) b.gate = nullptr;
+        padded.push_back(b);
+        b.row_count = count.as<int32_t>();
+        counted.push_back(b);
+      }
+      absl::StatusOr<double> padded_us = PerLayer(**tail, shape, padded, stream);
+      if (!padded_us.ok()) return padded_us.status();
+      for (int live : {1, bucket / 2, bucket}) {
+        MLA_RETURN_IF_CUDA_ERROR(
+            cudaMemcpy(count.get(), &live, sizeof(live), cudaMemcpyHostToDevice), "count");
+        absl::StatusOr<double> counted_us = PerLayer(**tail, shape, counted, stream);
+        if (!counted_us.ok()) return counted_us.status();
+        absl::StatusOr<double> exact_us = PerLayer(**tail, {heads, live, 1}, padded, stream);
+        if (!exact_us.ok()) return exact_us.status();
+        const char* kernel = mla_tail::FusedKernelName((*tail)->FusedKernelFor(shape));
+        std::printf("%-6d %-7d %-5d %-11.2f %-10.2f %-10.2f %-10s\n", heads, bucket, live,
+                    *counted_us, *padded_us, *exact_us, kernel);
+        if (csv != nullptr) {
+          std::fprintf(csv, "%s,%s,%d,%d,%d,%.3f,%.3f,%.3f,%s\n",
+                       absl::GetFlag(FLAGS_commit).c_str(), gated ? "gated" : "no_gate", heads,
+                       bucket, live, *counted_us, *padded_us, *exact_us, kernel);
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Host microseconds per call of `call`, over --host_calls calls (the stream drained every 1000).
+template <typename F>
+absl::StatusOr<double> HostMicros(cudaStream_t stream, F call) {
+  const int calls = absl::GetFlag(FLAGS_host_calls);
+  double total = 0;
+  for (int done = 0; done < calls;) {
+    const int batch = std::min(1000, calls - done);
+    const auto start = Clock::now();
+    for (int i = 0; i < batch; ++i) MLA_RETURN_IF_ERROR(call());
+    total += std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+    done += batch;
+    MLA_RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(stream), "drain");
+  }
+  return total / calls;
+}
+
+absl::Status HostTimes(cudaStream_t stream) {
+  const mla_tail::TailShape shape{12, 1, 1};
+  absl::StatusOr<std::vector<Layer>> layers = MakeLayers({12, 16, 1}, 2, stream);
+  if (!layers.ok()) return layers.status();
+  const mla_tail::TailBuffers a = (*layers)[0].buffers, b = (*layers)[1].buffers;
+  std::printf("\nhost time per call, us (12 heads)\n%-34s %-8s %-8s\n", "call", "cached", "full");
+  auto row = [](const char* name, double cached, double full) {
+    std::printf("%-34s %-8.3f %-8.3f\n", name, cached, full);
+  };
+  double run[2], checks[2], set_layer[2], update[2];
+  for (int full = 0; full < 2; ++full) {
+    mla_tail::TailOptions options;
+    options.full_pointer_checks = full == 1;
+    absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail = mla_tail::MlaTail::Create(0, options);
+    if (!tail.ok()) return tail.status();
+    absl::StatusOr<double> t = HostMicros(stream, [&] { return (*tail)->Run(shape, a, stream); });
+    if (!t.ok()) return t.status();
+    run[full] = *t;
+    const auto mode = full ? mla_tail::internal::PointerCheck::kEveryCall
+                           : mla_tail::internal::PointerCheck::kCached;
+    t = HostMicros(stream, [&] {
+      mla_tail::internal::DeviceGuard guard;
+      MLA_RETURN_IF_ERROR(guard.Enter(0));
+      return mla_tail::internal::CheckTailBuffers(0, shape, a, mode);
+    });
+    if (!t.ok()) return t.status();
+    checks[full] = *t;
+
+    mla_tail::GraphSetOptions set_options;
+    set_options.heads = 12;
+    set_options.layers = 1;
+    set_options.buckets = {1, 16};
+    set_options.full_pointer_checks = full == 1;
+    absl::StatusOr<std::unique_ptr<mla_tail::TailGraphSet>> set =
+        mla_tail::TailGraphSet::Create(0, set_options);
+    if (!set.ok()) return set.status();
+    int i = 0;
+    t = HostMicros(stream, [&] { return (*set)->SetLayer(0, ++i % 2 ? a : b); });
+    if (!t.ok()) return t.status();
+    set_layer[full] = *t;
+
+    cudaGraph_t graph = nullptr;
+    MLA_RETURN_IF_CUDA_ERROR(cudaGraphCreate(&graph, 0), "cudaGraphCreate");
+    absl::StatusOr<mla_tail::TailNode> node = mla_tail::AddTailNode(**tail, graph, {}, shape, a);
+    if (!node.ok()) return node.status();
+    cudaGraphExec_t exec = nullptr;
+    MLA_RETURN_IF_CUDA_ERROR(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+    t = HostMicros(stream, [&] { return node->Update(exec, ++i % 2 ? a : b); });
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    if (!t.ok()) return t.status();
+    update[full] = *t;
+  }
+  row("MlaTail::Run (12 x 1)", run[0], run[1]);
+  row("  of it: the pointer checks", checks[0], checks[1]);
+  row("TailGraphSet::SetLayer", set_layer[0], set_layer[1]);
+  row("TailNode::Update", update[0], update[1]);
+  return absl::OkStatus();
+}
+
+int Main() {
+  if (const absl::Status gpu = mla_tail_testing::GpuUsable(); !gpu.ok()) {
+    std::printf("no usable GPU: %s\n", std::string(gpu.message()).c_str());
+    return mla_tail_testing::GpuRequired() ? 1 : 0;
+  }
+  cudaStream_t stream = nullptr;
+  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) return 1;
+  std::printf("row_count_bench: %s, commit %s\n", DeviceDescription().c_str(),
+              absl::GetFlag(FLAGS_commit).c_str());
+  FILE* csv = nullptr;
+  if (!absl::GetFlag(FLAGS_csv).empty()) {
+    csv = std::fopen(absl::GetFlag(FLAGS_csv).c_str(), "a");
+    if (csv == nullptr) return 1;
+  }
+  absl::Status status = DeviceTimes(stream, csv);
+  if (status.ok()) status = HostTimes(stream);
+  if (csv != nullptr) std::fclose(csv);
+  cudaStreamDestroy(stream);
+  if (!status.ok()) {
+    std::printf("failed: %s\n", status.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace mla_tail_bench
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return mla_tail_bench::Main();
+}

@@ -1,0 +1,66 @@
+#ifndef MLA_TAIL_MLA_INTERNAL_CHECKED_RANGES_H_
+#define MLA_TAIL_MLA_INTERNAL_CHECKED_RANGES_H_
+
+// The address ranges of one device whose memory the pointer checks (pointer_checks.h) have
+// found reachable: a sorted set of disjoint mapped ranges, each with the reserved range it lies
+// in. Not thread-safe (its owner locks). Not part of the public API.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace mla_tail::internal {
+
+class CheckedRanges {
+ public:
+  // A mapped range [begin, end) and the start of the address range reserved for it: the
+  // allocation's own start for a plain allocation, the reservation's (cuMemAddressReserve) for
+  // mappings laid end to end in one.
+  struct Range {
+    uintptr_t begin, end, reservation;
+  };
+
+  // At most this many ranges are kept: past it the set starts again empty.
+  static constexpr size_t kMaxRanges = 4096;
+
+  // Whether [begin, end) lies in ranges of one reservation laid end to end.
+  bool Covers(uintptr_t begin, uintptr_t end) const {
+    auto it = std::upper_bound(ranges_.begin(), ranges_.end(), begin,
+                               [](uintptr_t address, const Range& r) { return address < r.begin; });
+    if (it == ranges_.begin()) return false;
+    --it;
+    if (begin >= it->end) return false;
+    const uintptr_t reservation = it->reservation;
+    while (end > it->end) {
+      const uintptr_t next = it->end;
+      ++it;
+      if (it == ranges_.end() || it->begin != next || it->reservation != reservation) return false;
+    }
+    return true;
+  }
+
+  // Adds a range found reachable. Live mappings never overlap, so a kept range that overlaps it
+  // belonged to memory freed since and is dropped.
+  void Add(const Range& r) {
+    ranges_.erase(
+        std::remove_if(ranges_.begin(), ranges_.end(),
+                       [&r](const Range& c) { return c.begin < r.end && r.begin < c.end; }),
+        ranges_.end());
+    if (ranges_.size() >= kMaxRanges) ranges_.clear();
+    ranges_.insert(
+        std::lower_bound(ranges_.begin(), ranges_.end(), r,
+                         [](const Range& a, const Range& b) { return a.begin < b.begin; }),
+        r);
+  }
+
+  void Clear() { ranges_.clear(); }
+  size_t size() const { return ranges_.size(); }
+
+ private:
+  std::vector<Range> ranges_;  // sorted by begin, disjoint
+};
+
+}  // namespace mla_tail::internal
+
+#endif  // MLA_TAIL_MLA_INTERNAL_CHECKED_RANGES_H_

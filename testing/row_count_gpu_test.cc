@@ -1,0 +1,293 @@
+// The live row count (TailBuffers::row_count) and the tail without a gate, on every path: every
+// fused kernel forced, the BMM path, graph sets and nodes. Padding rows hold what runtimes put
+// there (NaN latent and gate, lengths 1 as SGLang pads them); the output's rows past the live
+// count are NaN before the call and must stay so; the rows below it equal the CPU reference bit
+// for bit.
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "mla/internal/cuda_status.h"
+#include "mla_tail/graph/tail_graph_set.h"
+#include "mla_tail/graph/tail_node.h"
+#include "mla_tail/mla/dispatch.h"
+#include "mla_tail/mla/tail.h"
+#include "testing/support/gpu.h"
+#include "testing/support/gpu_stream_test.h"
+#include "testing/support/problem.h"
+#include "testing/support/status_macros.h"
+
+namespace mla_tail_testing {
+namespace {
+
+using ::mla_tail::FusedKernel;
+using ::mla_tail::GraphSetOptions;
+using ::mla_tail::TailBuffers;
+using ::mla_tail::TailGraphSet;
+using ::mla_tail::TailNode;
+using ::mla_tail::TailPath;
+using ::testing::HasSubstr;
+
+class RowCountGpuTest : public GpuStreamTest<> {
+ protected:
+  void SetUp() override {
+    GpuStreamTest::SetUp();
+    if (!StreamReady()) return;
+    absl::StatusOr<DeviceMemory> count = DeviceMemory::Allocate(sizeof(int32_t));
+    ASSERT_TRUE(count.ok()) << count.status();
+    count_ = *std::move(count);
+  }
+
+  std::unique_ptr<Problem> MakeProblem(int heads, int rows, uint64_t seed, bool gated = true) {
+    ProblemOptions options;
+    options.shape = {heads, rows, 1};
+    options.seed = seed;
+    options.gated = gated;
+    absl::StatusOr<std::unique_ptr<Problem>> problem = Problem::Create(options, stream_);
+    EXPECT_TRUE(problem.ok()) << problem.status();
+    return problem.ok() ? *std::move(problem) : nullptr;
+  }
+
+  static std::unique_ptr<mla_tail::MlaTail> MakeTail(FusedKernel kernel) {
+    mla_tail::TailOptions options;
+    options.max_rows = 1024;
+    options.fused_kernel = kernel;
+    absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail = mla_tail::MlaTail::Create(0, options);
+    EXPECT_TRUE(tail.ok()) << tail.status();
+    return tail.ok() ? *std::move(tail) : nullptr;
+  }
+
+  // Writes the live row count (in stream order, then waits).
+  void SetCount(int n) {
+    ASSERT_EQ(cudaMemcpyAsync(count_.get(), &n, sizeof(n), cudaMemcpyHostToDevice, stream_),
+              cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  }
+
+  // Rows [from, B) become padding as a runtime leaves it: NaN latent and gate, length 1.
+  void PadFrom(Problem& problem, int from) {
+    const TailBuffers b = problem.buffers();
+    const int rows = problem.shape().rows;
+    if (from >= rows) return;
+    from = std::max(from, 0);
+    const size_t n = rows - from;
+    ASSERT_EQ(cudaMemsetAsync(const_cast<mla_tail::bf16*>(b.latent) + from * b.latent_row_stride,
+                              0xff, n * b.latent_row_stride * 2, stream_),
+              cudaSuccess);
+    if (b.gate != nullptr) {
+      ASSERT_EQ(cudaMemsetAsync(const_cast<mla_tail::bf16*>(b.gate) + from * b.gate_row_stride,
+                                0xff, n * b.gate_row_stride * 2, stream_),
+                cudaSuccess);
+    }
+    std::vector<int32_t> lengths = problem.lengths();
+    for (int t = from; t < rows; ++t) lengths[t] = 1;
+    ASSERT_OK(problem.SetLengths(lengths, stream_));
+  }
+
+  // Runs `run` with the count at each of `counts` (descending: padding only grows), and checks
+  // the rows below the count against the reference and every row past it untouched.
+  void ForEachCount(Problem& problem, const std::vector<int>& counts,
+                    const std::function<absl::Status()>& run) {
+    const int rows = problem.shape().rows;
+    for (int count : counts) {
+      SCOPED_TRACE(absl::StrCat("row count ", count, " of ", rows));
+      PadFrom(problem, count);
+      ASSERT_OK(problem.PoisonOutput(problem.buffers().output, stream_));
+      SetCount(count);
+      ASSERT_OK(run());
+      ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+      const int live = std::clamp(count, 0, rows);
+      ASSERT_OK(problem.Check(problem.buffers().output, problem.SampleRows(8), true, live));
+    }
+  }
+
+  static std::vector<int> Counts(int rows) {
+    return {rows + 5, rows, rows - 1, rows / 2 + 3, rows / 2, 1, 0, -3};
+  }
+
+  TailBuffers Counted(const Problem& problem) const {
+    TailBuffers b = problem.buffers();
+    b.row_count = count_.as<int32_t>();
+    return b;
+  }
+
+  DeviceMemory count_;
+};
+
+// Every fused kernel forced and the BMM path, eagerly: 0, 1, half, all and more rows live.
+TEST_F(RowCountGpuTest, EveryKernelServesOnlyTheLiveRows) {
+  struct Path {
+    FusedKernel kernel;
+    TailPath path;
+  };
+  std::vector<Path> paths = {{FusedKernel::kAuto, TailPath::kBmm},
+                             {FusedKernel::kAuto, TailPath::kAuto}};
+  for (FusedKernel kernel : mla_tail::kFusedKernels) paths.push_back({kernel, TailPath::kFused});
+  for (const Path& p : paths) {
+    std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(p.kernel);
+    ASSERT_NE(tail, nullptr);
+    for (int heads : {12, 64}) {
+      for (int rows : ForProfile<int>({8, 16, 64, 200, 384}, {16, 200})) {
+        SCOPED_TRACE(absl::StrCat(mla_tail::FusedKernelName(p.kernel), " ",
+                                  mla_tail::TailPathName(p.path), " heads ", heads, " rows ",
+                                  rows));
+        std::unique_ptr<Problem> problem = MakeProblem(heads, rows, heads * 1000 + rows);
+        ASSERT_NE(problem, nullptr);
+        const TailBuffers b = Counted(*problem);
+        ForEachCount(*problem, Counts(rows),
+                     [&] { return tail->Run(problem->shape(), b, stream_, p.path); });
+      }
+    }
+  }
+}
+
+// Without a gate: out = bf16(v) on active rows, +0.0 on inactive ones, on every kernel and the
+// BMM path, with and without a row count.
+TEST_F(RowCountGpuTest, EveryKernelRunsWithoutAGate) {
+  std::vector<std::pair<FusedKernel, TailPath>> paths = {{FusedKernel::kAuto, TailPath::kBmm},
+                                                         {FusedKernel::kAuto, TailPath::kAuto}};
+  for (FusedKernel kernel : mla_tail::kFusedKernels) paths.push_back({kernel, TailPath::kFused});
+  for (const auto& [kernel, path] : paths) {
+    std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(kernel);
+    ASSERT_NE(tail, nullptr);
+    for (int heads : {1, 12, 64}) {
+      for (int rows : ForProfile<int>({1, 8, 17, 64, 200, 384}, {8, 200})) {
+        SCOPED_TRACE(absl::StrCat(mla_tail::FusedKernelName(kernel), " ",
+                                  mla_tail::TailPathName(path), " heads ", heads, " rows ", rows));
+        std::unique_ptr<Problem> problem = MakeProblem(heads, rows, 7 + rows, /*gated=*/false);
+        ASSERT_NE(problem, nullptr);
+        ASSERT_EQ(problem->buffers().gate, nullptr);
+        ASSERT_OK(tail->Run(problem->shape(), problem->buffers(), stream_, path));
+        ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+        ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(8), true));
+        const TailBuffers counted = Counted(*problem);
+        ForEachCount(*problem, {rows, rows / 2, 0},
+                     [&] { return tail->Run(problem->shape(), counted, stream_, path); });
+      }
+    }
+  }
+}
+
+// A bucketed replay with the count touches nothing past the batch and needs no
+// ZeroPaddingLengths (the padding keeps length 1); the count changes between replays of one
+// graph, which reads it when it runs.
+TEST_F(RowCountGpuTest, GraphSetReplaysServeOnlyTheLiveRows) {
+  for (TailPath path : {TailPath::kFused, TailPath::kBmm}) {
+    for (bool gated : {true, false}) {
+      SCOPED_TRACE(absl::StrCat(mla_tail::TailPathName(path), gated ? " gated" : " no gate"));
+      std::unique_ptr<Problem> problem = MakeProblem(12, 64, 31, gated);
+      ASSERT_NE(problem, nullptr);
+      GraphSetOptions options;
+      options.heads = 12;
+      options.layers = 1;
+      options.buckets = {16, 64};
+      options.path = path;
+      absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
+      ASSERT_TRUE(set.ok()) << set.status();
+      ASSERT_OK((*set)->SetLayer(0, Counted(*problem)));
+      ASSERT_OK((*set)->CaptureAll());
+      const int64_t captured = (*set)->stats().graphs_captured;
+      // Descending counts; each replays the bucket that holds it (64 down to 33, then 16).
+      for (int live : {64, 63, 40, 33, 16, 9, 1}) {
+        ForEachCount(*problem, {live},
+                     [&] { return (*set)->Replay(0, std::max(live, 1), stream_); });
+      }
+      // The count at 0 with the smallest bucket: nothing written at all.
+      ForEachCount(*problem, {0}, [&] { return (*set)->Replay(0, 16, stream_); });
+      EXPECT_EQ((*set)->stats().graphs_captured, captured) << "a count change re-captured";
+    }
+  }
+}
+
+// A gate's presence picks the kernels' form: SetLayer from gated to ungated buffers re-captures
+// the graph at its next replay, and each replay computes its own formula.
+TEST_F(RowCountGpuTest, GraphSetSwitchesBetweenGatedAndUngated) {
+  std::unique_ptr<Problem> gated = MakeProblem(12, 16, 41, true);
+  std::unique_ptr<Problem> ungated = MakeProblem(12, 16, 41, false);
+  ASSERT_TRUE(gated != nullptr && ungated != nullptr);
+  for (TailPath path : {TailPath::kFused, TailPath::kBmm}) {
+    SCOPED_TRACE(mla_tail::TailPathName(path));
+    GraphSetOptions options;
+    options.heads = 12;
+    options.layers = 1;
+    options.buckets = {16};
+    options.path = path;
+    absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
+    ASSERT_TRUE(set.ok()) << set.status();
+    for (Problem* p : {gated.get(), ungated.get(), gated.get()}) {
+      ASSERT_OK(p->PoisonOutput(p->buffers().output, stream_));
+      ASSERT_OK((*set)->SetLayer(0, p->buffers()));
+      ASSERT_OK((*set)->Replay(0, 16, stream_));
+      ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+      ASSERT_OK(p->Check(p->buffers().output, p->SampleRows(), true));
+    }
+    EXPECT_EQ((*set)->stats().graphs_captured, 3);
+  }
+}
+
+// Nodes of the caller's graph: the count read at each launch; an update from gated to ungated
+// buffers switches the node's kernel in place.
+TEST_F(RowCountGpuTest, NodesServeOnlyTheLiveRows) {
+  std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(FusedKernel::kAuto);
+  ASSERT_NE(tail, nullptr);
+  for (int rows : {16, 64, 256}) {
+    SCOPED_TRACE(absl::StrCat("rows ", rows));
+    std::unique_ptr<Problem> gated = MakeProblem(64, rows, 51 + rows, true);
+    std::unique_ptr<Problem> ungated = MakeProblem(64, rows, 61 + rows, false);
+    ASSERT_TRUE(gated != nullptr && ungated != nullptr);
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
+    absl::StatusOr<TailNode> node =
+        mla_tail::AddTailNode(*tail, graph, {}, gated->shape(), Counted(*gated));
+    ASSERT_TRUE(node.ok()) << node.status();
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    auto launch = [&] {
+      return mla_tail::internal::CudaStatus(cudaGraphLaunch(exec, stream_), "launch");
+    };
+    ForEachCount(*gated, Counts(rows), launch);
+    ASSERT_OK(node->Update(exec, Counted(*ungated)));
+    ForEachCount(*ungated, Counts(rows), launch);
+    ASSERT_OK(node->Update(exec, ungated->buffers()));  // no count: every row
+    ASSERT_OK(ungated->PoisonOutput(ungated->buffers().output, stream_));
+    ASSERT_OK(launch());
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    ASSERT_OK(ungated->Check(ungated->buffers().output, ungated->SampleRows(), true));
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+  }
+}
+
+// The count is checked like every buffer: host memory, misalignment and an output over it are
+// refused by name.
+TEST_F(RowCountGpuTest, TheCountIsValidatedLikeEveryBuffer) {
+  std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(FusedKernel::kAuto);
+  ASSERT_NE(tail, nullptr);
+  std::unique_ptr<Problem> problem = MakeProblem(12, 16, 71);
+  ASSERT_NE(problem, nullptr);
+  int32_t host_count = 16;
+  TailBuffers b = problem->buffers();
+  b.row_count = &host_count;
+  absl::Status s = tail->Run(problem->shape(), b, stream_);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("row_count = "));
+  b.row_count = reinterpret_cast<const int32_t*>(count_.as<char>() + 2);
+  s = tail->Run(problem->shape(), b, stream_);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("row_count"));
+  b.row_count = reinterpret_cast<const int32_t*>(problem->buffers().output) + 8;
+  s = tail->Run(problem->shape(), b, stream_);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("output overlaps row_count"));
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(), true, 0));
+}
+
+}  // namespace
+}  // namespace mla_tail_testing

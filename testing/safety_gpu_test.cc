@@ -1,0 +1,735 @@
+// What a runtime can get wrong and the library must refuse without harm: pointers the device
+// cannot reach (pageable host memory, memory of another device, freed memory, allocations
+// shorter than the call), each refused by every call that takes buffers, with nothing written
+// and the CUDA context usable afterwards; and the errors a runtime acts on (its own invalidated
+// capture, handles of another graph), the caller's current context kept, graph replays that may
+// and may not run at once.
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "mla/internal/pointer_checks.h"
+#include "mla_tail/graph/tail_graph_set.h"
+#include "mla_tail/graph/tail_node.h"
+#include "mla_tail/mla/errors.h"
+#include "mla_tail/mla/tail.h"
+#include "testing/support/gpu.h"
+#include "testing/support/gpu_stream_test.h"
+#include "testing/support/problem.h"
+#include "testing/support/status_macros.h"
+
+namespace mla_tail_testing {
+namespace {
+
+using ::mla_tail::AddTailNode;
+using ::mla_tail::GraphSetOptions;
+using ::mla_tail::RecordTailNode;
+using ::mla_tail::TailBuffers;
+using ::mla_tail::TailGraphSet;
+using ::mla_tail::TailNode;
+using ::mla_tail::TailPath;
+using ::testing::HasSubstr;
+
+// Pageable host memory, 256-byte aligned (as a runtime's host staging buffer would be).
+class HostBuffer {
+ public:
+  explicit HostBuffer(size_t bytes) : bytes_(bytes), data_(std::aligned_alloc(256, Round(bytes))) {
+    memset(data_, 0, Round(bytes));
+  }
+  ~HostBuffer() { std::free(data_); }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data_);
+  }
+
+ private:
+  static size_t Round(size_t bytes) { return (bytes + 255) / 256 * 256; }
+  size_t bytes_;
+  void* data_;
+};
+
+bool AllNan(const std::vector<uint16_t>& bits) {
+  for (uint16_t b : bits) {
+    if ((b & 0x7fff) <= 0x7f80) return false;
+  }
+  return true;
+}
+
+// Each buffer of `b` replaced in turn by `bad`.
+std::vector<std::pair<const char*, TailBuffers>> EachBufferReplaced(const TailBuffers& b,
+                                                                    void* bad) {
+  std::vector<std::pair<const char*, TailBuffers>> cases;
+  TailBuffers x = b;
+  x.latent = static_cast<const mla_tail::bf16*>(bad);
+  cases.push_back({"latent", x});
+  x = b;
+  x.w_uv = static_cast<const mla_tail::bf16*>(bad);
+  cases.push_back({"w_uv", x});
+  x = b;
+  x.gate = static_cast<const mla_tail::bf16*>(bad);
+  cases.push_back({"gate", x});
+  x = b;
+  x.lengths = static_cast<const int32_t*>(bad);
+  cases.push_back({"lengths", x});
+  x = b;
+  x.output = static_cast<mla_tail::bf16*>(bad);
+  cases.push_back({"output", x});
+  return cases;
+}
+
+class SafetyGpuTest : public GpuStreamTest<> {
+ protected:
+  void SetUp() override {
+    GpuStreamTest::SetUp();
+    if (!StreamReady()) return;
+    // Each test starts with nothing cached, so that its first call asks CUDA.
+    mla_tail::internal::ForgetCheckedPointers();
+    tail_ = MakeTail(false);
+    ASSERT_NE(tail_, nullptr);
+    full_ = MakeTail(true);
+    ASSERT_NE(full_, nullptr);
+  }
+
+  static std::unique_ptr<mla_tail::MlaTail> MakeTail(bool full_checks, int device = 0) {
+    mla_tail::TailOptions options;
+    options.max_rows = 256;
+    options.full_pointer_checks = full_checks;
+    absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail =
+        mla_tail::MlaTail::Create(device, options);
+    EXPECT_TRUE(tail.ok()) << tail.status();
+    return tail.ok() ? *std::move(tail) : nullptr;
+  }
+
+  std::unique_ptr<Problem> MakeProblem(int heads, int rows, uint64_t seed) {
+    ProblemOptions options;
+    options.shape = {heads, rows, 1};
+    options.seed = seed;
+    absl::StatusOr<std::unique_ptr<Problem>> problem = Problem::Create(options, stream_);
+    EXPECT_TRUE(problem.ok()) << problem.status();
+    return problem.ok() ? *std::move(problem) : nullptr;
+  }
+
+  // The problem's output still holds only NaN (nothing was written), and the context is usable:
+  // the same tail then runs and is checked.
+  void ExpectUntouchedThenUsable(const Problem& problem) {
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    absl::StatusOr<std::vector<uint16_t>> bits =
+        DownloadBits(problem.buffers().output, problem.output_elements());
+    ASSERT_TRUE(bits.ok()) << bits.status();
+    EXPECT_TRUE(AllNan(*bits)) << "a refused call wrote the output";
+    ASSERT_OK(tail_->Run(problem.shape(), problem.buffers(), stream_));
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    ASSERT_OK(problem.Check(problem.buffers().output, problem.SampleRows(), true));
+    ASSERT_OK(problem.PoisonOutput(problem.buffers().output, stream_));
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  }
+
+  static void ExpectRefused(const absl::Status& status, const std::string& name,
+                            const std::string& why) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << name << ": " << status;
+    EXPECT_THAT(std::string(status.message()), HasSubstr(name + " = ")) << status;
+    EXPECT_THAT(std::string(status.message()), HasSubstr(why)) << status;
+  }
+
+  std::unique_ptr<mla_tail::MlaTail> tail_;
+  std::unique_ptr<mla_tail::MlaTail> full_;
+};
+
+// Pageable host memory in place of each buffer: every path refuses it by name before anything
+// is launched, and the context stays usable (a launch would fault with an illegal address and
+// end it).
+TEST_F(SafetyGpuTest, PageableHostMemoryIsRefusedByEveryPath) {
+  std::unique_ptr<Problem> problem = MakeProblem(12, 16, 1);
+  ASSERT_NE(problem, nullptr);
+  HostBuffer host(size_t{1} << 20);
+  for (const auto& [name, b] : EachBufferReplaced(problem->buffers(), host.as<void>())) {
+    SCOPED_TRACE(name);
+    for (TailPath path : {TailPath::kAuto, TailPath::kFused, TailPath::kBmm}) {
+      ExpectRefused(tail_->Run(problem->shape(), b, stream_, path), name, "not memory CUDA knows");
+    }
+    ExpectRefused(tail_->PrepareBmm(problem->shape(), b), name, "not memory CUDA knows");
+    ExpectRefused(full_->Run(problem->shape(), b, stream_), name, "not memory CUDA knows");
+    if (std::string(name) != "output") {
+      ExpectUntouchedThenUsable(*problem);
+    } else {
+      ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    }
+  }
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+// An allocation that ends before the last byte the call touches (rows x stride) is refused by
+// name; sizes in whole 2 MiB pages, so that no rounding of an allocation's size can hide it.
+TEST_F(SafetyGpuTest, AllocationsShorterThanTheCallAreRefused) {
+  // 64 heads x 256 rows: the latent spans 16 MiB, the gate and output 4 MiB.
+  std::unique_ptr<Problem> problem = MakeProblem(64, 256, 2);
+  ASSERT_NE(problem, nullptr);
+  absl::StatusOr<DeviceMemory> short_memory = DeviceMemory::Allocate(size_t{2} << 20);
+  ASSERT_TRUE(short_memory.ok());
+  for (const auto& [name, b] : EachBufferReplaced(problem->buffers(), short_memory->get())) {
+    const std::string n = name;
+    if (n == "lengths" || n == "w_uv") continue;  // 1 KiB of lengths; W_UV is 16 MiB: below
+    SCOPED_TRACE(name);
+    ExpectRefused(tail_->Run(problem->shape(), b, stream_), name, "bytes before");
+    ExpectRefused(full_->Run(problem->shape(), b, stream_, TailPath::kBmm), name, "bytes before");
+    if (n != "output") ExpectUntouchedThenUsable(*problem);
+  }
+  // W_UV one head short.
+  TailBuffers b = problem->buffers();
+  absl::StatusOr<DeviceMemory> w = DeviceMemory::Allocate(size_t{63} * 128 * 512 * 2);
+  ASSERT_TRUE(w.ok());
+  ASSERT_EQ(cudaMemset(w->get(), 0, w->bytes()), cudaSuccess);
+  b.w_uv = w->as<mla_tail::bf16>();
+  ExpectRefused(tail_->Run(problem->shape(), b, stream_), "w_uv", "bytes before");
+  ExpectUntouchedThenUsable(*problem);
+  // A call of 63 heads over the same memory fits.
+  ASSERT_OK(tail_->Run({63, 16, 1}, b, stream_));
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+}
+
+// Freed memory: refused when never checked before, and refused after it was checked and cached
+// when the tail asks CUDA on every call (TailOptions::full_pointer_checks).
+TEST_F(SafetyGpuTest, FreedMemoryIsRefused) {
+  std::unique_ptr<Problem> problem = MakeProblem(12, 64, 3);
+  ASSERT_NE(problem, nullptr);
+  // Never checked: 64 MiB freed at once (its own mapping).
+  void* freed = nullptr;
+  ASSERT_EQ(cudaMalloc(&freed, size_t{64} << 20), cudaSuccess);
+  ASSERT_EQ(cudaFree(freed), cudaSuccess);
+  for (const auto& [name, b] : EachBufferReplaced(problem->buffers(), freed)) {
+    SCOPED_TRACE(name);
+    ExpectRefused(tail_->Run(problem->shape(), b, stream_), name, "not memory CUDA knows");
+  }
+  // Checked and cached, then freed: the full checks see it.
+  void* latent = nullptr;
+  const size_t latent_bytes = size_t{64} * 12 * 512 * 2;
+  ASSERT_EQ(cudaMalloc(&latent, latent_bytes), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(latent, problem->buffers().latent, latent_bytes, cudaMemcpyDeviceToDevice),
+            cudaSuccess);
+  TailBuffers b = problem->buffers();
+  b.latent = static_cast<const mla_tail::bf16*>(latent);
+  ASSERT_OK(full_->Run(problem->shape(), b, stream_));
+  ASSERT_OK(tail_->Run(problem->shape(), b, stream_));
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ASSERT_OK(problem->Check(b.output, problem->SampleRows(), true));
+  ASSERT_OK(problem->PoisonOutput(b.output, stream_));
+  ASSERT_EQ(cudaFree(latent), cudaSuccess);
+  ExpectRefused(full_->Run(problem->shape(), b, stream_), "latent", "not memory CUDA knows");
+  ExpectUntouchedThenUsable(*problem);
+}
+
+// Mapped pinned host memory (registered or allocated) and managed memory are reachable: the
+// tail runs over them on both paths and computes the reference.
+TEST_F(SafetyGpuTest, MappedPinnedAndManagedMemoryRun) {
+  std::unique_ptr<Problem> problem = MakeProblem(12, 16, 4);
+  ASSERT_NE(problem, nullptr);
+  const TailBuffers b = problem->buffers();
+  const size_t gate_bytes = size_t{16} * b.gate_row_stride * 2;
+  const size_t latent_bytes = size_t{16} * b.latent_row_stride * 2;
+  const size_t lengths_bytes = size_t{16} * 4;
+  const size_t output_bytes = problem->output_elements() * 2;
+
+  HostBuffer registered_gate(gate_bytes);
+  ASSERT_EQ(cudaHostRegister(registered_gate.as<void>(), (gate_bytes + 255) / 256 * 256,
+                             cudaHostRegisterMapped),
+            cudaSuccess);
+  void* pinned_lengths = nullptr;
+  ASSERT_EQ(cudaHostAlloc(&pinned_lengths, lengths_bytes, cudaHostAllocMapped), cudaSuccess);
+  void* managed_latent = nullptr;
+  ASSERT_EQ(cudaMallocManaged(&managed_latent, latent_bytes), cudaSuccess);
+  void* managed_output = nullptr;
+  ASSERT_EQ(cudaMallocManaged(&managed_output, output_bytes), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(registered_gate.as<void>(), b.gate, gate_bytes, cudaMemcpyDefault),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(pinned_lengths, b.lengths, lengths_bytes, cudaMemcpyDefault), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(managed_latent, b.latent, latent_bytes, cudaMemcpyDefault), cudaSuccess);
+
+  TailBuffers host_backed = b;
+  host_backed.gate = registered_gate.as<mla_tail::bf16>();
+  host_backed.lengths = static_cast<const int32_t*>(pinned_lengths);
+  host_backed.latent = static_cast<const mla_tail::bf16*>(managed_latent);
+  host_backed.output = static_cast<mla_tail::bf16*>(managed_output);
+  for (TailPath path : {TailPath::kFused, TailPath::kBmm}) {
+    for (mla_tail::MlaTail* tail : {tail_.get(), full_.get()}) {
+      SCOPED_TRACE(mla_tail::TailPathName(path));
+      ASSERT_OK(problem->PoisonOutput(host_backed.output, stream_));
+      ASSERT_OK(tail->Run(problem->shape(), host_backed, stream_, path));
+      ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+      ASSERT_OK(problem->Check(host_backed.output, problem->SampleRows(), true));
+    }
+  }
+  EXPECT_EQ(cudaHostUnregister(registered_gate.as<void>()), cudaSuccess);
+  EXPECT_EQ(cudaFreeHost(pinned_lengths), cudaSuccess);
+  EXPECT_EQ(cudaFree(managed_latent), cudaSuccess);
+  EXPECT_EQ(cudaFree(managed_output), cudaSuccess);
+}
+
+// Every call that takes buffers refuses host memory by name, and stores or writes nothing: the
+// graph set's layer keeps its buffers, a node keeps its own, ZeroPaddingLengths writes nothing.
+TEST_F(SafetyGpuTest, EveryCallThatTakesBuffersRefuses) {
+  std::unique_ptr<Problem> problem = MakeProblem(12, 16, 5);
+  ASSERT_NE(problem, nullptr);
+  const TailBuffers good = problem->buffers();
+  HostBuffer host(size_t{1} << 20);
+  TailBuffers bad = good;
+  bad.gate = host.as<mla_tail::bf16>();
+
+  // TailGraphSet::SetLayer.
+  GraphSetOptions options;
+  options.heads = 12;
+  options.layers = 1;
+  options.buckets = {16};
+  absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
+  ASSERT_TRUE(set.ok()) << set.status();
+  ExpectRefused((*set)->SetLayer(0, bad), "gate", "not memory CUDA knows");
+  EXPECT_EQ((*set)->Replay(0, 16, stream_).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_OK((*set)->SetLayer(0, good));
+  ExpectRefused((*set)->SetLayer(0, bad), "gate", "not memory CUDA knows");
+  ASSERT_OK((*set)->Replay(0, 16, stream_));  // the layer kept its good buffers
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ASSERT_OK(problem->Check(good.output, problem->SampleRows(), true));
+  ASSERT_OK(problem->PoisonOutput(good.output, stream_));
+
+  // AddTailNode, TailNode::Update and UpdateGraph.
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
+  ExpectRefused(AddTailNode(*tail_, graph, {}, problem->shape(), bad).status(), "gate",
+                "not memory CUDA knows");
+  size_t count = 1;
+  ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &count), cudaSuccess);
+  EXPECT_EQ(count, 0u) << "a refused AddTailNode added a node";
+  absl::StatusOr<TailNode> node = AddTailNode(*tail_, graph, {}, problem->shape(), good);
+  ASSERT_TRUE(node.ok()) << node.status();
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ExpectRefused(node->Update(exec, bad), "gate", "not memory CUDA knows");
+  ExpectRefused(node->UpdateGraph(bad), "gate", "not memory CUDA knows");
+  EXPECT_EQ(node->buffers().gate, good.gate);
+  ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ASSERT_OK(problem->Check(good.output, problem->SampleRows(), true));
+  ASSERT_OK(problem->PoisonOutput(good.output, stream_));
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+
+  // RecordTailNode: refused inside the caller's capture, which stays valid.
+  ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  ExpectRefused(RecordTailNode(*tail_, stream_, problem->shape(), bad).status(), "gate",
+                "not memory CUDA knows");
+  ExpectRefused(tail_->Run(problem->shape(), bad, stream_), "gate", "not memory CUDA knows");
+  cudaGraph_t captured = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(stream_, &captured), cudaSuccess) << "the capture broke";
+  cudaGraphDestroy(captured);
+
+  // ZeroPaddingLengths over host memory, and over lengths too short for the bucket.
+  const absl::Status zero = mla_tail::ZeroPaddingLengths(host.as<int32_t>(), 1, 16, 1, stream_);
+  EXPECT_EQ(zero.code(), absl::StatusCode::kInvalidArgument) << zero;
+  EXPECT_THAT(std::string(zero.message()), HasSubstr("not memory CUDA knows"));
+  absl::StatusOr<DeviceMemory> few = DeviceMemory::Allocate(size_t{2} << 20);
+  ASSERT_TRUE(few.ok());
+  const int fits = static_cast<int>((size_t{2} << 20) / 4);  // lengths the allocation holds
+  ASSERT_OK(mla_tail::ZeroPaddingLengths(few->as<int32_t>(), 0, mla_tail::kMaxRows, 1, stream_));
+  const absl::Status past =
+      mla_tail::ZeroPaddingLengths(few->as<int32_t>() + fits - 8, 0, 16, 1, stream_);
+  EXPECT_EQ(past.code(), absl::StatusCode::kInvalidArgument) << past;
+  EXPECT_THAT(std::string(past.message()), HasSubstr("bytes before"));
+  ExpectUntouchedThenUsable(*problem);
+}
+
+// ZeroPaddingLengths is bounded like every call: no bucket past kMaxRows, q within [1, 64].
+TEST_F(SafetyGpuTest, ZeroPaddingLengthsIsBounded) {
+  absl::StatusOr<DeviceMemory> lengths = DeviceMemory::Allocate(size_t{1} << 20);
+  ASSERT_TRUE(lengths.ok());
+  int32_t* l = lengths->as<int32_t>();
+  for (const auto& [rows, bucket, q] :
+       std::vector<std::tuple<int, int, int>>{{0, mla_tail::kMaxRows + 1, 1},
+                                              {0, 1 << 30, 1},
+                                              {0, 2147483584, 64},
+                                              {-1, 16, 1},
+                                              {0, 16, 0},
+                                              {0, 128, 128},
+                                              {17, 16, 1},
+                                              {1, 16, 2}}) {
+    const absl::Status s = mla_tail::ZeroPaddingLengths(l, rows, bucket, q, stream_);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument)
+        << rows << " " << bucket << " " << q << ": " << s;
+  }
+  EXPECT_EQ(mla_tail::ZeroPaddingLengths(reinterpret_cast<int32_t*>(lengths->as<char>() + 2), 0, 16,
+                                         1, stream_)
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+}
+
+// The caller's pending CUDA error survives the pointer queries, a refusal among them.
+TEST_F(SafetyGpuTest, TheCallersPendingErrorSurvivesPointerChecks) {
+  std::unique_ptr<Problem> problem = MakeProblem(12, 16, 6);
+  ASSERT_NE(problem, nullptr);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  HostBuffer host(size_t{1} << 20);
+  TailBuffers bad = problem->buffers();
+  bad.latent = host.as<mla_tail::bf16>();
+  void* unused = nullptr;
+  // The caller's own failed call: cudaErrorMemoryAllocation left pending.
+  ASSERT_EQ(cudaMalloc(&unused, ~size_t{0}), cudaErrorMemoryAllocation);
+  ASSERT_EQ(cudaPeekAtLastError(), cudaErrorMemoryAllocation);
+  ExpectRefused(full_->Run(problem->shape(), bad, stream_), "latent", "not memory CUDA knows");
+  EXPECT_EQ(cudaPeekAtLastError(), cudaErrorMemoryAllocation);
+  ASSERT_OK(full_->Run(problem->shape(), problem->buffers(), stream_));
+  EXPECT_EQ(cudaPeekAtLastError(), cudaErrorMemoryAllocation);
+  ASSERT_OK(mla_tail::ZeroPaddingLengths(const_cast<int32_t*>(problem->buffers().lengths), 8, 16, 1,
+                                         stream_));
+  EXPECT_EQ(cudaGetLastError(), cudaErrorMemoryAllocation);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+// Another thread's stream capture in Global mode on a blocking stream, begun on construction and
+// ended by Finish().
+class CaptureOnAnotherThread {
+ public:
+  explicit CaptureOnAnotherThread(void* scratch) {
+    std::promise<void> capturing;
+    std::future<void> started = capturing.get_future();
+    thread_ = std::thread([this, scratch, &capturing] {
+      cudaSetDevice(0);
+      cudaStream_t blocking = nullptr;
+      cudaStreamCreate(&blocking);
+      cudaStreamBeginCapture(blocking, cudaStreamCaptureModeGlobal);
+      cudaMemsetAsync(scratch, 0, 4096, blocking);
+      capturing.set_value();
+      finish_.get_future().wait();
+      cudaMemsetAsync(scratch, 1, 4096, blocking);
+      cudaGraph_t graph = nullptr;
+      ended_ = cudaStreamEndCapture(blocking, &graph);
+      if (graph != nullptr) cudaGraphDestroy(graph);
+      cudaStreamDestroy(blocking);
+    });
+    started.wait();
+  }
+  ~CaptureOnAnotherThread() { Finish(); }
+  cudaError_t Finish() {
+    if (thread_.joinable()) {
+      finish_.set_value();
+      thread_.join();
+    }
+    return ended_;
+  }
+
+ private:
+  std::thread thread_;
+  std::promise<void> finish_;
+  cudaError_t ended_ = cudaErrorUnknown;
+};
+
+// The pointer queries (every call asking CUDA, refusals included) are legal while another thread
+// captures in Global mode: each call returns what it would otherwise, and that capture ends
+// intact.
+TEST_F(SafetyGpuTest, PointerChecksLeaveAnotherThreadsCaptureIntact) {
+  std::unique_ptr<Problem> problem = MakeProblem(12, 16, 7);
+  ASSERT_NE(problem, nullptr);
+  absl::StatusOr<DeviceMemory> scratch = DeviceMemory::Allocate(4096);
+  ASSERT_TRUE(scratch.ok());
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  HostBuffer host(size_t{1} << 20);
+  TailBuffers bad = problem->buffers();
+  bad.output = host.as<mla_tail::bf16>();
+  {
+    CaptureOnAnotherThread other(scratch->get());
+    ASSERT_OK(full_->Run(problem->shape(), problem->buffers(), stream_));
+    ExpectRefused(full_->Run(problem->shape(), bad, stream_), "output", "not memory CUDA knows");
+    ASSERT_OK(mla_tail::ZeroPaddingLengths(const_cast<int32_t*>(problem->buffers().lengths), 8, 16,
+                                           1, stream_));
+    EXPECT_EQ(other.Finish(), cudaSuccess) << "the pointer checks broke another thread's capture";
+  }
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+}
+
+// With two GPUs: memory of the other device is refused by every call, before anything runs.
+TEST_F(SafetyGpuTest, MemoryOfAnotherDeviceIsRefused) {
+  MLA_REQUIRE_GPUS_OR_SKIP(2);
+  std::unique_ptr<Problem> problem = MakeProblem(12, 16, 8);
+  ASSERT_NE(problem, nullptr);
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  void* other = nullptr;
+  ASSERT_EQ(cudaMalloc(&other, size_t{4} << 20), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  for (const auto& [name, b] : EachBufferReplaced(problem->buffers(), other)) {
+    SCOPED_TRACE(name);
+    ExpectRefused(tail_->Run(problem->shape(), b, stream_), name, "memory of device 1");
+    ExpectRefused(tail_->PrepareBmm(problem->shape(), b), name, "memory of device 1");
+    ExpectRefused(full_->Run(problem->shape(), b, stream_, TailPath::kBmm), name,
+                  "memory of device 1");
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
+    ExpectRefused(AddTailNode(*tail_, graph, {}, problem->shape(), b).status(), name,
+                  "memory of device 1");
+    cudaGraphDestroy(graph);
+    if (std::string(name) != "output") ExpectUntouchedThenUsable(*problem);
+  }
+  // ZeroPaddingLengths runs on the device of its lengths, whatever is current, and refuses a
+  // stream of another device.
+  ASSERT_OK(mla_tail::ZeroPaddingLengths(static_cast<int32_t*>(other), 0, 16, 1, nullptr));
+  int current = -1;
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  EXPECT_EQ(current, 0);
+  EXPECT_EQ(mla_tail::ZeroPaddingLengths(static_cast<int32_t*>(other), 0, 16, 1, stream_).code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_EQ(cudaFree(other), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+}
+
+// A capture of the caller's that is already invalid (the caller's own prohibited call broke it)
+// is FailedPrecondition from every call that records into it, not Aborted: retrying cannot help.
+TEST_F(SafetyGpuTest, TheCallersInvalidatedCaptureIsFailedPrecondition) {
+  std::unique_ptr<Problem> problem = MakeProblem(12, 16, 9);
+  ASSERT_NE(problem, nullptr);
+  GraphSetOptions options;
+  options.heads = 12;
+  options.layers = 1;
+  options.buckets = {16};
+  absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
+  ASSERT_TRUE(set.ok()) << set.status();
+  ASSERT_OK((*set)->SetLayer(0, problem->buffers()));
+  ASSERT_OK((*set)->CaptureAll());
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+
+  ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  // The caller's prohibited synchronisation invalidates its own capture.
+  EXPECT_NE(cudaStreamSynchronize(stream_), cudaSuccess);
+  cudaGetLastError();
+  const std::vector<std::pair<const char*, absl::Status>> calls = {
+      {"MlaTail::Run", tail_->Run(problem->shape(), problem->buffers(), stream_)},
+      {"MlaTail::Run (BMM)",
+       tail_->Run(problem->shape(), problem->buffers(), stream_, TailPath::kBmm)},
+      {"TailGraphSet::Replay", (*set)->Replay(0, 16, stream_)},
+      {"RecordTailNode",
+       RecordTailNode(*tail_, stream_, problem->shape(), problem->buffers()).status()},
+      {"ZeroPaddingLengths",
+       mla_tail::ZeroPaddingLengths(const_cast<int32_t*>(problem->buffers().lengths), 8, 16, 1,
+                                    stream_)},
+  };
+  for (const auto& [call, status] : calls) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << call << ": " << status;
+    EXPECT_FALSE(mla_tail::IsStickyCudaError(status)) << call;
+  }
+  cudaGraph_t graph = nullptr;
+  EXPECT_NE(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
+  if (graph != nullptr) cudaGraphDestroy(graph);
+  cudaGetLastError();
+  ExpectUntouchedThenUsable(*problem);
+}
+
+// Handles of another graph: an exec not instantiated from the node's graph, a dependency that is
+// a node of another graph. Both InvalidArgument (the caller's mistake), nothing changed.
+TEST_F(SafetyGpuTest, HandlesOfAnotherGraphAreInvalidArgument) {
+  std::unique_ptr<Problem> problem = MakeProblem(12, 16, 10);
+  ASSERT_NE(problem, nullptr);
+  const TailBuffers b = problem->buffers();
+  cudaGraph_t first = nullptr, second = nullptr;
+  ASSERT_EQ(cudaGraphCreate(&first, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphCreate(&second, 0), cudaSuccess);
+  absl::StatusOr<TailNode> in_first = AddTailNode(*tail_, first, {}, problem->shape(), b);
+  absl::StatusOr<TailNode> in_second = AddTailNode(*tail_, second, {}, problem->shape(), b);
+  ASSERT_TRUE(in_first.ok() && in_second.ok());
+
+  // A dependency of another graph.
+  const absl::Status foreign =
+      AddTailNode(*tail_, second, {in_first->node()}, problem->shape(), b).status();
+  EXPECT_EQ(foreign.code(), absl::StatusCode::kInvalidArgument) << foreign;
+  EXPECT_THAT(std::string(foreign.message()), HasSubstr("dependency 0 is not a node of"));
+  size_t count = 0;
+  ASSERT_EQ(cudaGraphGetNodes(second, nullptr, &count), cudaSuccess);
+  EXPECT_EQ(count, 1u);
+
+  // An exec of another graph.
+  cudaGraphExec_t exec_second = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec_second, second, 0), cudaSuccess);
+  const absl::Status wrong_exec = in_first->Update(exec_second, b);
+  EXPECT_EQ(wrong_exec.code(), absl::StatusCode::kInvalidArgument) << wrong_exec;
+  EXPECT_THAT(std::string(wrong_exec.message()), HasSubstr("exec was not instantiated"));
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  ASSERT_OK(in_second->Update(exec_second, b));
+  ASSERT_EQ(cudaGraphLaunch(exec_second, stream_), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ASSERT_OK(problem->Check(b.output, problem->SampleRows(), true));
+  cudaGraphExecDestroy(exec_second);
+  cudaGraphDestroy(first);
+  cudaGraphDestroy(second);
+}
+
+// The driver functions a test calls to make and inspect contexts (the library's own come
+// through the same entry points).
+struct ContextApi {
+  CUresult (*create)(CUcontext*, CUctxCreateParams*, unsigned int, CUdevice) = nullptr;
+  CUresult (*destroy)(CUcontext) = nullptr;
+  CUresult (*get_current)(CUcontext*) = nullptr;
+  CUresult (*set_current)(CUcontext) = nullptr;
+
+  static ContextApi Get() {
+    ContextApi api;
+    auto resolve = [](const char* name, int version, auto* function) {
+      void* entry = nullptr;
+      cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+      if (cudaGetDriverEntryPointByVersion(name, &entry, version, cudaEnableDefault, &found) ==
+              cudaSuccess &&
+          found == cudaDriverEntryPointSuccess) {
+        *function = reinterpret_cast<std::remove_pointer_t<decltype(function)>>(entry);
+      }
+    };
+    resolve("cuCtxCreate", 13000, &api.create);
+    resolve("cuCtxDestroy", 12000, &api.destroy);
+    resolve("cuCtxGetCurrent", 12000, &api.get_current);
+    resolve("cuCtxSetCurrent", 12000, &api.set_current);
+    return api;
+  }
+  bool ok() const {
+    return create != nullptr && destroy != nullptr && get_current != nullptr &&
+           set_current != nullptr;
+  }
+};
+
+// A context the caller made (not the primary one) is current again after every call: on the
+// instance's own device the calls run in it; with another device's context current, the
+// library switches to its device's primary context and back.
+TEST_F(SafetyGpuTest, TheCallersContextStaysCurrent) {
+  const ContextApi api = ContextApi::Get();
+  ASSERT_TRUE(api.ok());
+  std::unique_ptr<Problem> problem = MakeProblem(12, 16, 11);
+  ASSERT_NE(problem, nullptr);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  CUcontext primary = nullptr;
+  ASSERT_EQ(api.get_current(&primary), CUDA_SUCCESS);
+
+  int devices = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess);
+  for (int device = 0; device < std::min(devices, 2); ++device) {
+    SCOPED_TRACE(absl::StrCat("a context of device ", device, " current"));
+    CUcontext mine = nullptr;
+    ASSERT_EQ(api.create(&mine, nullptr, 0, device), CUDA_SUCCESS);  // made current
+    auto expect_mine = [&](const char* after) {
+      CUcontext current = nullptr;
+      ASSERT_EQ(api.get_current(&current), CUDA_SUCCESS);
+      EXPECT_EQ(current, mine) << after << " left another context current";
+    };
+    if (device != 0) {
+      // The instance's device differs: its calls run in device 0's primary context.
+      ASSERT_OK(tail_->Run(problem->shape(), problem->buffers(), stream_));
+      expect_mine("MlaTail::Run");
+      EXPECT_EQ(tail_->Run(problem->shape(), problem->buffers(), stream_, TailPath::kBmm).code(),
+                absl::StatusCode::kOk);
+      expect_mine("MlaTail::Run (BMM)");
+      ASSERT_OK(mla_tail::ZeroPaddingLengths(const_cast<int32_t*>(problem->buffers().lengths), 8,
+                                             16, 1, stream_));
+      expect_mine("ZeroPaddingLengths");
+    }
+    std::unique_ptr<mla_tail::MlaTail> created = MakeTail(false);
+    EXPECT_NE(created, nullptr);
+    expect_mine("MlaTail::Create");
+    EXPECT_EQ(tail_->Run(problem->shape(), {}, stream_).code(), absl::StatusCode::kInvalidArgument);
+    expect_mine("a refused MlaTail::Run");
+    created.reset();
+    expect_mine("~MlaTail");
+    ASSERT_EQ(api.set_current(primary), CUDA_SUCCESS);
+    ASSERT_EQ(api.destroy(mine), CUDA_SUCCESS);
+  }
+  ASSERT_EQ(api.set_current(primary), CUDA_SUCCESS);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(), true));
+}
+
+// Holds a stream's later work until Release() (or 20 s pass): a blocking host function.
+class StreamGate {
+ public:
+  ~StreamGate() { Release(); }
+  cudaError_t Close(cudaStream_t stream) { return cudaLaunchHostFunc(stream, &Wait, this); }
+  void Release() { open_.store(true); }
+
+ private:
+  static void Wait(void* self) {
+    auto* gate = static_cast<StreamGate*>(self);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!gate->open_.load() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+  std::atomic<bool> open_{false};
+};
+
+// What may run at once (tail_graph_set.h): replays of different graphs of a fused-path set on
+// different streams run at once; replays of one graph never do, whatever the streams (CUDA runs
+// one launch of an executable graph at a time, each after the one before).
+TEST_F(SafetyGpuTest, OnlyDifferentGraphsOfASetRunAtOnce) {
+  std::unique_ptr<Problem> first = MakeProblem(12, 16, 12);
+  std::unique_ptr<Problem> second = MakeProblem(12, 16, 13);
+  ASSERT_TRUE(first != nullptr && second != nullptr);
+  GraphSetOptions options;
+  options.heads = 12;
+  options.layers = 2;
+  options.buckets = {16};
+  options.path = TailPath::kFused;
+  absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
+  ASSERT_TRUE(set.ok()) << set.status();
+  ASSERT_OK((*set)->SetLayer(0, first->buffers()));
+  ASSERT_OK((*set)->SetLayer(1, second->buffers()));
+  ASSERT_OK((*set)->CaptureAll());
+  cudaStream_t other = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+
+  // Layer 0's graph held behind a closed stream; layer 1's graph on another stream runs.
+  {
+    StreamGate gate;
+    ASSERT_EQ(gate.Close(stream_), cudaSuccess);
+    ASSERT_OK((*set)->Replay(0, 16, stream_));
+    ASSERT_OK((*set)->Replay(1, 16, other));
+    ASSERT_EQ(cudaStreamSynchronize(other), cudaSuccess);
+    EXPECT_EQ(cudaStreamQuery(stream_), cudaErrorNotReady) << "the gate did not hold";
+    ASSERT_OK(second->Check(second->buffers().output, second->SampleRows(), true));
+    gate.Release();
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    ASSERT_OK(first->Check(first->buffers().output, first->SampleRows(), true));
+  }
+  ASSERT_OK(first->PoisonOutput(first->buffers().output, stream_));
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+
+  // Layer 0's graph held; its replay on another stream waits for the held launch.
+  {
+    StreamGate gate;
+    ASSERT_EQ(gate.Close(stream_), cudaSuccess);
+    ASSERT_OK((*set)->Replay(0, 16, stream_));
+    ASSERT_OK((*set)->Replay(0, 16, other));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_EQ(cudaStreamQuery(other), cudaErrorNotReady)
+        << "a replay of one graph ran while its earlier launch was held";
+    gate.Release();
+    ASSERT_EQ(cudaStreamSynchronize(other), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    ASSERT_OK(first->Check(first->buffers().output, first->SampleRows(), true));
+  }
+  cudaStreamDestroy(other);
+}
+
+}  // namespace
+}  // namespace mla_tail_testing
