@@ -147,6 +147,20 @@ TEST(DispatchTest, FollowsTheMultiprocessorCount) {
   EXPECT_EQ(internal::ColumnSplitBlockRows(99, 8, 114), 16);
 }
 
+// The 64 x 128 tiles' one wave: more than nine tenths of the multiprocessors and at most all of
+// them, which on the H200's 132 is T in [119, 132] (T > SMs - 14 there, as the rule was drawn).
+TEST(DispatchTest, Tile64x128WaveOnTheH200) {
+  for (long long tiles = 0; tiles <= 300; ++tiles) {
+    EXPECT_EQ(Tile64x128FillsOneWave(tiles, kH200), tiles > kH200 - 14 && tiles <= kH200) << tiles;
+  }
+  EXPECT_EQ(DispatchFusedKernel(119, 64, kH200), FusedKernel::kTile64x128);
+  EXPECT_EQ(DispatchFusedKernel(118, 64, kH200), FusedKernel::kTile64x64Pipeline6);
+  EXPECT_EQ(DispatchFusedKernel(66, 128, kH200), FusedKernel::kTile64x128);
+  EXPECT_EQ(DispatchFusedKernel(67, 128, kH200), FusedKernel::kTile64x64Pipeline4);
+  EXPECT_EQ(DispatchFusedKernel(59, 256, kH200), FusedKernel::kTile64x64Pipeline4);
+  EXPECT_EQ(DispatchFusedKernel(30, 256, kH200), FusedKernel::kTile64x128);
+}
+
 // ColumnSplit's rows a block, against the measurements (docs/design.md): 8 (latent in registers)
 // up to 8 rows while 4 heads <= 396 blocks and at 9-32 rows while 4 heads ceil(rows / 8) <= 132,
 // else 16, and 32 once the 32-row grid still has about two blocks a multiprocessor. A distinct
@@ -181,6 +195,12 @@ TEST(ColumnSplitBlockRowsTest, EightRowsWhereTheyFitOneWave) {
   EXPECT_EQ(internal::ColumnSplitBlockRows(12, 17, kH200), 16);
   EXPECT_EQ(internal::ColumnSplitBlockRows(12, 32, kH200), 16);
   EXPECT_EQ(internal::ColumnSplitBlockRows(128, 32, kH200), 32);
+  // 32-row blocks from two a multiprocessor: 4 * heads * (rows / 32) >= 2 * SMs (264 at 132).
+  EXPECT_EQ(internal::ColumnSplitBlockRows(66, 32, kH200), 32);
+  EXPECT_EQ(internal::ColumnSplitBlockRows(65, 32, kH200), 16);
+  EXPECT_EQ(internal::ColumnSplitBlockRows(65, 32, 130), 32);
+  EXPECT_EQ(internal::ColumnSplitBlockRows(33, 64, kH200), 32);
+  EXPECT_EQ(internal::ColumnSplitBlockRows(32, 64, kH200), 16);
   EXPECT_NE(KernelFunction(12, 8, FusedKernel::kColumnSplit),
             KernelFunction(12, 17, FusedKernel::kColumnSplit));
   EXPECT_NE(KernelFunction(128, 8, FusedKernel::kColumnSplit),

@@ -24,6 +24,7 @@
 #include "mla/kernels/launch.h"
 #include "mla/kernels/params.h"
 #include "mla/kernels/prefetch.cuh"
+#include "mla/kernels/sm90.h"
 #include "mla/kernels/timeline_stamps.cuh"
 #include "mla_tail/mla/dispatch.h"
 
@@ -224,7 +225,7 @@ constexpr void (*KernelOf())(const FusedTailParams) {
 
 template <int kTileRows>
 KernelLaunch LaunchOf(int heads, int rows, bool gated) {
-  static_assert(SmemBytes<kTileRows>() <= 48 * 1024, "more shared memory needs an opt-in");
+  static_assert(SmemBytes<kTileRows>() <= kSharedMemoryWithoutOptIn, "no opt-in needed");
   KernelLaunch launch;
   launch.function = gated ? reinterpret_cast<const void*>(KernelOf<kTileRows, true>())
                           : reinterpret_cast<const void*>(KernelOf<kTileRows, false>());
@@ -246,10 +247,10 @@ int ColumnSplitBlockRows(int heads, int rows, int multiprocessors) {
   static_assert(kValueDim / kColumnsPerBlock == 4, "EightRowBlocksFitOneWave counts 4 a head");
   if (rows <= 8 && blocks_per_row_block <= 3 * multiprocessors) return 8;
   if (EightRowBlocksFitOneWave(heads, rows, multiprocessors)) return 8;
-  // 32 while the grid still has about two blocks per multiprocessor. 64 rows (69 KB of shared
-  // memory a block) measured 2-3x slower per row on the H200, and such batches take other
+  // 32 while the grid of 32-row blocks still has two blocks per multiprocessor. 64 rows (69 KB of
+  // shared memory a block) measured 2-3x slower per row on the H200, and such batches take other
   // kernels anyway.
-  return rows >= 32 && blocks_per_row_block * (rows / 32) >= 264 ? 32 : 16;
+  return rows >= 32 && blocks_per_row_block * (rows / 32) >= 2 * multiprocessors ? 32 : 16;
 }
 
 cudaError_t LoadColumnSplit() {

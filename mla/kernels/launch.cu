@@ -10,6 +10,7 @@
 
 #include "mla/kernels/fused_kernels.h"
 #include "mla/kernels/launch.h"
+#include "mla/kernels/sm90.h"
 #include "mla_tail/mla/dispatch.h"
 
 namespace mla_tail::internal {
@@ -61,7 +62,7 @@ cudaError_t LaunchKernel(const KernelLaunch& launch, const void* params, cudaStr
 cudaError_t LoadKernel(const void* kernel, size_t smem_bytes) {
   cudaFuncAttributes attributes;
   const cudaError_t e = cudaFuncGetAttributes(&attributes, kernel);
-  if (e != cudaSuccess || smem_bytes <= 48 * 1024) return e;
+  if (e != cudaSuccess || smem_bytes <= kSharedMemoryWithoutOptIn) return e;
   return SetMaxDynamicSharedMemory(kernel, static_cast<int>(smem_bytes));
 }
 
