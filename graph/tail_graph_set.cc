@@ -58,55 +58,6 @@ absl::Status EagerOutOfRange(const absl::Status& beyond_buckets, int max_eager_r
 
 }  // namespace
 
-absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int q,
-                                cudaStream_t stream) {
-  internal::CudaErrorScope errors;
-  if (lengths == nullptr) return absl::InvalidArgumentError("lengths is null");
-  if (reinterpret_cast<uintptr_t>(lengths) % alignof(int32_t) != 0) {
-    return absl::InvalidArgumentError(absl::StrFormat("lengths = %p is not %d-byte aligned",
-                                                      static_cast<const void*>(lengths), 4));
-  }
-  if (q < 1 || q > mla_tail::kMaxQ || rows < 0 || bucket_rows > mla_tail::kMaxRows ||
-      rows % q != 0 || bucket_rows % q != 0 || rows > bucket_rows) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ZeroPaddingLengths: rows = ", rows, ", bucket_rows = ", bucket_rows,
-                     ", q = ", q, " (q in [1, ", mla_tail::kMaxQ,
-                     "], rows <= bucket_rows <= ", mla_tail::kMaxRows, ", both multiples of q)"));
-  }
-  if (rows == bucket_rows) return absl::OkStatus();
-  // The device whose memory `lengths` is (the current device for host or managed memory).
-  int device = -1;
-  MLA_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device), "cudaGetDevice");
-  cudaPointerAttributes attributes = {};
-  if (cudaPointerGetAttributes(&attributes, lengths) == cudaSuccess &&
-      attributes.type == cudaMemoryTypeDevice) {
-    device = attributes.device;
-  }
-  internal::DeviceGuard guard;
-  MLA_RETURN_IF_ERROR(guard.Enter(device));
-  const auto begin = reinterpret_cast<uintptr_t>(lengths + rows / q);
-  const internal::Extent padding{
-      "lengths", begin, begin + static_cast<uintptr_t>((bucket_rows - rows) / q) * sizeof(int32_t)};
-  MLA_RETURN_IF_ERROR(
-      internal::CheckExtents(device, {&padding, 1}, internal::PointerCheck::kCached));
-  if (stream != nullptr && stream != cudaStreamLegacy && stream != cudaStreamPerThread) {
-    absl::StatusOr<bool> capturing = internal::IsCapturing(stream);
-    if (!capturing.ok()) return capturing.status();
-    int stream_device = device;
-    if (!*capturing) {
-      MLA_RETURN_IF_CUDA_ERROR(cudaStreamGetDevice(stream, &stream_device), "cudaStreamGetDevice");
-    }
-    if (stream_device != device) {
-      return absl::InvalidArgumentError(absl::StrCat("stream belongs to device ", stream_device,
-                                                     "; lengths is memory of device ", device));
-    }
-  }
-  return internal::OnCallersCapture(internal::CudaStatus(
-      cudaMemsetAsync(lengths + rows / q, 0, size_t(bucket_rows - rows) / q * sizeof(int32_t),
-                      stream),
-      "cudaMemsetAsync(padding lengths)"));
-}
-
 absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
     int device, const GraphSetOptions& options_in) {
   internal::CudaErrorScope errors;

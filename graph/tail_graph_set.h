@@ -56,6 +56,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "mla_tail/mla/padding.h"  // ZeroPaddingLengths, for the padding of a bucket
 #include "mla_tail/mla/tail.h"
 #include "mla_tail/mla/tail_args.h"
 
@@ -154,15 +155,6 @@ class TailGraphSet {
   std::vector<Entry> entries_;  // [layer][bucket]
   GraphSetStats stats_;
 };
-
-// Writes length 0 for the padding requests [rows / q, bucket_rows / q) of `lengths`, in stream
-// order, so that a replay of the bucket writes +0.0 to the padding rows. Runs on the device
-// whose memory `lengths` is (the current device for host-mapped or managed memory), whatever
-// the thread has current; `stream` must belong to it. InvalidArgument for q outside [1, 64],
-// rows < 0, bucket_rows > 65536, either not a multiple of q, rows > bucket_rows, or lengths
-// that do not hold bucket_rows / q requests of reachable memory (MlaTail::Run's checks).
-absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int q,
-                                cudaStream_t stream);
 
 }  // namespace mla_tail
 

@@ -3,7 +3,8 @@
 
 // How the library reports failures. Every public call returns absl::Status / absl::StatusOr;
 // nothing throws or aborts. A call that fails has launched nothing and written nothing of the
-// caller's, except where its comment says otherwise.
+// caller's, except where its comment says otherwise. The codes, in short (docs/spec.md, "Errors",
+// says when each is returned; docs/contract_test keeps the two lists the same):
 //
 //   code                  meaning                                        what a runtime does
 //   InvalidArgument       an argument is wrong (the message names it): a     fix the call
@@ -13,6 +14,7 @@
 //   FailedPrecondition    no usable sm_90 device, an object not ready, or  set it up first; end
 //                         the caller's own capture already invalid         and recapture
 //   ResourceExhausted     device memory ran out                            free memory, retry
+//   NotFound              cuBLASLt has no algorithm for the BMM path       use the fused path
 //   Aborted               CUDA refused a capture the library made itself   retry
 //   DataLoss              a sticky CUDA error: the device context is lost  restart the process
 //   Internal              any other CUDA or cuBLASLt failure               report it
