@@ -11,8 +11,9 @@
 //                         shape, stride, a buffer the device cannot reach,
 //                         a handle of another graph
 //   OutOfRange            rows beyond what an object was built for         use a larger bucket
-//   FailedPrecondition    no usable sm_90 device, an object not ready, or  set it up first; end
-//                         the caller's own capture already invalid         and recapture
+//   FailedPrecondition    no usable sm_90 device, an object not ready,     set it up first; end
+//                         cuBLASLt not loadable (the BMM path), or the     and recapture
+//                         caller's own capture already invalid
 //   ResourceExhausted     device memory ran out                            free memory, retry
 //   NotFound              cuBLASLt has no algorithm for the BMM path       use the fused path
 //   Aborted               CUDA refused a capture the library made itself   retry

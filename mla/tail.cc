@@ -10,6 +10,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "mla/internal/cublaslt.h"
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/device_guard.h"
 #include "mla/internal/pointer_checks.h"
@@ -27,13 +28,16 @@ namespace {
 // The cuBLASLt handle of `device` (the current device), one for the process, made on first use
 // and never destroyed: cublasLtDestroy synchronises the device, which would stall every stream
 // and break other threads' stream captures. cuBLASLt handles may be shared across threads.
+// cuBLASLt itself is loaded here, on the BMM path's first use (internal::CublasLt()).
 absl::StatusOr<cublasLtHandle_t> SharedCublasLt(int device) {
+  absl::StatusOr<const internal::CublasLtApi*> lt = internal::CublasLt();
+  if (!lt.ok()) return lt.status();
   static std::mutex mutex;
   static auto* handles = new std::map<int, cublasLtHandle_t>();
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = handles->find(device); it != handles->end()) return it->second;
   cublasLtHandle_t handle = nullptr;
-  MLA_RETURN_IF_ERROR(internal::CublasStatus(cublasLtCreate(&handle), "cublasLtCreate"));
+  MLA_RETURN_IF_ERROR(internal::CublasStatus((*lt)->cublasLtCreate(&handle), "cublasLtCreate"));
   handles->emplace(device, handle);
   return handle;
 }
@@ -170,16 +174,15 @@ absl::Status MlaTail::Impl::AllocateBmmScratch() {
     if (s.last_run != nullptr) cudaEventDestroy(s.last_run);
     cudaStreamDestroy(s.stream);
   };
+  // cuBLASLt first: without it nothing is made.
+  absl::StatusOr<cublasLtHandle_t> handle = SharedCublasLt(device);
+  if (!handle.ok()) return handle.status();
+  s.cublaslt = *handle;
   absl::Status status = internal::CudaStatus(
       cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate(BMM scratch)");
   if (status.ok()) {
     status = internal::CudaStatus(cudaEventCreateWithFlags(&s.last_run, cudaEventDisableTiming),
                                   "cudaEventCreate(BMM runs)");
-  }
-  if (status.ok()) {
-    absl::StatusOr<cublasLtHandle_t> handle = SharedCublasLt(device);
-    status = handle.status();
-    if (handle.ok()) s.cublaslt = *handle;
   }
   const size_t values_bytes =
       static_cast<size_t>(options.max_heads) * options.max_rows * kValueDim * sizeof(bf16);

@@ -82,8 +82,9 @@ class MlaTail {
   // reach, memory of another device, or an allocation shorter than rows x stride. When
   // validation fails nothing is launched and nothing written; a capture of the caller's that is
   // invalid is FailedPrecondition. The BMM path needs TailOptions::bmm
-  // (FailedPrecondition otherwise), rows <= max_rows and heads <= max_heads (OutOfRange), and
-  // under capture a PrepareBmm() for the shape beforehand (FailedPrecondition).
+  // (FailedPrecondition otherwise), rows <= max_rows and heads <= max_heads (OutOfRange), under
+  // capture a PrepareBmm() for the shape beforehand (FailedPrecondition), and cuBLASLt, which
+  // its first use outside a capture loads (FailedPrecondition when it cannot be loaded).
   absl::Status Run(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream,
                    TailPath path = TailPath::kAuto);
 

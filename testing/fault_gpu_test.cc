@@ -1,5 +1,5 @@
-// Faults on the GPU: a capture invalidated mid-way, cuBLASLt finding no algorithm, device
-// memory exhausted during capture and instantiation. Each must return a status, overwrite
+// Faults on the GPU: a capture invalidated mid-way, cuBLASLt finding no algorithm or missing,
+// device memory exhausted during capture and instantiation. Each must return a status, overwrite
 // nothing of the caller's, publish no half-built graph, and leave a set whose retry succeeds
 // once the cause is gone.
 
@@ -232,6 +232,59 @@ TEST_F(FaultGpuTest, NoBmmAlgorithmIsReportedAndRetried) {
   ASSERT_OK((*tail)->Run(problem->shape(), b, stream_, TailPath::kBmm));
   ASSERT_OK((*set)->Replay(0, 64, stream_));
   EXPECT_EQ(asked, asked_before_retry + 2);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+}
+
+// cuBLASLt missing (loaded at run time, on the BMM path's first use): the BMM path returns
+// FailedPrecondition before it allocates or enqueues anything, the fused path and graph sets of
+// the fused path do not need it, and the BMM path works once cuBLASLt loads.
+TEST_F(FaultGpuTest, MissingCublasLtFailsOnlyTheBmmPath) {
+  std::unique_ptr<Problem> problem = MakeProblem(12, 16, 13);
+  ASSERT_NE(problem, nullptr);
+  std::atomic<bool> missing{true};
+  mla_tail::internal::FaultHooks faults;
+  faults.cublaslt_missing = [&] { return missing.load(); };
+  mla_tail::internal::ScopedFaultHooks hooks(faults);
+  const mla_tail::TailBuffers b = problem->buffers();
+
+  mla_tail::TailOptions tail_options;
+  tail_options.max_rows = 16;
+  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail =
+      mla_tail::MlaTail::Create(0, tail_options);
+  ASSERT_TRUE(tail.ok()) << tail.status();
+  GraphSetOptions options;
+  options.heads = 12;
+  options.layers = 1;
+  options.buckets = {16};
+  options.path = TailPath::kBmm;
+  absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
+  ASSERT_TRUE(set.ok()) << set.status();
+  ASSERT_OK((*set)->SetLayer(0, b));
+
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    ASSERT_OK(problem->PoisonOutput(b.output, stream_));
+    const absl::Status eager = (*tail)->Run(problem->shape(), b, stream_, TailPath::kBmm);
+    EXPECT_EQ(eager.code(), absl::StatusCode::kFailedPrecondition) << eager;
+    EXPECT_THAT(std::string(eager.message()), HasSubstr("cuBLASLt"));
+    const absl::Status prepared = (*tail)->PrepareBmm(problem->shape(), b);
+    EXPECT_EQ(prepared.code(), absl::StatusCode::kFailedPrecondition) << prepared;
+    const absl::Status replay = (*set)->Replay(0, 16, stream_);
+    EXPECT_EQ(replay.code(), absl::StatusCode::kFailedPrecondition) << replay;
+    ExpectUntouched(*problem);
+    EXPECT_EQ((*tail)->scratch_bytes(), 0u);
+  }
+  EXPECT_EQ((*set)->stats().graphs_captured, 0);
+  ASSERT_OK((*tail)->Run(problem->shape(), b, stream_, TailPath::kFused));
+  ExpectCorrect(*problem);
+
+  missing = false;
+  ASSERT_OK(problem->PoisonOutput(b.output, stream_));
+  ASSERT_OK((*tail)->Run(problem->shape(), b, stream_, TailPath::kBmm));
+  ExpectCorrect(*problem);
+  EXPECT_GT((*tail)->scratch_bytes(), 0u);
+  ASSERT_OK(problem->PoisonOutput(b.output, stream_));
+  ASSERT_OK((*set)->Replay(0, 16, stream_));
+  ExpectCorrect(*problem);
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
 }
 

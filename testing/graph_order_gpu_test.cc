@@ -69,7 +69,9 @@ TEST_P(GraphOrderGpuTest, ReaderBehindTheEdgeSeesEveryWrite) {
   if (v.capture_writer) {
     ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
     ASSERT_EQ(LaunchLateWrite(write, /*pdl=*/false, stream_), cudaSuccess);
-    if (v.capture_reader) ASSERT_EQ(LaunchStaleRead(read, v.programmatic, stream_), cudaSuccess);
+    if (v.capture_reader) {
+      ASSERT_EQ(LaunchStaleRead(read, v.programmatic, stream_), cudaSuccess);
+    }
     ASSERT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
     size_t count = 1;
     ASSERT_EQ(cudaGraphGetRootNodes(graph, &writer, &count), cudaSuccess);

@@ -4,8 +4,9 @@
 # forced, the q checks, PyTorch, the tail after the stand-in upstream kernel (with every fused
 # kernel forced where the dispatch rule's exceptions lie), the large batches, the PDL probe, the
 # timeline probe, graph_bench, the table and plot (bench/report.py, where matplotlib is), the
-# decode demo, and the consumer runtime (examples/runtime) checked and measured inside its own
-# step graph. tail_bench checks a sample of every output it times against the CPU reference and
+# decode demo, the consumer runtime (examples/runtime) checked and measured inside its own step
+# graph, and the other consumers (a plugin loaded with dlopen, the CMake consumer) checked.
+# tail_bench checks a sample of every output it times against the CPU reference and
 # fails on a mismatch. The GPU is required (MLA_TAIL_REQUIRE_GPU=1).
 #
 #   benchmarks.sh [--out=DIR] [--after=CMD] [--skip=STEP,...]
@@ -14,7 +15,8 @@
 #     --after  a command run after each step (e.g. packing the folder, so that a run cut off
 #              keeps what it had)
 #     --skip   steps not to run: graph_bench, row_count, no_gate, grid, q, torch, upstream,
-#              upstream_kernels, upstream_exceptions, large, pdl_probe, timeline, demo, runtime
+#              upstream_kernels, upstream_exceptions, large, pdl_probe, timeline, demo, runtime,
+#              consumers
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$PWD/gpu-benchmarks}
@@ -154,6 +156,14 @@ runtime() {
       --csv="$out/runtime_embedding.csv"
 }
 step runtime - runtime_embedding.log runtime
+# The consumers (tools/build_consumers.sh): the shared-library plugin loaded by its host with
+# dlopen, and the CMake consumer, each checked against its CPU reference; the Abseil libraries
+# they need are staged beside them.
+consumers() {
+  timeout 60 "$here/consumers/plugin_host" "$here/consumers/libtail_plugin.so" &&
+    timeout 60 "$here/consumers/cmake_consumer"
+}
+step consumers - consumers.log consumers
 echo "benchmarks.sh: results in $out ($( [ $failed -eq 0 ] && echo all steps passed || \
   echo some steps FAILED, see rc.txt))"
 exit $failed

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the build's system packages when missing (Debian 12; root or sudo): Bazel 4.2.3,
-# Abseil and GoogleTest. The CUDA toolkit is expected at /usr/local/cuda.
+# Abseil, GoogleTest and CMake (for the CMake consumer). The CUDA toolkit is expected at
+# CUDA_PATH, else /usr/local/cuda.
 set -euo pipefail
-packages=(bazel-bootstrap libabsl-dev googletest libgtest-dev)
+packages=(bazel-bootstrap libabsl-dev googletest libgtest-dev cmake)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
@@ -24,7 +25,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   rm -f "$log"
 fi
-if [ ! -x /usr/local/cuda/bin/nvcc ]; then
-  echo "setup: the CUDA toolkit is missing at /usr/local/cuda (nvcc not found)" >&2
+toolkit=${CUDA_PATH:-/usr/local/cuda}
+if [ ! -x "$toolkit/bin/nvcc" ]; then
+  echo "setup: the CUDA toolkit is missing at $toolkit (nvcc not found; set CUDA_PATH)" >&2
   exit 1
 fi

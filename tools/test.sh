@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: installs what a fresh Debian 12 machine lacks, then builds every
-# target and runs every test that can run here, then builds the consumer workspace
-# examples/runtime/ (another workspace that depends on this one as @mla_tail). Tests tagged gpu
+# target and runs every test that can run here, then builds and checks every consumer form
+# (tools/build_consumers.sh: the Bazel workspace examples/runtime/ with its shared-library plugin,
+# and examples/cmake_consumer/ with CMake). Tests tagged gpu
 # run where nvidia-smi lists a GPU, or where MLA_TAIL_REQUIRE_GPU asks for one (they then fail
 # without it); elsewhere they are built but not run, and listed as "not run (no GPU)", never
 # counted as passed. The closing line counts the test cases of this run only (the targets Bazel
@@ -24,7 +25,7 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 bazel test //... --test_summary=short "${filters[@]}" "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
-examples/runtime/build.sh || status=1
+tools/build_consumers.sh || status=1
 
 # Bazel's verdict of each test target of this invocation ("//pkg:name  (cached) PASSED in 0.3s",
 # "FAILED", "FAILED TO BUILD", "NO STATUS", "TIMEOUT", ...): only these targets' test.xml count.

@@ -18,6 +18,10 @@ struct FaultHooks {
   // heuristic had returned no algorithm (NotFound, nothing planned, nothing launched).
   std::function<bool()> bmm_finds_no_algorithm;
 
+  // Asked each time the BMM path needs cuBLASLt; true makes it behave as if libcublasLt could
+  // not be loaded (FailedPrecondition, nothing allocated, nothing launched).
+  std::function<bool()> cublaslt_missing;
+
   // Called by graph/ on its own capturing stream after the tail's launches, before the capture
   // ends: a test may break the capture here, as a prohibited synchronisation would.
   std::function<void(cudaStream_t capturing)> during_capture;

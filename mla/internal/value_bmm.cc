@@ -3,13 +3,18 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "mla/internal/cublaslt.h"
 
 namespace mla_tail::internal {
 
 absl::Status CublasStatus(cublasStatus_t status, const char* what) {
   if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
-  const std::string message = absl::StrCat(what, ": ", cublasLtGetStatusName(status), " (",
-                                           cublasLtGetStatusString(status), ")");
+  // A status of cuBLASLt's comes from a loaded cuBLASLt, which names it.
+  absl::StatusOr<const CublasLtApi*> lt = CublasLt();
+  const std::string message =
+      lt.ok() ? absl::StrCat(what, ": ", (*lt)->cublasLtGetStatusName(status), " (",
+                             (*lt)->cublasLtGetStatusString(status), ")")
+              : absl::StrCat(what, ": cuBLAS status ", static_cast<int>(status));
   switch (status) {
     case CUBLAS_STATUS_ALLOC_FAILED:
       return absl::ResourceExhaustedError(message);
@@ -30,34 +35,36 @@ absl::Status CublasStatus(cublasStatus_t status, const char* what) {
   } while (false)
 
 struct ValueBmm::Descriptors {
+  explicit Descriptors(const CublasLtApi& lt) : lt(lt) {}
+  const CublasLtApi& lt;
   cublasLtMatmulDesc_t matmul = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
   cublasLtMatmulAlgo_t algo = {};
 
   ~Descriptors() {
-    if (d != nullptr) cublasLtMatrixLayoutDestroy(d);
-    if (b != nullptr) cublasLtMatrixLayoutDestroy(b);
-    if (a != nullptr) cublasLtMatrixLayoutDestroy(a);
-    if (matmul != nullptr) cublasLtMatmulDescDestroy(matmul);
+    if (d != nullptr) lt.cublasLtMatrixLayoutDestroy(d);
+    if (b != nullptr) lt.cublasLtMatrixLayoutDestroy(b);
+    if (a != nullptr) lt.cublasLtMatrixLayoutDestroy(a);
+    if (matmul != nullptr) lt.cublasLtMatmulDescDestroy(matmul);
   }
 };
 
 namespace {
 
 // A layout of `heads` matrices whose addresses the GEMM reads from a device array.
-absl::Status MakeLayout(cublasLtMatrixLayout_t* layout, uint64_t rows, uint64_t cols, int64_t ld,
-                        int heads) {
-  MLA_RETURN_IF_CUBLAS_ERROR(cublasLtMatrixLayoutCreate(layout, CUDA_R_16BF, rows, cols, ld),
+absl::Status MakeLayout(const CublasLtApi& lt, cublasLtMatrixLayout_t* layout, uint64_t rows,
+                        uint64_t cols, int64_t ld, int heads) {
+  MLA_RETURN_IF_CUBLAS_ERROR(lt.cublasLtMatrixLayoutCreate(layout, CUDA_R_16BF, rows, cols, ld),
                              "cublasLtMatrixLayoutCreate");
   const int32_t count = heads;
   MLA_RETURN_IF_CUBLAS_ERROR(
-      cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
-                                       sizeof(count)),
+      lt.cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                          sizeof(count)),
       "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT)");
   const int32_t pointer_array = CUBLASLT_BATCH_MODE_POINTER_ARRAY;
   MLA_RETURN_IF_CUBLAS_ERROR(
-      cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_MODE, &pointer_array,
-                                       sizeof(pointer_array)),
+      lt.cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_MODE,
+                                          &pointer_array, sizeof(pointer_array)),
       "cublasLtMatrixLayoutSetAttribute(BATCH_MODE)");
   return absl::OkStatus();
 }
@@ -66,55 +73,59 @@ absl::Status MakeLayout(cublasLtMatrixLayout_t* layout, uint64_t rows, uint64_t 
 
 absl::StatusOr<ValueBmm> ValueBmm::Create(cublasLtHandle_t handle, const ValueBmmShape& shape,
                                           size_t workspace_bytes, const FaultHooks& faults) {
-  auto descriptors = std::make_shared<Descriptors>();
+  absl::StatusOr<const CublasLtApi*> loaded = CublasLt();
+  if (!loaded.ok()) return loaded.status();
+  const CublasLtApi& lt = **loaded;
+  auto descriptors = std::make_shared<Descriptors>(lt);
   MLA_RETURN_IF_CUBLAS_ERROR(
-      cublasLtMatmulDescCreate(&descriptors->matmul, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+      lt.cublasLtMatmulDescCreate(&descriptors->matmul, CUBLAS_COMPUTE_32F, CUDA_R_32F),
       "cublasLtMatmulDescCreate");
   const cublasOperation_t transpose = CUBLAS_OP_T;
   MLA_RETURN_IF_CUBLAS_ERROR(
-      cublasLtMatmulDescSetAttribute(descriptors->matmul, CUBLASLT_MATMUL_DESC_TRANSA, &transpose,
-                                     sizeof(transpose)),
+      lt.cublasLtMatmulDescSetAttribute(descriptors->matmul, CUBLASLT_MATMUL_DESC_TRANSA,
+                                        &transpose, sizeof(transpose)),
       "cublasLtMatmulDescSetAttribute(TRANSA)");
 
   if (absl::Status s =
-          MakeLayout(&descriptors->a, kLatentDim, kValueDim, shape.w_row_stride, shape.heads);
+          MakeLayout(lt, &descriptors->a, kLatentDim, kValueDim, shape.w_row_stride, shape.heads);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = MakeLayout(lt, &descriptors->b, kLatentDim, shape.rows,
+                                  shape.latent_row_stride, shape.heads);
       !s.ok()) {
     return s;
   }
   if (absl::Status s =
-          MakeLayout(&descriptors->b, kLatentDim, shape.rows, shape.latent_row_stride, shape.heads);
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = MakeLayout(&descriptors->d, kValueDim, shape.rows, kValueDim, shape.heads);
+          MakeLayout(lt, &descriptors->d, kValueDim, shape.rows, kValueDim, shape.heads);
       !s.ok()) {
     return s;
   }
 
   cublasLtMatmulPreference_t preference = nullptr;
-  MLA_RETURN_IF_CUBLAS_ERROR(cublasLtMatmulPreferenceCreate(&preference),
+  MLA_RETURN_IF_CUBLAS_ERROR(lt.cublasLtMatmulPreferenceCreate(&preference),
                              "cublasLtMatmulPreferenceCreate");
   // Operands may move to any 16-byte aligned address (pointer updates): no larger alignment.
   const uint32_t alignment = 16;
   cublasStatus_t status =
-      cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                           &workspace_bytes, sizeof(workspace_bytes));
+      lt.cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                              &workspace_bytes, sizeof(workspace_bytes));
   for (auto attribute :
        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
     if (status == CUBLAS_STATUS_SUCCESS) {
-      status = cublasLtMatmulPreferenceSetAttribute(preference, attribute, &alignment,
-                                                    sizeof(alignment));
+      status = lt.cublasLtMatmulPreferenceSetAttribute(preference, attribute, &alignment,
+                                                       sizeof(alignment));
     }
   }
   cublasLtMatmulHeuristicResult_t result = {};
   int found = 0;
   if (status == CUBLAS_STATUS_SUCCESS) {
-    status = cublasLtMatmulAlgoGetHeuristic(handle, descriptors->matmul, descriptors->a,
-                                            descriptors->b, descriptors->d, descriptors->d,
-                                            preference, 1, &result, &found);
+    status = lt.cublasLtMatmulAlgoGetHeuristic(handle, descriptors->matmul, descriptors->a,
+                                               descriptors->b, descriptors->d, descriptors->d,
+                                               preference, 1, &result, &found);
   }
-  cublasLtMatmulPreferenceDestroy(preference);
+  lt.cublasLtMatmulPreferenceDestroy(preference);
   MLA_RETURN_IF_CUBLAS_ERROR(status, "cublasLtMatmulAlgoGetHeuristic");
   if (found > 0 && faults.bmm_finds_no_algorithm && faults.bmm_finds_no_algorithm()) found = 0;
   if (found == 0) {
@@ -141,8 +152,8 @@ absl::Status ValueBmm::RunPointerArray(const void* const* w_uv_table,
   const Descriptors& x = *descriptors_;
   void* d = const_cast<void*>(static_cast<const void*>(values_table));
   return CublasStatus(
-      cublasLtMatmul(handle_, x.matmul, &alpha, w_uv_table, x.a, latent_table, x.b, &beta, d, x.d,
-                     d, x.d, &x.algo, workspace, workspace_bytes_, stream),
+      x.lt.cublasLtMatmul(handle_, x.matmul, &alpha, w_uv_table, x.a, latent_table, x.b, &beta, d,
+                          x.d, d, x.d, &x.algo, workspace, workspace_bytes_, stream),
       "cublasLtMatmul");
 }
 

@@ -35,8 +35,9 @@ struct ValueBmmShape {
 // run time (BmmPointersKernel writes them), so that a graph holding the GEMM never changes.
 class ValueBmm {
  public:
-  // Plans the GEMM for `shape`; NotFound when cuBLASLt has no algorithm for it within
-  // `workspace_bytes` and 16-byte operand alignment (or when `faults` says to act so).
+  // Plans the GEMM for `shape` with the process's cuBLASLt (CublasLt(), which made
+  // `handle`); NotFound when cuBLASLt has no algorithm for it within `workspace_bytes` and
+  // 16-byte operand alignment (or when `faults` says to act so).
   static absl::StatusOr<ValueBmm> Create(cublasLtHandle_t handle, const ValueBmmShape& shape,
                                          size_t workspace_bytes,
                                          const FaultHooks& faults = ActiveFaultHooks());

@@ -7,8 +7,8 @@ flag of the project is set here, in one place.
 
 load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
 
-# The toolkit that repositories.bzl declares as @mla_tail_cuda (its default path).
-NVCC = "/usr/local/cuda/bin/nvcc"
+# nvcc of the toolkit that repositories.bzl declares as @mla_tail_cuda.
+load("@mla_tail_cuda//:toolkit.bzl", "NVCC")
 
 # Native Hopper code (mma.sync, griddepcontrol), not PTX left to the driver; sm_90a for wgmma.
 CUDA_ARCH_FLAGS = ["-gencode=arch=compute_90a,code=sm_90a"]

@@ -1,0 +1,178 @@
+// A program that uses mla_tail through CMake: one layer's tail run eagerly (MlaTail::Run) and as
+// a node of a CUDA graph (AddTailNode), each checked bit for bit against a CPU reference.
+// Without a usable GPU, MlaTail::Create's FailedPrecondition is printed and the program exits 0,
+// unless MLA_TAIL_REQUIRE_GPU=1. Prints PASS or FAIL (exit status 0 or 1).
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mla_tail/graph/tail_node.h"
+#include "mla_tail/mla/errors.h"
+#include "mla_tail/mla/tail.h"
+#include "mla_tail/mla/tail_args.h"
+
+namespace {
+
+constexpr int kHeads = 16;
+constexpr int kRows = 8;
+constexpr int kLatentDim = mla_tail::kLatentDim;
+constexpr int kValueDim = mla_tail::kValueDim;
+constexpr int kColumns = kHeads * kValueDim;
+
+uint16_t Bf16(float value) {  // round to nearest even (no NaN here)
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+float Float(uint16_t bits) {
+  const uint32_t wide = uint32_t{bits} << 16;
+  float value;
+  std::memcpy(&value, &wide, sizeof(value));
+  return value;
+}
+
+// Inputs that make the tail exact: latent and W_UV are small multiples of powers of two (every
+// FP32 sum is exact), and each gate is 0 or 32, whose sigmoids are exactly 0.5 and 1.
+float Latent(int t, int h, int k) { return ((t + 3 * h + 5 * k) % 7 - 3) / 8.0f; }
+float Weight(int h, int k, int d) { return ((h + 2 * d + 3 * k) % 5 - 2) / 16.0f; }
+float Gate(int t, int column) { return (t + column) % 3 == 0 ? 0.0f : 32.0f; }
+int32_t Length(int t) { return t % 4 == 3 ? 0 : 1; }  // every fourth request inactive
+
+uint16_t Expected(int t, int column) {
+  if (Length(t) == 0) return 0;  // +0.0
+  const int h = column / kValueDim, d = column % kValueDim;
+  float sum = 0;
+  for (int k = 0; k < kLatentDim; ++k) sum += Latent(t, h, k) * Weight(h, k, d);
+  return Bf16(Float(Bf16(sum)) * (Gate(t, column) == 0 ? 0.5f : 1.0f));
+}
+
+absl::Status Cuda(cudaError_t error, const char* what) {
+  if (error == cudaSuccess) return absl::OkStatus();
+  return absl::InternalError(std::string(what) + ": " + cudaGetErrorString(error));
+}
+
+template <typename T>
+absl::Status Upload(const std::vector<T>& host, T** device) {
+  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaMalloc(device, host.size() * sizeof(T)), "cudaMalloc"));
+  return Cuda(cudaMemcpy(*device, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice),
+              "upload");
+}
+
+// Downloads the output and compares it with Expected; prints the verdict.
+absl::StatusOr<bool> Check(const uint16_t* output, cudaStream_t stream, const char* what) {
+  std::vector<uint16_t> got(size_t{kRows} * kColumns);
+  MLA_TAIL_RETURN_IF_ERROR(
+      Cuda(cudaMemcpyAsync(got.data(), output, got.size() * 2, cudaMemcpyDeviceToHost, stream),
+           "download"));
+  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream), "synchronize"));
+  int wrong = 0;
+  for (int t = 0; t < kRows; ++t) {
+    for (int c = 0; c < kColumns; ++c) {
+      const uint16_t want = Expected(t, c), have = got[static_cast<size_t>(t) * kColumns + c];
+      if (have != want && ++wrong == 1) {
+        std::printf("  row %d column %d: got 0x%04x, want 0x%04x\n", t, c, have, want);
+      }
+    }
+  }
+  std::printf("%s %s: heads %d rows %d\n", wrong == 0 ? "PASS" : "FAIL", what, kHeads, kRows);
+  return wrong == 0;
+}
+
+absl::StatusOr<bool> Run() {
+  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail =
+      mla_tail::MlaTail::Create(/*device=*/0, mla_tail::TailOptions{});
+  if (!tail.ok()) return tail.status();
+
+  std::vector<uint16_t> latent(size_t{kRows} * kHeads * kLatentDim);
+  std::vector<uint16_t> w_uv(size_t{kHeads} * kValueDim * kLatentDim);  // [H, 128, 512]
+  std::vector<uint16_t> gate(size_t{kRows} * kColumns);
+  std::vector<int32_t> lengths(kRows);
+  for (int t = 0; t < kRows; ++t) {
+    lengths[t] = Length(t);
+    for (int h = 0; h < kHeads; ++h) {
+      for (int k = 0; k < kLatentDim; ++k) {
+        latent[(static_cast<size_t>(t) * kHeads + h) * kLatentDim + k] = Bf16(Latent(t, h, k));
+      }
+    }
+    for (int c = 0; c < kColumns; ++c)
+      gate[static_cast<size_t>(t) * kColumns + c] = Bf16(Gate(t, c));
+  }
+  for (int h = 0; h < kHeads; ++h) {
+    for (int d = 0; d < kValueDim; ++d) {
+      for (int k = 0; k < kLatentDim; ++k) {
+        w_uv[(static_cast<size_t>(h) * kValueDim + d) * kLatentDim + k] = Bf16(Weight(h, k, d));
+      }
+    }
+  }
+  uint16_t *d_latent = nullptr, *d_w_uv = nullptr, *d_gate = nullptr, *d_output = nullptr;
+  int32_t* d_lengths = nullptr;
+  MLA_TAIL_RETURN_IF_ERROR(Upload(latent, &d_latent));
+  MLA_TAIL_RETURN_IF_ERROR(Upload(w_uv, &d_w_uv));
+  MLA_TAIL_RETURN_IF_ERROR(Upload(gate, &d_gate));
+  MLA_TAIL_RETURN_IF_ERROR(Upload(lengths, &d_lengths));
+  MLA_TAIL_RETURN_IF_ERROR(Upload(std::vector<uint16_t>(size_t{kRows} * kColumns), &d_output));
+  const mla_tail::TailShape shape{kHeads, kRows, 1};
+  const mla_tail::TailBuffers buffers =
+      mla_tail::CompactBuffers(shape, reinterpret_cast<const mla_tail::bf16*>(d_latent),
+                               reinterpret_cast<const mla_tail::bf16*>(d_w_uv),
+                               reinterpret_cast<const mla_tail::bf16*>(d_gate), d_lengths,
+                               reinterpret_cast<mla_tail::bf16*>(d_output));
+  cudaStream_t stream = nullptr;
+  MLA_TAIL_RETURN_IF_ERROR(
+      Cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate"));
+  const size_t output_bytes = size_t{kRows} * kColumns * 2;
+
+  // Eager.
+  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaMemsetAsync(d_output, 0xff, output_bytes, stream), "poison"));
+  MLA_TAIL_RETURN_IF_ERROR((*tail)->Run(shape, buffers, stream));
+  absl::StatusOr<bool> eager = Check(d_output, stream, "eager Run");
+  if (!eager.ok()) return eager.status();
+
+  // A tail node in the program's own graph.
+  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaMemsetAsync(d_output, 0xff, output_bytes, stream), "poison"));
+  cudaGraph_t graph = nullptr;
+  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaGraphCreate(&graph, 0), "cudaGraphCreate"));
+  absl::StatusOr<mla_tail::TailNode> node =
+      mla_tail::AddTailNode(**tail, graph, {}, shape, buffers);
+  if (!node.ok()) return node.status();
+  cudaGraphExec_t exec = nullptr;
+  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate"));
+  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaGraphLaunch(exec, stream), "cudaGraphLaunch"));
+  absl::StatusOr<bool> graphed = Check(d_output, stream, "AddTailNode graph");
+  if (!graphed.ok()) return graphed.status();
+
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+  for (void* p :
+       {static_cast<void*>(d_latent), static_cast<void*>(d_w_uv), static_cast<void*>(d_gate),
+        static_cast<void*>(d_lengths), static_cast<void*>(d_output)}) {
+    cudaFree(p);
+  }
+  return *eager && *graphed;
+}
+
+}  // namespace
+
+int main() {
+  absl::StatusOr<bool> passed = Run();
+  if (!passed.ok()) {
+    const char* require = std::getenv("MLA_TAIL_REQUIRE_GPU");
+    const bool skip = passed.status().code() == absl::StatusCode::kFailedPrecondition &&
+                      (require == nullptr || std::strcmp(require, "1") != 0);
+    std::printf("%s: %s\n", skip ? "SKIP (no usable GPU)" : "FAIL",
+                passed.status().ToString().c_str());
+    return skip ? 0 : 1;
+  }
+  std::printf("%s\n", *passed ? "PASS" : "FAIL");
+  return *passed ? 0 : 1;
+}

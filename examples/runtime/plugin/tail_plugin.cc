@@ -1,0 +1,106 @@
+// libtail_plugin.so: mla_tail behind a C interface (tail_plugin.h), as a runtime's plugin or
+// extension module embeds it. Linked with mla_tail's public targets into a shared library; its
+// only exported symbols are tail_plugin_* (tail_plugin.lds).
+
+#include "plugin/tail_plugin.h"
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "mla_tail/graph/tail_graph_set.h"
+#include "mla_tail/graph/tail_node.h"
+#include "mla_tail/mla/errors.h"
+#include "mla_tail/mla/tail.h"
+#include "mla_tail/mla/tail_args.h"
+
+struct TailPlugin {
+  int device = 0;
+  std::unique_ptr<mla_tail::MlaTail> tail;
+  std::map<std::pair<int, int>, std::unique_ptr<mla_tail::TailGraphSet>> sets;  // (heads, rows)
+};
+
+namespace {
+
+int Report(const absl::Status& status, char* message, size_t size) {
+  if (message != nullptr && size > 0) {
+    std::snprintf(message, size, "%s", status.ToString().c_str());
+  }
+  return static_cast<int>(status.code());
+}
+
+absl::Status Cuda(cudaError_t error, const char* what) {
+  if (error == cudaSuccess) return absl::OkStatus();
+  return absl::InternalError(std::string(what) + ": " + cudaGetErrorString(error));
+}
+
+// A graph of one tail node, instantiated and launched; the executable graph is freed once its
+// launch completes (CUDA defers the destruction of a graph in flight).
+absl::Status RunAsNode(const mla_tail::MlaTail& tail, const mla_tail::TailShape& shape,
+                       const mla_tail::TailBuffers& buffers, cudaStream_t stream) {
+  cudaGraph_t graph = nullptr;
+  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaGraphCreate(&graph, 0), "cudaGraphCreate"));
+  absl::StatusOr<mla_tail::TailNode> node = mla_tail::AddTailNode(tail, graph, {}, shape, buffers);
+  cudaGraphExec_t exec = nullptr;
+  absl::Status status = node.status();
+  if (status.ok()) status = Cuda(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+  if (status.ok()) status = Cuda(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
+  if (exec != nullptr) cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  return status;
+}
+
+absl::Status Run(TailPlugin& plugin, const TailPluginLayer& layer, int mode, cudaStream_t stream) {
+  const mla_tail::TailShape shape{layer.heads, layer.rows, 1};
+  const mla_tail::TailBuffers buffers =
+      mla_tail::CompactBuffers(shape, static_cast<const mla_tail::bf16*>(layer.latent),
+                               static_cast<const mla_tail::bf16*>(layer.w_uv),
+                               static_cast<const mla_tail::bf16*>(layer.gate), layer.lengths,
+                               static_cast<mla_tail::bf16*>(layer.output));
+  switch (mode) {
+    case kTailPluginEager:
+      return plugin.tail->Run(shape, buffers, stream);
+    case kTailPluginNode:
+      return RunAsNode(*plugin.tail, shape, buffers, stream);
+    case kTailPluginGraphSet: {
+      std::unique_ptr<mla_tail::TailGraphSet>& set = plugin.sets[{layer.heads, layer.rows}];
+      if (set == nullptr) {
+        mla_tail::GraphSetOptions options;
+        options.heads = layer.heads;
+        options.layers = 1;
+        options.buckets = {layer.rows};
+        absl::StatusOr<std::unique_ptr<mla_tail::TailGraphSet>> created =
+            mla_tail::TailGraphSet::Create(plugin.device, options);
+        if (!created.ok()) return created.status();
+        set = *std::move(created);
+      }
+      MLA_TAIL_RETURN_IF_ERROR(set->SetLayer(0, buffers));
+      return set->Replay(0, layer.rows, stream);
+    }
+  }
+  return absl::InvalidArgumentError("unknown mode " + std::to_string(mode));
+}
+
+}  // namespace
+
+extern "C" int tail_plugin_create(int device, TailPlugin** plugin, char* message, size_t size) {
+  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail =
+      mla_tail::MlaTail::Create(device, mla_tail::TailOptions{});
+  if (!tail.ok()) return Report(tail.status(), message, size);
+  *plugin = new TailPlugin{device, *std::move(tail), {}};
+  return Report(absl::OkStatus(), message, size);
+}
+
+extern "C" int tail_plugin_run(TailPlugin* plugin, const TailPluginLayer* layer, int mode,
+                               cudaStream_t stream, char* message, size_t size) {
+  if (plugin == nullptr || layer == nullptr) {
+    return Report(absl::InvalidArgumentError("null plugin or layer"), message, size);
+  }
+  return Report(Run(*plugin, *layer, mode, stream), message, size);
+}
+
+extern "C" void tail_plugin_destroy(TailPlugin* plugin) { delete plugin; }
