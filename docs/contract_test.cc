@@ -5,7 +5,6 @@
 //   workspace may see, each with exactly its headers, and exactly the targets cmake/BUILD
 //   exports to CMake consumers; every @mla_tail target the README names is one of them.
 
-#include <fstream>
 #include <set>
 #include <string>
 #include <utility>
@@ -18,21 +17,16 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "gtest/gtest.h"
+#include "testing/support/text_file.h"
 
 namespace mla_tail_docs {
 namespace {
 
-std::vector<std::string> Lines(const std::string& path) {
-  std::ifstream file(path);
-  EXPECT_TRUE(file.good()) << "cannot read " << path;
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(file, line);) lines.push_back(line);
-  return lines;
-}
+using ::mla_tail_testing::ReadLines;
 
 std::string Text(const std::string& path) {
   std::string text;
-  for (const std::string& line : Lines(path)) text += line + "\n";
+  for (const std::string& line : ReadLines(path)) text += line + "\n";
   return text;
 }
 
@@ -49,7 +43,7 @@ std::string Bare(absl::string_view cell) {
 // The body rows of the first table after the line `heading`, as cells.
 std::vector<std::vector<std::string>> TableAfter(const std::string& path,
                                                  const std::string& heading) {
-  const std::vector<std::string> lines = Lines(path);
+  const std::vector<std::string> lines = ReadLines(path);
   std::vector<std::vector<std::string>> rows;
   size_t i = 0;
   while (i < lines.size() && lines[i] != heading) ++i;
@@ -99,7 +93,7 @@ TEST(ContractTest, ErrorCodesAreTheSpecsEverywhere) {
   // "//   code ...", up to the next empty comment line; continuation lines are indented further.
   std::vector<std::string> header;
   bool in_table = false;
-  for (const std::string& line : Lines("mla/errors.h")) {
+  for (const std::string& line : ReadLines("mla/errors.h")) {
     if (!in_table) {
       in_table = absl::StartsWith(line, "//   code ");
       continue;
