@@ -11,6 +11,7 @@
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/value_bmm.h"
 #include "testing/support/fill.h"
+#include "testing/support/test_values.h"
 
 namespace mla_tail_bench {
 
@@ -23,6 +24,64 @@ int64_t TailBytes(const mla_tail::TailShape& s) {
   const int64_t h = s.heads, b = s.rows;
   return 2 * (h * kValueDim * kLatentDim + b * h * kLatentDim + 2 * b * h * kValueDim) +
          4 * (b / s.q);
+}
+
+int64_t TailBytes(const mla_tail::TailShape& s, mla_tail::WeightType weight,
+                  mla_tail::OutputType output) {
+  const int64_t h = s.heads, b = s.rows;
+  int64_t bytes = TailBytes(s);
+  if (weight == mla_tail::WeightType::kE4m3) bytes += -h * kValueDim * kLatentDim + 16 * h;
+  if (output == mla_tail::OutputType::kE4m3) bytes += -b * h * kValueDim + 4 * b * h;
+  return bytes;
+}
+
+uint8_t Fp8LayerCode(int64_t i) {
+  const uint8_t code = static_cast<uint8_t>(mla_tail_testing::SplitMix64(i) % 254);
+  return code < 0x7f ? code : static_cast<uint8_t>(code + 1);  // no NaN codes
+}
+
+absl::StatusOr<std::vector<Fp8Layer>> MakeFp8Layers(const mla_tail::TailShape& shape, int count,
+                                                    cudaStream_t stream) {
+  std::vector<Fp8Layer> layers(count);
+  const int64_t h = shape.heads, b = shape.rows;
+  // Codes and scales of a checkpoint's range, the same for every layer (the bytes move anyway).
+  std::vector<uint8_t> codes(h * kValueDim * kLatentDim);
+  for (size_t i = 0; i < codes.size(); ++i) codes[i] = Fp8LayerCode(static_cast<int64_t>(i));
+  const std::vector<float> scales(h * 4, kFp8LayerScale);
+  for (Fp8Layer& layer : layers) {
+    MLA_RETURN_IF_ERROR(layer.w.Reset(codes.size()));
+    MLA_RETURN_IF_ERROR(layer.w_scales.Reset(scales.size() * sizeof(float)));
+    MLA_RETURN_IF_ERROR(layer.output.Reset(b * h * kValueDim));
+    MLA_RETURN_IF_ERROR(layer.output_scales.Reset(b * h * sizeof(float)));
+    MLA_RETURN_IF_CUDA_ERROR(
+        cudaMemcpyAsync(layer.w.get(), codes.data(), codes.size(), cudaMemcpyHostToDevice, stream),
+        "upload e4m3 W_UV");
+    MLA_RETURN_IF_CUDA_ERROR(
+        cudaMemcpyAsync(layer.w_scales.get(), scales.data(), scales.size() * sizeof(float),
+                        cudaMemcpyHostToDevice, stream),
+        "upload block scales");
+    MLA_RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(stream), "e4m3 layer set-up");
+  }
+  return layers;
+}
+
+mla_tail::TailBuffers Fp8Buffers(const mla_tail::TailShape& shape, const Layer& layer,
+                                 const Fp8Layer& fp8, bool weight, bool output) {
+  mla_tail::TailBuffers b = layer.buffers;
+  if (weight) {
+    b.w_uv = nullptr;
+    b.w_uv_fp8 = fp8.w.as<mla_tail::fp8_e4m3>();
+    b.w_uv_scale = fp8.w_scales.as<float>();
+    b.w_uv_scale_head_stride = 4;
+  }
+  if (output) {
+    b.output = nullptr;
+    b.output_fp8 = fp8.output.as<mla_tail::fp8_e4m3>();
+    b.output_scale = fp8.output_scales.as<float>();
+    b.output_scale_row_stride = shape.heads;
+    b.output_scale_head_stride = 1;
+  }
+  return b;
 }
 
 int LayersForColdL2(const mla_tail::TailShape& shape, int min_layers, int max_layers,

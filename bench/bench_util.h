@@ -26,6 +26,24 @@ struct Layer {
 
 // Bytes the tail must move per layer: W_UV, latent, gate and lengths read once, output written.
 int64_t TailBytes(const mla_tail::TailShape& shape);
+// The same with W_UV and the output of the given types (e4m3: a byte a value, and the scales).
+int64_t TailBytes(const mla_tail::TailShape& shape, mla_tail::WeightType weight,
+                  mla_tail::OutputType output);
+
+// A layer's e4m3 tensors for the benchmarks' e4m3 modes: W_UV [H, 128, 512] with [H, 4] block
+// scales (uniform codes, scales about 2^-7), the e4m3 output [B, H * 128] with [B, H] scales.
+struct Fp8Layer {
+  mla_tail_testing::DeviceMemory w, w_scales, output, output_scales;
+};
+// The e4m3 code of W_UV element i (in [H, 128, 512] order) in every Fp8Layer, and the block
+// scale of every block (no NaN codes).
+uint8_t Fp8LayerCode(int64_t i);
+inline constexpr float kFp8LayerScale = 1.0f / 128;
+absl::StatusOr<std::vector<Fp8Layer>> MakeFp8Layers(const mla_tail::TailShape& shape, int count,
+                                                    cudaStream_t stream);
+// `layer`'s buffers with e4m3 W_UV (`weight`) and the e4m3 output (`output`) from `fp8`.
+mla_tail::TailBuffers Fp8Buffers(const mla_tail::TailShape& shape, const Layer& layer,
+                                 const Fp8Layer& fp8, bool weight, bool output);
 
 // Layers enough that their bytes exceed `cold_bytes` (three L2s by default), at least
 // `min_layers`, at most `max_layers`.

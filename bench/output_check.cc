@@ -3,12 +3,15 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <set>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "mla/internal/cuda_status.h"
+#include "testing/support/bf16_bits.h"
+#include "testing/support/e4m3_bits.h"
 #include "testing/support/test_values.h"
 
 namespace mla_tail_bench {
@@ -46,8 +49,71 @@ absl::Status PoisonOutputs(const std::vector<Layer>& layers, cudaStream_t stream
   return absl::OkStatus();
 }
 
+namespace {
+
+// The reference of layer `index` with the e4m3 W_UV of MakeFp8Layers where `weight`.
+mla_tail_testing::ReferenceInputs InputsFor(const mla_tail::TailShape& shape, int index,
+                                            bool weight) {
+  mla_tail_testing::ReferenceInputs in = LayerReferenceInputs(shape, index);
+  if (weight) {
+    in.w_uv = nullptr;
+    in.w_uv_fp8 = [](int h, int k, int d) {
+      return Fp8LayerCode((int64_t{h} * kValueDim + d) * kLatentDim + k);
+    };
+    in.w_uv_scale = [](int, int) { return kFp8LayerScale; };
+  }
+  return in;
+}
+
+}  // namespace
+
+absl::Status CheckFp8Outputs(const mla_tail::TailShape& shape, const std::vector<Layer>& layers,
+                             const std::vector<Fp8Layer>& fp8, bool weight, bool output,
+                             cudaStream_t stream) {
+  if (!output) return CheckOutputs(shape, layers, stream, weight);
+  MLA_RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(stream), "the timed runs");
+  const int64_t width = int64_t{shape.heads} * kValueDim;
+  std::string errors;
+  int mismatches = 0;
+  for (int index : std::set<int>{0, static_cast<int>(layers.size()) - 1}) {
+    const mla_tail_testing::ReferenceInputs in = InputsFor(shape, index, weight);
+    std::vector<uint8_t> row(width);
+    std::vector<float> scales(shape.heads);
+    for (int t : std::set<int>{0, shape.rows / 2, shape.rows - 1}) {
+      MLA_RETURN_IF_CUDA_ERROR(cudaMemcpy(row.data(), fp8[index].output.as<uint8_t>() + t * width,
+                                          width, cudaMemcpyDeviceToHost),
+                               "download e4m3 output");
+      MLA_RETURN_IF_CUDA_ERROR(
+          cudaMemcpy(scales.data(), fp8[index].output_scales.as<float>() + t * shape.heads,
+                     shape.heads * sizeof(float), cudaMemcpyDeviceToHost),
+          "download output scales");
+      for (int64_t j = 0; j < std::min<int64_t>(width, 256); ++j) {
+        const int64_t c = (j * 2654435761ll + t) % width;
+        const int h = static_cast<int>(c / kValueDim);
+        const float x = mla_tail_testing::Bf16ToFloat(
+            mla_tail_testing::ReferenceOutput(in, t, h, static_cast<int>(c % kValueDim)).out);
+        const float got = mla_tail_testing::E4m3ToFloat(row[c]) * scales[h];
+        // Half an e4m3 step (2^-4 relative; 2^-10 scales in the subnormals), and the bf16
+        // ulps of v's and the sigmoid's freedom.
+        const float tolerance =
+            std::max(std::fabs(x) * 0x1p-4f, scales[h] * 0x1p-10f) + std::fabs(x) * 0x1p-6f;
+        if (std::fabs(got - x) <= tolerance) continue;
+        if (++mismatches <= 4) {
+          absl::StrAppend(&errors, "\n  layer ", index, " row ", t, " column ", c, ": e4m3 0x",
+                          absl::Hex(row[c]), " x scale ", scales[h], " = ", got, ", reference ", x);
+        }
+      }
+    }
+  }
+  if (mismatches == 0) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(mismatches,
+                                          " sampled e4m3 output elements differ from the CPU "
+                                          "reference (heads ",
+                                          shape.heads, ", rows ", shape.rows, "):", errors));
+}
+
 absl::Status CheckOutputs(const mla_tail::TailShape& shape, const std::vector<Layer>& layers,
-                          cudaStream_t stream) {
+                          cudaStream_t stream, bool e4m3_weight) {
   MLA_RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(stream), "the timed runs");
   const int64_t width = int64_t{shape.heads} * kValueDim;
   const std::set<int> rows = {0, shape.rows / 2, shape.rows - 1};
@@ -55,7 +121,7 @@ absl::Status CheckOutputs(const mla_tail::TailShape& shape, const std::vector<La
   std::string errors;
   int mismatches = 0;
   for (int index : std::set<int>{0, static_cast<int>(layers.size()) - 1}) {
-    const mla_tail_testing::ReferenceInputs in = LayerReferenceInputs(shape, index);
+    const mla_tail_testing::ReferenceInputs in = InputsFor(shape, index, e4m3_weight);
     std::vector<uint16_t> row(width);
     for (int t : rows) {
       MLA_RETURN_IF_CUDA_ERROR(cudaMemcpy(row.data(), layers[index].buffers.output + t * width,

@@ -25,8 +25,17 @@ absl::Status PoisonOutputs(const std::vector<Layer>& layers, cudaStream_t stream
 // and one between, and at most 256 columns of each, spread over the heads; v within 1 bf16 ulp
 // (the uniform data's sums may be added in any order). Synchronizes `stream` first. An error
 // names the first mismatches.
+// `e4m3_weight`: the layers ran with the e4m3 W_UV of MakeFp8Layers.
 absl::Status CheckOutputs(const mla_tail::TailShape& shape, const std::vector<Layer>& layers,
-                          cudaStream_t stream);
+                          cudaStream_t stream, bool e4m3_weight = false);
+
+// CheckOutputs for the e4m3 modes (`weight`: e4m3 W_UV from `fp8`, `output`: the e4m3 output
+// in `fp8`). A bf16 output as CheckOutputs checks it, against the reference with the layers'
+// e4m3 W_UV where `weight`; an e4m3 output dequantized (value times its (row, head) scale)
+// within half an e4m3 step of the reference's bf16 value (v within 1 ulp).
+absl::Status CheckFp8Outputs(const mla_tail::TailShape& shape, const std::vector<Layer>& layers,
+                             const std::vector<Fp8Layer>& fp8, bool weight, bool output,
+                             cudaStream_t stream);
 
 }  // namespace mla_tail_bench
 

@@ -6,7 +6,8 @@
     python3 bench/report.py bench/results/h200 --out /tmp/plot  # the plot elsewhere
 
 Reads tail_bench.csv (our paths, the limit, the cuBLASLt + gate peer) and torch_peer.csv (the
-PyTorch formulation). Per shape: the dispatched path, the fastest of the kernels the run forced
+PyTorch formulation), and tail_bench_fp8.csv when present (e4m3 W_UV and the e4m3 output against
+the bf16 tail of the same run: print_fp8). Per shape: the dispatched path, the fastest of the kernels the run forced
 (every fused kernel and bmm, as the run forced them), the
 back-to-back replays (auto-replay rows, when present), the limit (the bytes' time), the FLOPs' time
 at the run's bf16 matrix rate (when the run recorded it) and the bound max(limit / 0.8,
@@ -125,6 +126,69 @@ def print_grids(ours, torch, shapes):
         print()
 
 
+def print_fp8(folder):
+    """The e4m3 tables from tail_bench_fp8.csv: e4m3 W_UV against the bf16 tail of the same run
+    per shape (the goals: <= 0.65x at 64-128 heads x 1-16 rows, <= 0.80x at 32-64 rows, no shape
+    slower), and the e4m3 output against the bf16-output tail (+0.2 us at most) and the unfused
+    pair (faster)."""
+    path = os.path.join(folder, "tail_bench_fp8.csv")
+    if not os.path.exists(path):
+        return
+    fp8 = load(path)
+    shapes = sorted({(h, b) for h, b, q, m in fp8 if m == "auto" and q == 1})
+    kernels = sorted({m for _, _, q, m in fp8 if q == 1 and m.startswith("fp8w-fused-")})
+
+    def us(h, b, mode):
+        row = fp8.get((h, b, 1, mode))
+        return row["us_per_layer"] if row else None
+
+    def goal(h, b):
+        if 64 <= h <= 128 and b <= 16:
+            return 0.65
+        if 64 <= h <= 128 and 32 <= b <= 64:
+            return 0.80
+        return 1.0
+
+    print("\n**e4m3 W_UV against the bf16 tail of the same run (dispatched paths):**\n")
+    print("| heads | rows | bf16 (µs) | e4m3 W_UV (µs) | ratio | goal | fastest e4m3 kernel (µs) "
+          "| e4m3 limit (µs) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    met = 0
+    for h, b in shapes:
+        bf16, e4m3 = us(h, b, "auto"), us(h, b, "fp8w-auto")
+        if bf16 is None or e4m3 is None:
+            continue
+        forced = {m: us(h, b, m) for m in kernels if us(h, b, m) is not None}
+        fastest = min(forced, key=forced.get) if forced else None
+        fastest_cell = (f"{forced[fastest]:.2f} {fastest[len('fp8w-fused-'):]}"
+                        if fastest else "–")
+        ratio = e4m3 / bf16
+        ok = ratio <= goal(h, b)
+        met += ok
+        print(f"| {h} | {b} | {bf16:.2f} | {e4m3:.2f} | {ratio:.2f}× | "
+              f"≤ {goal(h, b):.2f}×{' ✓' if ok else ''} | {fastest_cell} | "
+              f"{fp8[(h, b, 1, 'fp8w-auto')]['limit_us']:.2f} |")
+    print(f"\ne4m3 W_UV meets its goal at {met} of {len(shapes)} shapes.")
+
+    print("\n**The e4m3 output (bf16 W_UV) against the bf16-output tail and the unfused pair:**\n")
+    print("| heads | rows | bf16 output (µs) | e4m3 output (µs) | added (µs) | pair (µs) | "
+          "both e4m3 (µs) | both e4m3, pair (µs) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    met = 0
+    for h, b in shapes:
+        bf16, out, pair = us(h, b, "auto"), us(h, b, "fp8o-auto"), us(h, b, "fp8o-pair")
+        if bf16 is None or out is None or pair is None:
+            continue
+        both, both_pair = us(h, b, "fp8w-fp8o-auto"), us(h, b, "fp8w-fp8o-pair")
+        ok = out <= bf16 + 0.2 and out < pair
+        met += ok
+        cell = lambda v: f"{v:.2f}" if v is not None else "–"
+        print(f"| {h} | {b} | {bf16:.2f} | {out:.2f}{' ✓' if ok else ''} | {out - bf16:+.2f} | "
+              f"{pair:.2f} | {cell(both)} | {cell(both_pair)} |")
+    print(f"\nThe e4m3 output within 0.2 µs of the bf16 output and faster than the pair at {met} "
+          f"of {len(shapes)} shapes.")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("folder", nargs="?", default="bench/results/h200",
@@ -190,6 +254,7 @@ def main():
     if os.path.exists(exceptions):
         print()
         print_exceptions(exceptions)
+    print_fp8(folder)
     try:
         import matplotlib
         matplotlib.use("Agg")

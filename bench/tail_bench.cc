@@ -12,6 +12,10 @@
 // The fused path with its kernel forced (TailOptions::fused_kernel), embedded or replayed:
 // fused-<kernel> with <kernel> a mla_tail::FusedKernelName (fused-ColumnSplit,
 // fused-Tile64x64Pipeline4, ...), and each with -replay.
+// e4m3 (embedded only): fp8w-<mode> runs <mode> (fused, auto, fused-<kernel>) with e4m3 W_UV,
+// fp8o-<mode> with the e4m3 output, fp8w-fp8o-<mode> with both; fp8o-pair (and fp8w-fp8o-pair)
+// is the unfused peer of the e4m3 output: the dispatched bf16-output tail, then
+// bench/group_quant.cu's quantization kernel, both with PDL. Their limits count e4m3 bytes.
 //
 //   tail_bench --heads=8,12,64 --rows=1,16,256 --modes=fused,auto,auto-replay --csv=out.csv
 //   tail_bench --heads=12,64,128 --rows=64,256,1024
@@ -39,6 +43,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "bench/bench_util.h"
+#include "bench/group_quant.h"
 #include "bench/limit_kernels.h"
 #include "bench/output_check.h"
 #include "bench/peer.h"
@@ -111,7 +116,29 @@ mla_tail::FusedKernel ModeKernel(absl::string_view mode) {
   return mla_tail::FusedKernel::kAuto;
 }
 
+// A mode's e4m3 prefixes (fp8w-: e4m3 W_UV, fp8o-: the e4m3 output, in that order) and the
+// mode they prefix.
+struct E4m3Mode {
+  bool weight = false, output = false;
+  absl::string_view base;
+  bool any() const { return weight || output; }
+};
+E4m3Mode ParseE4m3Mode(absl::string_view mode) {
+  E4m3Mode m;
+  m.weight = absl::ConsumePrefix(&mode, "fp8w-");
+  m.output = absl::ConsumePrefix(&mode, "fp8o-");
+  m.base = mode;
+  return m;
+}
+
 bool IsKnownMode(absl::string_view mode) {
+  const E4m3Mode e4m3 = ParseE4m3Mode(mode);
+  if (e4m3.any()) {
+    // The fused path, embedded; the pair needs the e4m3 output.
+    if (e4m3.base == "pair") return e4m3.output;
+    return !IsReplayMode(e4m3.base) && (e4m3.base == "fused" || e4m3.base == "auto" ||
+                                        ModeKernel(e4m3.base) != mla_tail::FusedKernel::kAuto);
+  }
   if (mode == "peer" || ModeKernel(mode) != mla_tail::FusedKernel::kAuto) return true;
   absl::ConsumeSuffix(&mode, kReplaySuffix);
   return absl::c_linear_search(kPathModes, mode);
@@ -340,10 +367,15 @@ int Main() {
         if (!absl::GetFlag(FLAGS_gate)) {
           for (Layer& layer : *layers) layer.buffers.gate = nullptr;
         }
-        const double limit_us = TailBytes(shape) / bandwidth * 1e6;
         const double flop_us = TailFlops(shape) / *matrix_rate * 1e6;
         auto record = [&](const std::string& mode, double per_layer,
                           std::optional<double> host_us_per_replay) {
+          // The bytes of the mode's types: e4m3 W_UV or output move a byte a value.
+          const E4m3Mode e4m3 = ParseE4m3Mode(mode);
+          const int64_t bytes = TailBytes(
+              shape, e4m3.weight ? mla_tail::WeightType::kE4m3 : mla_tail::WeightType::kBf16,
+              e4m3.output ? mla_tail::OutputType::kE4m3 : mla_tail::OutputType::kBf16);
+          const double limit_us = bytes / bandwidth * 1e6;
           const std::string host =
               host_us_per_replay ? absl::StrFormat("%.2f", *host_us_per_replay) : "-";
           std::printf("%5d %5d %2d %12s %6d %10.2f %9.2f %5.0f%% %13s\n", heads, rows, q,
@@ -351,7 +383,7 @@ int Main() {
                       host.c_str());
           if (csv.is_open()) {
             csv << heads << "," << rows << "," << q << "," << mode << "," << layer_count << ","
-                << per_layer << "," << limit_us << "," << TailBytes(shape) << ",";
+                << per_layer << "," << limit_us << "," << bytes << ",";
             if (host_us_per_replay) csv << *host_us_per_replay;
             csv << "," << flop_us << "," << bandwidth / 1e12 << "\n";
           }
@@ -367,7 +399,74 @@ int Main() {
             ++failures;
           }
         };
+        // The layers' e4m3 tensors, made when a mode first needs them.
+        std::vector<Fp8Layer> fp8_layers;
         for (const std::string& mode : modes) {
+          const E4m3Mode e4m3 = ParseE4m3Mode(mode);
+          if (e4m3.any() && fp8_layers.empty()) {
+            absl::StatusOr<std::vector<Fp8Layer>> made = MakeFp8Layers(shape, layer_count, stream);
+            if (!made.ok()) {
+              std::fprintf(stderr, "e4m3 layers: %s\n", made.status().ToString().c_str());
+              return 1;
+            }
+            fp8_layers = *std::move(made);
+          }
+          if (e4m3.any()) {
+            // The tail a mode runs through (its forced kernel's, or the library's default).
+            mla_tail::MlaTail& runner = tail_for(e4m3.base);
+            const bool pair = e4m3.base == "pair";
+            // Checked as the bf16 modes are: every output poisoned before, sampled after.
+            absl::Status poisoned = PoisonOutputs(*layers, stream);
+            for (const Fp8Layer& fp8 : fp8_layers) {
+              if (!poisoned.ok()) break;
+              poisoned = mla_tail::internal::CudaStatus(
+                  cudaMemsetAsync(fp8.output.get(), 0xff, fp8.output.bytes(), stream),
+                  "poison e4m3 output");
+            }
+            if (!poisoned.ok()) {
+              std::fprintf(stderr, "poison: %s\n", poisoned.ToString().c_str());
+              return 1;
+            }
+            absl::StatusOr<double> us = TimeCapturedGraph(
+                stream,
+                [&](cudaStream_t s) {
+                  for (size_t i = 0; i < layers->size(); ++i) {
+                    const Layer& layer = (*layers)[i];
+                    const Fp8Layer& fp8 = fp8_layers[i];
+                    const mla_tail::TailBuffers buffers =
+                        Fp8Buffers(shape, layer, fp8, e4m3.weight, e4m3.output && !pair);
+                    MLA_RETURN_IF_ERROR(runner.Run(shape, buffers, s, ModePath(e4m3.base)));
+                    if (!pair) continue;
+                    const GroupQuantParams quant{layer.buffers.output,
+                                                 layer.buffers.output_row_stride,
+                                                 fp8.output.as<mla_tail::fp8_e4m3>(),
+                                                 int64_t{heads} * mla_tail::kValueDim,
+                                                 fp8.output_scales.as<float>(),
+                                                 heads,
+                                                 rows,
+                                                 heads};
+                    MLA_RETURN_IF_CUDA_ERROR(LaunchGroupQuant(quant, s, absl::GetFlag(FLAGS_pdl)),
+                                             "group quant");
+                  }
+                  return absl::OkStatus();
+                },
+                absl::GetFlag(FLAGS_replays));
+            if (!us.ok()) {
+              std::fprintf(stderr, "%s heads %d rows %d: %s\n", mode.c_str(), heads, rows,
+                           us.status().ToString().c_str());
+              ++failures;
+              continue;
+            }
+            record(mode, *us / layer_count, std::nullopt);
+            if (const absl::Status s =
+                    CheckFp8Outputs(shape, *layers, fp8_layers, e4m3.weight, e4m3.output, stream);
+                !s.ok()) {
+              std::fprintf(stderr, "tail_bench: MISMATCH in mode %s: %s\n", mode.c_str(),
+                           s.ToString().c_str());
+              ++failures;
+            }
+            continue;
+          }
           if (const absl::Status s = PoisonOutputs(*layers, stream); !s.ok()) {
             std::fprintf(stderr, "poison: %s\n", s.ToString().c_str());
             return 1;

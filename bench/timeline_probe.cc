@@ -92,12 +92,16 @@ int RunTimelineProbe() {
       const mla_tail::FusedKernel kernel =
           mla_tail::DispatchFusedKernel(heads, rows, multiprocessors);
       if (kernel == mla_tail::FusedKernel::kPersistent128x128) continue;  // it has no stamps
-      mla_tail::internal::FusedTailParams shape = {};
-      shape.heads = heads;
-      shape.rows = rows;
-      shape.q = 1;
+      // A launch depends on the shape and on whether there is a gate (the layers have one; the
+      // plan never reads it).
+      static const mla_tail::bf16 kAnyGate{};
+      mla_tail::internal::FusedTailParams planned = {};
+      planned.heads = heads;
+      planned.rows = rows;
+      planned.q = 1;
+      planned.gate = &kAnyGate;
       mla_tail::internal::KernelLaunch launch;
-      CUDA_CHECK(mla_tail::internal::PlanFusedKernel(shape, kernel, multiprocessors, &launch));
+      CUDA_CHECK(mla_tail::internal::PlanFusedKernel(planned, kernel, multiprocessors, &launch));
       const int blocks = static_cast<int>(launch.grid.x * launch.grid.y * launch.grid.z);
       if (blocks > kMaxBlocks) continue;
       const size_t latent_n = size_t{1} * rows * heads * 512;
@@ -123,9 +127,9 @@ int RunTimelineProbe() {
       cudaGraph_t graph;
       CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
       for (const Layer& l : all) {
-        const mla_tail::internal::FusedTailParams params{
-            l.latent,  heads * 512, l.w,         128 * 512, 512,  l.gate, heads * 128,
-            l.lengths, l.out,       heads * 128, heads,     rows, 1};
+        const mla_tail::internal::FusedTailParams params = mla_tail::internal::MakeFusedTailParams(
+            {heads, rows, 1},
+            mla_tail::CompactBuffers({heads, rows, 1}, l.latent, l.w, l.gate, l.lengths, l.out));
         CUDA_CHECK(mla_tail::internal::LaunchKernel(launch, &params, stream, /*pdl=*/true));
       }
       CUDA_CHECK(cudaStreamEndCapture(stream, &graph));

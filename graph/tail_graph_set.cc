@@ -41,10 +41,20 @@ namespace {
 
 bool SameBuffers(const TailBuffers& a, const TailBuffers& b) {
   return a.latent == b.latent && a.latent_row_stride == b.latent_row_stride && a.w_uv == b.w_uv &&
-         a.w_head_stride == b.w_head_stride && a.w_row_stride == b.w_row_stride &&
-         a.gate == b.gate && a.gate_row_stride == b.gate_row_stride && a.lengths == b.lengths &&
-         a.output == b.output && a.output_row_stride == b.output_row_stride &&
-         a.row_count == b.row_count;
+         a.w_uv_fp8 == b.w_uv_fp8 && a.w_head_stride == b.w_head_stride &&
+         a.w_row_stride == b.w_row_stride && a.w_uv_scale == b.w_uv_scale &&
+         a.w_uv_scale_head_stride == b.w_uv_scale_head_stride && a.gate == b.gate &&
+         a.gate_row_stride == b.gate_row_stride && a.lengths == b.lengths && a.output == b.output &&
+         a.output_fp8 == b.output_fp8 && a.output_row_stride == b.output_row_stride &&
+         a.output_scale == b.output_scale &&
+         a.output_scale_row_stride == b.output_scale_row_stride &&
+         a.output_scale_head_stride == b.output_scale_head_stride && a.row_count == b.row_count;
+}
+
+// Whether `a` and `b` run the same kernel instantiation (the weight and output types).
+bool SameTypes(const TailBuffers& a, const TailBuffers& b) {
+  return mla_tail::WeightTypeOf(a) == mla_tail::WeightTypeOf(b) &&
+         mla_tail::OutputTypeOf(a) == mla_tail::OutputTypeOf(b);
 }
 
 // Why rows beyond the largest bucket are refused, with the eager fallback's limit.
@@ -156,6 +166,7 @@ absl::Status TailGraphSet::SetLayer(int layer, const TailBuffers& buffers) {
   }
   const TailShape shape{options_.heads, max_rows(), options_.q};
   MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
+  MLA_RETURN_IF_ERROR(MlaTail::CheckPathTakes(options_.path, buffers));
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device_));
   MLA_RETURN_IF_ERROR(internal::CheckTailBuffers(device_, shape, buffers,
@@ -267,12 +278,14 @@ absl::Status TailGraphSet::Apply(int layer, int bucket_index) {
   const TailBuffers& want = layers_[layer];
   if (SameBuffers(entry.applied, want)) return absl::OkStatus();
 
-  // The GEMM's descriptors hold the latent and W_UV row strides, and a gate's presence picks the
-  // kernels' form: a change of either re-captures.
+  // The GEMM's descriptors hold the latent and W_UV row strides, and a gate's presence and the
+  // weight and output types pick the kernels' form: a change of any re-captures.
   const bool gemm_changed = bmm() && (want.latent_row_stride != entry.applied.latent_row_stride ||
                                       want.w_row_stride != entry.applied.w_row_stride);
   const bool gate_changed = (want.gate == nullptr) != (entry.applied.gate == nullptr);
-  if (gemm_changed || gate_changed) return CaptureMeasured(layer, bucket_index);
+  if (gemm_changed || gate_changed || !SameTypes(want, entry.applied)) {
+    return CaptureMeasured(layer, bucket_index);
+  }
 
   const absl::Status status = entry.node.Write(entry.exec, want);
   if (!status.ok()) {

@@ -31,7 +31,7 @@ class TailNodeBuilder {
     made.smem_bytes_ = node.launches[0].smem_bytes;
     made.shape_ = node.shape;
     made.buffers_ = buffers;
-    made.kernel_ = tail.FusedKernelFor(node.shape);
+    made.kernel_ = tail.FusedKernelFor(node.shape, WeightTypeOf(buffers));
     return made;
   }
 
@@ -47,6 +47,13 @@ class TailNodeBuilder {
   static absl::Status Write(TailNode& made, cudaGraphExec_t exec, const TailBuffers& buffers) {
     internal::CudaErrorScope errors;
     MLA_RETURN_IF_ERROR(ValidateTail(made.shape_, buffers));
+    // The node's kernel is the instantiation for its buffers' weight and output types.
+    if (WeightTypeOf(buffers) != WeightTypeOf(made.buffers_) ||
+        OutputTypeOf(buffers) != OutputTypeOf(made.buffers_)) {
+      return absl::InvalidArgumentError(
+          "the buffers' W_UV or output type (bf16 or e4m3) differs from the node's: a node runs "
+          "one kernel; add a node for the other types");
+    }
     internal::DeviceGuard guard;
     MLA_RETURN_IF_ERROR(guard.Enter(made.device_));
     MLA_RETURN_IF_ERROR(

@@ -68,8 +68,9 @@ class TailNode {
   // Points the tail's node in `exec` (instantiated from the graph the node belongs to) at
   // `buffers`, validated for the node's shape: a kernel-node update (about 1 us of host time),
   // no re-instantiation. Launches of `exec` already enqueued keep what they had. On error
-  // nothing changed: FailedPrecondition for an empty handle, InvalidArgument for bad buffers or
-  // an `exec` that was not instantiated from the node's graph.
+  // nothing changed: FailedPrecondition for an empty handle, InvalidArgument for bad buffers,
+  // buffers whose W_UV or output type (bf16 or e4m3) is not the node's, or an `exec` that was not
+  // instantiated from the node's graph.
   absl::Status Update(cudaGraphExec_t exec, const TailBuffers& buffers);
 
   // Also rewrites the node in the graph itself, so that later instantiations and clones of it

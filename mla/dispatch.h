@@ -5,6 +5,8 @@
 // behind each threshold are in docs/design.md and docs/benchmarks.md; mla/dispatch_test.cc pins
 // the rule at the measured shapes.
 
+#include "mla_tail/mla/tail_args.h"
+
 namespace mla_tail {
 
 // The fused path's kernels. Each computes the tail of docs/spec.md; they add the products in
@@ -77,8 +79,11 @@ constexpr bool Tile64x128FillsOneWave(long long tiles, int multiprocessors) {
 }
 
 // The rule, for a GPU with `multiprocessors` SMs (measured on H200s, 132). T counts 64-row
-// tiles; the block-count thresholds (96, 256) are measured crossovers, not SM counts.
-constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocessors) {
+// tiles; the block-count thresholds (96, 256) are measured crossovers, not SM counts. Every
+// kernel takes either weight type; with e4m3 W_UV the rule is the bf16 one until measured
+// otherwise (docs/design.md, "e4m3 W_UV").
+constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocessors,
+                                          WeightType /*weight*/ = WeightType::kBf16) {
   const long long work = static_cast<long long>(heads) * rows;
   // The latent axis over a block's warps, up to 32 rows while its blocks fit one an SM (past
   // that, behind an upstream kernel without shared memory, its 4 KB a block start late).

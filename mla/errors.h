@@ -16,6 +16,7 @@
 //                         caller's own capture already invalid
 //   ResourceExhausted     device memory ran out                            free memory, retry
 //   NotFound              cuBLASLt has no algorithm for the BMM path       use the fused path
+//   Unimplemented         the BMM path with e4m3 W_UV or output            use the fused path
 //   Aborted               CUDA refused a capture the library made itself   retry
 //   DataLoss              a sticky CUDA error: the device context is lost  restart the process
 //   Internal              any other CUDA or cuBLASLt failure               report it

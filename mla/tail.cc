@@ -219,9 +219,23 @@ absl::Status MlaTail::Impl::AllocateBmmScratch() {
   return absl::OkStatus();
 }
 
-FusedKernel MlaTail::FusedKernelFor(const TailShape& shape) const {
+absl::Status MlaTail::CheckPathTakes(TailPath path, const TailBuffers& buffers) {
+  if (path != TailPath::kBmm) return absl::OkStatus();
+  if (WeightTypeOf(buffers) != WeightType::kBf16) {
+    return absl::UnimplementedError(
+        "the BMM path takes bf16 W_UV only: e4m3 W_UV (w_uv_fp8) runs on the fused path");
+  }
+  if (OutputTypeOf(buffers) != OutputType::kBf16) {
+    return absl::UnimplementedError(
+        "the BMM path writes a bf16 output only: an e4m3 output (output_fp8) runs on the fused "
+        "path");
+  }
+  return absl::OkStatus();
+}
+
+FusedKernel MlaTail::FusedKernelFor(const TailShape& shape, WeightType weight) const {
   return internal::ResolveFusedKernel(impl_->options.fused_kernel, shape.heads, shape.rows,
-                                      impl_->multiprocessors);
+                                      impl_->multiprocessors, weight);
 }
 
 namespace {
@@ -286,6 +300,7 @@ absl::StatusOr<const internal::ValueBmm*> MlaTail::Impl::Plan(const TailShape& s
 absl::Status MlaTail::PrepareBmm(const TailShape& shape, const TailBuffers& buffers) {
   internal::CudaErrorScope errors;
   MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
+  MLA_RETURN_IF_ERROR(CheckPathTakes(TailPath::kBmm, buffers));
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(impl_->device));
   MLA_RETURN_IF_ERROR(
@@ -304,6 +319,7 @@ absl::Status MlaTail::Impl::Run(const TailShape& shape, const TailBuffers& buffe
                                 cudaStream_t stream, TailPath path,
                                 internal::TailKernelNode* recorded) {
   MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
+  MLA_RETURN_IF_ERROR(CheckPathTakes(path, buffers));
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device));
   MLA_RETURN_IF_ERROR(internal::CheckTailBuffers(device, shape, buffers, pointer_check()));

@@ -92,8 +92,12 @@ class MlaTail {
   // outside any capture (Run() does so on first use when not capturing).
   absl::Status PrepareBmm(const TailShape& shape, const TailBuffers& buffers);
 
-  // The fused kernel Run() launches for `shape` on this instance's device.
-  FusedKernel FusedKernelFor(const TailShape& shape) const;
+  // Unimplemented when `path` is the BMM path and `buffers` hold e4m3 W_UV or an e4m3 output: the
+  // fused path alone takes them. OK otherwise (nothing else is checked).
+  static absl::Status CheckPathTakes(TailPath path, const TailBuffers& buffers);
+
+  // The fused kernel Run() launches for `shape` and W_UV of `weight` on this instance's device.
+  FusedKernel FusedKernelFor(const TailShape& shape, WeightType weight = WeightType::kBf16) const;
 
   // OK when `stream` may carry this instance's work: the legacy or per-thread default stream,
   // or a stream of this instance's device (not checked while the stream is capturing, where CUDA

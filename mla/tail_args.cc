@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -11,7 +12,13 @@
 namespace mla_tail {
 namespace {
 
-constexpr int64_t kBf16Align = 16;  // bytes
+constexpr int64_t kAlign = 16;  // bytes: of every bf16 and e4m3 pointer and row
+
+// Returns `expression`'s status unless it is OK.
+#define MLA_TAIL_CHECK(expression)                           \
+  do {                                                       \
+    if (absl::Status s_ = (expression); !s_.ok()) return s_; \
+  } while (false)
 
 absl::Status CheckPointer(const void* pointer, const char* name, int64_t alignment) {
   if (pointer == nullptr) return absl::InvalidArgumentError(absl::StrCat(name, " is null"));
@@ -23,8 +30,10 @@ absl::Status CheckPointer(const void* pointer, const char* name, int64_t alignme
   return absl::OkStatus();
 }
 
+// A row stride of a tensor of `element_bytes`-byte elements: at most kMaxStride, at least
+// `minimum`, spanning a multiple of 16 bytes.
 absl::Status CheckStride(int64_t stride, int64_t minimum, const char* name,
-                         const char* minimum_meaning) {
+                         const char* minimum_meaning, int64_t element_bytes = sizeof(bf16)) {
   if (stride > kMaxStride) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, " = ", stride, " is above kMaxStride = 2^40 elements"));
@@ -34,9 +43,23 @@ absl::Status CheckStride(int64_t stride, int64_t minimum, const char* name,
                                                    minimum_meaning, " = ", minimum,
                                                    ": rows would overlap"));
   }
-  if (stride % (kBf16Align / sizeof(bf16)) != 0) {
+  const int64_t multiple = kAlign / element_bytes;
+  if (stride % multiple != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(name, " = ", stride, " is not a multiple of ",
+                                                   multiple, " elements (16 bytes)"));
+  }
+  return absl::OkStatus();
+}
+
+// Exactly one of a pair of pointers is set.
+absl::Status CheckOneOf(const void* a, const char* a_name, const void* b, const char* b_name) {
+  if (a != nullptr && b != nullptr) {
     return absl::InvalidArgumentError(
-        absl::StrCat(name, " = ", stride, " is not a multiple of 8 elements (16 bytes)"));
+        absl::StrCat(a_name, " and ", b_name, " are both set: exactly one may be"));
+  }
+  if (a == nullptr && b == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(a_name, " is null (and so is ", b_name, "): exactly one must be set"));
   }
   return absl::OkStatus();
 }
@@ -127,56 +150,82 @@ absl::Status ValidateShape(const TailShape& shape) {
 }
 
 absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
-  if (absl::Status s = ValidateShape(shape); !s.ok()) return s;
+  MLA_TAIL_CHECK(ValidateShape(shape));
   const int64_t heads = shape.heads;
+  const int64_t rows = shape.rows;
   const int64_t width = heads * kValueDim;  // output and gate row width
+  const bool fp8_weight = b.w_uv_fp8 != nullptr;
+  const bool fp8_output = b.output_fp8 != nullptr;
 
-  for (const auto& [pointer, name] : {std::pair<const void*, const char*>{b.latent, "latent"},
-                                      {b.w_uv, "w_uv"},
-                                      {b.output, "output"}}) {
-    if (absl::Status s = CheckPointer(pointer, name, kBf16Align); !s.ok()) return s;
+  MLA_TAIL_CHECK(CheckOneOf(b.w_uv, "w_uv", b.w_uv_fp8, "w_uv_fp8"));
+  MLA_TAIL_CHECK(CheckOneOf(b.output, "output", b.output_fp8, "output_fp8"));
+  const void* w = fp8_weight ? static_cast<const void*>(b.w_uv_fp8) : b.w_uv;
+  const char* w_name = fp8_weight ? "w_uv_fp8" : "w_uv";
+  const void* out = fp8_output ? static_cast<const void*>(b.output_fp8) : b.output;
+  const char* out_name = fp8_output ? "output_fp8" : "output";
+  for (const auto& [pointer, name] :
+       {std::pair<const void*, const char*>{b.latent, "latent"}, {w, w_name}, {out, out_name}}) {
+    MLA_TAIL_CHECK(CheckPointer(pointer, name, kAlign));
   }
   // The gate and the row count are optional.
-  if (b.gate != nullptr) {
-    if (absl::Status s = CheckPointer(b.gate, "gate", kBf16Align); !s.ok()) return s;
-  }
-  if (absl::Status s = CheckPointer(b.lengths, "lengths", alignof(int32_t)); !s.ok()) return s;
+  if (b.gate != nullptr) MLA_TAIL_CHECK(CheckPointer(b.gate, "gate", kAlign));
+  MLA_TAIL_CHECK(CheckPointer(b.lengths, "lengths", alignof(int32_t)));
   if (b.row_count != nullptr) {
-    if (absl::Status s = CheckPointer(b.row_count, "row_count", alignof(int32_t)); !s.ok()) {
-      return s;
-    }
+    MLA_TAIL_CHECK(CheckPointer(b.row_count, "row_count", alignof(int32_t)));
+  }
+  if (fp8_weight) {
+    MLA_TAIL_CHECK(CheckPointer(b.w_uv_scale, "w_uv_scale", kAlign));
+  } else if (b.w_uv_scale != nullptr) {
+    return absl::InvalidArgumentError("w_uv_scale is set without w_uv_fp8: bf16 W_UV has none");
+  }
+  if (fp8_output) {
+    MLA_TAIL_CHECK(CheckPointer(b.output_scale, "output_scale", alignof(float)));
+  } else if (b.output_scale != nullptr) {
+    return absl::InvalidArgumentError(
+        "output_scale is set without output_fp8: a bf16 output has none");
   }
 
-  if (absl::Status s =
-          CheckStride(b.latent_row_stride, heads * kLatentDim, "latent_row_stride", "heads * 512");
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = CheckStride(b.w_row_stride, kLatentDim, "w_row_stride", "512"); !s.ok()) {
-    return s;
-  }
+  MLA_TAIL_CHECK(
+      CheckStride(b.latent_row_stride, heads * kLatentDim, "latent_row_stride", "heads * 512"));
+  const int64_t w_bytes = fp8_weight ? 1 : sizeof(bf16);
+  MLA_TAIL_CHECK(CheckStride(b.w_row_stride, kLatentDim, "w_row_stride", "512", w_bytes));
   // One head's W_UV spans 128 rows; a single head may use any head stride (it is never applied).
-  if (absl::Status s = CheckStride(b.w_head_stride, heads > 1 ? kValueDim * b.w_row_stride : 0,
-                                   "w_head_stride", "128 * w_row_stride");
-      !s.ok()) {
-    return s;
+  MLA_TAIL_CHECK(CheckStride(b.w_head_stride, heads > 1 ? kValueDim * b.w_row_stride : 0,
+                             "w_head_stride", "128 * w_row_stride", w_bytes));
+  if (fp8_weight && heads > 1) {
+    // The kernels load a head's 4 scales as one 16-byte word.
+    MLA_TAIL_CHECK(CheckStride(b.w_uv_scale_head_stride, 4, "w_uv_scale_head_stride",
+                               "the 4 blocks of a head", sizeof(float)));
   }
   if (b.gate != nullptr) {
-    if (absl::Status s = CheckStride(b.gate_row_stride, width, "gate_row_stride", "heads * 128");
-        !s.ok()) {
-      return s;
-    }
+    MLA_TAIL_CHECK(CheckStride(b.gate_row_stride, width, "gate_row_stride", "heads * 128"));
   }
-  if (absl::Status s = CheckStride(b.output_row_stride, width, "output_row_stride", "heads * 128");
-      !s.ok()) {
-    return s;
+  const int64_t out_bytes = fp8_output ? 1 : sizeof(bf16);
+  MLA_TAIL_CHECK(
+      CheckStride(b.output_row_stride, width, "output_row_stride", "heads * 128", out_bytes));
+  const int64_t scale_row = rows > 1 ? b.output_scale_row_stride : 0;
+  const int64_t scale_head = heads > 1 ? b.output_scale_head_stride : 0;
+  if (fp8_output) {
+    if (rows > 1 && (scale_row < 1 || scale_row > kMaxStride)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("output_scale_row_stride = ", scale_row, " is outside [1, kMaxStride]"));
+    }
+    if (heads > 1 && (scale_head < 1 || scale_head > kMaxStride)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("output_scale_head_stride = ", scale_head, " is outside [1, kMaxStride]"));
+    }
+    if (rows > 1 && heads > 1 && scale_row < heads * scale_head && scale_head < rows * scale_row) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "output_scale_row_stride = ", scale_row, " and output_scale_head_stride = ", scale_head,
+          " make scales overlap: need row stride >= heads * head stride (", heads * scale_head,
+          ") or head stride >= rows * row stride (", rows * scale_row, ")"));
+    }
   }
 
   // Strides are bounded, so no span's size overflows; a span may still run past the top of the
   // address space.
   const internal::TailExtents e = internal::ExtentsOf(shape, b);
-  for (const internal::Extent& extent :
-       {e.latent, e.w_uv, e.gate, e.lengths, e.row_count, e.output}) {
+  for (const internal::Extent& extent : e.All()) {
     if (extent.end < extent.begin) {
       return absl::InvalidArgumentError(
           absl::StrFormat("%s = %p: the bytes it spans run past the end of the address space",
@@ -184,39 +233,55 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
     }
   }
 
-  // The kernels read inputs while other blocks write the output: no output byte may be a byte
+  // The kernels read inputs while other blocks write the outputs: no output byte may be a byte
   // an input is read from. Rows are compared byte for byte, so a gate sliced from a wider row
   // may interleave with the output (the gate in one part of each row, the output in another).
   constexpr int64_t kBytes = sizeof(bf16);
-  const int64_t rows = shape.rows;
-  const Rows output{Address(b.output), rows, b.output_row_stride * kBytes, width * kBytes};
-  const Rows latent{Address(b.latent), rows, b.latent_row_stride * kBytes,
-                    heads * kLatentDim * kBytes};
-  const Rows gate{Address(b.gate), rows, b.gate_row_stride * kBytes, width * kBytes};
-  const Rows lengths{Address(b.lengths), 1, 1,
-                     static_cast<int64_t>(rows / shape.q * sizeof(int32_t))};
-  const Rows row_count{Address(b.row_count), 1, 1, sizeof(int32_t)};
-  for (const auto& [input, name] : {std::pair<Rows, const char*>{latent, "latent"},
-                                    {gate, "gate"},
-                                    {lengths, "lengths"},
-                                    {row_count, "row_count"}}) {
-    if (input.begin == 0) continue;  // an optional input that is absent
-    if (Intersect(output, input)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("output overlaps ", name, ": the tail cannot run in place"));
+  std::vector<std::pair<Rows, const char*>> outputs = {
+      {Rows{Address(out), rows, b.output_row_stride * out_bytes, width * out_bytes}, out_name}};
+  if (fp8_output) {
+    // The scales as rows of the larger stride (each spanning the entries of the smaller one).
+    const bool row_major = scale_row >= heads * scale_head;
+    const Rows scales = row_major ? Rows{Address(b.output_scale), rows, scale_row * 4,
+                                         ((heads - 1) * scale_head + 1) * 4}
+                                  : Rows{Address(b.output_scale), heads, scale_head * 4,
+                                         ((rows - 1) * scale_row + 1) * 4};
+    if (Intersect(outputs[0].first, scales)) {
+      return absl::InvalidArgumentError("output_scale overlaps output_fp8");
     }
+    outputs.push_back({scales, "output_scale"});
   }
-  // W_UV: per head, 128 rows of 512 elements; head by head only where its extent meets the
-  // output's.
-  const int64_t head_bytes = ((kValueDim - 1) * b.w_row_stride + kLatentDim) * kBytes;
-  const Rows w_extent{Address(b.w_uv), 1, 1, (heads - 1) * b.w_head_stride * kBytes + head_bytes};
-  if (Intersect(output, w_extent)) {
-    for (int64_t h = 0; h < heads; ++h) {
-      const Rows w_uv{Address(b.w_uv + h * b.w_head_stride), kValueDim, b.w_row_stride * kBytes,
-                      kLatentDim * kBytes};
-      if (Intersect(output, w_uv)) {
+  std::vector<std::pair<Rows, const char*>> inputs = {
+      {Rows{Address(b.latent), rows, b.latent_row_stride * kBytes, heads * kLatentDim * kBytes},
+       "latent"},
+      {Rows{Address(b.gate), rows, b.gate_row_stride * kBytes, width * kBytes}, "gate"},
+      {Rows{Address(b.lengths), 1, 1, static_cast<int64_t>(rows / shape.q * sizeof(int32_t))},
+       "lengths"},
+      {Rows{Address(b.row_count), 1, 1, sizeof(int32_t)}, "row_count"}};
+  if (fp8_weight) {
+    const int64_t stride = heads > 1 ? b.w_uv_scale_head_stride : 4;
+    inputs.push_back({Rows{Address(b.w_uv_scale), heads, stride * 4, 16}, "w_uv_scale"});
+  }
+  for (const auto& [output, output_name] : outputs) {
+    for (const auto& [input, name] : inputs) {
+      if (input.begin == 0) continue;  // an optional input that is absent
+      if (Intersect(output, input)) {
         return absl::InvalidArgumentError(
-            absl::StrCat("output overlaps w_uv (head ", h, "): the tail cannot run in place"));
+            absl::StrCat(output_name, " overlaps ", name, ": the tail cannot run in place"));
+      }
+    }
+    // W_UV: per head, 128 rows of 512 elements; head by head only where its extent meets the
+    // output's.
+    const int64_t head_bytes = ((kValueDim - 1) * b.w_row_stride + kLatentDim) * w_bytes;
+    const Rows w_extent{Address(w), 1, 1, (heads - 1) * b.w_head_stride * w_bytes + head_bytes};
+    if (Intersect(output, w_extent)) {
+      for (int64_t h = 0; h < heads; ++h) {
+        const Rows w_head{Address(w) + h * b.w_head_stride * w_bytes, kValueDim,
+                          b.w_row_stride * w_bytes, kLatentDim * w_bytes};
+        if (Intersect(output, w_head)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              output_name, " overlaps ", w_name, " (head ", h, "): the tail cannot run in place"));
+        }
       }
     }
   }

@@ -298,5 +298,152 @@ TEST(ValidateTailTest, OutputInTheGapsOfW_UV) {
   EXPECT_THAT(std::string(ValidateTail(f.shape, b).message()), HasSubstr("output overlaps w_uv"));
 }
 
+// FP8 tensors in host memory (validation only looks at addresses), carved from one arena with
+// 64 KB between them so that only the overlaps a test makes exist: W_UV as e4m3 with its block
+// scales, and an e4m3 output with its scales, beside the bf16 fixture's other tensors.
+struct Fp8Fixture : Fixture {
+  static constexpr size_t kGap = 64 << 10;
+  explicit Fp8Fixture(TailShape s) : Fixture(s) {
+    const size_t w_bytes = size_t(s.heads) * 256 * kLatentDim;
+    const size_t out_bytes = size_t(s.rows) * s.heads * kValueDim;
+    arena.resize(w_bytes + out_bytes + 4 * kGap);
+    auto address = reinterpret_cast<uintptr_t>(arena.data());
+    char* base = reinterpret_cast<char*>((address + 15) & ~uintptr_t{15});
+    w8 = reinterpret_cast<fp8_e4m3*>(base);
+    scales = reinterpret_cast<float*>(base + w_bytes + kGap);
+    out8 = reinterpret_cast<fp8_e4m3*>(base + w_bytes + 2 * kGap);
+    out_scales = reinterpret_cast<float*>(base + w_bytes + out_bytes + 3 * kGap);
+    buffers.w_uv = nullptr;
+    buffers.w_uv_fp8 = w8;
+    buffers.w_uv_scale = scales;
+    buffers.w_uv_scale_head_stride = 4;
+    buffers.output = nullptr;
+    buffers.output_fp8 = out8;
+    buffers.output_scale = out_scales;
+    buffers.output_scale_row_stride = s.heads;
+  }
+  std::vector<char> arena;
+  fp8_e4m3* w8;
+  float* scales;
+  fp8_e4m3* out8;
+  float* out_scales;
+};
+
+TEST(ValidateTailTest, AcceptsFp8WeightsAndOutputs) {
+  Fp8Fixture f({12, 32, 2});
+  EXPECT_TRUE(ValidateTail(f.shape, f.buffers).ok()) << ValidateTail(f.shape, f.buffers);
+  EXPECT_EQ(WeightTypeOf(f.buffers), WeightType::kE4m3);
+  EXPECT_EQ(OutputTypeOf(f.buffers), OutputType::kE4m3);
+  // The checkpoint's kv_b_proj: e4m3 [H * 256, 512] and weight_scale_inv [H * 2, 4]; W_UV is the
+  // V half (rows 128-255 of each head), its scales block row 2h + 1.
+  TailBuffers b = f.buffers;
+  b.w_uv_fp8 = f.w8 + 128 * 512;
+  b.w_head_stride = 256 * 512;
+  b.w_uv_scale = f.scales + 4;
+  b.w_uv_scale_head_stride = 8;
+  EXPECT_TRUE(ValidateTail(f.shape, b).ok()) << ValidateTail(f.shape, b);
+  // Head-major output scales ([H, B]: row stride 1, head stride >= B), as block-scaled GEMMs read
+  // them.
+  b.output_scale_row_stride = 1;
+  b.output_scale_head_stride = 36;
+  EXPECT_TRUE(ValidateTail(f.shape, b).ok()) << ValidateTail(f.shape, b);
+  // Either half alone: FP8 weights with a bf16 output, bf16 weights with an FP8 output.
+  b = f.buffers;
+  b.output_fp8 = nullptr;
+  b.output_scale = nullptr;
+  b.output = Fixture::Aligned(f.output);
+  EXPECT_TRUE(ValidateTail(f.shape, b).ok()) << ValidateTail(f.shape, b);
+  EXPECT_EQ(OutputTypeOf(b), OutputType::kBf16);
+  b = f.buffers;
+  b.w_uv_fp8 = nullptr;
+  b.w_uv_scale = nullptr;
+  b.w_uv = Fixture::Aligned(f.w_uv);
+  EXPECT_TRUE(ValidateTail(f.shape, b).ok()) << ValidateTail(f.shape, b);
+  EXPECT_EQ(WeightTypeOf(b), WeightType::kBf16);
+  // One head: the scale head strides are never applied.
+  Fp8Fixture one({1, 1, 1});
+  one.buffers.w_uv_scale_head_stride = 0;
+  one.buffers.output_scale_row_stride = 0;
+  one.buffers.output_scale_head_stride = 0;
+  EXPECT_TRUE(ValidateTail(one.shape, one.buffers).ok()) << ValidateTail(one.shape, one.buffers);
+}
+
+TEST(ValidateTailTest, RefusesBadFp8Buffers) {
+  Fp8Fixture f({4, 16, 1});
+  const std::pair<const char*, void (*)(TailBuffers&)> cases[] = {
+      {"w_uv and w_uv_fp8 are both set",
+       [](TailBuffers& b) { b.w_uv = reinterpret_cast<const bf16*>(b.w_uv_fp8); }},
+      {"w_uv is null (and so is w_uv_fp8)", [](TailBuffers& b) { b.w_uv_fp8 = nullptr; }},
+      {"output and output_fp8 are both set",
+       [](TailBuffers& b) { b.output = reinterpret_cast<bf16*>(b.output_fp8); }},
+      {"output is null (and so is output_fp8)", [](TailBuffers& b) { b.output_fp8 = nullptr; }},
+      {"w_uv_fp8 = ", [](TailBuffers& b) { b.w_uv_fp8 += 8; }},
+      {"output_fp8 = ", [](TailBuffers& b) { b.output_fp8 += 4; }},
+      {"w_uv_scale is null", [](TailBuffers& b) { b.w_uv_scale = nullptr; }},
+      {"w_uv_scale = ", [](TailBuffers& b) { b.w_uv_scale += 1; }},
+      {"w_uv_scale = ", [](TailBuffers& b) { b.w_uv_scale += 2; }},
+      {"output_scale is null", [](TailBuffers& b) { b.output_scale = nullptr; }},
+      {"output_scale = ",
+       [](TailBuffers& b) {
+         b.output_scale = reinterpret_cast<float*>(reinterpret_cast<char*>(b.output_scale) + 2);
+       }},
+      {"w_uv_scale_head_stride = 2 is below the 4 blocks of a head = 4",
+       [](TailBuffers& b) { b.w_uv_scale_head_stride = 2; }},
+      {"w_uv_scale_head_stride = 6 is not a multiple of 4 elements",
+       [](TailBuffers& b) { b.w_uv_scale_head_stride = 6; }},
+      {"w_row_stride = 520 is not a multiple of 16 elements",
+       [](TailBuffers& b) { b.w_row_stride = 520; }},
+      {"w_head_stride = 65544 is not a multiple of 16 elements",
+       [](TailBuffers& b) { b.w_head_stride = 65544; }},
+      {"output_row_stride = 520 is not a multiple of 16 elements",
+       [](TailBuffers& b) { b.output_row_stride = 520; }},
+      {"output_scale_row_stride = 0 is outside [1, kMaxStride]",
+       [](TailBuffers& b) { b.output_scale_row_stride = 0; }},
+      {"output_scale_head_stride = 0 is outside [1, kMaxStride]",
+       [](TailBuffers& b) { b.output_scale_head_stride = 0; }},
+      {"output_scale_head_stride = 1099511627777 is outside [1, kMaxStride]",
+       [](TailBuffers& b) { b.output_scale_head_stride = (int64_t{1} << 40) + 1; }},
+      {"make scales overlap", [](TailBuffers& b) { b.output_scale_row_stride = 3; }},
+      {"make scales overlap",
+       [](TailBuffers& b) {
+         b.output_scale_row_stride = 1;
+         b.output_scale_head_stride = 15;
+       }},
+      {"w_uv_scale is set without w_uv_fp8",
+       [](TailBuffers& b) {
+         b.w_uv_fp8 = nullptr;
+         b.w_uv = reinterpret_cast<const bf16*>(b.latent) + 64 * 1024;
+       }},
+      {"output_scale is set without output_fp8",
+       [](TailBuffers& b) {
+         b.output = reinterpret_cast<bf16*>(b.output_fp8);
+         b.output_fp8 = nullptr;
+       }},
+      {"output_fp8 overlaps gate",
+       [](TailBuffers& b) {
+         b.output_fp8 = reinterpret_cast<fp8_e4m3*>(const_cast<bf16*>(b.gate));
+       }},
+      {"output_fp8 overlaps w_uv_fp8",
+       [](TailBuffers& b) { b.output_fp8 = const_cast<fp8_e4m3*>(b.w_uv_fp8) + 4096; }},
+      {"output_fp8 overlaps w_uv_scale",
+       [](TailBuffers& b) {
+         b.output_fp8 = reinterpret_cast<fp8_e4m3*>(const_cast<float*>(b.w_uv_scale));
+       }},
+      {"output_scale overlaps latent",
+       [](TailBuffers& b) {
+         b.output_scale = reinterpret_cast<float*>(const_cast<bf16*>(b.latent));
+       }},
+      {"output_scale overlaps output_fp8",
+       [](TailBuffers& b) { b.output_scale = reinterpret_cast<float*>(b.output_fp8 + 64); }},
+  };
+  for (const auto& [message, mutate] : cases) {
+    TailBuffers b = f.buffers;
+    mutate(b);
+    const absl::Status status = ValidateTail(f.shape, b);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << message;
+    EXPECT_THAT(std::string(status.message()), HasSubstr(message));
+  }
+}
+
 }  // namespace
 }  // namespace mla_tail

@@ -7,6 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "testing/support/bf16_bits.h"
+#include "testing/support/e4m3_bits.h"
 #include "testing/support/test_values.h"
 
 namespace mla_tail_testing {
@@ -303,6 +304,137 @@ TEST(ReferenceTest, ExactComparisonPinsVAndAllowsOnlyTheSigmoidsBound) {
     }
   }
   EXPECT_GT(both_sides, 0);
+}
+
+TEST(E4m3BitsTest, DecodesEveryCode) {
+  EXPECT_EQ(E4m3ToFloat(0x00), 0.0f);
+  EXPECT_TRUE(std::signbit(E4m3ToFloat(0x80)));
+  EXPECT_EQ(E4m3ToFloat(0x80), 0.0f);
+  EXPECT_EQ(E4m3ToFloat(0x01), 0x1p-9f);  // the smallest subnormal
+  EXPECT_EQ(E4m3ToFloat(0x07), 7 * 0x1p-9f);
+  EXPECT_EQ(E4m3ToFloat(0x08), 0x1p-6f);  // the smallest normal
+  EXPECT_EQ(E4m3ToFloat(0x38), 1.0f);
+  EXPECT_EQ(E4m3ToFloat(0x3c), 1.5f);
+  EXPECT_EQ(E4m3ToFloat(0x7e), 448.0f);
+  EXPECT_EQ(E4m3ToFloat(0xfe), -448.0f);
+  EXPECT_EQ(E4m3ToFloat(0xb9), -1.125f);
+  EXPECT_TRUE(std::isnan(E4m3ToFloat(0x7f)));
+  EXPECT_TRUE(std::isnan(E4m3ToFloat(0xff)));
+  for (int c = 0; c < 0x7e; ++c) {
+    EXPECT_LT(E4m3ToFloat(c), E4m3ToFloat(c + 1)) << c;
+    EXPECT_EQ(E4m3ToFloat(c | 0x80), -E4m3ToFloat(c)) << c;
+    EXPECT_FALSE(E4m3IsNan(c));
+  }
+}
+
+TEST(E4m3BitsTest, RoundsToNearestEvenAndSaturates) {
+  for (int c = 0; c < 256; ++c) {
+    if (E4m3IsNan(c)) continue;
+    EXPECT_EQ(FloatToE4m3(E4m3ToFloat(c)), c) << c;  // every value is its own code
+  }
+  EXPECT_EQ(FloatToE4m3(1.0625f), 0x38);             // tie between 1 and 1.125: even
+  EXPECT_EQ(FloatToE4m3(1.1875f), 0x3a);             // tie between 1.125 and 1.25: even
+  EXPECT_EQ(FloatToE4m3(1.0625f + 0x1p-20f), 0x39);  // above the tie
+  EXPECT_EQ(FloatToE4m3(-1.0625f - 0x1p-20f), 0xb9);
+  EXPECT_EQ(FloatToE4m3(0.5f * 0x1p-9f), 0x00);    // tie between 0 and 2^-9: even
+  EXPECT_EQ(FloatToE4m3(1.5f * 0x1p-9f), 0x02);    // tie between subnormals 1 and 2
+  EXPECT_EQ(FloatToE4m3(-0.25f * 0x1p-9f), 0x80);  // a negative value rounding to -0
+  EXPECT_EQ(FloatToE4m3(7.5f * 0x1p-9f), 0x08);    // the largest subnormal's tie: 2^-6
+  EXPECT_EQ(FloatToE4m3(460.0f), 0x7e);            // above 448: saturates
+  EXPECT_EQ(FloatToE4m3(1e30f), 0x7e);
+  EXPECT_EQ(FloatToE4m3(std::numeric_limits<float>::infinity()), 0x7e);
+  EXPECT_EQ(FloatToE4m3(-std::numeric_limits<float>::infinity()), 0xfe);
+  EXPECT_EQ(FloatToE4m3(std::numeric_limits<float>::quiet_NaN()), 0x7f);
+  EXPECT_EQ(FloatToE4m3(432.0f), 0x7e);  // tie between 416 and 448: even (448)
+  EXPECT_EQ(FloatToE4m3(431.0f), 0x7d);
+}
+
+TEST(ReferenceTest, DequantizesE4m3InFp32ThenBf16) {
+  EXPECT_EQ(DequantizeE4m3(0x7e, 0.5f), FloatToBf16(224.0f));
+  EXPECT_EQ(DequantizeE4m3(0xfe, 2.0f), FloatToBf16(-896.0f));
+  EXPECT_EQ(DequantizeE4m3(0x01, 0x1p-3f), FloatToBf16(0x1p-12f));  // a subnormal, scaled
+  EXPECT_EQ(DequantizeE4m3(0x80, 3.0f), 0x8000);                    // -0 stays -0
+  EXPECT_EQ(DequantizeE4m3(0x3c, 0.0f), 0x0000);                    // a zero scale
+  EXPECT_TRUE(Bf16IsNan(DequantizeE4m3(0x7f, 1.0f)));
+  EXPECT_TRUE(Bf16IsNan(DequantizeE4m3(0xff, 0.0f)));  // NaN times a zero scale
+  // An odd scale: the FP32 product 1.5 * 1.00390625 = 1.505859375 rounds to bf16 1.5078125.
+  EXPECT_EQ(DequantizeE4m3(0x3c, 1.00390625f), FloatToBf16(1.505859375f));
+  EXPECT_EQ(Bf16ToFloat(DequantizeE4m3(0x3c, 1.00390625f)), 1.5078125f);
+  // Every finite code times an odd scale: bf16 of the FP32 product.
+  const float scale = 0.0123456789f;
+  for (int c = 0; c < 256; ++c) {
+    if (E4m3IsNan(c)) continue;
+    EXPECT_EQ(DequantizeE4m3(c, scale), FloatToBf16(E4m3ToFloat(c) * scale)) << c;
+  }
+}
+
+// e4m3 W_UV: 1.0 (0x38) on the first four latent indices with block 0's scale 0.5 is W_UV 0.5:
+// v = 2 exactly, as SimpleInputs gives with bf16 W_UV.
+ReferenceInputs Fp8Inputs(uint8_t w, float scale, int32_t length) {
+  ReferenceInputs in = SimpleInputs(FloatToBf16(0.0f), 0x3f80, length);
+  in.w_uv = nullptr;
+  in.w_uv_fp8 = [w](int, int k, int) { return k < 4 ? w : uint8_t{0}; };
+  in.w_uv_scale = [scale](int, int j) { return j == 0 ? scale : 1e30f; };
+  return in;
+}
+
+TEST(ReferenceTest, ComputesTheContractsMathWithE4m3Weights) {
+  const ReferenceElement r = ReferenceOutput(Fp8Inputs(0x38, 0.5f, 1), 0, 0, 0);
+  EXPECT_EQ(r.acc, 2.0);
+  EXPECT_EQ(Bf16ToFloat(r.out), 1.0f);
+  EXPECT_TRUE(Bf16IsNan(ReferenceOutput(Fp8Inputs(0x7f, 0.5f, 1), 0, 0, 0).out));
+  EXPECT_TRUE(Bf16IsNan(ReferenceOutput(Fp8Inputs(0xff, 0.5f, 1), 0, 0, 0).out));
+  EXPECT_EQ(ReferenceOutput(Fp8Inputs(0x7f, 0.5f, 0), 0, 0, 0).out, 0x0000);  // inactive
+  EXPECT_EQ(ReferenceOutput(Fp8Inputs(0x38, 0.0f, 1), 0, 0, 0).out, 0x0000);  // zero scale
+}
+
+TEST(ReferenceTest, QuantizesAHeadFromItsBf16Values) {
+  uint16_t x[128];
+  for (uint16_t& v : x) v = 0x0000;
+  QuantizedHead q = QuantizeHead(x);
+  EXPECT_EQ(q.scale, 0.0f);
+  for (uint8_t y : q.values) EXPECT_EQ(y, 0x00);
+  x[5] = 0x8000;  // -0: still all zeros, scale 0
+  q = QuantizeHead(x);
+  EXPECT_EQ(q.scale, 0.0f);
+  EXPECT_EQ(q.values[5], 0x00);
+
+  x[0] = FloatToBf16(1.0f);   // amax: scale 1/448, the inverse 448
+  x[1] = FloatToBf16(-0.5f);  // -224
+  x[2] = FloatToBf16(0.01f);  // 4.48 (bf16 0.010009765625: 4.484375) -> 4.5
+  x[3] = FloatToBf16(-1.0f);  // -448
+  q = QuantizeHead(x);
+  EXPECT_EQ(q.scale, 1.0f / 448.0f);
+  EXPECT_EQ(q.values[0], 0x7e);
+  EXPECT_EQ(q.values[1], 0xf6);
+  EXPECT_EQ(q.values[2], FloatToE4m3(Bf16ToFloat(x[2]) * 448.0f));
+  EXPECT_EQ(E4m3ToFloat(q.values[2]), 4.5f);
+  EXPECT_EQ(q.values[3], 0xfe);
+  EXPECT_EQ(q.values[5], 0x80);  // -0 * 448
+
+  uint16_t tiny[128] = {};  // amax 2^-127 (a bf16 subnormal): 448 / amax overflows, so zeros
+  tiny[3] = 0x0040;
+  tiny[4] = 0x8020;
+  q = QuantizeHead(tiny);
+  EXPECT_EQ(q.scale, 0x1p-127f / 448.0f);
+  EXPECT_GT(q.scale, 0.0f);
+  for (uint8_t y : q.values) EXPECT_EQ(y, 0x00);
+  tiny[3] = 0x0480;  // amax 2^-118: 448 / amax is finite, the values quantized
+  q = QuantizeHead(tiny);
+  EXPECT_EQ(q.values[3], 0x7e);
+  EXPECT_EQ(q.values[4], 0xae);  // -2^-128 * 448 * 2^118 = -0.4375
+  EXPECT_EQ(q.values[4], FloatToE4m3(-0x1p-128f * (448.0f / 0x1p-118f)));
+
+  x[7] = 0x7fc0;  // NaN: the scale and every value NaN
+  q = QuantizeHead(x);
+  EXPECT_TRUE(std::isnan(q.scale));
+  for (uint8_t y : q.values) EXPECT_TRUE(E4m3IsNan(y));
+  x[7] = 0x7f80;  // +inf: scale inf, finite values 0, the infinity NaN
+  q = QuantizeHead(x);
+  EXPECT_EQ(q.scale, std::numeric_limits<float>::infinity());
+  EXPECT_EQ(q.values[0], 0x00);
+  EXPECT_EQ(q.values[1], 0x80);
+  EXPECT_TRUE(E4m3IsNan(q.values[7]));
 }
 
 }  // namespace

@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # Every benchmark of bench/results, on a GPU machine from the staged folder
 # (tools/stage_gpu.sh copies this to STAGE_DIR/benchmarks.sh): the grid with every fused kernel
-# forced, the q checks, PyTorch, the tail after the stand-in upstream kernel (with every fused
-# kernel forced where the dispatch rule's exceptions lie), the large batches, the PDL probe, the
-# timeline probe, graph_bench, the table and plot (bench/report.py, where matplotlib is), the
-# decode demo, the consumer runtime (examples/runtime) checked and measured inside its own step
-# graph, and the other consumers (a plugin loaded with dlopen, the CMake consumer) checked.
-# tail_bench checks a sample of every output it times against the CPU reference and
-# fails on a mismatch. The GPU is required (MLA_TAIL_REQUIRE_GPU=1).
+# forced, the e4m3 grid and e4m3-output comparison, the q checks, PyTorch, the tail after the
+# stand-in upstream kernel (with every fused kernel forced where the dispatch rule's exceptions
+# lie), the large batches, the PDL probe, the timeline probe, graph_bench, the table and plot
+# (bench/report.py, where matplotlib is), the decode demo, the consumer runtime (examples/runtime)
+# checked and measured inside its own step graph, and the other consumers (a plugin loaded with
+# dlopen, the CMake consumer) checked. tail_bench checks a sample of every output it times
+# against the CPU reference and fails on a mismatch. The GPU is required
+# (MLA_TAIL_REQUIRE_GPU=1).
 #
 #   benchmarks.sh [--out=DIR] [--after=CMD] [--skip=STEP,...]
 #     --out    where the CSV files, logs, table.md and rc.txt go (default $OUT, else
 #              ./gpu-benchmarks); files of the same names there are appended to
 #     --after  a command run after each step (e.g. packing the folder, so that a run cut off
 #              keeps what it had)
-#     --skip   steps not to run: graph_bench, row_count, no_gate, grid, q, torch, upstream,
+#     --skip   steps not to run: graph_bench, row_count, no_gate, grid, fp8, q, torch, upstream,
 #              upstream_kernels, upstream_exceptions, large, pdl_probe, timeline, demo, runtime,
 #              consumers
 set -uo pipefail
@@ -83,6 +84,12 @@ step no_gate 170 tail_bench_no_gate.log "$bin/tail_bench" --commit="$commit" --g
   --csv="$out/tail_bench_no_gate.csv" --modes=$kernels,auto
 step grid 170 tail_bench.log "$bin/tail_bench" --commit="$commit" --csv="$out/tail_bench.csv" \
   --modes=$kernels,bmm,auto,peer,auto-replay
+# e4m3 W_UV on the grid (every kernel forced, and the rule) and the e4m3 output beside the
+# unfused pair, against the bf16 tail (auto) of the same run.
+fp8_kernels=${kernels//fused-/fp8w-fused-}
+step fp8 240 tail_bench_fp8.log "$bin/tail_bench" --commit="$commit" \
+  --csv="$out/tail_bench_fp8.csv" \
+  --modes=auto,fp8w-auto,$fp8_kernels,fp8o-auto,fp8o-pair,fp8w-fp8o-auto,fp8w-fp8o-pair
 step q 40 tail_bench_q.log "$bin/tail_bench" --commit="$commit" --q=2,4 --heads=12,64,128 \
   --rows=16,64,256 --modes=$kernels,bmm,auto,peer --csv="$out/tail_bench_q.csv"
 step torch 110 torch_peer.log python3 "$here/scripts/torch_peer.py" --commit="$commit" \

@@ -172,8 +172,8 @@ absl::Status CheckExtents(int device, absl::Span<const Extent> extents, PointerC
 absl::Status CheckTailBuffers(int device, const TailShape& shape, const TailBuffers& buffers,
                               PointerCheck mode) {
   const TailExtents e = ExtentsOf(shape, buffers);
-  absl::InlinedVector<Extent, 6> present;
-  for (const Extent& x : {e.latent, e.w_uv, e.gate, e.lengths, e.row_count, e.output}) {
+  absl::InlinedVector<Extent, 8> present;
+  for (const Extent& x : e.All()) {
     if (x.end != x.begin) present.push_back(x);
   }
   return CheckExtents(device, present, mode);

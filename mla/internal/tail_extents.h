@@ -6,6 +6,7 @@
 // pointer checks (pointer_checks.h) ask CUDA whether each lies in one allocation the device can
 // reach. Not part of the public API.
 
+#include <array>
 #include <cstdint>
 
 #include "mla_tail/mla/tail_args.h"
@@ -20,17 +21,21 @@ struct Extent {
   uintptr_t begin, end;
 };
 
-// `rows` rows of `width` bf16 elements, `row_stride` elements apart.
+// `rows` rows of `width` elements of `element_bytes` (bf16: 2), `row_stride` elements apart.
 inline Extent RowsExtent(const char* name, const void* base, int64_t rows, int64_t row_stride,
-                         int64_t width) {
+                         int64_t width, int64_t element_bytes = 2) {
   const auto begin = reinterpret_cast<uintptr_t>(base);
-  const auto bytes = static_cast<uintptr_t>(((rows - 1) * row_stride + width) * 2);
+  const auto bytes = static_cast<uintptr_t>(((rows - 1) * row_stride + width) * element_bytes);
   return {name, begin, begin + bytes};
 }
 
-// Every buffer a tail of `shape` (validated) over `buffers` (strides validated) touches.
+// Every buffer a tail of `shape` (validated) over `buffers` (strides validated) touches: W_UV and
+// the output of either type, and their scales where they are e4m3.
 struct TailExtents {
-  Extent latent, w_uv, gate, lengths, row_count, output;
+  Extent latent, w_uv, gate, lengths, row_count, output, w_uv_scale, output_scale;
+  std::array<Extent, 8> All() const {
+    return {latent, w_uv, gate, lengths, row_count, output, w_uv_scale, output_scale};
+  }
 };
 
 inline TailExtents ExtentsOf(const TailShape& shape, const TailBuffers& b) {
@@ -39,16 +44,31 @@ inline TailExtents ExtentsOf(const TailShape& shape, const TailBuffers& b) {
   const int64_t width = heads * kValueDim;
   const auto lengths_begin = reinterpret_cast<uintptr_t>(b.lengths);
   const auto row_count = reinterpret_cast<uintptr_t>(b.row_count);
+  const bool fp8_weight = b.w_uv_fp8 != nullptr;
+  const bool fp8_output = b.output_fp8 != nullptr;
+  const auto w_scale = reinterpret_cast<uintptr_t>(b.w_uv_scale);
+  const auto out_scale = reinterpret_cast<uintptr_t>(b.output_scale);
+  const int64_t last_scale = (rows > 1 ? (rows - 1) * b.output_scale_row_stride : 0) +
+                             (heads > 1 ? (heads - 1) * b.output_scale_head_stride : 0);
   return {
       RowsExtent("latent", b.latent, rows, b.latent_row_stride, heads * kLatentDim),
-      RowsExtent("w_uv", b.w_uv, heads, b.w_head_stride,
-                 (kValueDim - 1) * b.w_row_stride + kLatentDim),
+      fp8_weight ? RowsExtent("w_uv_fp8", b.w_uv_fp8, heads, b.w_head_stride,
+                              (kValueDim - 1) * b.w_row_stride + kLatentDim, 1)
+                 : RowsExtent("w_uv", b.w_uv, heads, b.w_head_stride,
+                              (kValueDim - 1) * b.w_row_stride + kLatentDim),
       b.gate != nullptr ? RowsExtent("gate", b.gate, rows, b.gate_row_stride, width)
                         : Extent{"gate", 0, 0},
       {"lengths", lengths_begin,
        lengths_begin + static_cast<uintptr_t>(rows / shape.q) * sizeof(int32_t)},
       {"row_count", row_count, row_count == 0 ? 0 : row_count + sizeof(int32_t)},
-      RowsExtent("output", b.output, rows, b.output_row_stride, width),
+      fp8_output ? RowsExtent("output_fp8", b.output_fp8, rows, b.output_row_stride, width, 1)
+                 : RowsExtent("output", b.output, rows, b.output_row_stride, width),
+      fp8_weight ? RowsExtent("w_uv_scale", b.w_uv_scale, heads,
+                              heads > 1 ? b.w_uv_scale_head_stride : 0, 4, sizeof(float))
+                 : Extent{"w_uv_scale", w_scale, w_scale},
+      fp8_output ? Extent{"output_scale", out_scale,
+                          out_scale + static_cast<uintptr_t>(last_scale + 1) * sizeof(float)}
+                 : Extent{"output_scale", out_scale, out_scale},
   };
 }
 

@@ -13,6 +13,16 @@
 // 2s, 2s+1 as its B registers, which the MMA reads as k = 2p, 2p+1 and 2p+8, 2p+9. The A
 // fragment is loaded with the same permutation (16 bytes per row at the same offset), so the
 // products pair the same latent index on both sides: a dot product is order-free.
+//
+// e4m3 W_UV (fp8.cuh): the same fragments from 8 bytes a word, dequantized to bf16 in registers
+// before the dependency wait with their block's scale (chunk c lies in latent block c / 4), so
+// the conversion overlaps the upstream kernel; the MMAs are the bf16 ones.
+//
+// e4m3 output: a head's 128 columns are its 4 column blocks, launched as one cluster
+// (ColumnSplitE4m3OutputKernel; blocks of one cluster share their rows, so they run or leave
+// together). Each block's rows' amax over its 32 columns (a group's 4 lanes, then its 4 warps in
+// shared memory) is read by the other blocks of the cluster through distributed shared memory;
+// each thread then quantizes its own gated values.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -20,6 +30,7 @@
 #include <cstdint>
 
 #include "mla/kernels/device.cuh"
+#include "mla/kernels/fp8.cuh"
 #include "mla/kernels/fused_kernels.h"
 #include "mla/kernels/launch.h"
 #include "mla/kernels/params.h"
@@ -46,7 +57,7 @@ constexpr size_t SmemBytes() {
 }
 
 // kGated false: the tail without a gate (out = bf16(v)), which loads none.
-template <int kTileRows, bool kGated>
+template <int kTileRows, bool kGated, WeightType kW, OutputType kO>
 __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   constexpr int kRowTiles = kTileRows == 32 ? 2 : 1;
   constexpr int kRows = 16 * kRowTiles;
@@ -66,11 +77,22 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
 
   MLA_TIMELINE_STAMP(0);
   // W_UV before the wait: weights are written by no upstream kernel.
-  const bf16* w_column = p.w_uv + head * p.w_head_stride +
+  const auto* w_column = device::WeightTraits<kW>::Base(p) + head * p.w_head_stride +
                          static_cast<int64_t>(column + group) * p.w_row_stride + 8 * quarter;
   uint4 w_fragment[kChunks];
+  if constexpr (kW == WeightType::kBf16) {
 #pragma unroll
-  for (int c = 0; c < kChunks; ++c) w_fragment[c] = device::LoadWeight16(w_column + 32 * c);
+    for (int c = 0; c < kChunks; ++c) w_fragment[c] = device::LoadWeight16(w_column + 32 * c);
+  } else {
+    const float4 scales = device::LoadBlockScales<kW>(p, head);
+    uint2 raw[kChunks];
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) raw[c] = device::LoadWeight8(w_column + 32 * c);
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      w_fragment[c] = device::DequantizeE4m3x8(raw[c], device::BlockScale(scales, c / 4));
+    }
+  }
   device::PrefetchBlockInputsL2<kGated>(p, head, t0, kTileRows, 0, kLatentDim,
                                         chunk * kColumnsPerBlock, kColumnsPerBlock);
 
@@ -188,47 +210,102 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   }
   device::EpiloguePairs<kGated>(v, gates, active, out);
   MLA_TIMELINE_STAMP_AFTER(11, out[0] ^ out[kPairs - 1]);
+  if constexpr (kO == OutputType::kBf16) {
 #pragma unroll
-  for (int tile = 0; tile < kRowTiles; ++tile) {
+    for (int tile = 0; tile < kRowTiles; ++tile) {
 #pragma unroll
-    for (int half = 0; half < kHalves; ++half) {
-      const int t = t0 + tile * 16 + group + 8 * half;
-      if (t >= rows) continue;
-      *reinterpret_cast<uint32_t*>(p.output + t * p.output_row_stride + out_column) =
-          out[kHalves * tile + half];
+      for (int half = 0; half < kHalves; ++half) {
+        const int t = t0 + tile * 16 + group + 8 * half;
+        if (t >= rows) continue;
+        *reinterpret_cast<uint32_t*>(p.output + t * p.output_row_stride + out_column) =
+            out[kHalves * tile + half];
+      }
     }
+  } else {
+    // Row r of the block: component w of amax_part[r] is warp w's amax over its 8 columns.
+    __shared__ uint4 amax_part[kTileRows];
+#pragma unroll
+    for (int i = 0; i < kPairs; ++i) {
+      const int r = (i / kHalves) * 16 + group + 8 * (i % kHalves);
+      const uint32_t m = device::GroupMax<4>(device::Bf16x2MagnitudeMax(out[i]));
+      if (quarter == 0) reinterpret_cast<uint32_t*>(&amax_part[r])[warp] = m;
+    }
+    device::ClusterSync();
+    const bool scale_writer = device::ClusterRank() == 0 && warp == 0 && quarter == 0;
+#pragma unroll
+    for (int i = 0; i < kPairs; ++i) {
+      const int r = (i / kHalves) * 16 + group + 8 * (i % kHalves);
+      const device::OutputScale scale =
+          device::OutputScaleOf(device::ClusterMax<kValueDim / kColumnsPerBlock>(&amax_part[r]));
+      const float2 x = device::Bf16x2ToFloat2(out[i]);
+      const uint16_t q = device::QuantizeE4m3x2(x.x, x.y, scale.inverse, scale.zero);
+      const int t = t0 + r;
+      if (t >= rows) continue;
+      *reinterpret_cast<uint16_t*>(p.output_fp8 + t * p.output_row_stride + out_column) = q;
+      if (scale_writer) {
+        p.output_scale[t * p.output_scale_row_stride + head * p.output_scale_head_stride] =
+            scale.scale;
+      }
+    }
+    device::ClusterSync();  // no block leaves while another reads its amax_part
   }
   MLA_TIMELINE_STAMP(12);
 }
 
-template <int kTileRows, bool kGated>
+template <int kTileRows, bool kGated, WeightType kW>
 __global__ void __launch_bounds__(kThreads) ColumnSplitKernel(const FusedTailParams p) {
-  ColumnSplitBlock<kTileRows, kGated>(p);
+  ColumnSplitBlock<kTileRows, kGated, kW, OutputType::kBf16>(p);
+}
+
+// The e4m3 output: a head's 4 column blocks in one cluster.
+template <int kTileRows, bool kGated, WeightType kW>
+__global__ void __launch_bounds__(kThreads) __cluster_dims__(kValueDim / kColumnsPerBlock, 1, 1)
+    ColumnSplitE4m3OutputKernel(const FusedTailParams p) {
+  ColumnSplitBlock<kTileRows, kGated, kW, OutputType::kE4m3>(p);
 }
 
 // 8 rows: held to 144 registers a thread, so that three blocks still fit beside an upstream
-// kernel's (docs/design.md); the timeline stamps, where compiled in, take their own on top.
-template <bool kGated>
-__global__ void __maxnreg__(144 + MLA_TIMELINE_STAMP_REGISTERS)
+// kernel's (docs/design.md). e4m3 W_UV's dequantization and the e4m3 output's epilogue hold a
+// few more (144 spilled; 160 still fit three). The timeline stamps, where compiled in, take their
+// own on top.
+template <WeightType kW, OutputType kO>
+constexpr int kDirectMaxRegisters =
+    (kW == WeightType::kBf16 && kO == OutputType::kBf16 ? 144 : 160) + MLA_TIMELINE_STAMP_REGISTERS;
+
+template <bool kGated, WeightType kW>
+__global__ void __maxnreg__((kDirectMaxRegisters<kW, OutputType::kBf16>))
     ColumnSplitDirectKernel(const FusedTailParams p) {
-  ColumnSplitBlock<8, kGated>(p);
+  ColumnSplitBlock<8, kGated, kW, OutputType::kBf16>(p);
 }
 
-template <int kTileRows, bool kGated>
+template <bool kGated, WeightType kW>
+__global__ void __maxnreg__((kDirectMaxRegisters<kW, OutputType::kE4m3>))
+    __cluster_dims__(kValueDim / kColumnsPerBlock, 1, 1)
+        ColumnSplitDirectE4m3OutputKernel(const FusedTailParams p) {
+  ColumnSplitBlock<8, kGated, kW, OutputType::kE4m3>(p);
+}
+
+template <int kTileRows, bool kGated, WeightType kW, OutputType kO>
 constexpr void (*KernelOf())(const FusedTailParams) {
-  if constexpr (kTileRows == 8) {
-    return ColumnSplitDirectKernel<kGated>;
+  if constexpr (kO == OutputType::kE4m3) {
+    if constexpr (kTileRows == 8) {
+      return ColumnSplitDirectE4m3OutputKernel<kGated, kW>;
+    } else {
+      return ColumnSplitE4m3OutputKernel<kTileRows, kGated, kW>;
+    }
+  } else if constexpr (kTileRows == 8) {
+    return ColumnSplitDirectKernel<kGated, kW>;
   } else {
-    return ColumnSplitKernel<kTileRows, kGated>;
+    return ColumnSplitKernel<kTileRows, kGated, kW>;
   }
 }
 
-template <int kTileRows>
+template <int kTileRows, WeightType kW, OutputType kO>
 KernelLaunch LaunchOf(int heads, int rows, bool gated) {
   static_assert(SmemBytes<kTileRows>() <= kSharedMemoryWithoutOptIn, "no opt-in needed");
   KernelLaunch launch;
-  launch.function = gated ? reinterpret_cast<const void*>(KernelOf<kTileRows, true>())
-                          : reinterpret_cast<const void*>(KernelOf<kTileRows, false>());
+  launch.function = gated ? reinterpret_cast<const void*>(KernelOf<kTileRows, true, kW, kO>())
+                          : reinterpret_cast<const void*>(KernelOf<kTileRows, false, kW, kO>());
   launch.grid = dim3(kValueDim / kColumnsPerBlock, heads, (rows + kTileRows - 1) / kTileRows);
   launch.block = dim3(kThreads);
   launch.smem_bytes = SmemBytes<kTileRows>();
@@ -255,27 +332,36 @@ int ColumnSplitBlockRows(int heads, int rows, int multiprocessors) {
 
 cudaError_t LoadColumnSplit() {
   cudaError_t e = cudaSuccess;
-  for (cudaError_t (*load)() :
-       {+[] { return LoadKernel(KernelOf<8, true>(), SmemBytes<8>()); },
-        +[] { return LoadKernel(KernelOf<16, true>(), SmemBytes<16>()); },
-        +[] { return LoadKernel(KernelOf<32, true>(), SmemBytes<32>()); },
-        +[] { return LoadKernel(KernelOf<8, false>(), SmemBytes<8>()); },
-        +[] { return LoadKernel(KernelOf<16, false>(), SmemBytes<16>()); },
-        +[] { return LoadKernel(KernelOf<32, false>(), SmemBytes<32>()); }}) {
-    if (e == cudaSuccess) e = load();
-  }
+  ForEachTypes([&](auto w, auto o) {
+    constexpr WeightType kW = decltype(w)::value;
+    constexpr OutputType kO = decltype(o)::value;
+    for (cudaError_t (*load)() :
+         {+[] { return LoadKernel(KernelOf<8, true, kW, kO>(), SmemBytes<8>()); },
+          +[] { return LoadKernel(KernelOf<16, true, kW, kO>(), SmemBytes<16>()); },
+          +[] { return LoadKernel(KernelOf<32, true, kW, kO>(), SmemBytes<32>()); },
+          +[] { return LoadKernel(KernelOf<8, false, kW, kO>(), SmemBytes<8>()); },
+          +[] { return LoadKernel(KernelOf<16, false, kW, kO>(), SmemBytes<16>()); },
+          +[] { return LoadKernel(KernelOf<32, false, kW, kO>(), SmemBytes<32>()); }}) {
+      if (e == cudaSuccess) e = load();
+    }
+  });
   return e;
 }
 
+template <WeightType kW, OutputType kO>
 KernelLaunch PlanColumnSplit(int heads, int rows, int multiprocessors, bool gated) {
   switch (ColumnSplitBlockRows(heads, rows, multiprocessors)) {
     case 8:
-      return LaunchOf<8>(heads, rows, gated);
+      return LaunchOf<8, kW, kO>(heads, rows, gated);
     case 16:
-      return LaunchOf<16>(heads, rows, gated);
+      return LaunchOf<16, kW, kO>(heads, rows, gated);
     default:
-      return LaunchOf<32>(heads, rows, gated);
+      return LaunchOf<32, kW, kO>(heads, rows, gated);
   }
 }
+template KernelLaunch PlanColumnSplit<WeightType::kBf16, OutputType::kBf16>(int, int, int, bool);
+template KernelLaunch PlanColumnSplit<WeightType::kE4m3, OutputType::kBf16>(int, int, int, bool);
+template KernelLaunch PlanColumnSplit<WeightType::kBf16, OutputType::kE4m3>(int, int, int, bool);
+template KernelLaunch PlanColumnSplit<WeightType::kE4m3, OutputType::kE4m3>(int, int, int, bool);
 
 }  // namespace mla_tail::internal

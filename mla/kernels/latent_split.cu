@@ -16,6 +16,15 @@
 // k permutation: as ColumnSplit's. Thread (group g, quarter p) loads latent indices
 // 32c + 8p .. 32c + 8p + 7 of W_UV column g as one 16-byte word per 32-wide chunk c, and the A
 // fragment with the same permutation, so the products pair the same latent index on both sides.
+//
+// e4m3 W_UV (fp8.cuh): the same fragments from 8 bytes a word, dequantized to bf16 in registers
+// before the dependency wait with their block's scale (a warp's chunks lie in one latent block).
+//
+// e4m3 output: a head's 8 column blocks are one cluster (LatentSplitE4m3OutputKernel; they share
+// their rows, so they run or leave together); each block's rows' amax over its 16 columns (a
+// group's 4 lanes, then its 2 tile warps in shared memory) is read by the others through
+// distributed shared memory. Every warp stays to the end: the cluster's barriers count all
+// threads.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -24,6 +33,7 @@
 #include <type_traits>
 
 #include "mla/kernels/device.cuh"
+#include "mla/kernels/fp8.cuh"
 #include "mla/kernels/fused_kernels.h"
 #include "mla/kernels/launch.h"
 #include "mla/kernels/params.h"
@@ -37,8 +47,8 @@ constexpr int kColumns = 16;  // two n8 tiles
 
 // kRows: 8 (one m16 tile whose rows 8-15 are zeros) or 16. kGated false: the tail without a
 // gate (out = bf16(v)), which loads none.
-template <int kRows, int kWarps, bool kGated>
-__global__ void __launch_bounds__(32 * kWarps) LatentSplitKernel(const FusedTailParams p) {
+template <int kRows, int kWarps, bool kGated, WeightType kW, OutputType kO>
+__device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
   constexpr int kHalves = kRows / 8;  // of the m16 tile: rows group and group + 8
   constexpr int kTiles = kColumns / 8;
   constexpr int kChunks = kLatentDim / 32 / kWarps;  // 32-value chunks a warp
@@ -60,13 +70,36 @@ __global__ void __launch_bounds__(32 * kWarps) LatentSplitKernel(const FusedTail
   MLA_TIMELINE_STAMP(0);
   // W_UV before the wait: weights are written by no upstream kernel.
   uint4 w_fragment[kTiles][kChunks];
+  if constexpr (kW == WeightType::kBf16) {
 #pragma unroll
-  for (int j = 0; j < kTiles; ++j) {
-    const bf16* w_column = p.w_uv + head * p.w_head_stride +
-                           static_cast<int64_t>(column0 + 8 * j + group) * p.w_row_stride +
-                           32 * chunk0 + 8 * quarter;
+    for (int j = 0; j < kTiles; ++j) {
+      const bf16* w_column = p.w_uv + head * p.w_head_stride +
+                             static_cast<int64_t>(column0 + 8 * j + group) * p.w_row_stride +
+                             32 * chunk0 + 8 * quarter;
 #pragma unroll
-    for (int c = 0; c < kChunks; ++c) w_fragment[j][c] = device::LoadWeight16(w_column + 32 * c);
+      for (int c = 0; c < kChunks; ++c) w_fragment[j][c] = device::LoadWeight16(w_column + 32 * c);
+    }
+  } else {
+    const float4 scales = device::LoadBlockScales<kW>(p, head);
+    uint2 raw[kTiles][kChunks];
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) {
+      const fp8_e4m3* w_column = p.w_uv_fp8 + head * p.w_head_stride +
+                                 static_cast<int64_t>(column0 + 8 * j + group) * p.w_row_stride +
+                                 32 * chunk0 + 8 * quarter;
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c) raw[j][c] = device::LoadWeight8(w_column + 32 * c);
+    }
+    // A warp's chunks lie in one latent block: kChunks (2 or 4) consecutive ones from a multiple.
+    static_assert(4 % kChunks == 0, "a warp's chunks within one block");
+    const float scale = device::BlockScale(scales, chunk0 / 4);
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) {
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c) {
+        w_fragment[j][c] = device::DequantizeE4m3x8(raw[j][c], scale);
+      }
+    }
   }
   device::PrefetchBlockInputsL2<kGated>(p, head, t0, kRows, 0, kLatentDim, column0, kColumns);
 
@@ -134,11 +167,15 @@ __global__ void __launch_bounds__(32 * kWarps) LatentSplitKernel(const FusedTail
   }
   __syncthreads();
   MLA_TIMELINE_STAMP(10);
-  if (warp >= kTiles) return;
+  if constexpr (kO == OutputType::kBf16) {
+    if (warp >= kTiles) return;
+  }
+  // With the e4m3 output the other warps compute tile 0's values again, unstored.
+  const int tile = warp < kTiles ? warp : 0;
   float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
   for (int w = 0; w < kWarps; ++w) {
-    const Partial s = partials[w][warp][lane];
+    const Partial s = partials[w][tile][lane];
     sum[0] += s.x;
     sum[1] += s.y;
     if constexpr (kHalves == 2) {
@@ -158,13 +195,54 @@ __global__ void __launch_bounds__(32 * kWarps) LatentSplitKernel(const FusedTail
   }
   device::EpiloguePairs<kGated>(v, gate_word, active, out);
   MLA_TIMELINE_STAMP_AFTER(11, out[0] ^ out[kHalves - 1]);
+  if constexpr (kO == OutputType::kBf16) {
 #pragma unroll
-  for (int half = 0; half < kHalves; ++half) {
-    const int t = t0 + group + 8 * half;
-    if (t >= rows) continue;
-    *reinterpret_cast<uint32_t*>(p.output + t * p.output_row_stride + out_column) = out[half];
+    for (int half = 0; half < kHalves; ++half) {
+      const int t = t0 + group + 8 * half;
+      if (t >= rows) continue;
+      *reinterpret_cast<uint32_t*>(p.output + t * p.output_row_stride + out_column) = out[half];
+    }
+  } else {
+    // Row r of the block: component j of amax_part[r] is tile j's amax over its 8 columns.
+    __shared__ uint2 amax_part[kRows];
+#pragma unroll
+    for (int half = 0; half < kHalves; ++half) {
+      const uint32_t m = device::GroupMax<4>(device::Bf16x2MagnitudeMax(out[half]));
+      if (warp < kTiles && quarter == 0) {
+        reinterpret_cast<uint32_t*>(&amax_part[group + 8 * half])[warp] = m;
+      }
+    }
+    device::ClusterSync();
+    const bool scale_writer = device::ClusterRank() == 0 && warp == 0 && quarter == 0;
+#pragma unroll
+    for (int half = 0; half < kHalves; ++half) {
+      const device::OutputScale scale = device::OutputScaleOf(
+          device::ClusterMax<kValueDim / kColumns>(&amax_part[group + 8 * half]));
+      const float2 x = device::Bf16x2ToFloat2(out[half]);
+      const uint16_t q = device::QuantizeE4m3x2(x.x, x.y, scale.inverse, scale.zero);
+      const int t = t0 + group + 8 * half;
+      if (warp >= kTiles || t >= rows) continue;
+      *reinterpret_cast<uint16_t*>(p.output_fp8 + t * p.output_row_stride + out_column) = q;
+      if (scale_writer) {
+        p.output_scale[t * p.output_scale_row_stride + head * p.output_scale_head_stride] =
+            scale.scale;
+      }
+    }
+    device::ClusterSync();  // no block leaves while another reads its amax_part
   }
   MLA_TIMELINE_STAMP(12);
+}
+
+template <int kRows, int kWarps, bool kGated, WeightType kW>
+__global__ void __launch_bounds__(32 * kWarps) LatentSplitKernel(const FusedTailParams p) {
+  LatentSplitBlock<kRows, kWarps, kGated, kW, OutputType::kBf16>(p);
+}
+
+// The e4m3 output: a head's 8 column blocks in one cluster.
+template <int kRows, int kWarps, bool kGated, WeightType kW>
+__global__ void __launch_bounds__(32 * kWarps) __cluster_dims__(kValueDim / kColumns, 1, 1)
+    LatentSplitE4m3OutputKernel(const FusedTailParams p) {
+  LatentSplitBlock<kRows, kWarps, kGated, kW, OutputType::kE4m3>(p);
 }
 
 // 8 rows: 8 warps of 2 chunks each; 16 rows (twice the A fragments and partial sums): 4 warps
@@ -172,12 +250,21 @@ __global__ void __launch_bounds__(32 * kWarps) LatentSplitKernel(const FusedTail
 template <int kRows>
 constexpr int kWarpsFor = kRows == 8 ? 8 : 4;
 
-template <int kRows>
+template <int kRows, bool kGated, WeightType kW, OutputType kO>
+constexpr void (*LatentSplitKernelOf())(const FusedTailParams) {
+  if constexpr (kO == OutputType::kE4m3) {
+    return LatentSplitE4m3OutputKernel<kRows, kWarpsFor<kRows>, kGated, kW>;
+  } else {
+    return LatentSplitKernel<kRows, kWarpsFor<kRows>, kGated, kW>;
+  }
+}
+
+template <int kRows, WeightType kW, OutputType kO>
 KernelLaunch LatentSplitLaunch(int heads, int rows, bool gated) {
   KernelLaunch launch;
   launch.function =
-      gated ? reinterpret_cast<const void*>(LatentSplitKernel<kRows, kWarpsFor<kRows>, true>)
-            : reinterpret_cast<const void*>(LatentSplitKernel<kRows, kWarpsFor<kRows>, false>);
+      gated ? reinterpret_cast<const void*>(LatentSplitKernelOf<kRows, true, kW, kO>())
+            : reinterpret_cast<const void*>(LatentSplitKernelOf<kRows, false, kW, kO>());
   launch.grid = dim3(kValueDim / kColumns, heads, (rows + kRows - 1) / kRows);
   launch.block = dim3(32 * kWarpsFor<kRows>);
   launch.smem_bytes = 0;  // static only
@@ -186,16 +273,30 @@ KernelLaunch LatentSplitLaunch(int heads, int rows, bool gated) {
 
 }  // namespace
 
+template <WeightType kW, OutputType kO>
 KernelLaunch PlanLatentSplit(int heads, int rows, bool gated) {
-  return rows <= 8 ? LatentSplitLaunch<8>(heads, rows, gated)
-                   : LatentSplitLaunch<16>(heads, rows, gated);
+  return rows <= 8 ? LatentSplitLaunch<8, kW, kO>(heads, rows, gated)
+                   : LatentSplitLaunch<16, kW, kO>(heads, rows, gated);
 }
+template KernelLaunch PlanLatentSplit<WeightType::kBf16, OutputType::kBf16>(int, int, bool);
+template KernelLaunch PlanLatentSplit<WeightType::kE4m3, OutputType::kBf16>(int, int, bool);
+template KernelLaunch PlanLatentSplit<WeightType::kBf16, OutputType::kE4m3>(int, int, bool);
+template KernelLaunch PlanLatentSplit<WeightType::kE4m3, OutputType::kE4m3>(int, int, bool);
 
 cudaError_t LoadLatentSplit() {
-  cudaError_t e = LoadKernel(LatentSplitKernel<8, kWarpsFor<8>, true>, 0);
-  if (e == cudaSuccess) e = LoadKernel(LatentSplitKernel<16, kWarpsFor<16>, true>, 0);
-  if (e == cudaSuccess) e = LoadKernel(LatentSplitKernel<8, kWarpsFor<8>, false>, 0);
-  return e != cudaSuccess ? e : LoadKernel(LatentSplitKernel<16, kWarpsFor<16>, false>, 0);
+  cudaError_t e = cudaSuccess;
+  ForEachTypes([&](auto w, auto o) {
+    constexpr WeightType kW = decltype(w)::value;
+    constexpr OutputType kO = decltype(o)::value;
+    for (const void* kernel :
+         {reinterpret_cast<const void*>(LatentSplitKernelOf<8, true, kW, kO>()),
+          reinterpret_cast<const void*>(LatentSplitKernelOf<16, true, kW, kO>()),
+          reinterpret_cast<const void*>(LatentSplitKernelOf<8, false, kW, kO>()),
+          reinterpret_cast<const void*>(LatentSplitKernelOf<16, false, kW, kO>())}) {
+      if (e == cudaSuccess) e = LoadKernel(kernel, 0);
+    }
+  });
+  return e;
 }
 
 }  // namespace mla_tail::internal

@@ -80,26 +80,34 @@ cudaError_t MultiprocessorCount(int device, int* count) {
   return e;
 }
 
-FusedKernel ResolveFusedKernel(FusedKernel kernel, int heads, int rows, int multiprocessors) {
-  return kernel != FusedKernel::kAuto ? kernel : DispatchFusedKernel(heads, rows, multiprocessors);
+FusedKernel ResolveFusedKernel(FusedKernel kernel, int heads, int rows, int multiprocessors,
+                               WeightType weight) {
+  return kernel != FusedKernel::kAuto ? kernel
+                                      : DispatchFusedKernel(heads, rows, multiprocessors, weight);
 }
 
 cudaError_t PlanFusedKernel(const FusedTailParams& p, FusedKernel kernel, int multiprocessors,
                             KernelLaunch* launch) {
-  const FusedKernel resolved = ResolveFusedKernel(kernel, p.heads, p.rows, multiprocessors);
-  // The one place the gate's presence picks a kernel's form.
+  const WeightType weight = p.w_uv_fp8 != nullptr ? WeightType::kE4m3 : WeightType::kBf16;
+  const OutputType output = p.output_fp8 != nullptr ? OutputType::kE4m3 : OutputType::kBf16;
+  const FusedKernel resolved = ResolveFusedKernel(kernel, p.heads, p.rows, multiprocessors, weight);
+  // The one place the gate's presence and the weight and output types pick a kernel's form.
   const bool gated = p.gate != nullptr;
-  if (resolved == FusedKernel::kPersistent128x128) {
-    *launch = PlanPersistent128x128(p.heads, p.rows, multiprocessors, gated);
+  return WithTypes(weight, output, [&](auto w, auto o) {
+    constexpr WeightType kW = decltype(w)::value;
+    constexpr OutputType kO = decltype(o)::value;
+    if (resolved == FusedKernel::kPersistent128x128) {
+      *launch = PlanPersistent128x128<kW, kO>(p.heads, p.rows, multiprocessors, gated);
+      return cudaSuccess;
+    }
+    if (resolved == FusedKernel::kLatentSplit) {
+      *launch = PlanLatentSplit<kW, kO>(p.heads, p.rows, gated);
+      return cudaSuccess;
+    }
+    if (IsTileKernel(resolved)) return PlanTile<kW, kO>(p.heads, p.rows, resolved, gated, launch);
+    *launch = PlanColumnSplit<kW, kO>(p.heads, p.rows, multiprocessors, gated);
     return cudaSuccess;
-  }
-  if (resolved == FusedKernel::kLatentSplit) {
-    *launch = PlanLatentSplit(p.heads, p.rows, gated);
-    return cudaSuccess;
-  }
-  if (IsTileKernel(resolved)) return PlanTile(p.heads, p.rows, resolved, gated, launch);
-  *launch = PlanColumnSplit(p.heads, p.rows, multiprocessors, gated);
-  return cudaSuccess;
+  });
 }
 
 cudaError_t LoadTailKernels() {

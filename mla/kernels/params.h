@@ -14,18 +14,27 @@
 
 namespace mla_tail::internal {
 
-// The fused kernels': the W_UV projection and the gate (docs/spec.md).
+// The fused kernels': the W_UV projection and the gate (docs/spec.md). Of each pair (w_uv,
+// w_uv_fp8) and (output, output_fp8) one is set, and the kernel is the instantiation for those
+// types (mla/kernels/fp8.cuh).
 struct FusedTailParams {
   const bf16* latent;  // [B, H, 512]: row t at latent + t * latent_row_stride
   int64_t latent_row_stride;
-  const bf16* w_uv;  // (h, k, d) at w_uv + h * w_head_stride + d * w_row_stride + k
+  const bf16* w_uv;          // (h, k, d) at w_uv + h * w_head_stride + d * w_row_stride + k
+  const fp8_e4m3* w_uv_fp8;  // the same layout in e4m3 (strides in elements of either type)
   int64_t w_head_stride;
   int64_t w_row_stride;
+  const float* w_uv_scale;  // with w_uv_fp8: head h's 4 block scales at h * the head stride
+  int64_t w_uv_scale_head_stride;
   const bf16* gate;  // [B, H * 128]: row t at gate + t * gate_row_stride; null: no gate
   int64_t gate_row_stride;
   const int32_t* lengths;  // [B / q]: row t is active when lengths[t / q] > 0
   bf16* output;            // [B, H * 128]: row t at output + t * output_row_stride
+  fp8_e4m3* output_fp8;    // the same layout in e4m3
   int64_t output_row_stride;
+  float* output_scale;  // with output_fp8: (t, h) at t * row stride + h * head stride
+  int64_t output_scale_row_stride;
+  int64_t output_scale_head_stride;
   int heads;                 // H
   int rows;                  // B
   int q;                     // tokens a request
@@ -75,9 +84,27 @@ inline constexpr size_t kOperandTableBytes =
     3 * size_t{kMaxHeads} * sizeof(void*) + sizeof(GateOperands);
 
 inline FusedTailParams MakeFusedTailParams(const TailShape& shape, const TailBuffers& b) {
-  return {b.latent,    b.latent_row_stride, b.w_uv,    b.w_head_stride, b.w_row_stride,
-          b.gate,      b.gate_row_stride,   b.lengths, b.output,        b.output_row_stride,
-          shape.heads, shape.rows,          shape.q,   b.row_count};
+  return {b.latent,
+          b.latent_row_stride,
+          b.w_uv,
+          b.w_uv_fp8,
+          b.w_head_stride,
+          b.w_row_stride,
+          b.w_uv_scale,
+          b.w_uv_scale_head_stride,
+          b.gate,
+          b.gate_row_stride,
+          b.lengths,
+          b.output,
+          b.output_fp8,
+          b.output_row_stride,
+          b.output_scale,
+          b.output_scale_row_stride,
+          b.output_scale_head_stride,
+          shape.heads,
+          shape.rows,
+          shape.q,
+          b.row_count};
 }
 
 // `values` is the BMM path's [H, B, 128] scratch; `tables` is kOperandTableBytes of device

@@ -25,6 +25,14 @@
 // buffers; the gate tile with row r's 16-byte word w at word w ^ (r % 8), which the epilogue
 // overwrites with its results before storing them, 16 bytes a thread. No L2 prefetch before the
 // dependency wait (prefetch.cuh): the kernel serves tails far above that hint's limit.
+//
+// e4m3 W_UV (fp8.cuh, tile_copy.cuh): the producer copies each step's slice as e4m3 into the
+// stage's W_UV area; once the stage is full, the 256 consumer threads dequantize it in place into
+// the bf16 swizzled layout (two words each), fence, and meet at a named barrier before the MMAs:
+// both consumer warpgroups read every column of the slice.
+//
+// e4m3 output: a tile holds whole heads' rows, so a row's amax is a shuffle over the 16 lanes that
+// store it; each thread quantizes its 8 values and stores 8 bytes.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -33,6 +41,7 @@
 
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/early_sigmoids.cuh"
+#include "mla/kernels/fp8.cuh"
 #include "mla/kernels/fused_kernels.h"
 #include "mla/kernels/launch.h"
 #include "mla/kernels/mbarrier.cuh"
@@ -114,7 +123,11 @@ struct PersistentEarlySigmoids<true> {
 };
 
 // kGated false: the tail without a gate (out = bf16(v)), which loads none.
-template <bool kEarlySigmoids, bool kGated>
+// The consumers' named barrier after a step's e4m3 slice is dequantized (the epilogue's are
+// 1 + warpgroup).
+constexpr int kDequantizedBarrier = 3;
+
+template <bool kEarlySigmoids, bool kGated, WeightType kW, OutputType kO>
 __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
     Persistent128x128Kernel(const FusedTailParams p) {
   static_assert(kGated || !kEarlySigmoids, "early sigmoids need a gate");
@@ -152,7 +165,7 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
   if (threadIdx.x < T::kProducerThreads) {
     // ---- Producer ----
     device::WarpgroupRegistersDown<T::kProducerRegisters>();
-    const device::TileCopier<T, false> copier(p);
+    const device::TileCopier<T, false, kW> copier(p);
     int rows = p.rows;  // the live rows, once known (after the dependency wait)
     auto copy_w = [&](const Tile& c, int step, int stage) { copier.W(p, smem, c, step, stage); };
     auto copy_latent = [&](const Tile& c, int step, int stage) {
@@ -234,6 +247,7 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
   for (int i = 0; i < tiles; ++i) {
     const Tile tile = tile_at(i);
     if (tile.t0 >= rows) continue;
+    const float4 scales = device::LoadBlockScales<kW>(p, tile.head);
     float acc[T::kCols / 2];
 #pragma unroll
     for (int j = 0; j < T::kCols / 2; ++j) acc[j] = 0.0f;
@@ -243,7 +257,14 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
 #pragma unroll(kEarlySigmoids ? T::kSteps : 1)
     for (int step = 0; step < T::kSteps; ++step) {
       device::MbarrierWait(&full[stage], phase & 1);
-      device::FenceProxyAsyncShared();  // cp.async wrote it through the generic proxy
+      if constexpr (kW == WeightType::kE4m3) {
+        device::E4m3Slice<T::kCols>::Dequantize<T::kConsumerThreads>(
+            smem + stage * T::kStageBytes, consumer, device::BlockScale(scales, step / 2));
+      }
+      device::FenceProxyAsyncShared();  // cp.async (and the dequantization) wrote it
+      if constexpr (kW == WeightType::kE4m3) {
+        device::NamedBarrier(kDequantizedBarrier, T::kConsumerThreads);
+      }
       const uint64_t stage_offset = static_cast<uint64_t>(stage * T::kStageBytes) >> 4;
       device::FenceAccumulators(acc);
       device::WgmmaFence();
@@ -311,10 +332,25 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
     for (int n = 0; n < 64 / 8; ++n) {
       const int r = 64 * warpgroup + k / T::kGateWordsPerRow + 8 * n;
       const int t = tile.t0 + r;
-      if (t >= rows) continue;
-      *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + tile.head * kValueDim +
-                                8 * word) =
-          *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
+      if constexpr (kO == OutputType::kBf16) {
+        if (t >= rows) continue;
+        *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + tile.head * kValueDim +
+                                  8 * word) =
+            *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
+      } else {
+        // The row's 16 words are held by 16 consecutive lanes: every lane shuffles.
+        const uint4 x = *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
+        const device::OutputScale scale = device::OutputScaleOf(
+            device::GroupMax<T::kGateWordsPerRow>(device::Bf16x8MagnitudeMax(x)));
+        const uint2 q = device::QuantizeBf16x8(x, scale);
+        if (t >= rows) continue;
+        *reinterpret_cast<uint2*>(p.output_fp8 + t * p.output_row_stride + tile.head * kValueDim +
+                                  8 * word) = q;
+        if (word == 0) {
+          p.output_scale[t * p.output_scale_row_stride + tile.head * p.output_scale_head_stride] =
+              scale.scale;
+        }
+      }
     }
     // Every thread arrives: its own reads of the gate buffer happen before the refill.
     device::MbarrierArrive(gate_empty);
@@ -325,30 +361,44 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
 }  // namespace
 
 cudaError_t LoadPersistent128x128() {
-  cudaError_t e = LoadKernel(Persistent128x128Kernel<true, true>, PersistentTile::kSmemBytes);
-  if (e == cudaSuccess) {
-    e = LoadKernel(Persistent128x128Kernel<false, true>, PersistentTile::kSmemBytes);
-  }
-  return e != cudaSuccess
-             ? e
-             : LoadKernel(Persistent128x128Kernel<false, false>, PersistentTile::kSmemBytes);
+  cudaError_t e = cudaSuccess;
+  ForEachTypes([&](auto w, auto o) {
+    constexpr WeightType kW = decltype(w)::value;
+    constexpr OutputType kO = decltype(o)::value;
+    for (const void* kernel :
+         {reinterpret_cast<const void*>(Persistent128x128Kernel<true, true, kW, kO>),
+          reinterpret_cast<const void*>(Persistent128x128Kernel<false, true, kW, kO>),
+          reinterpret_cast<const void*>(Persistent128x128Kernel<false, false, kW, kO>)}) {
+      if (e == cudaSuccess) e = LoadKernel(kernel, PersistentTile::kSmemBytes);
+    }
+  });
+  return e;
 }
 
 // As many rounds of tiles as the GPU needs, on the fewest blocks that keep that many (every
 // block as busy, and more bandwidth for each); with one round, the kernel with early sigmoids.
+template <WeightType kW, OutputType kO>
 KernelLaunch PlanPersistent128x128(int heads, int rows, int multiprocessors, bool gated) {
   const long long tiles =
       static_cast<long long>(heads) * ((rows + PersistentTile::kRows - 1) / PersistentTile::kRows);
   const long long rounds = (tiles + multiprocessors - 1) / multiprocessors;
   KernelLaunch launch;
-  launch.function = !gated ? reinterpret_cast<const void*>(Persistent128x128Kernel<false, false>)
-                    : rounds == 1
-                        ? reinterpret_cast<const void*>(Persistent128x128Kernel<true, true>)
-                        : reinterpret_cast<const void*>(Persistent128x128Kernel<false, true>);
+  launch.function =
+      !gated        ? reinterpret_cast<const void*>(Persistent128x128Kernel<false, false, kW, kO>)
+      : rounds == 1 ? reinterpret_cast<const void*>(Persistent128x128Kernel<true, true, kW, kO>)
+                    : reinterpret_cast<const void*>(Persistent128x128Kernel<false, true, kW, kO>);
   launch.grid = dim3(static_cast<unsigned>((tiles + rounds - 1) / rounds));
   launch.block = dim3(PersistentTile::kThreads);
   launch.smem_bytes = PersistentTile::kSmemBytes;
   return launch;
 }
+template KernelLaunch PlanPersistent128x128<WeightType::kBf16, OutputType::kBf16>(int, int, int,
+                                                                                  bool);
+template KernelLaunch PlanPersistent128x128<WeightType::kE4m3, OutputType::kBf16>(int, int, int,
+                                                                                  bool);
+template KernelLaunch PlanPersistent128x128<WeightType::kBf16, OutputType::kE4m3>(int, int, int,
+                                                                                  bool);
+template KernelLaunch PlanPersistent128x128<WeightType::kE4m3, OutputType::kE4m3>(int, int, int,
+                                                                                  bool);
 
 }  // namespace mla_tail::internal

@@ -33,6 +33,18 @@
 // word it read (its own word: no other thread touches it); after a barrier the tile leaves in
 // 16-byte stores, whole rows at a time. The 4-stage pipeline computes the gate's sigmoids during
 // the K steps instead (EarlySigmoids, where it measured faster), the others in the epilogue.
+//
+// e4m3 W_UV (fp8.cuh, tile_copy.cuh): each step's slice is copied as e4m3 into its stage buffer's
+// W_UV area and, once this thread's copies of the step have landed, dequantized in place into the
+// bf16 swizzled layout by the thread that copied it, before the barrier that publishes the step
+// to the MMAs; the head's 4 block scales are loaded before the dependency wait.
+//
+// e4m3 output: the store phase reads the gated bf16 tile as before; a row's amax over the tile's
+// columns is a shuffle over the lanes that hold the row, and with tiles narrower than a head
+// (32 or 64 columns) the head's column blocks are one cluster (TileE4m3OutputKernel; they share
+// their rows, so they run or leave together) that exchanges the rows' amax through distributed
+// shared memory (in stage 0, free once the MMAs are done). Each thread quantizes its 8 values
+// and stores 8 bytes.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -43,6 +55,7 @@
 
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/early_sigmoids.cuh"
+#include "mla/kernels/fp8.cuh"
 #include "mla/kernels/fused_kernels.h"
 #include "mla/kernels/launch.h"
 #include "mla/kernels/params.h"
@@ -148,9 +161,9 @@ struct EarlySigmoids<T, true> {
 };
 
 // kGated false: the tail without a gate (out = bf16(v)), which loads none.
-template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, bool kEarlySigmoids, bool kGated>
-__global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
-    TileKernel(const FusedTailParams p) {
+template <int kStages, int kCols, int kWarpgroups, bool kEarlySigmoids, bool kGated, WeightType kW,
+          OutputType kO>
+__device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   using T = WgTile<kStages, kCols, kWarpgroups>;
   constexpr int kRows = T::kRows;
   constexpr int kWgCols = T::kWgCols;
@@ -169,7 +182,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
                   static_cast<int>(blockIdx.z) * kRows};
 
   // Step `step` of tile `c` into stage buffer `stage`.
-  const device::TileCopier<typename T::L, true> copier(p);
+  const device::TileCopier<typename T::L, true, kW> copier(p);
   auto copy_w = [&](const Tile& c, int step, int stage) { copier.W(p, smem, c, step, stage); };
   int rows = p.rows;  // the live rows, once known (after the dependency wait)
   auto copy_latent = [&](const Tile& c, int step, int stage) {
@@ -185,6 +198,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
   // epilogue's inputs.
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) copy_w(tile, step, step);
+  const float4 scales = device::LoadBlockScales<kW>(p, tile.head);
   device::PrefetchBlockInputsL2<kGated>(p, tile.head, tile.t0, kRows, 0, kLatentDim, tile.column0,
                                         kCols);
   device::GridDependencyWait();
@@ -227,6 +241,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
     } else {
       device::CopyAsyncWait<T::kPrologueSteps - 1>();
     }
+    copier.DequantizeW(smem, step, stage, scales);  // e4m3 W_UV: this thread's words of the step
     device::FenceProxyAsyncShared();
     __syncthreads();
     MLA_TIMELINE_STAMP(2 + step);
@@ -316,17 +331,74 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
   __syncthreads();
   MLA_TIMELINE_STAMP(3 + kSteps);
   // The output tile, 16 bytes a thread and copy: word w of row r.
+  if constexpr (kO == OutputType::kBf16) {
 #pragma unroll
-  for (int n = 0; n < T::kGateCopies; ++n) {
-    const int r = threadIdx.x / T::kGateWordsPerRow + n * T::kGateRowsPerPass;
-    const int word = threadIdx.x % T::kGateWordsPerRow;
-    const int t = tile.t0 + r;
-    if (t >= rows) continue;
-    *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + tile.head * kValueDim +
-                              tile.column0 + 8 * word) =
-        *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
+    for (int n = 0; n < T::kGateCopies; ++n) {
+      const int r = threadIdx.x / T::kGateWordsPerRow + n * T::kGateRowsPerPass;
+      const int word = threadIdx.x % T::kGateWordsPerRow;
+      const int t = tile.t0 + r;
+      if (t >= rows) continue;
+      *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + tile.head * kValueDim +
+                                tile.column0 + 8 * word) =
+          *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
+    }
+  } else {
+    // A row's kGateWordsPerRow words are held by as many consecutive lanes.
+    constexpr int kLanes = T::kGateWordsPerRow;
+    constexpr int kClusterBlocks = kValueDim / kCols;
+    uint32_t* const amax_part = reinterpret_cast<uint32_t*>(smem);  // [kRows], in stage 0
+    const int word = threadIdx.x % kLanes;
+    uint4 x[T::kGateCopies];
+    uint32_t m[T::kGateCopies];
+#pragma unroll
+    for (int n = 0; n < T::kGateCopies; ++n) {
+      const int r = threadIdx.x / kLanes + n * T::kGateRowsPerPass;
+      x[n] = *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
+      m[n] = device::GroupMax<kLanes>(device::Bf16x8MagnitudeMax(x[n]));
+      if constexpr (kClusterBlocks > 1) {
+        if (word == 0) amax_part[r] = m[n];
+      }
+    }
+    bool scale_writer = word == 0;
+    if constexpr (kClusterBlocks > 1) {
+      device::ClusterSync();
+      scale_writer = scale_writer && device::ClusterRank() == 0;
+    }
+#pragma unroll
+    for (int n = 0; n < T::kGateCopies; ++n) {
+      const int r = threadIdx.x / kLanes + n * T::kGateRowsPerPass;
+      uint32_t amax = m[n];
+      if constexpr (kClusterBlocks > 1) amax = device::ClusterMax<kClusterBlocks>(&amax_part[r]);
+      const device::OutputScale scale = device::OutputScaleOf(amax);
+      const uint2 q = device::QuantizeBf16x8(x[n], scale);
+      const int t = tile.t0 + r;
+      if (t >= rows) continue;
+      *reinterpret_cast<uint2*>(p.output_fp8 + t * p.output_row_stride + tile.head * kValueDim +
+                                tile.column0 + 8 * word) = q;
+      if (scale_writer) {
+        p.output_scale[t * p.output_scale_row_stride + tile.head * p.output_scale_head_stride] =
+            scale.scale;
+      }
+    }
+    // No block leaves while another reads its amax_part.
+    if constexpr (kClusterBlocks > 1) device::ClusterSync();
   }
   MLA_TIMELINE_STAMP(4 + kSteps);
+}
+
+template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, bool kEarlySigmoids, bool kGated,
+          WeightType kW>
+__global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
+    TileKernel(const FusedTailParams p) {
+  TileBlock<kStages, kCols, kWarpgroups, kEarlySigmoids, kGated, kW, OutputType::kBf16>(p);
+}
+
+// The e4m3 output: a head's column blocks (128 / kCols) in one cluster.
+template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, bool kEarlySigmoids, bool kGated,
+          WeightType kW>
+__global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
+    __cluster_dims__(kValueDim / kCols, 1, 1) TileE4m3OutputKernel(const FusedTailParams p) {
+  TileBlock<kStages, kCols, kWarpgroups, kEarlySigmoids, kGated, kW, OutputType::kE4m3>(p);
 }
 
 // The configurations FusedKernel names: stages (8: all steps in flight), the tile's
@@ -359,15 +431,22 @@ static_assert(BlocksPerMultiprocessor(WgTile<4, 64, 1>::kSmemBytes) == 3,
               "Tile64x64Pipeline4: three");
 static_assert(BlocksPerMultiprocessor(WgTile<3, 128, 2>::kSmemBytes) == 2, "Tile64x128: two");
 
-template <int kIndex>
+template <int kIndex, WeightType kW, OutputType kO>
 struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
   using T = WgTile<kC.stages, kC.cols, kC.warpgroups>;
-  static constexpr auto kKernel =
-      TileKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kC.early_sigmoids, true>;
+  template <bool kEarly, bool kGated>
+  static constexpr auto KernelOf() {
+    if constexpr (kO == OutputType::kE4m3) {
+      return TileE4m3OutputKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kEarly, kGated,
+                                  kW>;
+    } else {
+      return TileKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kEarly, kGated, kW>;
+    }
+  }
+  static constexpr auto kKernel = KernelOf<kC.early_sigmoids, true>();
   // Without a gate: no sigmoids to compute early.
-  static constexpr auto kUngatedKernel =
-      TileKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, false, false>;
+  static constexpr auto kUngatedKernel = KernelOf<false, false>();
 
   static KernelLaunch Plan(int heads, int rows, bool gated) {
     KernelLaunch launch;
@@ -384,17 +463,17 @@ struct Wg {
   }
 };
 
-// Calls f(Wg<i>) for the configuration of `kernel`; false if it has none.
-template <typename F, int kIndex = 0>
+// Calls f(Wg<i, kW, kO>) for the configuration of `kernel`; false if it has none.
+template <WeightType kW, OutputType kO, typename F, int kIndex = 0>
 bool WithConfig(FusedKernel kernel, F&& f) {
   if constexpr (kIndex == std::size(kWgConfigs)) {
     return false;
   } else {
     if (kWgConfigs[kIndex].kernel == kernel) {
-      f(Wg<kIndex>());
+      f(Wg<kIndex, kW, kO>());
       return true;
     }
-    return WithConfig<F, kIndex + 1>(kernel, std::forward<F>(f));
+    return WithConfig<kW, kO, F, kIndex + 1>(kernel, std::forward<F>(f));
   }
 }
 
@@ -403,7 +482,10 @@ cudaError_t LoadAll() {
   if constexpr (kIndex == std::size(kWgConfigs)) {
     return cudaSuccess;
   } else {
-    const cudaError_t e = Wg<kIndex>::Load();
+    cudaError_t e = cudaSuccess;
+    ForEachTypes([&](auto w, auto o) {
+      if (e == cudaSuccess) e = Wg<kIndex, decltype(w)::value, decltype(o)::value>::Load();
+    });
     return e != cudaSuccess ? e : LoadAll<kIndex + 1>();
   }
 }
@@ -411,15 +493,25 @@ cudaError_t LoadAll() {
 }  // namespace
 
 bool IsTileKernel(FusedKernel kernel) {
-  return WithConfig(kernel, [](auto) {});
+  return WithConfig<WeightType::kBf16, OutputType::kBf16>(kernel, [](auto) {});
 }
 
 cudaError_t LoadTileKernels() { return LoadAll(); }
 
+template <WeightType kW, OutputType kO>
 cudaError_t PlanTile(int heads, int rows, FusedKernel kernel, bool gated, KernelLaunch* launch) {
-  return WithConfig(kernel, [&](auto wg) { *launch = decltype(wg)::Plan(heads, rows, gated); })
+  return WithConfig<kW, kO>(kernel,
+                            [&](auto wg) { *launch = decltype(wg)::Plan(heads, rows, gated); })
              ? cudaSuccess
              : cudaErrorInvalidValue;
 }
+template cudaError_t PlanTile<WeightType::kBf16, OutputType::kBf16>(int, int, FusedKernel, bool,
+                                                                    KernelLaunch*);
+template cudaError_t PlanTile<WeightType::kE4m3, OutputType::kBf16>(int, int, FusedKernel, bool,
+                                                                    KernelLaunch*);
+template cudaError_t PlanTile<WeightType::kBf16, OutputType::kE4m3>(int, int, FusedKernel, bool,
+                                                                    KernelLaunch*);
+template cudaError_t PlanTile<WeightType::kE4m3, OutputType::kE4m3>(int, int, FusedKernel, bool,
+                                                                    KernelLaunch*);
 
 }  // namespace mla_tail::internal

@@ -12,12 +12,21 @@
 // different banks. kCopyThreads threads copy: thread i moves word i % 8 of rows
 // i / 8 + n * kRowsPerPass, a multiple of 8 rows apart, so that one swizzled offset serves all its
 // copies.
+//
+// e4m3 W_UV (fp8.cuh): a step's W_UV slice arrives as [kCols][64] e4m3, 4 16-byte words a row.
+// Word j of row r (the step's latent values 16j..16j+15) becomes bf16 words 2j and 2j + 1, stored
+// at (2j) ^ (r % 8) and (2j + 1) ^ (r % 8): together the 32-byte segment j ^ ((r % 8) >> 1) of the
+// row. The word is copied into the first half of that segment, so dequantizing it in place writes
+// only bytes no other word occupies: each word is converted by one thread, with no barrier between
+// the conversions' reads and writes (E4m3Slice). Thread i copies word i % 4 of rows
+// i / 4 + n * (kCopyThreads / 4).
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "mla/kernels/device.cuh"
+#include "mla/kernels/fp8.cuh"
 #include "mla/kernels/params.h"
 
 namespace mla_tail::internal::device {
@@ -62,13 +71,49 @@ struct TileAt {
   int head, column0, t0;
 };
 
+// A step's e4m3 W_UV slice of kCols rows, staged in a stage buffer's W_UV area (above).
+template <int kCols>
+struct E4m3Slice {
+  static constexpr int kRowBytes = 128;  // of the bf16 slice: one swizzle atom row
+  static constexpr int kWordsPerRow = 4;
+  // The byte offset of e4m3 word j of row r (staged), and of bf16 word w of row r.
+  static __device__ __forceinline__ int Staged(int r, int j) {
+    return r * kRowBytes + 32 * (j ^ ((r % 8) >> 1));
+  }
+  static __device__ __forceinline__ int Bf16Word(int r, int w) {
+    return r * kRowBytes + 16 * (w ^ (r % 8));
+  }
+
+  // Dequantizes the words of `thread` (of kThreads converting threads: word thread % 4 of rows
+  // thread / 4 + n * kThreads / 4) in place, with `scale` (the step's latent block's). The
+  // thread must see those words' copies (it issued them and waited, or acquired the barrier
+  // their copies arrived on); the MMAs may read the result once the converting threads have
+  // fenced (FenceProxyAsyncShared) and met at a barrier.
+  template <int kThreads>
+  static __device__ __forceinline__ void Dequantize(uint8_t* w_area, int thread, float scale) {
+    constexpr int kRowsPerPass = kThreads / kWordsPerRow;
+    static_assert(kRowsPerPass % 8 == 0 && kCols % kRowsPerPass == 0, "one swizzle phase");
+    const int row = thread / kWordsPerRow;
+    const int j = thread % kWordsPerRow;
+#pragma unroll
+    for (int n = 0; n < kCols / kRowsPerPass; ++n) {
+      const int r = row + n * kRowsPerPass;
+      const uint4 raw = *reinterpret_cast<const uint4*>(w_area + Staged(r, j));
+      const uint4 lo = DequantizeE4m3x8(make_uint2(raw.x, raw.y), scale);
+      const uint4 hi = DequantizeE4m3x8(make_uint2(raw.z, raw.w), scale);
+      *reinterpret_cast<uint4*>(w_area + Bf16Word(r, 2 * j)) = lo;
+      *reinterpret_cast<uint4*>(w_area + Bf16Word(r, 2 * j + 1)) = hi;
+    }
+  }
+};
+
 // One copying thread's share of a tile's copies (threads 0..kCopyThreads-1 of the block). Each
 // call only issues cp.async copies: committing, waiting and publishing are the kernel's.
 // kHoistedWStride: a thread's W_UV rows are addressed with a stride computed once (Tile)
 // or with n * kRowsPerPass * w_row_stride at each copy (the -ws kernel). The same addresses, but
 // compiled differently: each kernel keeps the code that was measured. Likewise the two forms of
 // the lengths' copy below.
-template <typename L, bool kHoistedWStride>
+template <typename L, bool kHoistedWStride, WeightType kW = WeightType::kBf16>
 struct TileCopier {
   int row;                // of the first of this thread's rows in a slice
   int word;               // its 16-byte word of each
@@ -82,9 +127,25 @@ struct TileCopier {
         w_pass_stride(L::kRowsPerPass * p.w_row_stride) {}
 
   // Step `step` of tile `c`'s W_UV rows (its output columns) into stage buffer `stage` of the
-  // stages at `smem`.
+  // stages at `smem`: bf16 in the swizzled layout, or e4m3 staged for E4m3Slice.
   __device__ __forceinline__ void W(const FusedTailParams& p, uint8_t* smem, const TileAt& c,
                                     int step, int stage) const {
+    if constexpr (kW == WeightType::kE4m3) {
+      using S = E4m3Slice<L::kCols>;
+      constexpr int kRowsPerPass = L::kCopyThreads / S::kWordsPerRow;
+      static_assert(kRowsPerPass % 8 == 0 && L::kCols % kRowsPerPass == 0, "one swizzle phase");
+      const int r = threadIdx.x / S::kWordsPerRow;
+      const int j = threadIdx.x % S::kWordsPerRow;
+      uint8_t* to = smem + stage * L::kStageBytes + S::Staged(r, j);
+      const fp8_e4m3* src = p.w_uv_fp8 + c.head * p.w_head_stride +
+                            (c.column0 + r) * p.w_row_stride + step * L::kStepK + 16 * j;
+#pragma unroll
+      for (int n = 0; n < L::kCols / kRowsPerPass; ++n) {
+        CopyAsync16(to + n * kRowsPerPass * L::kRowBytes, src + n * kRowsPerPass * p.w_row_stride,
+                    true);
+      }
+      return;
+    }
     uint8_t* to = smem + stage * L::kStageBytes + dst;
     const bf16* src = p.w_uv + c.head * p.w_head_stride + (c.column0 + row) * p.w_row_stride +
                       step * L::kStepK + 8 * word;
@@ -96,6 +157,16 @@ struct TileCopier {
         CopyAsync16(to + n * L::kRowsPerPass * L::kRowBytes,
                     src + n * L::kRowsPerPass * p.w_row_stride, true);
       }
+    }
+  }
+
+  // With e4m3 W_UV, step `step`'s slice in stage buffer `stage`, copied by this thread (after
+  // its cp.async.wait_group for them), dequantized in place with `scales`' block of the step.
+  __device__ __forceinline__ void DequantizeW(uint8_t* smem, int step, int stage,
+                                              const float4& scales) const {
+    if constexpr (kW == WeightType::kE4m3) {
+      E4m3Slice<L::kCols>::template Dequantize<L::kCopyThreads>(
+          smem + stage * L::kStageBytes, threadIdx.x, BlockScale(scales, step / 2));
     }
   }
 

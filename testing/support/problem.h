@@ -74,6 +74,9 @@ class Problem {
   // the tail off them) and only `rows` below it against the reference.
   absl::Status Check(const mla_tail::bf16* output, const std::vector<int>& rows, bool exact,
                      int live_rows = -1) const;
+  // The same against the reference of other inputs (`in`: the problem's with e4m3 W_UV, say).
+  absl::Status Check(const mla_tail::bf16* output, const std::vector<int>& rows, bool exact,
+                     const ReferenceInputs& in, int live_rows = -1) const;
 
   // Rows worth checking (problem_data.h's SampleRows).
   std::vector<int> SampleRows(int random_rows = 4) const;

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "testing/support/bf16_bits.h"
+#include "testing/support/e4m3_bits.h"
 
 namespace mla_tail_testing {
 namespace {
@@ -54,7 +55,9 @@ ReferenceElement ReferenceOutput(const ReferenceInputs& in, int t, int h, int d)
   // the test data (integers, or multiples of 2^-14 below 2^9); otherwise it is within 2^-53.
   double acc = 0;
   for (int k = 0; k < 512; ++k) {
-    acc += double{Bf16ToFloat(in.latent(t, h, k))} * double{Bf16ToFloat(in.w_uv(h, k, d))};
+    const uint16_t w = in.w_uv_fp8 ? DequantizeE4m3(in.w_uv_fp8(h, k, d), in.w_uv_scale(h, k / 128))
+                                   : in.w_uv(h, k, d);
+    acc += double{Bf16ToFloat(in.latent(t, h, k))} * double{Bf16ToFloat(w)};
   }
   r.acc = acc;
   r.v = DoubleToBf16(acc);
@@ -66,6 +69,28 @@ ReferenceElement ReferenceOutput(const ReferenceInputs& in, int t, int h, int d)
   r.s = AllowedSigmoids(in.gate(t, h * 128 + d));
   r.out = r.active ? FloatToBf16(Bf16ToFloat(r.v) * r.s.nearest) : uint16_t{0};
   return r;
+}
+
+uint16_t DequantizeE4m3(uint8_t w, float scale) {
+  const float product = E4m3ToFloat(w) * scale;  // one FP32 rounding
+  return FloatToBf16(product);
+}
+
+QuantizedHead QuantizeHead(const uint16_t* bf16_values) {
+  QuantizedHead q;
+  float amax = 0;
+  bool nan = false;
+  for (int d = 0; d < 128; ++d) {
+    const float x = Bf16ToFloat(bf16_values[d]);
+    nan = nan || std::isnan(x);
+    amax = std::fabs(x) > amax ? std::fabs(x) : amax;
+  }
+  if (nan) amax = std::numeric_limits<float>::quiet_NaN();
+  q.scale = amax / kE4m3Max;
+  const float inverse = kE4m3Max / amax;
+  if (std::isinf(inverse)) return q;  // zeros: amax = 0, or below 448 / FLT_MAX
+  for (int d = 0; d < 128; ++d) q.values[d] = FloatToE4m3(Bf16ToFloat(bf16_values[d]) * inverse);
+  return q;
 }
 
 namespace {

@@ -3,8 +3,10 @@
 
 // The CPU reference of docs/spec.md's math, in plain loops and independent of the kernels' code:
 // the dot product accumulated exactly in double and rounded to bf16 from there (once), the
-// sigmoid in double, and the FP32 sigmoids the contract allows around it.
+// sigmoid in double, and the FP32 sigmoids the contract allows around it; e4m3 W_UV decoded and
+// dequantized to bf16 as the contract says; the e4m3 output quantized from the bf16 output.
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -16,9 +18,12 @@ struct ReferenceInputs {
   int heads = 0;
   int q = 1;
   std::function<uint16_t(int t, int h, int k)> latent;  // [B, H, 512]
-  std::function<uint16_t(int h, int k, int d)> w_uv;    // [H, 512, 128]
-  std::function<uint16_t(int t, int column)> gate;      // [B, H * 128]; empty: no gate
-  std::function<int32_t(int request)> lengths;          // [B / q]
+  std::function<uint16_t(int h, int k, int d)> w_uv;    // [H, 512, 128], bf16 W_UV
+  // e4m3 W_UV instead of w_uv (when set): its bits and head h's scale of latent block j = k / 128.
+  std::function<uint8_t(int h, int k, int d)> w_uv_fp8;
+  std::function<float(int h, int j)> w_uv_scale;
+  std::function<uint16_t(int t, int column)> gate;  // [B, H * 128]; empty: no gate
+  std::function<int32_t(int request)> lengths;      // [B / q]
 };
 
 // The contract's bound on the FP32 sigmoid s = 1 / (1 + expf(-g)) of a bf16 gate g against the
@@ -49,6 +54,21 @@ struct ReferenceElement {
 // One output element: row t, head h, column d: active ? bf16(v * s) : +0, or without a gate
 // active ? v : +0.
 ReferenceElement ReferenceOutput(const ReferenceInputs& in, int t, int h, int d);
+
+// The bf16 that e4m3 `w` of a block with scale `scale` stands for: bf16(float(w) * scale), the
+// product in FP32 (rounded to nearest even), then rounded to bf16.
+uint16_t DequantizeE4m3(uint8_t w, float scale);
+
+// One (row, head) of the e4m3 output: from the 128 bf16 values the bf16 tail writes there,
+// amax = max |x| (NaN if any x is NaN), scale = amax / 448, and y = e4m3(x * (448 / amax)), or
+// zeros where 448 / amax is infinite (amax = 0, or below 448 / FLT_MAX); every step in FP32
+// rounded to nearest even. An inactive row is all zeros with scale 0, which this gives too (its
+// bf16 values are +0.0).
+struct QuantizedHead {
+  float scale = 0;
+  std::array<uint8_t, 128> values{};
+};
+QuantizedHead QuantizeHead(const uint16_t* bf16_values);
 
 // The contract's tolerance: `got` is +0.0 exactly on inactive rows; on active rows it equals
 // bf16(float(v') * s') for an FP32 s' within the sigmoid's bound (AllowedSigmoids) and

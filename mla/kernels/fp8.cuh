@@ -1,0 +1,179 @@
+#ifndef MLA_TAIL_MLA_KERNELS_FP8_CUH_
+#define MLA_TAIL_MLA_KERNELS_FP8_CUH_
+
+// e4m3 W_UV and the e4m3 output in the fused kernels (docs/spec.md, "e4m3 W_UV", "The e4m3
+// output"): the weight type as a template parameter, the loads of e4m3 fragments and block
+// scales, their dequantization to the bf16 operands the MMAs take, and the output's quantization
+// with the amax of a (row, head) gathered across lanes, warps and a cluster's blocks.
+//
+// Dequantization: w_bf16 = bf16(float(w) * s), the product in FP32 rounded to nearest even, then
+// rounded to bf16 (nearest even): e4m3 -> f16 two at a time (cvt.rn.f16x2.e4m3x2, exact: every
+// e4m3 value, NaN included, is an f16), f16 -> f32 (exact), one FP32 multiply, and the pair packed
+// to bf16x2 (cvt.rn.bf16x2.f32). No flush to zero anywhere (the build does not use fast math).
+
+#include <cooperative_groups.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "mla/kernels/params.h"
+
+namespace mla_tail::internal::device {
+
+// What a kernel instantiated for weight type kW reads as W_UV: its element type and the base of
+// the caller's tensor.
+template <WeightType kW>
+struct WeightTraits;
+template <>
+struct WeightTraits<WeightType::kBf16> {
+  using T = bf16;
+  static __device__ __forceinline__ const bf16* Base(const FusedTailParams& p) { return p.w_uv; }
+};
+template <>
+struct WeightTraits<WeightType::kE4m3> {
+  using T = fp8_e4m3;
+  static __device__ __forceinline__ const fp8_e4m3* Base(const FusedTailParams& p) {
+    return p.w_uv_fp8;
+  }
+};
+
+// 8-byte read-only load of data no kernel writes during this grid (e4m3 weights).
+__device__ __forceinline__ uint2 LoadWeight8(const void* pointer) {
+  uint2 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];"
+               : "=r"(v.x), "=r"(v.y)
+               : "l"(pointer));
+  return v;
+}
+
+// Head `head`'s 4 block scales (latent blocks 0..3), one 16-byte read-only load; zeros for bf16
+// weights (not read).
+template <WeightType kW>
+__device__ __forceinline__ float4 LoadBlockScales(const FusedTailParams& p, int head) {
+  if constexpr (kW == WeightType::kBf16) {
+    return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  } else {
+    float4 s;
+    asm volatile("ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(s.x), "=f"(s.y), "=f"(s.z), "=f"(s.w)
+                 : "l"(p.w_uv_scale + head * p.w_uv_scale_head_stride));
+    return s;
+  }
+}
+
+// Scale j (0..3) of a head's four, j known once loops are unrolled.
+__device__ __forceinline__ float BlockScale(const float4& s, int j) {
+  return j == 0 ? s.x : j == 1 ? s.y : j == 2 ? s.z : s.w;
+}
+
+// Two e4m3 (the low byte is the first) as bf16x2 (the first in the low half): bf16(float(w) * s).
+__device__ __forceinline__ uint32_t DequantizeE4m3x2(uint16_t pair, float s) {
+  const __half2_raw h =
+      __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(pair), __NV_E4M3);
+  const float2 f = __half22float2(__half2(h));
+  const __nv_bfloat162 b = __floats2bfloat162_rn(f.x * s, f.y * s);
+  uint32_t word;
+  memcpy(&word, &b, sizeof(word));
+  return word;
+}
+
+// 8 e4m3 (bytes in order) as 8 bf16: one 16-byte bf16 fragment word from 8 bytes.
+__device__ __forceinline__ uint4 DequantizeE4m3x8(uint2 w, float s) {
+  return make_uint4(DequantizeE4m3x2(static_cast<uint16_t>(w.x), s),
+                    DequantizeE4m3x2(static_cast<uint16_t>(w.x >> 16), s),
+                    DequantizeE4m3x2(static_cast<uint16_t>(w.y), s),
+                    DequantizeE4m3x2(static_cast<uint16_t>(w.y >> 16), s));
+}
+
+// The e4m3 output of docs/spec.md for two values x of a (row, head) whose amax is known:
+// e4m3(x * inverse) rounded to nearest even with saturation to +-448, where inverse = 448 / amax;
+// zeros where the inverse is infinite (`zero`). The first value in the low byte.
+__device__ __forceinline__ uint16_t QuantizeE4m3x2(float x0, float x1, float inverse, bool zero) {
+  const __nv_fp8x2_storage_t q =
+      __nv_cvt_float2_to_fp8x2(make_float2(x0 * inverse, x1 * inverse), __NV_SATFINITE, __NV_E4M3);
+  return zero ? uint16_t{0} : static_cast<uint16_t>(q);
+}
+
+// amax's magnitude bits from bf16 values: |x|'s bits order like |x| itself, and NaN's above
+// every other, so an integer max over (bits & 0x7fff) is max |x| with NaN propagating.
+__device__ __forceinline__ uint32_t Bf16x2MagnitudeMax(uint32_t word) {
+  return max(word & 0x7fffu, (word >> 16) & 0x7fffu);
+}
+
+// The (row, head) scale and the multiplier of its values, from amax's bf16 magnitude bits:
+// scale = amax / 448, inverse = 448 / amax (each one IEEE FP32 division, rounded to nearest even);
+// the values are zeros where the inverse is infinite (amax = 0, or below 448 / FLT_MAX).
+struct OutputScale {
+  float scale, inverse;
+  bool zero;
+};
+__device__ __forceinline__ OutputScale OutputScaleOf(uint32_t amax_bits) {
+  const float amax = __uint_as_float(amax_bits << 16);
+  const float inverse = __fdiv_rn(448.0f, amax);
+  return {__fdiv_rn(amax, 448.0f), inverse, inverse == __int_as_float(0x7f800000)};
+}
+
+// amax over the lanes of an aligned group of kLanes (a power of two up to 32) of a warp; every
+// lane of the warp calls.
+template <int kLanes>
+__device__ __forceinline__ uint32_t GroupMax(uint32_t m) {
+#pragma unroll
+  for (int offset = 1; offset < kLanes; offset *= 2) {
+    m = max(m, __shfl_xor_sync(0xffffffffu, m, offset));
+  }
+  return m;
+}
+
+// The cluster's blocks meet: each block's shared-memory writes before the call are visible to
+// every block of the cluster after it. Every thread of every block calls.
+__device__ __forceinline__ void ClusterSync() { cooperative_groups::this_cluster().sync(); }
+
+// This block's rank in its cluster.
+__device__ __forceinline__ unsigned ClusterRank() {
+  return cooperative_groups::this_cluster().block_rank();
+}
+
+// The component-wise max of `*local` over the kBlocks blocks of the cluster (the same
+// shared-memory address in each, read through distributed shared memory), after a ClusterSync
+// that published them; reduced to one word.
+template <int kBlocks, typename Word>
+__device__ __forceinline__ uint32_t ClusterMax(const Word* local) {
+  constexpr int kComponents = sizeof(Word) / sizeof(uint32_t);
+  uint32_t m = 0;
+  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+#pragma unroll
+  for (int rank = 0; rank < kBlocks; ++rank) {
+    const Word w = *cluster.map_shared_rank(local, rank);
+    const uint32_t* c = reinterpret_cast<const uint32_t*>(&w);
+#pragma unroll
+    for (int i = 0; i < kComponents; ++i) m = max(m, c[i]);
+  }
+  return m;
+}
+
+// 8 bf16 values (one 16-byte word) of a (row, head) as 8 e4m3 bytes.
+__device__ __forceinline__ uint2 QuantizeBf16x8(const uint4& x, const OutputScale& s) {
+  const uint32_t* words = &x.x;
+  uint16_t q[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    __nv_bfloat162 pair;
+    memcpy(&pair, &words[i], sizeof(pair));
+    const float2 f = __bfloat1622float2(pair);
+    q[i] = QuantizeE4m3x2(f.x, f.y, s.inverse, s.zero);
+  }
+  return make_uint2(q[0] | (uint32_t{q[1]} << 16), q[2] | (uint32_t{q[3]} << 16));
+}
+
+// amax bits of 8 bf16 values.
+__device__ __forceinline__ uint32_t Bf16x8MagnitudeMax(const uint4& x) {
+  return max(max(Bf16x2MagnitudeMax(x.x), Bf16x2MagnitudeMax(x.y)),
+             max(Bf16x2MagnitudeMax(x.z), Bf16x2MagnitudeMax(x.w)));
+}
+
+}  // namespace mla_tail::internal::device
+
+#endif  // MLA_TAIL_MLA_KERNELS_FP8_CUH_

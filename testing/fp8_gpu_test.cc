@@ -1,0 +1,489 @@
+// The e4m3 tail on the GPU: e4m3 W_UV with block scales and the e4m3 output, through every fused
+// kernel forced and the rule, eagerly, in graph sets and as graph nodes, against the CPU
+// reference (testing/support/reference.h, fp8.h); the BMM path's refusals and the validation
+// errors, each with the output left untouched.
+
+#include <cuda_runtime.h>
+
+#include <array>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "mla_tail/graph/tail_graph_set.h"
+#include "mla_tail/graph/tail_node.h"
+#include "mla_tail/mla/dispatch.h"
+#include "mla_tail/mla/tail.h"
+#include "testing/support/fp8.h"
+#include "testing/support/gpu.h"
+#include "testing/support/gpu_stream_test.h"
+#include "testing/support/problem.h"
+#include "testing/support/status_macros.h"
+
+namespace mla_tail_testing {
+namespace {
+
+using ::mla_tail::FusedKernel;
+using ::mla_tail::TailBuffers;
+using ::mla_tail::TailPath;
+using ::testing::HasSubstr;
+
+// The fused kernels forced, then the rule.
+std::vector<FusedKernel> KernelsAndRule() {
+  std::vector<FusedKernel> kernels(std::begin(mla_tail::kFusedKernels),
+                                   std::end(mla_tail::kFusedKernels));
+  kernels.push_back(FusedKernel::kAuto);
+  return kernels;
+}
+
+class Fp8GpuTest : public GpuStreamTest<> {
+ protected:
+  void SetUp() override {
+    GpuStreamTest::SetUp();
+    if (!StreamReady()) return;
+    for (FusedKernel kernel : KernelsAndRule()) {
+      mla_tail::TailOptions options;
+      options.fused_kernel = kernel;
+      options.max_rows = 1024;
+      absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail =
+          mla_tail::MlaTail::Create(0, options);
+      ASSERT_TRUE(tail.ok()) << tail.status();
+      tails_.push_back(*std::move(tail));
+    }
+  }
+
+  std::unique_ptr<Problem> MakeProblem(const ProblemOptions& options) {
+    absl::StatusOr<std::unique_ptr<Problem>> problem = Problem::Create(options, stream_);
+    EXPECT_TRUE(problem.ok()) << problem.status();
+    return problem.ok() ? *std::move(problem) : nullptr;
+  }
+
+  static std::unique_ptr<Fp8Weights> MakeWeights(int heads, const Fp8WeightOptions& options) {
+    absl::StatusOr<std::unique_ptr<Fp8Weights>> w = Fp8Weights::Create(heads, options);
+    EXPECT_TRUE(w.ok()) << w.status();
+    return w.ok() ? *std::move(w) : nullptr;
+  }
+
+  static std::unique_ptr<Fp8Output> MakeOutput(const mla_tail::TailShape& shape, bool head_major) {
+    absl::StatusOr<std::unique_ptr<Fp8Output>> o = Fp8Output::Create(shape, head_major);
+    EXPECT_TRUE(o.ok()) << o.status();
+    return o.ok() ? *std::move(o) : nullptr;
+  }
+
+  static std::string Name(const mla_tail::MlaTail& tail) {
+    return mla_tail::FusedKernelName(tail.options().fused_kernel);
+  }
+
+  // Runs `tail` over `buffers` (their bf16 output poisoned first) and checks the bf16 output
+  // against the reference `in`; returns the output's bits.
+  std::vector<uint16_t> RunBf16(mla_tail::MlaTail& tail, const Problem& problem,
+                                const TailBuffers& buffers, const ReferenceInputs& in, bool exact,
+                                const std::vector<int>& rows) {
+    EXPECT_OK(problem.PoisonOutput(buffers.output, stream_));
+    const absl::Status run = tail.Run(problem.shape(), buffers, stream_);
+    EXPECT_TRUE(run.ok()) << Name(tail) << ": " << run;
+    EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    const absl::Status check = problem.Check(buffers.output, rows, exact, in);
+    EXPECT_TRUE(check.ok()) << Name(tail) << ": " << check;
+    absl::StatusOr<std::vector<uint16_t>> bits =
+        DownloadBits(buffers.output, problem.output_elements());
+    return bits.ok() ? *std::move(bits) : std::vector<uint16_t>{};
+  }
+
+  // Runs `tail` into the e4m3 output `out` and checks it bit for bit against the quantization of
+  // `bf16` (an output of the problem's layout: the bf16 tail's result for the same inputs).
+  void RunE4m3(mla_tail::MlaTail& tail, const Problem& problem, TailBuffers buffers,
+               const Fp8Output& out, const std::vector<uint16_t>& bf16) {
+    ASSERT_OK(out.Poison(stream_));
+    out.Apply(&buffers);
+    const absl::Status run = tail.Run(problem.shape(), buffers, stream_);
+    ASSERT_TRUE(run.ok()) << Name(tail) << ": " << run;
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    const int64_t stride = problem.buffers().output_row_stride;
+    const absl::Status check =
+        out.Check([&](int t, int column) { return bf16[t * stride + column]; });
+    EXPECT_TRUE(check.ok()) << Name(tail) << ": " << check;
+  }
+
+  std::vector<std::unique_ptr<mla_tail::MlaTail>> tails_;  // KernelsAndRule()'s order
+};
+
+// e4m3 W_UV, every kernel and the rule, bit for bit: integer-valued codes with power-of-two, odd
+// and zero scales, and the edge codes (+-448, subnormals, +-0, the smallest normals), compact
+// and as the V half of kv_b_proj (whose K half and K scales hold NaN), over shapes that reach
+// each kernel's block sizes and edges. The same inputs with the e4m3 output: bit for bit the
+// quantization of the bf16 output.
+class Fp8WeightGridTest : public Fp8GpuTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(Fp8WeightGridTest, EveryKernelBitExact) {
+  const int heads = GetParam();
+  struct Data {
+    E4m3Values values;
+    E4m3Scales scales;
+  };
+  const Data data[] = {{E4m3Values::kSmallIntegers, E4m3Scales::kPowersOfTwo},
+                       {E4m3Values::kEdges, E4m3Scales::kPowersOfTwo},
+                       {E4m3Values::kSmallIntegers, E4m3Scales::kOdd},
+                       {E4m3Values::kEdges, E4m3Scales::kSomeZero}};
+  int round = 0;
+  for (int q : {1, 2}) {
+    for (int rows : ForProfile({1, 2, 8, 9, 16, 17, 32, 64, 100, 129, 256}, {1, 9, 17, 64, 129})) {
+      if (rows % q != 0) continue;
+      const Data& d = data[round % 4];
+      const bool view = round % 2 == 1;
+      const bool head_major = round % 3 == 0;
+      ++round;
+      SCOPED_TRACE(absl::StrCat("heads ", heads, " rows ", rows, " q ", q, " data ", round % 4,
+                                view ? " kv_b_proj view" : " compact"));
+      ProblemOptions options;  // the default data: latent sums that bf16 must round, gates
+      options.shape = {heads, rows, q};  // over the whole range, inactive requests under NaN
+      options.row_padding = 8;
+      options.seed = heads * 1000 + rows * 10 + q;
+      std::unique_ptr<Problem> problem = MakeProblem(options);
+      ASSERT_NE(problem, nullptr);
+      Fp8WeightOptions w_options;
+      w_options.values = d.values;
+      w_options.scales = d.scales;
+      w_options.kv_b_proj_view = view;
+      w_options.seed = options.seed;
+      std::unique_ptr<Fp8Weights> weights = MakeWeights(heads, w_options);
+      ASSERT_NE(weights, nullptr);
+      std::unique_ptr<Fp8Output> out = MakeOutput(problem->shape(), head_major);
+      ASSERT_NE(out, nullptr);
+      TailBuffers buffers = problem->buffers();
+      weights->Apply(&buffers);
+      ReferenceInputs in = problem->reference_inputs();
+      weights->Apply(&in);
+      // The first kernel against the reference; every other bit for bit equal to it.
+      const std::vector<int> sample = problem->SampleRows(2);
+      std::vector<uint16_t> first;
+      for (const std::unique_ptr<mla_tail::MlaTail>& tail : tails_) {
+        const std::vector<uint16_t> bf16 = RunBf16(*tail, *problem, buffers, in, true,
+                                                   first.empty() ? sample : std::vector<int>{});
+        if (first.empty()) first = bf16;
+        EXPECT_TRUE(bf16 == first) << Name(*tail) << " differs from ColumnSplit";
+        RunE4m3(*tail, *problem, buffers, *out, bf16);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Heads, Fp8WeightGridTest, ::testing::Values(1, 3, 12, 64, 128),
+                         [](const auto& info) { return absl::StrCat("H", info.param); });
+
+// NaN codes in W_UV (0x7f and 0xff): their columns are NaN on active rows, and the e4m3 output
+// of those (row, head) pairs is NaN with a NaN scale; inactive rows are zeros with scale 0,
+// whatever their latent and gate hold.
+TEST_F(Fp8GpuTest, NanCodesPropagateAndInactiveRowsAreZero) {
+  for (int rows : ForProfile({3, 16, 64, 130}, {3, 64})) {
+    SCOPED_TRACE(absl::StrCat("rows ", rows));
+    ProblemOptions options;
+    options.shape = {4, rows, 1};
+    options.inactive_every = 2;
+    std::unique_ptr<Problem> problem = MakeProblem(options);
+    ASSERT_NE(problem, nullptr);
+    Fp8WeightOptions w_options;
+    w_options.nan_at = {{1, 5, 7}, {2, 300, 100}, {3, 511, 127}};
+    std::unique_ptr<Fp8Weights> weights = MakeWeights(4, w_options);
+    ASSERT_NE(weights, nullptr);
+    std::unique_ptr<Fp8Output> out = MakeOutput(problem->shape(), false);
+    ASSERT_NE(out, nullptr);
+    TailBuffers buffers = problem->buffers();
+    weights->Apply(&buffers);
+    ReferenceInputs in = problem->reference_inputs();
+    weights->Apply(&in);
+    for (const std::unique_ptr<mla_tail::MlaTail>& tail : tails_) {
+      const std::vector<uint16_t> bf16 =
+          RunBf16(*tail, *problem, buffers, in, true, problem->SampleRows());
+      RunE4m3(*tail, *problem, buffers, *out, bf16);
+    }
+  }
+}
+
+// A head whose four block scales are 0: its values are all zeros, so its e4m3 output is zeros
+// with scale 0; the other heads are unaffected.
+TEST_F(Fp8GpuTest, ZeroScalesGiveZeroHeads) {
+  ProblemOptions options;
+  options.shape = {3, 24, 1};
+  options.inactive_every = 0;
+  std::unique_ptr<Problem> problem = MakeProblem(options);
+  ASSERT_NE(problem, nullptr);
+  Fp8WeightOptions w_options;
+  w_options.scales = E4m3Scales::kZeroHead;
+  std::unique_ptr<Fp8Weights> weights = MakeWeights(3, w_options);
+  ASSERT_NE(weights, nullptr);
+  std::unique_ptr<Fp8Output> out = MakeOutput(problem->shape(), true);
+  ASSERT_NE(out, nullptr);
+  TailBuffers buffers = problem->buffers();
+  weights->Apply(&buffers);
+  ReferenceInputs in = problem->reference_inputs();
+  weights->Apply(&in);
+  for (const std::unique_ptr<mla_tail::MlaTail>& tail : tails_) {
+    const std::vector<uint16_t> bf16 =
+        RunBf16(*tail, *problem, buffers, in, true, problem->SampleRows());
+    for (int t = 0; t < 24; ++t) {
+      for (int d = 0; d < 128; ++d) {
+        const uint16_t v = bf16[t * problem->buffers().output_row_stride + d];
+        ASSERT_TRUE(v == 0x0000 || v == 0x8000) << Name(*tail) << " row " << t << " column " << d;
+      }
+    }
+    RunE4m3(*tail, *problem, buffers, *out, bf16);
+  }
+}
+
+// Every finite code with odd scales and random latent: within the contract's 1-ulp tolerance of
+// v; the e4m3 output still bit for bit the quantization of each kernel's own bf16 output.
+TEST_F(Fp8GpuTest, UniformCodesWithinOneUlp) {
+  for (int heads : {12, 128}) {
+    for (int rows : ForProfile({1, 16, 64, 256}, {1, 64})) {
+      SCOPED_TRACE(absl::StrCat("heads ", heads, " rows ", rows));
+      ProblemOptions options;
+      options.shape = {heads, rows, 1};
+      options.data = Values::kUniform;
+      options.gates = Values::kUniformGates;
+      options.seed = 31 + heads + rows;
+      std::unique_ptr<Problem> problem = MakeProblem(options);
+      ASSERT_NE(problem, nullptr);
+      Fp8WeightOptions w_options;
+      w_options.values = E4m3Values::kUniform;
+      w_options.scales = E4m3Scales::kOdd;
+      w_options.kv_b_proj_view = true;
+      std::unique_ptr<Fp8Weights> weights = MakeWeights(heads, w_options);
+      ASSERT_NE(weights, nullptr);
+      std::unique_ptr<Fp8Output> out = MakeOutput(problem->shape(), false);
+      ASSERT_NE(out, nullptr);
+      TailBuffers buffers = problem->buffers();
+      weights->Apply(&buffers);
+      ReferenceInputs in = problem->reference_inputs();
+      weights->Apply(&in);
+      for (const std::unique_ptr<mla_tail::MlaTail>& tail : tails_) {
+        const std::vector<uint16_t> bf16 =
+            RunBf16(*tail, *problem, buffers, in, false, problem->SampleRows(2));
+        RunE4m3(*tail, *problem, buffers, *out, bf16);
+      }
+    }
+  }
+}
+
+// bf16 W_UV with the e4m3 output: the quantization of the reference's own bf16 output (exact
+// data), for every kernel.
+TEST_F(Fp8GpuTest, Bf16WeightsWithE4m3Output) {
+  for (int rows : ForProfile({1, 8, 33, 128}, {1, 33})) {
+    SCOPED_TRACE(absl::StrCat("rows ", rows));
+    ProblemOptions options;
+    options.shape = {12, rows, 1};
+    options.gates = Values::kUniformGates;
+    std::unique_ptr<Problem> problem = MakeProblem(options);
+    ASSERT_NE(problem, nullptr);
+    std::unique_ptr<Fp8Output> out = MakeOutput(problem->shape(), rows % 2 == 1);
+    ASSERT_NE(out, nullptr);
+    const ReferenceInputs in = problem->reference_inputs();
+    for (const std::unique_ptr<mla_tail::MlaTail>& tail : tails_) {
+      RunE4m3(*tail, *problem, problem->buffers(), *out,
+              RunBf16(*tail, *problem, problem->buffers(), in, true, problem->SampleRows()));
+    }
+  }
+}
+
+// Graph sets with e4m3 buffers: replays equal the eager tail bit for bit; a pointer update is a
+// node update, and a change of weight or output type re-captures.
+TEST_F(Fp8GpuTest, GraphSetReplaysAndUpdates) {
+  const int heads = 12;
+  const std::vector<int> buckets = {1, 16, 64};
+  ProblemOptions options;
+  options.shape = {heads, 64, 1};
+  std::unique_ptr<Problem> problem = MakeProblem(options);
+  ASSERT_NE(problem, nullptr);
+  std::unique_ptr<Fp8Weights> a = MakeWeights(heads, {});
+  Fp8WeightOptions b_options;
+  b_options.kv_b_proj_view = true;
+  b_options.values = E4m3Values::kEdges;
+  std::unique_ptr<Fp8Weights> b = MakeWeights(heads, b_options);
+  ASSERT_TRUE(a != nullptr && b != nullptr);
+  std::unique_ptr<Fp8Output> out = MakeOutput(problem->shape(), false);
+  ASSERT_NE(out, nullptr);
+
+  mla_tail::GraphSetOptions set_options;
+  set_options.heads = heads;
+  set_options.layers = 1;
+  set_options.buckets = buckets;
+  absl::StatusOr<std::unique_ptr<mla_tail::TailGraphSet>> set =
+      mla_tail::TailGraphSet::Create(0, set_options);
+  ASSERT_TRUE(set.ok()) << set.status();
+  mla_tail::MlaTail& eager = *tails_.back();  // the rule, as the set
+
+  for (int step = 0; step < 4; ++step) {
+    SCOPED_TRACE(absl::StrCat("step ", step));
+    TailBuffers buffers = problem->buffers();
+    const Fp8Weights& w = step % 2 == 0 ? *a : *b;
+    w.Apply(&buffers);
+    ReferenceInputs in = problem->reference_inputs();
+    w.Apply(&in);
+    if (step == 3) out->Apply(&buffers);  // the e4m3 output: another kernel, re-captured
+    ASSERT_OK((*set)->SetLayer(0, buffers));
+    for (int rows : {1, 16, 64}) {
+      const int64_t captured = (*set)->stats().graphs_captured;
+      const int64_t updates = (*set)->stats().node_updates;
+      if (step == 3) {
+        ASSERT_OK(out->Poison(stream_));
+      } else {
+        ASSERT_OK(problem->PoisonOutput(buffers.output, stream_));
+      }
+      ASSERT_OK((*set)->Replay(0, rows, stream_));
+      ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+      if (step == 1 || step == 2) {  // other pointers, the same types: a node update
+        EXPECT_EQ((*set)->stats().graphs_captured, captured);
+        EXPECT_EQ((*set)->stats().node_updates, updates + 1);
+      }
+      if (step == 3) {  // the e4m3 output: another kernel, so a capture
+        EXPECT_EQ((*set)->stats().graphs_captured, captured + 1);
+      }
+      if (rows != 64) continue;  // the problem's batch; smaller buckets leave rows unwritten
+      if (step < 3) {
+        ASSERT_OK(problem->Check(buffers.output, problem->SampleRows(), true, in));
+      }
+    }
+    if (step == 3) {
+      // The bucket of 64 rows is the problem's batch: its e4m3 output against the eager bf16 run.
+      TailBuffers bf16_buffers = buffers;
+      bf16_buffers.output_fp8 = nullptr;
+      bf16_buffers.output_scale = nullptr;
+      bf16_buffers.output = problem->buffers().output;
+      bf16_buffers.output_row_stride = problem->buffers().output_row_stride;
+      const std::vector<uint16_t> bf16 =
+          RunBf16(eager, *problem, bf16_buffers, in, true, problem->SampleRows());
+      const int64_t stride = problem->buffers().output_row_stride;
+      EXPECT_OK(out->Check([&](int t, int column) { return bf16[t * stride + column]; }));
+    }
+  }
+}
+
+// Graph nodes with e4m3 buffers: a node added for e4m3 W_UV runs it, updates to other e4m3
+// pointers apply, and buffers of another type are refused with nothing changed.
+TEST_F(Fp8GpuTest, GraphNodesTakeE4m3AndRefuseATypeChange) {
+  ProblemOptions options;
+  options.shape = {12, 16, 1};
+  std::unique_ptr<Problem> problem = MakeProblem(options);
+  ASSERT_NE(problem, nullptr);
+  std::unique_ptr<Fp8Weights> a = MakeWeights(12, {});
+  Fp8WeightOptions b_options;
+  b_options.kv_b_proj_view = true;
+  b_options.scales = E4m3Scales::kOdd;
+  std::unique_ptr<Fp8Weights> b = MakeWeights(12, b_options);
+  ASSERT_TRUE(a != nullptr && b != nullptr);
+  TailBuffers buffers = problem->buffers();
+  a->Apply(&buffers);
+
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
+  absl::StatusOr<mla_tail::TailNode> node =
+      mla_tail::AddTailNode(*tails_.back(), graph, {}, problem->shape(), buffers);
+  ASSERT_TRUE(node.ok()) << node.status();
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (const Fp8Weights* w : {a.get(), b.get()}) {
+    TailBuffers next = problem->buffers();
+    w->Apply(&next);
+    ASSERT_OK(node->Update(exec, next));
+    ASSERT_OK(problem->PoisonOutput(next.output, stream_));
+    ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    ReferenceInputs in = problem->reference_inputs();
+    w->Apply(&in);
+    ASSERT_OK(problem->Check(next.output, problem->SampleRows(), true, in));
+  }
+  const absl::Status refused = node->Update(exec, problem->buffers());  // bf16 W_UV
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("type"));
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+}
+
+// The BMM path takes neither e4m3 W_UV nor the e4m3 output: Unimplemented from Run, PrepareBmm
+// and a graph set on that path, with nothing written.
+TEST_F(Fp8GpuTest, BmmPathRefusesE4m3) {
+  ProblemOptions options;
+  options.shape = {4, 16, 1};
+  std::unique_ptr<Problem> problem = MakeProblem(options);
+  ASSERT_NE(problem, nullptr);
+  std::unique_ptr<Fp8Weights> weights = MakeWeights(4, {});
+  std::unique_ptr<Fp8Output> out = MakeOutput(problem->shape(), false);
+  ASSERT_TRUE(weights != nullptr && out != nullptr);
+  TailBuffers fp8_weights = problem->buffers();
+  weights->Apply(&fp8_weights);
+  TailBuffers fp8_output = problem->buffers();
+  out->Apply(&fp8_output);
+  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail = mla_tail::MlaTail::Create(0, {});
+  ASSERT_TRUE(tail.ok()) << tail.status();
+  for (const TailBuffers& b : {fp8_weights, fp8_output}) {
+    ASSERT_OK(problem->PoisonOutput(problem->buffers().output, stream_));
+    const absl::Status run = (*tail)->Run(problem->shape(), b, stream_, TailPath::kBmm);
+    EXPECT_EQ(run.code(), absl::StatusCode::kUnimplemented) << run;
+    EXPECT_THAT(std::string(run.message()), HasSubstr("BMM path"));
+    EXPECT_EQ((*tail)->PrepareBmm(problem->shape(), b).code(), absl::StatusCode::kUnimplemented);
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    absl::StatusOr<std::vector<uint16_t>> bits =
+        DownloadBits(problem->buffers().output, problem->output_elements());
+    ASSERT_TRUE(bits.ok());
+    for (uint16_t bit : *bits) ASSERT_EQ(bit, 0xffff) << "the output was written";
+    ASSERT_OK(out->CheckUntouched());
+  }
+  EXPECT_EQ((*tail)->scratch_bytes(), 0u);
+  mla_tail::GraphSetOptions set_options;
+  set_options.heads = 4;
+  set_options.layers = 1;
+  set_options.buckets = {16};
+  set_options.path = TailPath::kBmm;
+  absl::StatusOr<std::unique_ptr<mla_tail::TailGraphSet>> set =
+      mla_tail::TailGraphSet::Create(0, set_options);
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ((*set)->SetLayer(0, fp8_weights).code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ((*set)->SetLayer(0, fp8_output).code(), absl::StatusCode::kUnimplemented);
+}
+
+// Bad e4m3 arguments: InvalidArgument naming the argument, nothing launched or written.
+TEST_F(Fp8GpuTest, ValidationErrorsLaunchNothing) {
+  ProblemOptions options;
+  options.shape = {12, 32, 2};
+  std::unique_ptr<Problem> problem = MakeProblem(options);
+  ASSERT_NE(problem, nullptr);
+  std::unique_ptr<Fp8Weights> weights = MakeWeights(12, {});
+  std::unique_ptr<Fp8Output> out = MakeOutput(problem->shape(), false);
+  ASSERT_TRUE(weights != nullptr && out != nullptr);
+  TailBuffers good = problem->buffers();
+  weights->Apply(&good);
+  out->Apply(&good);
+  const std::pair<const char*, void (*)(TailBuffers&)> cases[] = {
+      {"w_uv_scale is null", [](TailBuffers& b) { b.w_uv_scale = nullptr; }},
+      {"w_uv_scale = ", [](TailBuffers& b) { b.w_uv_scale += 1; }},
+      {"w_uv_scale_head_stride = 2", [](TailBuffers& b) { b.w_uv_scale_head_stride = 2; }},
+      {"w_uv_fp8 = ", [](TailBuffers& b) { b.w_uv_fp8 += 8; }},
+      {"w_uv and w_uv_fp8 are both set",
+       [](TailBuffers& b) { b.w_uv = reinterpret_cast<const mla_tail::bf16*>(b.w_uv_fp8); }},
+      {"output_scale is null", [](TailBuffers& b) { b.output_scale = nullptr; }},
+      {"output_fp8 = ", [](TailBuffers& b) { b.output_fp8 += 4; }},
+      {"output_row_stride = 1544 is not a multiple of 16",
+       [](TailBuffers& b) { b.output_row_stride = 1544; }},
+      {"make scales overlap", [](TailBuffers& b) { b.output_scale_row_stride = 4; }},
+  };
+  for (const std::unique_ptr<mla_tail::MlaTail>& tail : tails_) {
+    for (const auto& [message, mutate] : cases) {
+      SCOPED_TRACE(message);
+      ASSERT_OK(out->Poison(stream_));
+      TailBuffers b = good;
+      mutate(b);
+      const absl::Status status = tail->Run(problem->shape(), b, stream_);
+      EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+      EXPECT_THAT(std::string(status.message()), HasSubstr(message));
+      ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+      ASSERT_OK(out->CheckUntouched());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mla_tail_testing

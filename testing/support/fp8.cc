@@ -1,0 +1,243 @@
+#include "testing/support/fp8.h"
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "mla/internal/cuda_status.h"
+#include "testing/support/e4m3_bits.h"
+#include "testing/support/test_values.h"
+
+namespace mla_tail_testing {
+
+using mla_tail::kLatentDim;
+using mla_tail::kValueDim;
+
+namespace {
+
+constexpr uint8_t kSmallIntegerCodes[5] = {0xc0, 0xb8, 0x00, 0x38, 0x40};  // -2, -1, 0, 1, 2
+
+uint8_t WeightCode(const Fp8WeightOptions& o, int h, int k, int d) {
+  const uint64_t r = SplitMix64(SplitMix64(o.seed) ^ ((uint64_t(h) * 128 + d) * 512 + k));
+  switch (o.values) {
+    case E4m3Values::kSmallIntegers:
+      return kSmallIntegerCodes[r % 5];
+    case E4m3Values::kEdges: {
+      // +-448 once a column (in block (d + h) % 4), so that with latent integers up to 5 every
+      // partial sum stays below 2^13 (exact in FP32 in steps of 2^-11).
+      if (k == (d + h) % 128 + 128 * ((d + h) % 4)) return (d % 2) ? 0xfe : 0x7e;
+      const uint8_t subnormals[4] = {0x01, 0x81, 0x07, 0x87};
+      switch (k % 8) {
+        case 1:
+          return subnormals[r % 4];
+        case 2:
+          return (r % 2) ? 0x80 : 0x00;  // -0, +0
+        case 3:
+          return (r % 2) ? 0x88 : 0x08;  // the smallest normals
+        default:
+          return kSmallIntegerCodes[r % 5];
+      }
+    }
+    case E4m3Values::kUniform: {
+      const uint8_t code = static_cast<uint8_t>(r % 254);  // 0x00..0x7e, then 0x80..0xfe
+      return code < 0x7f ? code : static_cast<uint8_t>(code + 1);
+    }
+  }
+  return 0;
+}
+
+float BlockScale(const Fp8WeightOptions& o, int h, int j) {
+  const float powers[3] = {1.0f, 0.5f, 0.25f};
+  switch (o.scales) {
+    case E4m3Scales::kPowersOfTwo:
+      return powers[(h + j) % 3];
+    case E4m3Scales::kOdd:
+      return 0.01f + 0.04f * static_cast<float>(SplitMix64(o.seed * 7 + h * 4 + j) % 1000) / 1000 +
+             0.0001234f;
+    case E4m3Scales::kSomeZero:
+      return j == h % 4 ? 0.0f : powers[(h + j) % 3];
+    case E4m3Scales::kZeroHead:
+      return h == 0 ? 0.0f : powers[(h + j) % 3];
+  }
+  return 0;
+}
+
+template <typename T>
+absl::Status Upload(DeviceMemory& memory, const std::vector<T>& host) {
+  MLA_RETURN_IF_ERROR(memory.Reset(host.size() * sizeof(T)));
+  return mla_tail::internal::CudaStatus(
+      cudaMemcpy(memory.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice),
+      "upload");
+}
+
+template <typename T>
+absl::StatusOr<std::vector<T>> Download(const DeviceMemory& memory) {
+  std::vector<T> host(memory.bytes() / sizeof(T));
+  MLA_RETURN_IF_CUDA_ERROR(
+      cudaMemcpy(host.data(), memory.get(), memory.bytes(), cudaMemcpyDeviceToHost), "download");
+  return host;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Fp8Weights>> Fp8Weights::Create(int heads,
+                                                               const Fp8WeightOptions& options) {
+  std::unique_ptr<Fp8Weights> w(new Fp8Weights());
+  const bool view = options.kv_b_proj_view;
+  w->w_head_stride_ = int64_t{view ? 256 : 128} * kLatentDim;
+  w->w_offset_ = view ? int64_t{kValueDim} * kLatentDim : 0;
+  w->scale_head_stride_ = view ? 8 : 4;
+  w->scale_offset_ = view ? 4 : 0;
+  // What the tail must not read holds NaN: the K half of kv_b_proj and its scales.
+  w->w_host_.assign(size_t(heads) * w->w_head_stride_, 0xff);
+  w->scales_host_.assign(size_t(heads) * w->scale_head_stride_,
+                         std::numeric_limits<float>::quiet_NaN());
+  for (int h = 0; h < heads; ++h) {
+    for (int d = 0; d < kValueDim; ++d) {
+      for (int k = 0; k < kLatentDim; ++k) {
+        w->w_host_[w->w_offset_ + h * w->w_head_stride_ + d * kLatentDim + k] =
+            WeightCode(options, h, k, d);
+      }
+    }
+    for (int j = 0; j < 4; ++j) {
+      w->scales_host_[w->scale_offset_ + h * w->scale_head_stride_ + j] = BlockScale(options, h, j);
+    }
+  }
+  for (size_t i = 0; i < options.nan_at.size(); ++i) {
+    const auto [h, k, d] = options.nan_at[i];
+    w->w_host_[w->w_offset_ + h * w->w_head_stride_ + d * kLatentDim + k] = i % 2 ? 0xff : 0x7f;
+  }
+  MLA_RETURN_IF_ERROR(Upload(w->w_, w->w_host_));
+  MLA_RETURN_IF_ERROR(Upload(w->scales_, w->scales_host_));
+  return w;
+}
+
+void Fp8Weights::Apply(mla_tail::TailBuffers* b) const {
+  b->w_uv = nullptr;
+  b->w_uv_fp8 = w_.as<mla_tail::fp8_e4m3>() + w_offset_;
+  b->w_head_stride = w_head_stride_;
+  b->w_row_stride = kLatentDim;
+  b->w_uv_scale = scales_.as<float>() + scale_offset_;
+  b->w_uv_scale_head_stride = scale_head_stride_;
+}
+
+void Fp8Weights::Apply(ReferenceInputs* in) const {
+  const uint8_t* w = w_host_.data() + w_offset_;
+  const float* s = scales_host_.data() + scale_offset_;
+  const int64_t head_stride = w_head_stride_, scale_stride = scale_head_stride_;
+  in->w_uv = nullptr;
+  in->w_uv_fp8 = [=](int h, int k, int d) { return w[h * head_stride + d * kLatentDim + k]; };
+  in->w_uv_scale = [=](int h, int j) { return s[h * scale_stride + j]; };
+}
+
+absl::StatusOr<std::unique_ptr<Fp8Output>> Fp8Output::Create(const mla_tail::TailShape& shape,
+                                                             bool head_major, int guard_rows) {
+  std::unique_ptr<Fp8Output> o(new Fp8Output());
+  o->shape_ = shape;
+  o->guard_rows_ = guard_rows;
+  o->row_stride_ = int64_t{shape.heads} * kValueDim + 16;
+  if (head_major) {
+    o->scale_row_stride_ = 1;
+    o->scale_head_stride_ = shape.rows + guard_rows + 4;
+    o->scale_count_ = size_t(shape.heads) * o->scale_head_stride_;
+  } else {
+    o->scale_row_stride_ = shape.heads + 3;
+    o->scale_head_stride_ = 1;
+    o->scale_count_ = size_t(shape.rows + guard_rows) * o->scale_row_stride_;
+  }
+  MLA_RETURN_IF_ERROR(o->values_.Reset(size_t(shape.rows + guard_rows) * o->row_stride_));
+  MLA_RETURN_IF_ERROR(o->scales_.Reset(o->scale_count_ * sizeof(float)));
+  MLA_RETURN_IF_ERROR(o->Poison(nullptr));
+  MLA_RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(nullptr), "poison");
+  return o;
+}
+
+void Fp8Output::Apply(mla_tail::TailBuffers* b) const {
+  b->output = nullptr;
+  b->output_fp8 = values_.as<mla_tail::fp8_e4m3>();
+  b->output_row_stride = row_stride_;
+  b->output_scale = scales_.as<float>();
+  b->output_scale_row_stride = scale_row_stride_;
+  b->output_scale_head_stride = scale_head_stride_;
+}
+
+absl::Status Fp8Output::Poison(cudaStream_t stream) const {
+  MLA_RETURN_IF_CUDA_ERROR(cudaMemsetAsync(values_.get(), 0xff, values_.bytes(), stream),
+                           "poison e4m3 output");
+  return mla_tail::internal::CudaStatus(
+      cudaMemsetAsync(scales_.get(), 0xff, scales_.bytes(), stream), "poison output scales");
+}
+
+absl::Status Fp8Output::Check(const std::function<uint16_t(int t, int column)>& bf16) const {
+  absl::StatusOr<std::vector<uint8_t>> values = Download<uint8_t>(values_);
+  if (!values.ok()) return values.status();
+  absl::StatusOr<std::vector<uint32_t>> scales = Download<uint32_t>(scales_);
+  if (!scales.ok()) return scales.status();
+  const int heads = shape_.heads, rows = shape_.rows;
+  const int64_t width = int64_t{heads} * kValueDim;
+  std::string errors;
+  int error_count = 0;
+  auto report = [&](const std::string& what) {
+    if (++error_count <= 8) absl::StrAppend(&errors, "\n  ", what);
+  };
+  std::vector<bool> scale_used(scale_count_, false);
+  for (int t = 0; t < rows; ++t) {
+    for (int h = 0; h < heads; ++h) {
+      uint16_t x[kValueDim];
+      for (int d = 0; d < kValueDim; ++d) x[d] = bf16(t, h * kValueDim + d);
+      const QuantizedHead want = QuantizeHead(x);
+      const size_t s = size_t(t) * scale_row_stride_ + size_t(h) * scale_head_stride_;
+      scale_used[s] = true;
+      const uint32_t got_scale = (*scales)[s];
+      const bool scale_ok = std::isnan(want.scale) ? (got_scale & 0x7fffffffu) > 0x7f800000u
+                                                   : got_scale == FloatBitsOf(want.scale);
+      if (!scale_ok) {
+        report(absl::StrCat("row ", t, " head ", h, ": scale bits 0x", absl::Hex(got_scale),
+                            ", expected ", want.scale));
+      }
+      for (int d = 0; d < kValueDim; ++d) {
+        const uint8_t got = (*values)[t * row_stride_ + h * kValueDim + d];
+        const uint8_t expected = want.values[d];
+        if (got == expected || (E4m3IsNan(got) && E4m3IsNan(expected))) continue;
+        report(absl::StrCat("row ", t, " head ", h, " column ", d, ": got 0x", absl::Hex(got),
+                            ", expected 0x", absl::Hex(expected), " (bf16 0x", absl::Hex(x[d]),
+                            ", scale ", want.scale, ")"));
+      }
+    }
+  }
+  for (int t = 0; t < rows + guard_rows_; ++t) {
+    for (int64_t c = (t < rows ? width : 0); c < row_stride_; ++c) {
+      if ((*values)[t * row_stride_ + c] != 0xff) {
+        report(absl::StrCat("row ", t, " column ", c, " was overwritten"));
+      }
+    }
+  }
+  for (size_t s = 0; s < scale_count_; ++s) {
+    if (!scale_used[s] && (*scales)[s] != 0xffffffffu) {
+      report(absl::StrCat("scale entry ", s, " (outside the batch) was overwritten"));
+    }
+  }
+  if (error_count == 0) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(error_count, " e4m3 output mismatches (heads ", heads,
+                                          ", rows ", rows, "):", errors));
+}
+
+absl::Status Fp8Output::CheckUntouched() const {
+  absl::StatusOr<std::vector<uint8_t>> values = Download<uint8_t>(values_);
+  if (!values.ok()) return values.status();
+  absl::StatusOr<std::vector<uint8_t>> scales = Download<uint8_t>(scales_);
+  if (!scales.ok()) return scales.status();
+  for (uint8_t b : *values) {
+    if (b != 0xff) return absl::InternalError("the e4m3 output was written");
+  }
+  for (uint8_t b : *scales) {
+    if (b != 0xff) return absl::InternalError("the output scales were written");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace mla_tail_testing
