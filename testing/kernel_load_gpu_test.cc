@@ -61,8 +61,8 @@ std::vector<const void*> LibraryKernels(int multiprocessors) {
         mla_tail::internal::PlanFusedKernel(params, kernel, multiprocessors, &launch);
     kernels.push_back(e == cudaSuccess ? launch.function : nullptr);
   }
-  kernels.push_back(mla_tail::internal::BmmPointersKernelAddress());
-  kernels.push_back(mla_tail::internal::BmmGateKernelAddress(/*gated=*/true));
+  kernels.push_back(mla_tail::internal::PlanBmmPointers().function);
+  kernels.push_back(mla_tail::internal::PlanBmmGate(12, 64, /*gated=*/true).function);
   return kernels;
 }
 

@@ -60,6 +60,7 @@
 #include "mla/kernels/launch.h"
 #include "mla/kernels/params.h"
 #include "mla/kernels/prefetch.cuh"
+#include "mla/kernels/sm90.h"
 #include "mla/kernels/tile_copy.cuh"
 #include "mla/kernels/timeline_stamps.cuh"
 #include "mla/kernels/wgmma.cuh"
@@ -89,7 +90,7 @@ struct WgTile : device::TileLayout<128 * kWarpgroups, 64, kCols> {
   static_assert(kWgCols == 32 || kWgCols == 64 || kWgCols == 128,
                 "wgmma's n: a warpgroup's columns");
   static_assert(kStages >= 2 && kStages <= kSteps, "pipeline depth: at most one buffer a step");
-  static_assert(kSmemBytes <= 227 * 1024, "shared memory of one block");
+  static_assert(kSmemBytes <= kSharedMemoryPerBlock, "shared memory of one block");
 };
 
 // cp.async.wait_group with a count known once the step loop is unrolled (at most 7: WgTile).
@@ -421,16 +422,14 @@ constexpr WgConfig kWgConfigs[] = {
     {FusedKernel::kTile64x64Pipeline6, 6, 64, 1, 1, false},
 };
 
-// The rule (mla/dispatch.h) counts on how many blocks of each share a multiprocessor: 228 KB
-// of shared memory an H200 multiprocessor, 1 KB of it reserved for each block.
-constexpr size_t BlocksPerMultiprocessor(size_t smem_bytes) {
-  return (228 * 1024) / (smem_bytes + 1024);
-}
-static_assert(BlocksPerMultiprocessor(WgTile<8, 32, 1>::kSmemBytes) == 2, "a8n32: two");
-static_assert(BlocksPerMultiprocessor(WgTile<8, 64, 1>::kSmemBytes) == 1, "a8: one");
-static_assert(BlocksPerMultiprocessor(WgTile<6, 64, 1>::kSmemBytes) == 2, "p6: two");
-static_assert(BlocksPerMultiprocessor(WgTile<4, 64, 1>::kSmemBytes) == 3, "p4: three");
-static_assert(BlocksPerMultiprocessor(WgTile<3, 128, 2>::kSmemBytes) == 2, "n128: two");
+// The rule (mla/dispatch.h) counts on how many blocks of each share a multiprocessor (sm90.h).
+static_assert(BlocksPerMultiprocessor(WgTile<8, 32, 1>::kSmemBytes) == 2, "Tile64x32AllSteps: two");
+static_assert(BlocksPerMultiprocessor(WgTile<8, 64, 1>::kSmemBytes) == 1, "Tile64x64AllSteps: one");
+static_assert(BlocksPerMultiprocessor(WgTile<6, 64, 1>::kSmemBytes) == 2,
+              "Tile64x64Pipeline6: two");
+static_assert(BlocksPerMultiprocessor(WgTile<4, 64, 1>::kSmemBytes) == 3,
+              "Tile64x64Pipeline4: three");
+static_assert(BlocksPerMultiprocessor(WgTile<3, 128, 2>::kSmemBytes) == 2, "Tile64x128: two");
 
 template <int kIndex, WeightType kW, OutputType kO>
 struct Wg {
