@@ -1,7 +1,7 @@
 // The tail's speed per layer on the GPU, with L2 kept cold by rotating through enough layers,
 // beside its limits (bytes at the measured copy bandwidth, FLOPs at the measured bf16 matrix
-// rate, the launch floor) and the unfused peer
-// (strided cuBLASLt batched GEMM + a gate kernel, no PDL). Two measurements:
+// rate, the launch floor, the streaming floor of the same bytes: bench/stream_floor.h) and the
+// unfused peer (strided cuBLASLt batched GEMM + a gate kernel, no PDL). Two measurements:
 //   - embedded (modes fused, bmm, auto, peer): every layer's tail captured into ONE CUDA graph,
 //     as a runtime embeds the tails in its step graph; the median of --replays replays of that
 //     graph, divided by the layers.
@@ -40,6 +40,7 @@
 #include "absl/time/time.h"
 #include "bench/bench_util.h"
 #include "bench/limit_kernels.h"
+#include "bench/stream_floor.h"
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/value_bmm.h"
 #include "mla/kernels/params.h"
@@ -77,6 +78,9 @@ ABSL_FLAG(std::string, fused_kernel, "auto",
           "(ColumnSplit, Tile64x64Pipeline4, ...)");
 ABSL_FLAG(bool, pdl, true, "launch the tail's kernels with PDL (the library's default)");
 ABSL_FLAG(bool, upstream_pdl, true, "launch the upstream kernel itself with PDL (after a tail)");
+ABSL_FLAG(bool, stream_floor, true,
+          "measure each shape's streaming floor (bench/stream_floor.h: a plain PDL-dependent "
+          "streaming read of the tail's bytes, L2 cold, kernels back to back in one graph)");
 
 namespace mla_tail_bench {
 namespace {
@@ -300,8 +304,8 @@ int Main() {
       "launch floor %.2f us/node (PDL, 1 block)\n",
       absl::GetFlag(FLAGS_commit).c_str(), device.c_str(), date.c_str(), bandwidth / 1e12,
       copy_rates->memcpy / 1e12, copy_rates->kernel / 1e12, *matrix_rate / 1e12, floor_us);
-  std::printf("%5s %5s %2s %12s %6s %10s %9s %6s %13s\n", "heads", "rows", "q", "mode", "layers",
-              "us/layer", "limit us", "eff", "host us/call");
+  std::printf("%5s %5s %2s %12s %6s %10s %9s %6s %9s %7s %13s\n", "heads", "rows", "q", "mode",
+              "layers", "us/layer", "limit us", "eff", "floor us", "/floor", "host us/call");
 
   std::ofstream csv;
   if (!absl::GetFlag(FLAGS_csv).empty()) {
@@ -312,9 +316,11 @@ int Main() {
         << " TFLOP/s, floor " << floor_us << " us/node\n";
     // host_us_per_replay: the -replay modes only, empty for the others. flop_us: the tail's
     // FLOPs at the matrix rate. limit_us: the tail's bytes at copy_tbs, the higher of the two
-    // measured copy rates.
+    // measured copy rates. stream_floor_us: the streaming floor of bytes_per_layer
+    // (bench/stream_floor.h), measured in this run beside the shape's tails, at
+    // stream_floor_blocks_per_sm; empty with --nostream_floor.
     csv << "heads,rows,q,mode,layers,us_per_layer,limit_us,bytes_per_layer,host_us_per_replay,"
-           "flop_us,copy_tbs\n";
+           "flop_us,copy_tbs,stream_floor_us,stream_floor_blocks_per_sm\n";
   }
 
   mla_tail::TailOptions options;
@@ -379,18 +385,32 @@ int Main() {
         }
         const double limit_us = TailBytes(shape) / bandwidth * 1e6;
         const double flop_us = TailFlops(shape) / *matrix_rate * 1e6;
+        StreamFloor stream_floor;
+        if (absl::GetFlag(FLAGS_stream_floor)) {
+          if (const cudaError_t e = MeasureStreamFloor(TailBytes(shape), stream, &stream_floor);
+              e != cudaSuccess) {
+            std::fprintf(stderr, "stream floor: %s\n", cudaGetErrorString(e));
+            return 1;
+          }
+        }
         auto record = [&](const std::string& mode, double per_layer,
                           std::optional<double> host_us_per_replay) {
           const std::string host =
               host_us_per_replay ? absl::StrFormat("%.2f", *host_us_per_replay) : "-";
-          std::printf("%5d %5d %2d %12s %6d %10.2f %9.2f %5.0f%% %13s\n", heads, rows, q,
-                      mode.c_str(), layer_count, per_layer, limit_us, 100.0 * limit_us / per_layer,
-                      host.c_str());
+          std::printf("%5d %5d %2d %12s %6d %10.2f %9.2f %5.0f%% %9.2f %7.2f %13s\n", heads, rows,
+                      q, mode.c_str(), layer_count, per_layer, limit_us,
+                      100.0 * limit_us / per_layer, stream_floor.us,
+                      stream_floor.us > 0 ? per_layer / stream_floor.us : 0.0, host.c_str());
           if (csv.is_open()) {
             csv << heads << "," << rows << "," << q << "," << mode << "," << layer_count << ","
                 << per_layer << "," << limit_us << "," << TailBytes(shape) << ",";
             if (host_us_per_replay) csv << *host_us_per_replay;
-            csv << "," << flop_us << "," << bandwidth / 1e12 << "\n";
+            csv << "," << flop_us << "," << bandwidth / 1e12 << ",";
+            if (stream_floor.us > 0)
+              csv << stream_floor.us << "," << stream_floor.blocks_per_sm;
+            else
+              csv << ",";
+            csv << "\n";
           }
         };
         std::unique_ptr<Peer> peer;
