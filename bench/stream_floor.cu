@@ -1,18 +1,18 @@
-#include "bench/stream_floor.h"
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
+#include "bench/stream_floor.h"
+
 namespace mla_tail_bench {
 namespace {
 
 constexpr int kThreads = 512;
-constexpr int kLoads = 4;                      // independent 16-byte loads in flight a thread
+constexpr int kLoads = 4;  // independent 16-byte loads in flight a thread
 constexpr int64_t kWordsPerBlockPass = int64_t{kThreads} * kLoads;
-constexpr int64_t kLayerAlign = 256;           // bytes between layers' buffers, at least
+constexpr int64_t kLayerAlign = 256;  // bytes between layers' buffers, at least
 
 __device__ unsigned g_stream_sink;  // written only if the xor of all words is a magic value
 
@@ -35,8 +35,7 @@ __global__ void __launch_bounds__(kThreads) StreamReadKernel(const StreamReadPar
   unsigned acc = 0;
   const int64_t pass = int64_t{gridDim.x} * kWordsPerBlockPass;
 #pragma unroll 1
-  for (int64_t base = blockIdx.x * kWordsPerBlockPass + threadIdx.x; base < p.words;
-       base += pass) {
+  for (int64_t base = blockIdx.x * kWordsPerBlockPass + threadIdx.x; base < p.words; base += pass) {
     uint4 v[kLoads];
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
@@ -135,8 +134,7 @@ cudaError_t MeasureStreamFloor(int64_t bytes, cudaStream_t stream, StreamFloor* 
       continue;
     }
     last_blocks = blocks;
-    STREAM_FLOOR_RETURN_IF_ERROR(
-        cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    STREAM_FLOOR_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     r.capturing = true;
     for (int l = 0; l < layers; ++l) {
       STREAM_FLOOR_RETURN_IF_ERROR(LaunchStreamRead(static_cast<const char*>(r.buffer) + l * stride,

@@ -21,17 +21,17 @@
 namespace mla_tail_bench {
 
 struct StreamFloorOptions {
-  int replays = 20;                          // timed replays of each graph (median)
-  int min_layers = 16;                       // kernels a graph, at least
-  int max_layers = 256;                      // and at most
-  int64_t cold_bytes = int64_t{180} << 20;   // the layers' bytes together, at least
-  int max_blocks_per_sm = 8;                 // k = 1..max_blocks_per_sm
+  int replays = 20;                         // timed replays of each graph (median)
+  int min_layers = 16;                      // kernels a graph, at least
+  int max_layers = 256;                     // and at most
+  int64_t cold_bytes = int64_t{180} << 20;  // the layers' bytes together, at least
+  int max_blocks_per_sm = 8;                // k = 1..max_blocks_per_sm
 };
 
 struct StreamFloor {
-  double us = 0;          // per kernel, at the fastest k
-  int blocks_per_sm = 0;  // that k
-  int layers = 0;         // kernels a graph
+  double us = 0;                            // per kernel, at the fastest k
+  int blocks_per_sm = 0;                    // that k
+  int layers = 0;                           // kernels a graph
   std::vector<double> us_by_blocks_per_sm;  // [k - 1]: per kernel at k
 };
 
