@@ -97,7 +97,8 @@ int Main() {
       options.max_rows = w.shape.rows;
       options.bmm = false;
       options.fused_kernel = kernel;
-      absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail = mla_tail::MlaTail::Create(0, options);
+      absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail =
+          mla_tail::MlaTail::Create(0, options);
       if (!tail.ok()) {
         std::fprintf(stderr, "MlaTail: %s\n", tail.status().ToString().c_str());
         return 1;
@@ -119,8 +120,8 @@ int Main() {
         return 1;
       }
       cudaMemsetAsync(w.stream_bytes.get(), 0x5a, bytes * launches, stream);
-      std::printf("# %dx%d: streaming floor %.3f us at %d blocks a multiprocessor\n",
-                  w.shape.heads, w.shape.rows, floor.us, floor.blocks_per_sm);
+      std::printf("# %dx%d: streaming floor %.3f us at %d blocks a multiprocessor\n", w.shape.heads,
+                  w.shape.rows, floor.us, floor.blocks_per_sm);
     }
     work.push_back(std::move(w));
   }

@@ -231,9 +231,9 @@ struct RegisterGate {
   }
 };
 
-template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, GateMode kGate>
+template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, GateMode kGate, int kTileRows>
 __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
-    TileKernel(const FusedTailParams p) {
+    TileKernel(const FusedTailParams params) {
   using T = WgTile<kStages, kCols, kWarpgroups, kGate>;
   constexpr int kRows = T::kRows;
   constexpr int kWgCols = T::kWgCols;
@@ -249,7 +249,12 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
 
   using Tile = device::TileAt;
   const Tile tile{static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x) * kCols,
-                  static_cast<int>(blockIdx.z) * kRows};
+                  static_cast<int>(blockIdx.z) * kTileRows};
+  // A tile of kTileRows rows: with 32, wgmma's rows 32-63 are computed from stale shared memory
+  // and never stored, so its rows past the tile are treated as rows past the end.
+  static_assert(kTileRows == kRows || kTileRows == kRows / 2, "64- or 32-row tiles");
+  FusedTailParams p = params;
+  if constexpr (kTileRows < kRows) p.rows = min(params.rows, tile.t0 + kTileRows);
 
   // Step `step` of tile `c` into stage buffer `stage`.
   const device::TileCopier<typename T::L, true> copier(p);
@@ -271,7 +276,8 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
   // epilogue's inputs (kEpilogue, kEarly).
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) copy_w(tile, step, step);
-  device::PrefetchBlockInputsL2(p, tile.head, tile.t0, kRows, 0, kLatentDim, tile.column0, kCols);
+  device::PrefetchBlockInputsL2(params, tile.head, tile.t0, kTileRows, 0, kLatentDim, tile.column0,
+                                kCols);
   device::GridDependencyWait();
   MLA_TIMELINE_STAMP(1);
   RegisterGate<kWgCols> register_gate;
@@ -425,6 +431,7 @@ struct WgConfig {
   FusedKernel kernel;
   int stages, cols, warpgroups, min_blocks;
   GateMode gate;
+  int tile_rows = 64;
 };
 constexpr WgConfig kWgConfigs[] = {
     {FusedKernel::kTile64x64Pipeline4, 4, 64, 1, 1, GateMode::kEarly},
@@ -439,6 +446,7 @@ constexpr WgConfig kWgConfigs[] = {
     {FusedKernel::kTile64x64Pipeline7RegisterGate, 7, 64, 1, 1, GateMode::kRegisters},
     {FusedKernel::kTile64x128RegisterGate, 3, 128, 2, 2, GateMode::kRegisters},
     {FusedKernel::kTile64x128Pipeline4RegisterGate, 4, 128, 2, 2, GateMode::kRegisters},
+    {FusedKernel::kTile32x32AllStepsRegisterGate, 8, 32, 1, 0, GateMode::kRegisters, 32},
 };
 
 // The rule (mla/dispatch.h) counts on how many blocks of each share a multiprocessor: 228 KB
@@ -463,12 +471,12 @@ struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
   using T = WgTile<kC.stages, kC.cols, kC.warpgroups, kC.gate>;
   static constexpr auto kKernel =
-      TileKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kC.gate>;
+      TileKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kC.gate, kC.tile_rows>;
 
   static KernelLaunch Plan(int heads, int rows) {
     KernelLaunch launch;
     launch.function = reinterpret_cast<const void*>(kKernel);
-    launch.grid = dim3(kValueDim / kC.cols, heads, (rows + T::kRows - 1) / T::kRows);
+    launch.grid = dim3(kValueDim / kC.cols, heads, (rows + kC.tile_rows - 1) / kC.tile_rows);
     launch.block = dim3(T::kThreads);
     launch.smem_bytes = T::kSmemBytes;
     return launch;
