@@ -54,19 +54,9 @@
 namespace mla_tail {
 namespace {
 
-// Where a configuration applies the gate (docs/design.md):
-//   kEpilogue   the gate tile and lengths come to shared memory with step 0; the epilogue computes
-//               the sigmoids, gates the tile in shared memory and stores it in 16-byte rows;
-//   kEarly      the same, with the sigmoids computed a few a K step (EarlySigmoids);
-//   kRegisters  each thread loads its own gate words and lengths into registers right after the
-//               dependency wait, ahead of its latent copies, and computes their sigmoids while
-//               those copies fly, before the K loop; the epilogue only multiplies, rounds and
-//               stores each pair from registers. No gate tile: the shared memory is the stages.
-enum class GateMode { kEpilogue, kEarly, kRegisters };
-
 // A 64-row tile (wgmma's m) of kCols columns; its stage buffers, gate tile and copies:
 // tile_copy.cuh.
-template <int kStages, int kCols, int kWarpgroups, GateMode kGate>
+template <int kStages, int kCols, int kWarpgroups>
 struct WgTile : device::TileLayout<128 * kWarpgroups, 64, kCols> {
   using L = device::TileLayout<128 * kWarpgroups, 64, kCols>;
   using L::kRows;
@@ -78,12 +68,10 @@ struct WgTile : device::TileLayout<128 * kWarpgroups, 64, kCols> {
   // fly while one is computed.
   static constexpr bool kAllInFlight = kStages == kSteps;
   static constexpr int kPrologueSteps = kAllInFlight ? kSteps : kStages - 1;
-  // The epilogue's inputs: the gate tile, then the rows' lengths (none with kRegisters).
-  static constexpr bool kGateTile = kGate != GateMode::kRegisters;
+  // The epilogue's inputs: the gate tile, then the rows' lengths.
   static constexpr int kGateOffset = kStages * L::kStageBytes;
   static constexpr int kLengthsOffset = kGateOffset + kRows * L::kGateRowBytes;
-  static constexpr size_t kSmemBytes =
-      (kGateTile ? kLengthsOffset + kRows * sizeof(int32_t) : kGateOffset) + L::kAlign;
+  static constexpr size_t kSmemBytes = kLengthsOffset + kRows * sizeof(int32_t) + L::kAlign;
 
   static_assert(kWgCols == 32 || kWgCols == 64 || kWgCols == 128,
                 "wgmma's n: a warpgroup's columns");
@@ -158,88 +146,14 @@ struct EarlySigmoids<T, true> {
   }
 };
 
-// GateMode::kRegisters: a thread's gate pairs, lengths and sigmoids in registers. Pair n = 2j + h
-// of the warpgroup's m64 x kWgCols accumulators is accumulators 4j + 2h and 4j + 2h + 1: tile row
-// 16 * warp + 8h + group, columns 8j + 2 * quarter and + 1 of the warpgroup's.
-template <int kWgCols>
-struct RegisterGate {
-  static constexpr int kPairs = kWgCols / 4;
-  uint32_t gate[kPairs];
-  float2 sigmoid[kPairs];
-  bool active[2];
-  bool in_range = true;
-
-  // This thread's gate word of column pair j in tile row half h (rows past the end read the last
-  // row, whose products are never stored).
-  static __device__ __forceinline__ const uint32_t* GateWord(const FusedTailParams& p,
-                                                             const device::TileAt& tile, int column,
-                                                             int h, int j) {
-    const int t = min(tile.t0 + Row(h), p.rows - 1);
-    return reinterpret_cast<const uint32_t*>(p.gate + t * p.gate_row_stride +
-                                             tile.head * kValueDim + column + 8 * j +
-                                             2 * (threadIdx.x % 4));
-  }
-  static __device__ __forceinline__ int Row(int h) {
-    return 16 * (threadIdx.x % 128 / 32) + 8 * h + threadIdx.x % 32 / 4;
-  }
-
-  // The loads, after the dependency wait; `column` is the warpgroup's first column of the tile.
-  __device__ __forceinline__ void Load(const FusedTailParams& p, const device::TileAt& tile,
-                                       int column) {
-#pragma unroll
-    for (int n = 0; n < kPairs; ++n) gate[n] = *GateWord(p, tile, column, n % 2, n / 2);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      active[h] = p.lengths[min(tile.t0 + Row(h), p.rows - 1) / p.q] > 0;
-    }
-  }
-
-  // The sigmoids, once the loads have landed. The empty asm statements hold the loaded words
-  // until this point in program order: the copies issued before it are then in flight while the
-  // loads are awaited.
-  __device__ __forceinline__ void ComputeSigmoids() {
-#pragma unroll
-    for (int n = 0; n < kPairs; ++n) asm volatile("" : "+r"(gate[n]));
-#pragma unroll
-    for (int n = 0; n < kPairs; ++n) {
-      sigmoid[n] = device::SigmoidPairInRange(gate[n], active[n % 2], in_range);
-    }
-  }
-
-  // Each pair rounded to bf16, gated and stored to the output; a gate below -87.3 or NaN on an
-  // active row: the sigmoids the general way (GatePair's division) first.
-  __device__ __forceinline__ void GateAndStore(const float* acc, const FusedTailParams& p,
-                                               const device::TileAt& tile, int column) {
-    if (!in_range) {  // rare: the words are loaded again rather than held through the K loop
-#pragma unroll
-      for (int n = 0; n < kPairs; ++n) {
-        sigmoid[n] = device::SigmoidPair(*GateWord(p, tile, column, n % 2, n / 2));
-      }
-    }
-#pragma unroll
-    for (int n = 0; n < kPairs; ++n) {
-      const int h = n % 2, j = n / 2;
-      const int t = tile.t0 + Row(h);
-      const uint32_t word = device::GateWithSigmoid(
-          __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 * h])),
-          __bfloat162float(__float2bfloat16_rn(acc[4 * j + 2 * h + 1])), sigmoid[n], active[h]);
-      if (t < p.rows) {
-        *reinterpret_cast<uint32_t*>(p.output + t * p.output_row_stride + tile.head * kValueDim +
-                                     column + 8 * j + 2 * (threadIdx.x % 4)) = word;
-      }
-    }
-  }
-};
-
-template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, GateMode kGate, int kTileRows>
+template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, bool kEarlySigmoids>
 __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
-    TileKernel(const FusedTailParams params) {
-  using T = WgTile<kStages, kCols, kWarpgroups, kGate>;
+    TileKernel(const FusedTailParams p) {
+  using T = WgTile<kStages, kCols, kWarpgroups>;
   constexpr int kRows = T::kRows;
   constexpr int kWgCols = T::kWgCols;
   constexpr int kSteps = T::kSteps;
   constexpr int kAlign = T::kAlign;
-  constexpr bool kEarlySigmoids = kGate == GateMode::kEarly;
   static_assert(!kEarlySigmoids || kWarpgroups == 1, "EarlySigmoids: one warpgroup's layout");
   extern __shared__ uint4 smem_words[];
   // The swizzle is a function of the address: align the tiles to its 1024-byte atom.
@@ -249,12 +163,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
 
   using Tile = device::TileAt;
   const Tile tile{static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x) * kCols,
-                  static_cast<int>(blockIdx.z) * kTileRows};
-  // A tile of kTileRows rows: with 32, wgmma's rows 32-63 are computed from stale shared memory
-  // and never stored, so its rows past the tile are treated as rows past the end.
-  static_assert(kTileRows == kRows || kTileRows == kRows / 2, "64- or 32-row tiles");
-  FusedTailParams p = params;
-  if constexpr (kTileRows < kRows) p.rows = min(params.rows, tile.t0 + kTileRows);
+                  static_cast<int>(blockIdx.z) * kRows};
 
   // Step `step` of tile `c` into stage buffer `stage`.
   const device::TileCopier<typename T::L, true> copier(p);
@@ -267,32 +176,26 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
     copier.EpilogueInputs(p, c, gate_tile, smem + T::kLengthsOffset);
   };
 
-  // Warpgroup wg multiplies by W_UV rows (output columns) [wg, wg + 1) * kWgCols of the slice.
-  const int wg = threadIdx.x / 128;
-  const int wg_column = tile.column0 + wg * kWgCols;  // of the head's 128
-
   MLA_TIMELINE_STAMP(0);
   // Prologue: groups 0..kPrologueSteps-1 hold steps 0..kPrologueSteps-1; group 0 also the
-  // epilogue's inputs (kEpilogue, kEarly).
+  // epilogue's inputs.
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) copy_w(tile, step, step);
-  device::PrefetchBlockInputsL2(params, tile.head, tile.t0, kTileRows, 0, kLatentDim, tile.column0,
-                                kCols);
+  device::PrefetchBlockInputsL2(p, tile.head, tile.t0, kRows, 0, kLatentDim, tile.column0, kCols);
   device::GridDependencyWait();
   MLA_TIMELINE_STAMP(1);
-  RegisterGate<kWgCols> register_gate;
-  if constexpr (!T::kGateTile) register_gate.Load(p, tile, wg_column);
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) {
     copy_latent(tile, step, step);
-    if (T::kGateTile && step == 0) copy_epilogue_inputs(tile);
+    if (step == 0) copy_epilogue_inputs(tile);
     device::CopyAsyncCommit();
   }
   // Every read of upstream-written data is in flight once the last step's copies are issued:
   // dependents may launch (their prologues would compete with these copies before that).
   if (T::kAllInFlight) device::LaunchDependents();
-  if constexpr (!T::kGateTile) register_gate.ComputeSigmoids();
 
+  // Warpgroup wg multiplies by W_UV rows (output columns) [wg, wg + 1) * kWgCols of the slice.
+  const int wg = threadIdx.x / 128;
   const uint64_t a_desc0 = device::SmemDescriptor(smem_base + T::kWBytes);
   const uint64_t b_desc0 = device::SmemDescriptor(smem_base + wg * kWgCols * T::kRowBytes);
 
@@ -347,12 +250,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
   }
   MLA_TIMELINE_STAMP(2 + kSteps);
 
-  if constexpr (!T::kGateTile) {
-    register_gate.GateAndStore(acc, p, tile, wg_column);
-    MLA_TIMELINE_STAMP(3 + kSteps);
-    MLA_TIMELINE_STAMP(4 + kSteps);
-    return;
-  } else if constexpr (kEarlySigmoids) {
+  if constexpr (kEarlySigmoids) {
     early.Gate(acc, gate_tile, reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset));
   } else {
     // Accumulator 4j + e of the warpgroup's m64 x kWgCols tile: row 16 * warp + group (+8 for
@@ -430,23 +328,14 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
 struct WgConfig {
   FusedKernel kernel;
   int stages, cols, warpgroups, min_blocks;
-  GateMode gate;
-  int tile_rows = 64;
+  bool early_sigmoids;  // EarlySigmoids
 };
 constexpr WgConfig kWgConfigs[] = {
-    {FusedKernel::kTile64x64Pipeline4, 4, 64, 1, 1, GateMode::kEarly},
-    {FusedKernel::kTile64x64AllSteps, 8, 64, 1, 0, GateMode::kEpilogue},
-    {FusedKernel::kTile64x128, 3, 128, 2, 2, GateMode::kEpilogue},
-    {FusedKernel::kTile64x32AllSteps, 8, 32, 1, 0, GateMode::kEpilogue},
-    {FusedKernel::kTile64x64Pipeline6, 6, 64, 1, 1, GateMode::kEpilogue},
-    {FusedKernel::kTile64x32AllStepsRegisterGate, 8, 32, 1, 0, GateMode::kRegisters},
-    {FusedKernel::kTile64x64AllStepsRegisterGate, 8, 64, 1, 0, GateMode::kRegisters},
-    {FusedKernel::kTile64x64Pipeline4RegisterGate, 4, 64, 1, 1, GateMode::kRegisters},
-    {FusedKernel::kTile64x64Pipeline6RegisterGate, 6, 64, 1, 1, GateMode::kRegisters},
-    {FusedKernel::kTile64x64Pipeline7RegisterGate, 7, 64, 1, 1, GateMode::kRegisters},
-    {FusedKernel::kTile64x128RegisterGate, 3, 128, 2, 2, GateMode::kRegisters},
-    {FusedKernel::kTile64x128Pipeline4RegisterGate, 4, 128, 2, 2, GateMode::kRegisters},
-    {FusedKernel::kTile32x32AllStepsRegisterGate, 8, 32, 1, 0, GateMode::kRegisters, 32},
+    {FusedKernel::kTile64x64Pipeline4, 4, 64, 1, 1, true},
+    {FusedKernel::kTile64x64AllSteps, 8, 64, 1, 0, false},
+    {FusedKernel::kTile64x128, 3, 128, 2, 2, false},
+    {FusedKernel::kTile64x32AllSteps, 8, 32, 1, 0, false},
+    {FusedKernel::kTile64x64Pipeline6, 6, 64, 1, 1, false},
 };
 
 // The rule (mla/dispatch.h) counts on how many blocks of each share a multiprocessor: 228 KB
@@ -454,29 +343,23 @@ constexpr WgConfig kWgConfigs[] = {
 constexpr size_t BlocksPerMultiprocessor(size_t smem_bytes) {
   return (228 * 1024) / (smem_bytes + 1024);
 }
-constexpr GateMode kE = GateMode::kEpilogue, kR = GateMode::kRegisters;
-static_assert(BlocksPerMultiprocessor(WgTile<8, 32, 1, kE>::kSmemBytes) == 2, "a8n32: two");
-static_assert(BlocksPerMultiprocessor(WgTile<8, 64, 1, kE>::kSmemBytes) == 1, "a8: one");
-static_assert(BlocksPerMultiprocessor(WgTile<6, 64, 1, kE>::kSmemBytes) == 2, "p6: two");
-static_assert(BlocksPerMultiprocessor(WgTile<4, 64, 1, GateMode::kEarly>::kSmemBytes) == 3,
-              "p4: three");
-static_assert(BlocksPerMultiprocessor(WgTile<3, 128, 2, kE>::kSmemBytes) == 2, "n128: two");
-static_assert(BlocksPerMultiprocessor(WgTile<8, 32, 1, kR>::kSmemBytes) == 2, "a8n32: two");
-static_assert(BlocksPerMultiprocessor(WgTile<4, 64, 1, kR>::kSmemBytes) == 3, "p4: three");
-static_assert(BlocksPerMultiprocessor(WgTile<7, 64, 1, kR>::kSmemBytes) == 2, "p7: two");
-static_assert(BlocksPerMultiprocessor(WgTile<4, 128, 2, kR>::kSmemBytes) == 2, "n128 p4: two");
+static_assert(BlocksPerMultiprocessor(WgTile<8, 32, 1>::kSmemBytes) == 2, "a8n32: two");
+static_assert(BlocksPerMultiprocessor(WgTile<8, 64, 1>::kSmemBytes) == 1, "a8: one");
+static_assert(BlocksPerMultiprocessor(WgTile<6, 64, 1>::kSmemBytes) == 2, "p6: two");
+static_assert(BlocksPerMultiprocessor(WgTile<4, 64, 1>::kSmemBytes) == 3, "p4: three");
+static_assert(BlocksPerMultiprocessor(WgTile<3, 128, 2>::kSmemBytes) == 2, "n128: two");
 
 template <int kIndex>
 struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
-  using T = WgTile<kC.stages, kC.cols, kC.warpgroups, kC.gate>;
+  using T = WgTile<kC.stages, kC.cols, kC.warpgroups>;
   static constexpr auto kKernel =
-      TileKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kC.gate, kC.tile_rows>;
+      TileKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kC.early_sigmoids>;
 
   static KernelLaunch Plan(int heads, int rows) {
     KernelLaunch launch;
     launch.function = reinterpret_cast<const void*>(kKernel);
-    launch.grid = dim3(kValueDim / kC.cols, heads, (rows + kC.tile_rows - 1) / kC.tile_rows);
+    launch.grid = dim3(kValueDim / kC.cols, heads, (rows + T::kRows - 1) / T::kRows);
     launch.block = dim3(T::kThreads);
     launch.smem_bytes = T::kSmemBytes;
     return launch;
