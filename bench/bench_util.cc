@@ -50,7 +50,7 @@ absl::StatusOr<std::vector<Layer>> MakeLayers(const mla_tail::TailShape& shape, 
       MLA_RETURN_IF_ERROR(a.memory->Reset(a.bytes));
     }
     using mla_tail_testing::Values;
-    const uint64_t seed = 1000 + 4 * i;
+    const uint64_t seed = LayerSeed(i);
     MLA_RETURN_IF_CUDA_ERROR(
         mla_tail_testing::FillTestValues(
             {layer.latent.as<uint16_t>(), b, h, kLatentDim, h * kLatentDim, kLatentDim}, seed,
@@ -87,7 +87,8 @@ absl::StatusOr<double> TimeOnStream(cudaStream_t stream,
     cudaEventRecord(start, stream);
     status = enqueue(stream);
     cudaEventRecord(stop, stream);
-    if (status.ok()) status = mla_tail::CudaStatus(cudaEventSynchronize(stop), "timed work");
+    if (status.ok())
+      status = mla_tail::internal::CudaStatus(cudaEventSynchronize(stop), "timed work");
     float ms = 0;
     cudaEventElapsedTime(&ms, start, stop);
     if (i >= warmup) times.push_back(ms);
@@ -116,7 +117,7 @@ absl::StatusOr<double> TimeCapturedGraph(cudaStream_t stream,
   absl::StatusOr<double> us = TimeOnStream(
       stream,
       [exec](cudaStream_t s) {
-        return mla_tail::CudaStatus(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
+        return mla_tail::internal::CudaStatus(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
       },
       replays, warmup);
   cudaGraphExecDestroy(exec);
@@ -133,7 +134,8 @@ absl::StatusOr<CopyRates> MeasureCopyRates(cudaStream_t stream) {
   absl::StatusOr<double> kernel_us = TimeCapturedGraph(
       stream,
       [&](cudaStream_t s) {
-        return mla_tail::CudaStatus(LaunchCopyKernel(a->get(), b->get(), kBytes, s), "copy");
+        return mla_tail::internal::CudaStatus(LaunchCopyKernel(a->get(), b->get(), kBytes, s),
+                                              "copy");
       },
       10);
   if (!kernel_us.ok()) return kernel_us.status();
@@ -142,7 +144,7 @@ absl::StatusOr<CopyRates> MeasureCopyRates(cudaStream_t stream) {
   absl::StatusOr<double> memcpy_us = TimeOnStream(
       stream,
       [&](cudaStream_t s) {
-        return mla_tail::CudaStatus(
+        return mla_tail::internal::CudaStatus(
             cudaMemcpyAsync(b->get(), a->get(), kBytes, cudaMemcpyDeviceToDevice, s),
             "cudaMemcpyAsync");
       },
@@ -188,7 +190,7 @@ absl::StatusOr<double> MeasureMatrixRate(cudaStream_t stream) {
       if (handle != nullptr) cublasLtDestroy(handle);
     }
   } lt;
-  using mla_tail::CublasStatus;
+  using mla_tail::internal::CublasStatus;
   MLA_RETURN_IF_ERROR(CublasStatus(cublasLtCreate(&lt.handle), "cublasLtCreate"));
   MLA_RETURN_IF_ERROR(
       CublasStatus(cublasLtMatmulDescCreate(&lt.matmul, CUBLAS_COMPUTE_32F, CUDA_R_32F),

@@ -35,6 +35,9 @@ int LayersForColdL2(const mla_tail::TailShape& shape, int min_layers, int max_la
 absl::StatusOr<std::vector<Layer>> MakeLayers(const mla_tail::TailShape& shape, int count,
                                               cudaStream_t stream);
 
+// The seed of MakeLayers's layer `index`: its latent, W_UV and gate take seed, seed + 1, seed + 2.
+inline uint64_t LayerSeed(int index) { return 1000 + 4 * uint64_t(index); }
+
 // Enqueues `enqueue`'s work on `stream` between two events, `warmup` then `replays` times, and
 // returns the median time in microseconds.
 absl::StatusOr<double> TimeOnStream(cudaStream_t stream,

@@ -139,7 +139,7 @@ int Main() {
     cudaGraphDestroy(*graph);
   }
   absl::StatusOr<double> launch = HostMicros(layer_count, iterations, stream, [&](int, int l) {
-    return mla_tail::CudaStatus(cudaGraphLaunch(bare[l], stream), "launch");
+    return mla_tail::internal::CudaStatus(cudaGraphLaunch(bare[l], stream), "launch");
   });
   absl::StatusOr<double> replay = HostMicros(
       layer_count, iterations, stream, [&](int, int l) { return (*ahead)->Replay(l, 1, stream); });

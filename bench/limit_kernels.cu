@@ -4,7 +4,7 @@
 
 #include "bench/limit_kernels.h"
 #include "mla/kernels/device.cuh"
-#include "mla/kernels/launch.cuh"
+#include "mla/kernels/launch.h"
 
 namespace mla_tail_bench {
 namespace {
@@ -14,8 +14,8 @@ struct FloorParams {
 };
 
 __global__ void FloorKernel(const FloorParams) {
-  mla_tail::device::GridDependencyWait();
-  mla_tail::device::LaunchDependents();
+  mla_tail::internal::device::GridDependencyWait();
+  mla_tail::internal::device::LaunchDependents();
 }
 
 struct CopyParams {
@@ -49,11 +49,11 @@ __device__ void SpinUntil(uint64_t end) {
 }
 
 __global__ void UpstreamKernel(const UpstreamParams p) {
-  mla_tail::device::GridDependencyWait();
+  mla_tail::internal::device::GridDependencyWait();
   const uint64_t start = GlobalTimer();
   SpinUntil(start + p.busy_ns);
   __syncthreads();
-  mla_tail::device::LaunchDependents();
+  mla_tail::internal::device::LaunchDependents();
   const uint64_t epilogue_end = GlobalTimer() + p.epilogue_ns;
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < p.output_words;
        i += size_t{gridDim.x} * blockDim.x) {
@@ -74,21 +74,22 @@ cudaError_t LaunchUpstreamKernel(int blocks, unsigned busy_ns, unsigned epilogue
         UpstreamKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes));
     if (e != cudaSuccess) return e;
   }
-  return mla_tail::LaunchWithPdl(
+  return mla_tail::internal::LaunchWithPdl(
       UpstreamKernel, dim3(blocks), dim3(128), smem_bytes, stream, pdl,
       UpstreamParams{busy_ns, epilogue_ns, static_cast<uint4*>(output), output_bytes / 16});
 }
 
 cudaError_t LaunchFloorKernel(int blocks, cudaStream_t stream, bool pdl) {
-  return mla_tail::LaunchWithPdl(FloorKernel, dim3(blocks), dim3(128), 0, stream, pdl,
-                                 FloorParams{0});
+  return mla_tail::internal::LaunchWithPdl(FloorKernel, dim3(blocks), dim3(128), 0, stream, pdl,
+                                           FloorParams{0});
 }
 
 cudaError_t LaunchCopyKernel(const void* src, void* dst, size_t bytes, cudaStream_t stream) {
   int sms = 0;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
   const CopyParams p{static_cast<const uint4*>(src), static_cast<uint4*>(dst), bytes / 16};
-  return mla_tail::LaunchWithPdl(CopyKernel, dim3(sms * 8), dim3(256), 0, stream, false, p);
+  return mla_tail::internal::LaunchWithPdl(CopyKernel, dim3(sms * 8), dim3(256), 0, stream, false,
+                                           p);
 }
 
 }  // namespace mla_tail_bench

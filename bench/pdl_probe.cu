@@ -14,7 +14,7 @@
 #include "bench/cuda_check.h"
 #include "bench/pdl_probe.h"
 #include "mla/kernels/device.cuh"
-#include "mla/kernels/launch.cuh"
+#include "mla/kernels/launch.h"
 
 namespace mla_tail_bench {
 namespace {
@@ -42,12 +42,12 @@ struct UpstreamArgs {
 };
 
 __global__ void ProbeUpstream(const UpstreamArgs a) {
-  mla_tail::device::GridDependencyWait();
+  mla_tail::internal::device::GridDependencyWait();
   const unsigned long long start = Now();
   SpinUntil(start + a.busy_ns);
   __syncthreads();
   if (threadIdx.x == 0) atomicMax(&a.stamps->trigger_last, Now());
-  mla_tail::device::LaunchDependents();
+  mla_tail::internal::device::LaunchDependents();
   SpinUntil(Now() + a.epilogue_ns);
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -69,13 +69,14 @@ __global__ void ProbeDependent(const DependentArgs a) {
   uint4 acc = {0, 0, 0, 0};
   const uint4* w = a.weights + (size_t(blockIdx.x) * blockDim.x + threadIdx.x);
   for (int i = 0; i < a.prefetch_words; ++i) {
-    const uint4 v = mla_tail::device::LoadWeight16(w + size_t(i) * gridDim.x * blockDim.x);
+    const uint4 v =
+        mla_tail::internal::device::LoadWeight16(w + size_t(i) * gridDim.x * blockDim.x);
     acc.x ^= v.x;
   }
-  mla_tail::device::GridDependencyWait();
+  mla_tail::internal::device::GridDependencyWait();
   const unsigned long long released = Now();
   const int flag = *a.flag;
-  mla_tail::device::LaunchDependents();
+  mla_tail::internal::device::LaunchDependents();
   if (threadIdx.x == 0) {
     atomicMin(&a.stamps->start_first, start);
     atomicMax(&a.stamps->start_last, start);
@@ -160,13 +161,13 @@ int RunPdlProbe(const PdlProbeOptions& o) {
                 const int words = std::min(prefetch, stride);
                 auto enqueue = [&](cudaStream_t s) -> cudaError_t {
                   for (int i = 0; i < pairs; ++i) {
-                    cudaError_t e = mla_tail::LaunchWithPdl(
+                    cudaError_t e = mla_tail::internal::LaunchWithPdl(
                         ProbeUpstream, dim3(o.upstream_blocks), dim3(128), upstream_smem, s,
                         /*pdl=*/false,
                         UpstreamArgs{stamps + i, unsigned(o.busy_ns), unsigned(epilogue),
                                      flags + i});
                     if (e != cudaSuccess) return e;
-                    e = mla_tail::LaunchWithPdl(
+                    e = mla_tail::internal::LaunchWithPdl(
                         ProbeDependent, dim3(blocks), dim3(128), dependent_smem, s, pdl,
                         DependentArgs{stamps + i, weights, words, flags + i, sink});
                     if (e != cudaSuccess) return e;

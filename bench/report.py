@@ -14,6 +14,9 @@ limit + 1 us) (printed as "bound") and the streaming floor of the same bytes wit
 time over it (when the run measured it: bench/stream_floor.h), then a line counting the shapes
 within that bound, within 1.15x the floor, at least 2x faster than PyTorch, and dispatched within
 3% of the fastest kernel.
+With tail_bench_upstream_exceptions.csv in the folder (benchmarks.sh's upstream_exceptions step),
+or alone with --exceptions: the tail's added time after the stand-in upstream kernel with every
+fused kernel forced, and the rule's choice, at the shapes of the dispatch rule's exceptions.
 The plot needs matplotlib (Debian: python3-matplotlib).
 """
 import argparse
@@ -50,6 +53,65 @@ def floor_cell(ours, h, b, q, mode="auto"):
     return f"{row['us_per_layer'] / floor:.2f}" if floor else "–"
 
 
+EXCEPTION_KERNELS = ("auto", "ColumnSplit", "LatentSplit", "Tile64x32AllSteps",
+                     "Tile64x64AllSteps", "Tile64x64Pipeline6", "Tile64x64Pipeline4", "Tile64x128",
+                     "Persistent128x128")
+
+
+def load_by_kernel(path):
+    """{(kernel, heads, rows, mode): us_per_layer} from a CSV whose sections each start with a
+    "# ..., fused kernel K" line (tail_bench --upstream runs, one per forced kernel)."""
+    rows, header, kernel = {}, None, None
+    with open(path) as f:
+        for r in csv.reader(f):
+            if not r:
+                continue
+            if r[0].startswith("#"):
+                line = ",".join(r)
+                if "fused kernel " in line:
+                    kernel = line.rsplit("fused kernel ", 1)[1].strip()
+                continue
+            if r[0] == "heads":
+                header = r
+                continue
+            values = dict(zip(header, r))
+            rows[(kernel, int(r[0]), int(r[1]), r[3])] = float(values["us_per_layer"])
+    return rows
+
+
+def print_exceptions(path):
+    """The added time (tail + upstream - upstream alone) of every kernel at each shape, with PDL
+    and without, the fastest kernel, and the rule's choice (auto) against it."""
+    runs = load_by_kernel(path)
+    shapes = sorted({(h, b) for _, h, b, m in runs})
+    kernels = [k for k in EXCEPTION_KERNELS if any(key[0] == k for key in runs)]
+
+    def added(kernel, h, b, mode):
+        tail, alone = runs.get((kernel, h, b, mode)), runs.get((kernel, h, b, "up"))
+        return None if tail is None or alone is None else tail - alone
+
+    for mode, title in (("up+pdl", "with PDL"), ("up+nopdl", "without PDL")):
+        print(f"**Added time after the upstream kernel, {title} (µs); fastest in bold:**\n")
+        print("| heads | rows | " + " | ".join(kernels) + " | fastest | rule / fastest |")
+        print("|---:|---:|" + "---:|" * len(kernels) + "---|---:|")
+        for h, b in shapes:
+            times = {k: added(k, h, b, mode) for k in kernels}
+            forced = {k: t for k, t in times.items() if t is not None and k != "auto"}
+            if not forced:
+                continue
+            fastest = min(forced, key=forced.get)
+            cells = []
+            for k in kernels:
+                t = times[k]
+                cell = "–" if t is None else f"{t:.2f}"
+                cells.append(f"**{cell}**" if k == fastest else cell)
+            rule = times.get("auto")
+            ratio = f"{rule / forced[fastest]:.2f}" if rule is not None and forced[fastest] > 0 \
+                else "–"
+            print(f"| {h} | {b} | " + " | ".join(cells) + f" | {fastest} | {ratio} |")
+        print()
+
+
 def print_grids(ours, torch, shapes):
     heads = sorted({h for h, _ in shapes})
     rows = sorted({b for _, b in shapes})
@@ -82,8 +144,15 @@ def main():
                         help="print rows x heads grids of the dispatched path (time, efficiency, "
                         "PyTorch's and cuBLASLt + gate's time over ours) instead, as "
                         "docs/benchmarks.md shows them")
+    parser.add_argument("--exceptions", action="store_true",
+                        help="print only the table of tail_bench_upstream_exceptions.csv: every "
+                        "fused kernel after the upstream kernel at the rule's exception shapes")
     args = parser.parse_args()
     folder, out = args.folder, args.out or args.folder
+    exceptions = os.path.join(folder, "tail_bench_upstream_exceptions.csv")
+    if args.exceptions:
+        print_exceptions(exceptions)
+        return
     ours = load(os.path.join(folder, "tail_bench.csv"))
     torch = load(os.path.join(folder, "torch_peer.csv"))
     shapes = sorted({(h, b) for h, b, q, m in ours if m == "auto" and q == 1})
@@ -138,6 +207,9 @@ def main():
     floor_text = f"within 1.15x the streaming floor at {met['floor']}; " if floors else ""
     print(f"\nOf {n} shapes: within the bound at {met['bound']}; {floor_text}at least 2x PyTorch "
           f"at {met['torch2x']}; dispatched within 3% of the fastest kernel at {met['within3']}.")
+    if os.path.exists(exceptions):
+        print()
+        print_exceptions(exceptions)
     try:
         import matplotlib
         matplotlib.use("Agg")

@@ -40,10 +40,11 @@
 #include "absl/time/time.h"
 #include "bench/bench_util.h"
 #include "bench/limit_kernels.h"
+#include "bench/output_check.h"
 #include "bench/stream_floor.h"
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/value_bmm.h"
-#include "mla/kernels/params.h"
+#include "mla/kernels/launch.h"
 #include "mla_tail/graph/tail_graph_set.h"
 #include "mla_tail/mla/tail.h"
 #include "testing/support/gpu.h"
@@ -173,20 +174,23 @@ absl::StatusOr<ReplayTiming> TimeBackToBackReplays(const mla_tail::TailShape& sh
   MLA_RETURN_IF_CUDA_ERROR(cudaEventCreate(&start), "cudaEventCreate");
   if (const cudaError_t e = cudaEventCreate(&stop); e != cudaSuccess) {
     cudaEventDestroy(start);
-    return mla_tail::CudaStatus(e, "cudaEventCreate");
+    return mla_tail::internal::CudaStatus(e, "cudaEventCreate");
   }
-  absl::Status status = mla_tail::CudaStatus(cudaEventRecord(start, stream), "cudaEventRecord");
+  absl::Status status =
+      mla_tail::internal::CudaStatus(cudaEventRecord(start, stream), "cudaEventRecord");
   const auto host_start = std::chrono::steady_clock::now();
   for (int r = 0; r < rounds && status.ok(); ++r) status = round();
   const auto host_stop = std::chrono::steady_clock::now();
-  if (status.ok()) status = mla_tail::CudaStatus(cudaEventRecord(stop, stream), "cudaEventRecord");
+  if (status.ok())
+    status = mla_tail::internal::CudaStatus(cudaEventRecord(stop, stream), "cudaEventRecord");
   // Drain the stream even after a failure, so that no replay outlives the events.
   const absl::Status drained =
-      mla_tail::CudaStatus(cudaStreamSynchronize(stream), "back-to-back replays");
+      mla_tail::internal::CudaStatus(cudaStreamSynchronize(stream), "back-to-back replays");
   if (status.ok()) status = drained;
   float ms = 0;
   if (status.ok()) {
-    status = mla_tail::CudaStatus(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    status = mla_tail::internal::CudaStatus(cudaEventElapsedTime(&ms, start, stop),
+                                            "cudaEventElapsedTime");
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
@@ -209,7 +213,8 @@ class Peer {
   static absl::StatusOr<std::unique_ptr<Peer>> Create(const mla_tail::TailShape& shape) {
     auto peer = std::make_unique<Peer>();
     peer->shape_ = shape;
-    MLA_RETURN_IF_ERROR(mla_tail::CublasStatus(cublasLtCreate(&peer->handle_), "cublasLtCreate"));
+    MLA_RETURN_IF_ERROR(
+        mla_tail::internal::CublasStatus(cublasLtCreate(&peer->handle_), "cublasLtCreate"));
     absl::StatusOr<mla_tail_testing::DeviceMemory> values =
         mla_tail_testing::DeviceMemory::Allocate(size_t{2} * shape.heads * shape.rows *
                                                  mla_tail::kValueDim);
@@ -219,12 +224,13 @@ class Peer {
         mla_tail_testing::DeviceMemory::Allocate(kWorkspace);
     if (!workspace.ok()) return workspace.status();
     peer->workspace_ = *std::move(workspace);
-    mla_tail::ValueBmmShape s{shape.heads, shape.rows, shape.heads * mla_tail::kLatentDim,
-                              mla_tail::kValueDim * mla_tail::kLatentDim, mla_tail::kLatentDim};
-    absl::StatusOr<mla_tail::ValueBmm> bmm =
-        mla_tail::ValueBmm::Create(peer->handle_, s, mla_tail::BmmBatchMode::kStrided, kWorkspace);
+    mla_tail::internal::ValueBmmShape s{shape.heads, shape.rows, shape.heads * mla_tail::kLatentDim,
+                                        mla_tail::kValueDim * mla_tail::kLatentDim,
+                                        mla_tail::kLatentDim};
+    absl::StatusOr<mla_tail::internal::ValueBmm> bmm = mla_tail::internal::ValueBmm::Create(
+        peer->handle_, s, mla_tail::internal::BmmBatchMode::kStrided, kWorkspace);
     if (!bmm.ok()) return bmm.status();
-    peer->bmm_ = std::make_unique<mla_tail::ValueBmm>(*std::move(bmm));
+    peer->bmm_ = std::make_unique<mla_tail::internal::ValueBmm>(*std::move(bmm));
     return peer;
   }
   ~Peer() {
@@ -235,14 +241,15 @@ class Peer {
   absl::Status Run(const mla_tail::TailBuffers& b, cudaStream_t stream) {
     MLA_RETURN_IF_ERROR(
         bmm_->RunStrided(b.latent, b.w_uv, values_.as<mla_tail::bf16>(), workspace_.get(), stream));
-    const mla_tail::BmmGateParams gate{
+    const mla_tail::internal::BmmGateParams gate{
         values_.as<mla_tail::bf16>(),
         {b.gate, b.gate_row_stride, b.lengths, b.output, b.output_row_stride},
         /*operand_table=*/nullptr,
         shape_.heads,
         shape_.rows,
         shape_.q};
-    return mla_tail::CudaStatus(mla_tail::LaunchBmmGate(gate, stream, /*pdl=*/false), "gate");
+    return mla_tail::internal::CudaStatus(
+        mla_tail::internal::LaunchBmmGate(gate, stream, /*pdl=*/false), "gate");
   }
 
  private:
@@ -250,7 +257,7 @@ class Peer {
   mla_tail::TailShape shape_;
   cublasLtHandle_t handle_ = nullptr;
   mla_tail_testing::DeviceMemory values_, workspace_;
-  std::unique_ptr<mla_tail::ValueBmm> bmm_;
+  std::unique_ptr<mla_tail::internal::ValueBmm> bmm_;
 };
 
 int Main() {
@@ -414,7 +421,21 @@ int Main() {
           }
         };
         std::unique_ptr<Peer> peer;
+        // Every timed output checked: poisoned before the timing, sampled against the CPU
+        // reference after it ("up" times the upstream kernel alone).
+        auto check = [&](const std::string& mode) {
+          if (mode == "up") return;
+          if (const absl::Status s = CheckOutputs(shape, *layers, stream); !s.ok()) {
+            std::fprintf(stderr, "tail_bench: MISMATCH in mode %s: %s\n", mode.c_str(),
+                         s.ToString().c_str());
+            ++failures;
+          }
+        };
         for (const std::string& mode : modes) {
+          if (const absl::Status s = PoisonOutputs(*layers, stream); !s.ok()) {
+            std::fprintf(stderr, "poison: %s\n", s.ToString().c_str());
+            return 1;
+          }
           if (IsReplayMode(mode)) {
             absl::StatusOr<ReplayTiming> timing =
                 TimeBackToBackReplays(shape, ModePath(mode), ModeKernel(mode), *layers,
@@ -426,6 +447,7 @@ int Main() {
               continue;
             }
             record(mode, timing->gpu_us_per_layer, timing->host_us_per_replay);
+            check(mode);
             continue;
           }
           if (mode == "peer" && peer == nullptr) {
@@ -477,6 +499,7 @@ int Main() {
             continue;
           }
           record(mode, *us / layer_count, std::nullopt);
+          check(mode);
         }
       }
     }

@@ -23,7 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/bench_util.h"
 #include "bench/stream_floor.h"
-#include "mla/kernels/params.h"
+#include "mla/kernels/launch.h"
 #include "mla_tail/mla/dispatch.h"
 #include "mla_tail/mla/tail.h"
 #include "testing/support/gpu.h"
@@ -58,7 +58,7 @@ int Main() {
     return mla_tail_testing::GpuRequired() ? 1 : 0;
   }
   int sms = 0;
-  if (mla_tail::MultiprocessorCount(0, &sms) != cudaSuccess) return 1;
+  if (mla_tail::internal::MultiprocessorCount(0, &sms) != cudaSuccess) return 1;
   cudaStream_t stream;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   const int launches = absl::GetFlag(FLAGS_launches);
@@ -103,7 +103,7 @@ int Main() {
         std::fprintf(stderr, "MlaTail: %s\n", tail.status().ToString().c_str());
         return 1;
       }
-      w.tails.emplace_back(mla_tail::ResolveFusedKernel(kernel, w.shape.heads, w.shape.rows, sms),
+      w.tails.emplace_back(mla_tail::internal::ResolveFusedKernel(kernel, w.shape.heads, w.shape.rows, sms),
                            *std::move(tail));
     }
     if (absl::GetFlag(FLAGS_stream)) {

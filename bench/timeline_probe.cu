@@ -93,9 +93,9 @@ int RunTimelineProbe() {
   int device = 0, multiprocessors = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
-  CUDA_CHECK(mla_tail::LoadColumnSplit());
-  CUDA_CHECK(mla_tail::LoadLatentSplit());
-  CUDA_CHECK(mla_tail::LoadTileKernels());
+  CUDA_CHECK(mla_tail::internal::LoadColumnSplit());
+  CUDA_CHECK(mla_tail::internal::LoadLatentSplit());
+  CUDA_CHECK(mla_tail::internal::LoadTileKernels());
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cudaEvent_t e0, e1;
@@ -119,12 +119,12 @@ int RunTimelineProbe() {
     for (const int rows : kRows) {
       const mla_tail::FusedKernel kernel =
           mla_tail::DispatchFusedKernel(heads, rows, multiprocessors);
-      mla_tail::KernelLaunch launch;
+      mla_tail::internal::KernelLaunch launch;
       if (kernel == mla_tail::FusedKernel::kColumnSplit) {
-        launch = mla_tail::PlanColumnSplit(heads, rows, multiprocessors);
+        launch = mla_tail::internal::PlanColumnSplit(heads, rows, multiprocessors);
       } else if (kernel == mla_tail::FusedKernel::kLatentSplit) {
-        launch = mla_tail::PlanLatentSplit(heads, rows);
-      } else if (mla_tail::PlanTile(heads, rows, kernel, &launch) != cudaSuccess) {
+        launch = mla_tail::internal::PlanLatentSplit(heads, rows);
+      } else if (mla_tail::internal::PlanTile(heads, rows, kernel, &launch) != cudaSuccess) {
         continue;  // the persistent kernel has no stamps
       }
       const int blocks = static_cast<int>(launch.grid.x * launch.grid.y * launch.grid.z);
@@ -152,13 +152,13 @@ int RunTimelineProbe() {
       cudaGraph_t graph;
       CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
       for (const Layer& l : all) {
-        const mla_tail::FusedTailParams params{
+        const mla_tail::internal::FusedTailParams params{
             l.latent,  heads * 512, l.w,         128 * 512, 512,  l.gate, heads * 128,
             l.lengths, l.out,       heads * 128, heads,     rows, 1};
-        CUDA_CHECK(mla_tail::LaunchWithPdl(reinterpret_cast<void (*)(mla_tail::FusedTailParams)>(
-                                               const_cast<void*>(launch.function)),
-                                           launch.grid, launch.block, launch.smem_bytes, stream,
-                                           true, params));
+        CUDA_CHECK(mla_tail::internal::LaunchWithPdl(
+            reinterpret_cast<void (*)(mla_tail::internal::FusedTailParams)>(
+                const_cast<void*>(launch.function)),
+            launch.grid, launch.block, launch.smem_bytes, stream, true, params));
       }
       CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
       cudaGraphExec_t exec;

@@ -32,7 +32,7 @@ struct Cuda {
   absl::Status Create() {
     MLA_RETURN_IF_CUDA_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
     MLA_RETURN_IF_CUDA_ERROR(cudaEventCreate(&start), "event");
-    return mla_tail::CudaStatus(cudaEventCreate(&stop), "event");
+    return mla_tail::internal::CudaStatus(cudaEventCreate(&stop), "event");
   }
 };
 

@@ -1,36 +1,47 @@
 // Runs the README's embedding snippets (embedding_snippets.cc) on the GPU and checks their
-// output bit for bit: with every gate 0, sigmoid is exactly 1/2, and the inputs below make the
-// FP32 sums exact, so out = active ? bf16(v) / 2 : +0. Without a usable sm_90 GPU the test skips
+// output against the CPU reference: the suites' data (integers whose exact sums bf16 must round,
+// gates over the sigmoid's range with its edges), compared with v pinned and only the sigmoid
+// allowed its bound (testing/support/reference.h). Without a usable sm_90 GPU the test skips
 // (fails instead when MLA_TAIL_REQUIRE_GPU is set to anything but 0).
 
 #include "examples/embedding_snippets.h"
 
 #include <cuda_runtime_api.h>
 
-#include <cmath>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "mla_tail/mla/tail.h"
 #include "mla_tail/mla/tail_args.h"
-#include "testing/support/bf16_bits.h"
 #include "testing/support/gpu.h"
+#include "testing/support/reference.h"
+#include "testing/support/test_values.h"
 
 namespace mla_tail_examples {
 namespace {
 
-using mla_tail_testing::Bf16ToFloat;
-using mla_tail_testing::FloatToBf16;
 using mla_tail_testing::GpuRequired;
+using mla_tail_testing::TestValue;
+using mla_tail_testing::Values;
 
 constexpr int kHeads = 2;
 constexpr int kRows = 16;  // the largest bucket
 constexpr int kColumns = kHeads * mla_tail::kValueDim;
 
-float LatentValue(int t, int h, int k) { return ((t * 31 + h * 7 + k * 3) % 15 - 7) / 16.0f; }
-float WeightValue(int h, int k, int d) { return ((h * 5 + k * 11 + d * 13) % 9 - 4) / 64.0f; }
+uint16_t LatentBits(int t, int h, int k) {
+  return TestValue(11, (uint64_t(t) * kHeads + h) * mla_tail::kLatentDim + k,
+                   Values::kRoundingIntegers);
+}
+uint16_t WeightBits(int h, int k, int d) {
+  return TestValue(12, (uint64_t(h) * mla_tail::kValueDim + d) * mla_tail::kLatentDim + k,
+                   Values::kRoundingIntegers);
+}
+uint16_t GateBits(int t, int column) {
+  return TestValue(13, uint64_t(t) * kColumns + column, Values::kGates);
+}
 
 template <typename T>
 T* DeviceCopy(const std::vector<T>& host) {
@@ -60,19 +71,23 @@ class EmbeddingSnippetsTest : public ::testing::Test {
       for (int h = 0; h < kHeads; ++h)
         for (int k = 0; k < mla_tail::kLatentDim; ++k)
           latent[(static_cast<size_t>(t) * kHeads + h) * mla_tail::kLatentDim + k] =
-              FloatToBf16(LatentValue(t, h, k));
+              LatentBits(t, h, k);
     std::vector<uint16_t> w_uv(size_t{kHeads} * mla_tail::kValueDim * mla_tail::kLatentDim);
     for (int h = 0; h < kHeads; ++h)
       for (int d = 0; d < mla_tail::kValueDim; ++d)
         for (int k = 0; k < mla_tail::kLatentDim; ++k)
           w_uv[(static_cast<size_t>(h) * mla_tail::kValueDim + d) * mla_tail::kLatentDim + k] =
-              FloatToBf16(WeightValue(h, k, d));
+              WeightBits(h, k, d);
     lengths_host_.resize(kRows);
     for (int r = 0; r < kRows; ++r) lengths_host_[r] = r % 5 == 3 ? 0 : 1 + r;
 
     latent_ = DeviceCopy(latent);
     w_uv_ = DeviceCopy(w_uv);
-    gate_ = DeviceCopy(std::vector<uint16_t>(size_t{kRows} * kColumns, 0));
+    std::vector<uint16_t> gate(size_t{kRows} * kColumns);
+    for (int t = 0; t < kRows; ++t)
+      for (int c = 0; c < kColumns; ++c)
+        gate[static_cast<size_t>(t) * kColumns + c] = GateBits(t, c);
+    gate_ = DeviceCopy(gate);
     lengths_ = DeviceCopy(lengths_host_);
     for (uint16_t*& out : outputs_) {
       out = DeviceCopy(std::vector<uint16_t>(size_t{kRows} * kColumns, 0xffff));
@@ -97,27 +112,31 @@ class EmbeddingSnippetsTest : public ::testing::Test {
                                     reinterpret_cast<mla_tail::bf16*>(outputs_[output]));
   }
 
-  // Compares output `output`'s first `rows` rows with the exact result (+0 beyond `active_rows`).
+  // Compares output `output`'s first `rows` rows with the reference (+0 beyond `active_rows`).
   void ExpectOutput(int output, int rows, int active_rows) {
     ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
     std::vector<uint16_t> got(size_t{kRows} * kColumns);
     ASSERT_EQ(cudaMemcpy(got.data(), outputs_[output], got.size() * 2, cudaMemcpyDeviceToHost),
               cudaSuccess);
+    mla_tail_testing::ReferenceInputs in;
+    in.heads = kHeads;
+    in.q = 1;
+    in.latent = LatentBits;
+    in.w_uv = WeightBits;
+    in.gate = GateBits;
+    in.lengths = [&](int t) { return t < active_rows ? lengths_host_[t] : 0; };
     int mismatches = 0;
     for (int t = 0; t < rows; ++t) {
-      const bool active = t < active_rows && lengths_host_[t] > 0;
       for (int h = 0; h < kHeads; ++h) {
         for (int d = 0; d < mla_tail::kValueDim; ++d) {
-          float sum = 0;  // exact: multiples of 2^-10 far below 2^24 of them
-          for (int k = 0; k < mla_tail::kLatentDim; ++k) {
-            sum += LatentValue(t, h, k) * WeightValue(h, k, d);
-          }
-          const uint16_t want = active ? FloatToBf16(Bf16ToFloat(FloatToBf16(sum)) * 0.5f) : 0;
           const uint16_t value =
               got[static_cast<size_t>(t) * kColumns + h * mla_tail::kValueDim + d];
-          if (value != want && ++mismatches <= 5) {
+          std::string why;
+          if (!mla_tail_testing::OutputAgrees(mla_tail_testing::ReferenceOutput(in, t, h, d), value,
+                                              /*exact=*/true, &why) &&
+              ++mismatches <= 5) {
             ADD_FAILURE() << "output " << output << " row " << t << " head " << h << " column " << d
-                          << ": got 0x" << std::hex << value << ", want 0x" << want;
+                          << ": " << why;
           }
         }
       }

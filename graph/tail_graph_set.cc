@@ -11,6 +11,7 @@
 #include "mla/internal/device_guard.h"
 #include "mla/internal/fault_hooks.h"
 #include "mla/internal/tail_access.h"
+#include "mla/kernels/launch.h"
 #include "mla/kernels/params.h"
 #include "mla_tail/graph/buckets.h"
 
@@ -31,7 +32,7 @@ struct TailGraphSet::Entry {
   bool template_stale = false;  // the template still holds older buffers (updated at export)
   cudaGraphNode_t value_node = nullptr, tables_node = nullptr;
   cudaKernelNodeParams value_launch{}, tables_launch{};
-  mla_tail::BmmPointerParams tables_args{};
+  internal::BmmPointerParams tables_args{};
 
   bool captured() const { return exec != nullptr; }
   void Destroy() {
@@ -59,10 +60,10 @@ absl::Status SetKernelArgs(cudaGraphExec_t exec, cudaGraphNode_t node,
   params.kernelParams = arguments;
   params.extra = nullptr;
   if (exec == nullptr) {
-    return mla_tail::CudaStatus(cudaGraphKernelNodeSetParams(node, &params),
+    return internal::CudaStatus(cudaGraphKernelNodeSetParams(node, &params),
                                 "cudaGraphKernelNodeSetParams");
   }
-  return mla_tail::CudaStatus(cudaGraphExecKernelNodeSetParams(exec, node, &params),
+  return internal::CudaStatus(cudaGraphExecKernelNodeSetParams(exec, node, &params),
                               "cudaGraphExecKernelNodeSetParams");
 }
 
@@ -99,7 +100,7 @@ absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int
                                                    " (multiples of q, rows <= bucket_rows)"));
   }
   if (rows == bucket_rows) return absl::OkStatus();
-  return mla_tail::CudaStatus(
+  return internal::CudaStatus(
       cudaMemsetAsync(lengths + rows / q, 0, size_t(bucket_rows - rows) / q * sizeof(int32_t),
                       stream),
       "cudaMemsetAsync(padding lengths)");
@@ -138,7 +139,7 @@ absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
 
   std::unique_ptr<TailGraphSet> set(new TailGraphSet(device, std::move(options), *std::move(tail)));
   set->stats_.scratch_bytes = static_cast<int64_t>(set->tail_->scratch_bytes());
-  mla_tail::DeviceGuard guard;
+  internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device));
   mla_tail::internal::RelaxedCaptureMode relaxed;
   MLA_RETURN_IF_CUDA_ERROR(cudaStreamCreateWithFlags(&set->capture_stream_, cudaStreamNonBlocking),
@@ -157,7 +158,7 @@ TailGraphSet::TailGraphSet(int device, GraphSetOptions options,
 
 TailGraphSet::~TailGraphSet() {
   mla_tail::internal::CudaErrorScope errors;
-  mla_tail::DeviceGuard guard;
+  internal::DeviceGuard guard;
   if (!guard.Enter(device_).ok()) return;
   mla_tail::internal::RelaxedCaptureMode relaxed;
   // An executable graph destroyed while launches of it are in flight is freed once they
@@ -237,7 +238,7 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
   if (!run.ok() || ended != cudaSuccess) {
     entry.Destroy();
     if (!run.ok()) return run;
-    return mla_tail::CudaStatus(ended,
+    return internal::CudaStatus(ended,
                                 absl::StrCat("capture of layer ", layer, ", bucket ", shape.rows));
   }
 
@@ -246,15 +247,15 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
   // own nodes refuse the question.
   size_t count = 0;
   absl::Status found =
-      mla_tail::CudaStatus(cudaGraphGetNodes(entry.graph, nullptr, &count), "cudaGraphGetNodes");
+      internal::CudaStatus(cudaGraphGetNodes(entry.graph, nullptr, &count), "cudaGraphGetNodes");
   std::vector<cudaGraphNode_t> nodes(count);
   if (found.ok()) {
-    found = mla_tail::CudaStatus(cudaGraphGetNodes(entry.graph, nodes.data(), &count),
+    found = internal::CudaStatus(cudaGraphGetNodes(entry.graph, nodes.data(), &count),
                                  "cudaGraphGetNodes");
   }
   // The kernel the tail launched for this shape (the fused kernels are different functions).
-  mla_tail::KernelLaunch fused_launch;
-  mla_tail::FusedTailParams fused_params;
+  internal::KernelLaunch fused_launch;
+  internal::FusedTailParams fused_params;
   if (entry.path == TailPath::kFused) {
     const absl::Status planned = mla_tail::internal::TailAccess::PlanFused(
         *tail_, shape, buffers, &fused_launch, &fused_params);
@@ -266,26 +267,26 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
   const void* value_kernel = fused_launch.function;
   for (size_t i = 0; found.ok() && i < count; ++i) {
     size_t dependencies = 0, dependents = 0;
-    found = mla_tail::CudaStatus(
+    found = internal::CudaStatus(
         cudaGraphNodeGetDependencies(nodes[i], nullptr, nullptr, &dependencies),
         "cudaGraphNodeGetDependencies");
     if (found.ok()) {
-      found = mla_tail::CudaStatus(
+      found = internal::CudaStatus(
           cudaGraphNodeGetDependentNodes(nodes[i], nullptr, nullptr, &dependents),
           "cudaGraphNodeGetDependentNodes");
     }
     if (!found.ok() || (dependencies > 0 && dependents > 0)) continue;
     cudaKernelNodeParams params;
-    found = mla_tail::CudaStatus(cudaGraphKernelNodeGetParams(nodes[i], &params),
+    found = internal::CudaStatus(cudaGraphKernelNodeGetParams(nodes[i], &params),
                                  "cudaGraphKernelNodeGetParams");
     if (!found.ok()) break;
     if (value_kernel != nullptr && params.func == value_kernel) {
       entry.value_node = nodes[i];
       entry.value_launch = params;
-    } else if (params.func == mla_tail::BmmPointersKernelAddress()) {
+    } else if (params.func == internal::BmmPointersKernelAddress()) {
       entry.tables_node = nodes[i];
       entry.tables_launch = params;
-      entry.tables_args = *static_cast<const mla_tail::BmmPointerParams*>(params.kernelParams[0]);
+      entry.tables_args = *static_cast<const internal::BmmPointerParams*>(params.kernelParams[0]);
     }
   }
   const bool complete =
@@ -311,7 +312,7 @@ absl::Status TailGraphSet::Capture(int layer, int bucket_index) {
   if (instantiated != cudaSuccess) {
     entry->exec = nullptr;
     entry->Destroy();
-    return mla_tail::CudaStatus(instantiated,
+    return internal::CudaStatus(instantiated,
                                 absl::StrCat("cudaGraphInstantiate (layer ", layer, ", bucket ",
                                              options_.buckets[bucket_index], ")"));
   }
@@ -335,7 +336,7 @@ absl::Status TailGraphSet::CaptureMeasured(int layer, int bucket_index) {
 
 absl::Status TailGraphSet::CaptureAll() {
   mla_tail::internal::CudaErrorScope errors;
-  mla_tail::DeviceGuard guard;
+  internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device_));
   for (int layer = 0; layer < options_.layers; ++layer) MLA_RETURN_IF_ERROR(CheckLayer(layer));
   mla_tail::internal::RelaxedCaptureMode relaxed;
@@ -349,13 +350,13 @@ absl::Status TailGraphSet::CaptureAll() {
       status = Capture(layer, b);
       if (status.ok()) {
         // Ahead of time, so that a first replay costs what every replay costs.
-        status = mla_tail::CudaStatus(cudaGraphUpload(EntryFor(layer, b).exec, capture_stream_),
+        status = internal::CudaStatus(cudaGraphUpload(EntryFor(layer, b).exec, capture_stream_),
                                       "cudaGraphUpload");
       }
     }
   }
   const absl::Status uploaded =
-      mla_tail::CudaStatus(cudaStreamSynchronize(capture_stream_), "graph uploads");
+      internal::CudaStatus(cudaStreamSynchronize(capture_stream_), "graph uploads");
   cudaMemGetInfo(&free_after, &total);
   if (free_after < free_before) stats_.graph_memory_bytes += int64_t(free_before - free_after);
   return status.ok() ? uploaded : status;
@@ -411,11 +412,11 @@ absl::Status TailGraphSet::WriteNodes(int bucket_index, const TailBuffers& buffe
   const TailShape shape{options_.heads, options_.buckets[bucket_index], options_.q};
   if (entry->path == TailPath::kFused) {
     return SetKernelArgs(exec, entry->value_node, entry->value_launch,
-                         mla_tail::MakeFusedTailParams(shape, buffers));
+                         internal::MakeFusedTailParams(shape, buffers));
   }
   return SetKernelArgs(
       exec, entry->tables_node, entry->tables_launch,
-      mla_tail::MakeBmmPointerParams(shape, buffers, entry->tables_args.values,
+      internal::MakeBmmPointerParams(shape, buffers, entry->tables_args.values,
                                      const_cast<void**>(entry->tables_args.a_table)));
 }
 
@@ -423,7 +424,7 @@ absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
   mla_tail::internal::CudaErrorScope errors;
   MLA_RETURN_IF_ERROR(CheckLayer(layer));
   MLA_RETURN_IF_ERROR(CheckRows(rows));
-  mla_tail::DeviceGuard guard;
+  internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device_));
   // A stream's device never changes: asking CUDA once per stream keeps two driver queries off
   // every replay.
@@ -465,7 +466,7 @@ absl::StatusOr<cudaGraph_t> TailGraphSet::ExportGraph(int layer, int rows) {
   MLA_RETURN_IF_ERROR(CheckRows(rows));
   absl::StatusOr<int> bucket = FindBucket(options_.buckets, rows);
   if (!bucket.ok()) return bucket.status();
-  mla_tail::DeviceGuard guard;
+  internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device_));
   if (!EntryFor(layer, *bucket).captured()) {
     MLA_RETURN_IF_ERROR(CaptureMeasured(layer, *bucket));

@@ -8,6 +8,7 @@
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/device_guard.h"
 #include "mla/internal/tail_access.h"
+#include "mla/kernels/launch.h"
 #include "mla/kernels/params.h"
 
 namespace mla_tail {
@@ -20,7 +21,7 @@ class TailNodeBuilder {
   // Validates what a tail node needs and plans its launch (nothing is added yet).
   static absl::StatusOr<TailNode> Plan(const mla_tail::MlaTail& tail, const TailShape& shape,
                                        const TailBuffers& buffers,
-                                       mla_tail::FusedTailParams* params) {
+                                       internal::FusedTailParams* params) {
     MLA_RETURN_IF_ERROR(mla_tail::ValidateTail(shape, buffers));
     if (mla_tail::MlaTail::Resolve(mla_tail::TailPath::kAuto, shape) !=
         mla_tail::TailPath::kFused) {
@@ -28,7 +29,7 @@ class TailNodeBuilder {
           "graph nodes hold the fused path only; the rule takes the BMM path at heads = ",
           shape.heads, ", rows = ", shape.rows, ": use MlaTail::Run or TailGraphSet there"));
     }
-    mla_tail::KernelLaunch launch;
+    internal::KernelLaunch launch;
     MLA_RETURN_IF_ERROR(
         mla_tail::internal::TailAccess::PlanFused(tail, shape, buffers, &launch, params));
     TailNode nodes;
@@ -48,8 +49,8 @@ class TailNodeBuilder {
   // Points the node at `buffers`: in `exec`, or in the graph itself when `exec` is null.
   static absl::Status Write(TailNode& nodes, cudaGraphExec_t exec, const TailBuffers& buffers);
 
-  static mla_tail::KernelLaunch LaunchOf(const TailNode& nodes) {
-    mla_tail::KernelLaunch launch;
+  static internal::KernelLaunch LaunchOf(const TailNode& nodes) {
+    internal::KernelLaunch launch;
     launch.function = nodes.function_;
     launch.grid = nodes.grid_;
     launch.block = nodes.block_;
@@ -80,9 +81,9 @@ absl::Status TailNodeBuilder::Write(TailNode& nodes, cudaGraphExec_t exec,
   mla_tail::internal::CudaErrorScope errors;
   if (nodes.node_ == nullptr) return absl::FailedPreconditionError("this TailNode holds no node");
   MLA_RETURN_IF_ERROR(mla_tail::ValidateTail(nodes.shape_, buffers));
-  mla_tail::DeviceGuard guard;
+  internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(nodes.device_));
-  mla_tail::FusedTailParams params = mla_tail::MakeFusedTailParams(nodes.shape_, buffers);
+  internal::FusedTailParams params = internal::MakeFusedTailParams(nodes.shape_, buffers);
   void* arguments[] = {&params};
   const cudaKernelNodeParams p =
       KernelParams(nodes.function_, nodes.grid_, nodes.block_, nodes.smem_bytes_, arguments);
@@ -112,10 +113,10 @@ absl::StatusOr<TailNode> AddTailNode(const mla_tail::MlaTail& tail, cudaGraph_t 
                                      const TailNodeOptions& options) {
   mla_tail::internal::CudaErrorScope errors;
   if (graph == nullptr) return absl::InvalidArgumentError("graph is null");
-  mla_tail::FusedTailParams params;
+  internal::FusedTailParams params;
   absl::StatusOr<TailNode> nodes = TailNodeBuilder::Plan(tail, shape, buffers, &params);
   if (!nodes.ok()) return nodes.status();
-  mla_tail::DeviceGuard guard;
+  internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(tail.device()));
 
   // A programmatic edge only from kernel nodes (CUDA defines the port on those alone).
@@ -135,7 +136,7 @@ absl::StatusOr<TailNode> AddTailNode(const mla_tail::MlaTail& tail, cudaGraph_t 
     }
   }
 
-  const mla_tail::KernelLaunch launch = TailNodeBuilder::LaunchOf(*nodes);
+  const internal::KernelLaunch launch = TailNodeBuilder::LaunchOf(*nodes);
   void* arguments[] = {&params};
   cudaGraphNodeParams node_params = {};
   node_params.type = cudaGraphNodeTypeKernel;
@@ -157,10 +158,10 @@ absl::StatusOr<TailNode> AddTailNode(const mla_tail::MlaTail& tail, cudaGraph_t 
 absl::StatusOr<TailNode> RecordTailNode(const mla_tail::MlaTail& tail, cudaStream_t stream,
                                         const TailShape& shape, const TailBuffers& buffers) {
   mla_tail::internal::CudaErrorScope errors;
-  mla_tail::FusedTailParams params;
+  internal::FusedTailParams params;
   absl::StatusOr<TailNode> nodes = TailNodeBuilder::Plan(tail, shape, buffers, &params);
   if (!nodes.ok()) return nodes.status();
-  mla_tail::DeviceGuard guard;
+  internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(tail.device()));
   absl::StatusOr<bool> capturing = mla_tail::internal::IsCapturing(stream);
   if (!capturing.ok()) return capturing.status();
@@ -170,9 +171,9 @@ absl::StatusOr<TailNode> RecordTailNode(const mla_tail::MlaTail& tail, cudaStrea
   }
   // Recorded as MlaTail::Run records it (the launch attribute makes the edge programmatic);
   // the capture's dependency set is then exactly the new node.
-  const mla_tail::KernelLaunch launch = TailNodeBuilder::LaunchOf(*nodes);
-  MLA_RETURN_IF_CUDA_ERROR(mla_tail::LaunchFusedKernel(launch, params, stream, tail.options().pdl),
-                           "ColumnSplit launch (captured)");
+  const internal::KernelLaunch launch = TailNodeBuilder::LaunchOf(*nodes);
+  MLA_RETURN_IF_CUDA_ERROR(internal::LaunchKernel(launch, &params, stream, tail.options().pdl),
+                           "fused kernel launch (captured)");
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   const cudaGraphNode_t* after = nullptr;
   size_t count = 0;

@@ -9,22 +9,22 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "mla/kernels/params.h"
+#include "mla/kernels/launch.h"
 
 namespace mla_tail {
 namespace {
 
 constexpr int kH200 = 132;  // the GPU the rule was measured on (multiprocessors)
 
-// The function PlanFusedKernel launches for a shape and kernel.
+// The function internal::PlanFusedKernel launches for a shape and kernel.
 const void* KernelFunction(int heads, int rows, FusedKernel kernel = FusedKernel::kAuto,
                            int multiprocessors = kH200) {
-  FusedTailParams params = {};
+  internal::FusedTailParams params = {};
   params.heads = heads;
   params.rows = rows;
   params.q = 1;
-  KernelLaunch launch;
-  EXPECT_EQ(PlanFusedKernel(params, kernel, multiprocessors, &launch), cudaSuccess);
+  internal::KernelLaunch launch;
+  EXPECT_EQ(internal::PlanFusedKernel(params, kernel, multiprocessors, &launch), cudaSuccess);
   return launch.function;
 }
 
@@ -37,9 +37,9 @@ TEST(FusedKernelTest, ResolvesToOneKernel) {
       SCOPED_TRACE(absl::StrCat("heads ", heads, " rows ", rows));
       const auto& kernels = kFusedKernels;
       for (V forced : kernels) {
-        EXPECT_EQ(ResolveFusedKernel(forced, heads, rows, kH200), forced);
+        EXPECT_EQ(internal::ResolveFusedKernel(forced, heads, rows, kH200), forced);
       }
-      const V automatic = ResolveFusedKernel(V::kAuto, heads, rows, kH200);
+      const V automatic = internal::ResolveFusedKernel(V::kAuto, heads, rows, kH200);
       EXPECT_NE(std::find(std::begin(kernels), std::end(kernels), automatic), std::end(kernels));
       EXPECT_EQ(KernelFunction(heads, rows, V::kAuto), KernelFunction(heads, rows, automatic));
       for (V a : kernels) {
@@ -144,8 +144,8 @@ TEST(DispatchTest, FollowsTheMultiprocessorCount) {
   EXPECT_EQ(DispatchFusedKernel(8, 1024, kH200), FusedKernel::kTile64x128);
   EXPECT_EQ(DispatchFusedKernel(7, 1024, 114), FusedKernel::kTile64x128);
   EXPECT_NE(DispatchFusedKernel(8, 1024, 114), FusedKernel::kTile64x128);
-  EXPECT_EQ(ColumnSplitBlockRows(99, 8, kH200), 8);
-  EXPECT_EQ(ColumnSplitBlockRows(99, 8, 114), 16);
+  EXPECT_EQ(internal::ColumnSplitBlockRows(99, 8, kH200), 8);
+  EXPECT_EQ(internal::ColumnSplitBlockRows(99, 8, 114), 16);
 }
 
 // ColumnSplit's rows a block, against the measurements (docs/design.md): 8 (latent in registers)
@@ -155,32 +155,33 @@ TEST(DispatchTest, FollowsTheMultiprocessorCount) {
 TEST(ColumnSplitBlockRowsTest, EightRowsWhereTheyFitOneWave) {
   for (int heads : {1, 12, 64, 96, 99}) {
     for (int rows : {1, 8})
-      EXPECT_EQ(ColumnSplitBlockRows(heads, rows, kH200), 8) << heads << " x " << rows;
+      EXPECT_EQ(internal::ColumnSplitBlockRows(heads, rows, kH200), 8) << heads << " x " << rows;
   }
   for (int heads : {1, 8, 12, 16}) {
     for (int rows : {9, 16})
-      EXPECT_EQ(ColumnSplitBlockRows(heads, rows, kH200), 8) << heads << " x " << rows;
+      EXPECT_EQ(internal::ColumnSplitBlockRows(heads, rows, kH200), 8) << heads << " x " << rows;
   }
   for (int heads : {17, 24, 32, 64}) {
     for (int rows : {9, 16}) {
-      EXPECT_EQ(ColumnSplitBlockRows(heads, rows, kH200), 16) << heads << " x " << rows;
+      EXPECT_EQ(internal::ColumnSplitBlockRows(heads, rows, kH200), 16) << heads << " x " << rows;
     }
   }
   for (int heads : {1, 3, 8}) {
     for (int rows : {17, 24, 32}) {
-      EXPECT_EQ(ColumnSplitBlockRows(heads, rows, kH200), 8) << heads << " x " << rows;
+      EXPECT_EQ(internal::ColumnSplitBlockRows(heads, rows, kH200), 8) << heads << " x " << rows;
     }
   }
-  EXPECT_EQ(ColumnSplitBlockRows(8, 33, kH200), 16);
-  EXPECT_EQ(ColumnSplitBlockRows(9, 32, kH200), 16);
-  EXPECT_EQ(ColumnSplitBlockRows(11, 24, kH200), 8);
+  EXPECT_EQ(internal::ColumnSplitBlockRows(8, 33, kH200), 16);
+  EXPECT_EQ(internal::ColumnSplitBlockRows(9, 32, kH200), 16);
+  EXPECT_EQ(internal::ColumnSplitBlockRows(11, 24, kH200), 8);
   EXPECT_EQ(KernelFunction(8, 32, FusedKernel::kColumnSplit),
             KernelFunction(8, 1, FusedKernel::kColumnSplit));
-  for (int rows : {1, 8, 16}) EXPECT_EQ(ColumnSplitBlockRows(100, rows, kH200), 16) << rows;
-  EXPECT_EQ(ColumnSplitBlockRows(128, 4, kH200), 16);
-  EXPECT_EQ(ColumnSplitBlockRows(12, 17, kH200), 16);
-  EXPECT_EQ(ColumnSplitBlockRows(12, 32, kH200), 16);
-  EXPECT_EQ(ColumnSplitBlockRows(128, 32, kH200), 32);
+  for (int rows : {1, 8, 16})
+    EXPECT_EQ(internal::ColumnSplitBlockRows(100, rows, kH200), 16) << rows;
+  EXPECT_EQ(internal::ColumnSplitBlockRows(128, 4, kH200), 16);
+  EXPECT_EQ(internal::ColumnSplitBlockRows(12, 17, kH200), 16);
+  EXPECT_EQ(internal::ColumnSplitBlockRows(12, 32, kH200), 16);
+  EXPECT_EQ(internal::ColumnSplitBlockRows(128, 32, kH200), 32);
   EXPECT_NE(KernelFunction(12, 8, FusedKernel::kColumnSplit),
             KernelFunction(12, 17, FusedKernel::kColumnSplit));
   EXPECT_NE(KernelFunction(128, 8, FusedKernel::kColumnSplit),
@@ -190,7 +191,7 @@ TEST(ColumnSplitBlockRowsTest, EightRowsWhereTheyFitOneWave) {
 // LatentSplit: 8-row blocks of 8 warps up to 8 rows, 16-row blocks of 4 warps above; 16
 // columns a block.
 TEST(LatentSplitTest, RowsAndWarpsByBatch) {
-  FusedTailParams params = {};
+  internal::FusedTailParams params = {};
   params.heads = 12;
   params.q = 1;
   for (const auto& [rows, tiles, threads] : {std::tuple{1, 1, 256},
@@ -200,8 +201,9 @@ TEST(LatentSplitTest, RowsAndWarpsByBatch) {
                                              {17, 2, 128},
                                              {32, 2, 128}}) {
     params.rows = rows;
-    KernelLaunch launch;
-    ASSERT_EQ(PlanFusedKernel(params, FusedKernel::kLatentSplit, kH200, &launch), cudaSuccess);
+    internal::KernelLaunch launch;
+    ASSERT_EQ(internal::PlanFusedKernel(params, FusedKernel::kLatentSplit, kH200, &launch),
+              cudaSuccess);
     EXPECT_EQ(launch.grid.x, 8u) << rows;
     EXPECT_EQ(launch.grid.y, 12u) << rows;
     EXPECT_EQ(launch.grid.z, static_cast<unsigned>(tiles)) << rows;

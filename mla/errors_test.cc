@@ -11,13 +11,13 @@
 namespace mla_tail {
 namespace {
 
-TEST(CudaStatusTest, SuccessIsOk) { EXPECT_TRUE(CudaStatus(cudaSuccess, "x").ok()); }
+TEST(CudaStatusTest, SuccessIsOk) { EXPECT_TRUE(internal::CudaStatus(cudaSuccess, "x").ok()); }
 
 TEST(CudaStatusTest, StickyErrorsAreDataLossAndCarryTheirError) {
   for (cudaError_t error :
        {cudaErrorIllegalAddress, cudaErrorLaunchFailure, cudaErrorIllegalInstruction,
         cudaErrorMisalignedAddress, cudaErrorHardwareStackError, cudaErrorECCUncorrectable}) {
-    const absl::Status status = CudaStatus(error, "ColumnSplit launch");
+    const absl::Status status = internal::CudaStatus(error, "ColumnSplit launch");
     EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
     EXPECT_TRUE(IsStickyCudaError(status)) << status;
     ASSERT_TRUE(CudaErrorOf(status).has_value());
@@ -42,7 +42,7 @@ TEST(CudaStatusTest, TransientErrorsAreNotSticky) {
       {cudaErrorNotReady, absl::StatusCode::kInternal},
   };
   for (const auto& c : cases) {
-    const absl::Status status = CudaStatus(c.error, "call");
+    const absl::Status status = internal::CudaStatus(c.error, "call");
     EXPECT_EQ(status.code(), c.code) << status;
     EXPECT_FALSE(IsStickyCudaError(status)) << status;
     ASSERT_TRUE(CudaErrorOf(status).has_value());

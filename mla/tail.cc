@@ -14,6 +14,7 @@
 #include "mla/internal/device_guard.h"
 #include "mla/internal/tail_access.h"
 #include "mla/internal/value_bmm.h"
+#include "mla/kernels/launch.h"
 #include "mla/kernels/params.h"
 #include "mla_tail/mla/dispatch.h"
 
@@ -30,7 +31,7 @@ absl::StatusOr<cublasLtHandle_t> SharedCublasLt(int device) {
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = handles->find(device); it != handles->end()) return it->second;
   cublasLtHandle_t handle = nullptr;
-  MLA_RETURN_IF_ERROR(CublasStatus(cublasLtCreate(&handle), "cublasLtCreate"));
+  MLA_RETURN_IF_ERROR(internal::CublasStatus(cublasLtCreate(&handle), "cublasLtCreate"));
   handles->emplace(device, handle);
   return handle;
 }
@@ -69,11 +70,11 @@ struct MlaTail::Impl {
       return H::combine(std::move(h), k.heads, k.rows, k.latent_row_stride, k.w_row_stride);
     }
   };
-  absl::flat_hash_map<PlanKey, ValueBmm> plans;
+  absl::flat_hash_map<PlanKey, internal::ValueBmm> plans;
 
   absl::Status AllocateBmmScratch();
-  absl::StatusOr<const ValueBmm*> Plan(const TailShape& shape, const TailBuffers& buffers,
-                                       bool capturing);
+  absl::StatusOr<const internal::ValueBmm*> Plan(const TailShape& shape, const TailBuffers& buffers,
+                                                 bool capturing);
   absl::Status RunFused(const TailShape& shape, const TailBuffers& buffers,
                         cudaStream_t stream) const;
   absl::Status RunBmm(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream);
@@ -107,18 +108,18 @@ absl::StatusOr<std::unique_ptr<MlaTail>> MlaTail::Create(int device, const TailO
     return absl::InvalidArgumentError(absl::StrCat("TailOptions.max_rows = ", options.max_rows,
                                                    " is outside [1, ", kMaxRows, "]"));
   }
-  MLA_RETURN_IF_ERROR(CheckDevice(device));
-  DeviceGuard guard;
+  MLA_RETURN_IF_ERROR(internal::CheckDevice(device));
+  internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device));
   internal::RelaxedCaptureMode relaxed;
 
   auto impl = std::make_unique<Impl>();
   impl->device = device;
   impl->options = options;
-  MLA_RETURN_IF_CUDA_ERROR(MultiprocessorCount(device, &impl->multiprocessors),
+  MLA_RETURN_IF_CUDA_ERROR(internal::MultiprocessorCount(device, &impl->multiprocessors),
                            "cudaDeviceGetAttribute(multiprocessors)");
   // Loaded now, so that a first Run() inside a capture loads nothing.
-  MLA_RETURN_IF_CUDA_ERROR(LoadTailKernels(), "loading the tail's kernels");
+  MLA_RETURN_IF_CUDA_ERROR(internal::LoadTailKernels(), "loading the tail's kernels");
   return std::unique_ptr<MlaTail>(new MlaTail(std::move(impl)));
 }
 
@@ -126,7 +127,7 @@ MlaTail::~MlaTail() {
   BmmScratch& s = impl_->bmm;
   if (s.stream == nullptr) return;  // the fused path holds no device memory
   internal::CudaErrorScope errors;
-  DeviceGuard guard;
+  internal::DeviceGuard guard;
   if (!guard.Enter(impl_->device).ok()) return;
   internal::RelaxedCaptureMode relaxed;
   // Stream order: the frees wait for the last eager BMM run on the GPU, the host does not.
@@ -153,11 +154,11 @@ absl::Status MlaTail::Impl::AllocateBmmScratch() {
     if (s.last_run != nullptr) cudaEventDestroy(s.last_run);
     cudaStreamDestroy(s.stream);
   };
-  absl::Status status = CudaStatus(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking),
-                                   "cudaStreamCreate(BMM scratch)");
+  absl::Status status = internal::CudaStatus(
+      cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate(BMM scratch)");
   if (status.ok()) {
-    status = CudaStatus(cudaEventCreateWithFlags(&s.last_run, cudaEventDisableTiming),
-                        "cudaEventCreate(BMM runs)");
+    status = internal::CudaStatus(cudaEventCreateWithFlags(&s.last_run, cudaEventDisableTiming),
+                                  "cudaEventCreate(BMM runs)");
   }
   if (status.ok()) {
     absl::StatusOr<cublasLtHandle_t> handle = SharedCublasLt(device);
@@ -167,33 +168,34 @@ absl::Status MlaTail::Impl::AllocateBmmScratch() {
   const size_t values_bytes =
       static_cast<size_t>(options.max_heads) * options.max_rows * kValueDim * sizeof(bf16);
   if (status.ok() && options.workspace_bytes > 0) {
-    status = CudaStatus(cudaMallocAsync(&s.workspace, options.workspace_bytes, s.stream),
-                        "cudaMallocAsync(cuBLASLt workspace)");
+    status = internal::CudaStatus(cudaMallocAsync(&s.workspace, options.workspace_bytes, s.stream),
+                                  "cudaMallocAsync(cuBLASLt workspace)");
   }
   if (status.ok()) {
-    status =
-        CudaStatus(cudaMallocAsync(reinterpret_cast<void**>(&s.values), values_bytes, s.stream),
-                   "cudaMallocAsync(BMM values)");
+    status = internal::CudaStatus(
+        cudaMallocAsync(reinterpret_cast<void**>(&s.values), values_bytes, s.stream),
+        "cudaMallocAsync(BMM values)");
   }
   if (status.ok()) {
-    status = CudaStatus(cudaMallocAsync(&s.operand_tables, kOperandTableBytes, s.stream),
-                        "cudaMallocAsync(BMM operand tables)");
+    status = internal::CudaStatus(
+        cudaMallocAsync(&s.operand_tables, internal::kOperandTableBytes, s.stream),
+        "cudaMallocAsync(BMM operand tables)");
   }
   // NaN until the GEMM writes it: a value the GEMM failed to write shows in the output, and
   // initcheck, which cannot follow cuBLASLt's bulk-copy stores, sees defined memory.
   if (status.ok()) {
-    status = CudaStatus(cudaMemsetAsync(s.values, 0xff, values_bytes, s.stream),
-                        "cudaMemsetAsync(BMM values)");
+    status = internal::CudaStatus(cudaMemsetAsync(s.values, 0xff, values_bytes, s.stream),
+                                  "cudaMemsetAsync(BMM values)");
   }
   // The memory must be usable from any stream before the first run: wait for our own stream.
   if (status.ok()) {
-    status = CudaStatus(cudaStreamSynchronize(s.stream), "allocating the BMM scratch");
+    status = internal::CudaStatus(cudaStreamSynchronize(s.stream), "allocating the BMM scratch");
   }
   if (!status.ok()) {
     release();
     return status;
   }
-  s.bytes = options.workspace_bytes + values_bytes + kOperandTableBytes;
+  s.bytes = options.workspace_bytes + values_bytes + internal::kOperandTableBytes;
   bmm = s;
   return absl::OkStatus();
 }
@@ -204,8 +206,8 @@ TailPath MlaTail::Resolve(TailPath path, const TailShape& shape) {
 }
 
 FusedKernel MlaTail::FusedKernelFor(const TailShape& shape) const {
-  return ResolveFusedKernel(impl_->options.fused_kernel, shape.heads, shape.rows,
-                            impl_->multiprocessors);
+  return internal::ResolveFusedKernel(impl_->options.fused_kernel, shape.heads, shape.rows,
+                                      impl_->multiprocessors);
 }
 
 absl::Status MlaTail::CheckStream(cudaStream_t stream) const {
@@ -227,8 +229,9 @@ absl::Status MlaTail::CheckStream(cudaStream_t stream) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<const ValueBmm*> MlaTail::Impl::Plan(const TailShape& shape,
-                                                    const TailBuffers& buffers, bool capturing) {
+absl::StatusOr<const internal::ValueBmm*> MlaTail::Impl::Plan(const TailShape& shape,
+                                                              const TailBuffers& buffers,
+                                                              bool capturing) {
   if (!options.bmm) {
     return absl::FailedPreconditionError(
         "this MlaTail was created without the BMM path (TailOptions::bmm = false)");
@@ -247,14 +250,14 @@ absl::StatusOr<const ValueBmm*> MlaTail::Impl::Plan(const TailShape& shape,
         " and these strides: call PrepareBmm() before capturing"));
   }
   MLA_RETURN_IF_ERROR(AllocateBmmScratch());
-  ValueBmmShape bmm_shape;
+  internal::ValueBmmShape bmm_shape;
   bmm_shape.heads = shape.heads;
   bmm_shape.rows = shape.rows;
   bmm_shape.latent_row_stride = buffers.latent_row_stride;
   bmm_shape.w_head_stride = buffers.w_head_stride;
   bmm_shape.w_row_stride = buffers.w_row_stride;
-  absl::StatusOr<ValueBmm> plan = ValueBmm::Create(
-      bmm.cublaslt, bmm_shape, BmmBatchMode::kPointerArray, options.workspace_bytes);
+  absl::StatusOr<internal::ValueBmm> plan = internal::ValueBmm::Create(
+      bmm.cublaslt, bmm_shape, internal::BmmBatchMode::kPointerArray, options.workspace_bytes);
   if (!plan.ok()) return plan.status();
   return &plans.emplace(key, *std::move(plan)).first->second;
 }
@@ -262,7 +265,7 @@ absl::StatusOr<const ValueBmm*> MlaTail::Impl::Plan(const TailShape& shape,
 absl::Status MlaTail::PrepareBmm(const TailShape& shape, const TailBuffers& buffers) {
   internal::CudaErrorScope errors;
   MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
-  DeviceGuard guard;
+  internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(impl_->device));
   return impl_->Plan(shape, buffers, /*capturing=*/false).status();
 }
@@ -271,7 +274,7 @@ absl::Status MlaTail::Run(const TailShape& shape, const TailBuffers& buffers, cu
                           TailPath path) {
   internal::CudaErrorScope errors;
   MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
-  DeviceGuard guard;
+  internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(impl_->device));
   MLA_RETURN_IF_ERROR(CheckStream(stream));
   return Resolve(path, shape) == TailPath::kBmm ? impl_->RunBmm(shape, buffers, stream)
@@ -280,11 +283,13 @@ absl::Status MlaTail::Run(const TailShape& shape, const TailBuffers& buffers, cu
 
 absl::Status MlaTail::Impl::RunFused(const TailShape& shape, const TailBuffers& b,
                                      cudaStream_t stream) const {
-  const FusedTailParams params = MakeFusedTailParams(shape, b);
-  KernelLaunch launch;
-  MLA_RETURN_IF_CUDA_ERROR(PlanFusedKernel(params, options.fused_kernel, multiprocessors, &launch),
-                           "planning the fused kernel");
-  return CudaStatus(LaunchFusedKernel(launch, params, stream, options.pdl), "ColumnSplit launch");
+  const internal::FusedTailParams params = internal::MakeFusedTailParams(shape, b);
+  internal::KernelLaunch launch;
+  MLA_RETURN_IF_CUDA_ERROR(
+      internal::PlanFusedKernel(params, options.fused_kernel, multiprocessors, &launch),
+      "planning the fused kernel");
+  return internal::CudaStatus(internal::LaunchKernel(launch, &params, stream, options.pdl),
+                              "fused kernel launch");
 }
 
 absl::Status MlaTail::Impl::RunBmm(const TailShape& shape, const TailBuffers& b,
@@ -292,15 +297,18 @@ absl::Status MlaTail::Impl::RunBmm(const TailShape& shape, const TailBuffers& b,
   absl::StatusOr<bool> capturing = internal::IsCapturing(stream);
   if (!capturing.ok()) return capturing.status();
   // Planned before anything is enqueued, so a missing algorithm launches nothing.
-  absl::StatusOr<const ValueBmm*> plan = Plan(shape, b, *capturing);
+  absl::StatusOr<const internal::ValueBmm*> plan = Plan(shape, b, *capturing);
   if (!plan.ok()) return plan.status();
 
-  const BmmPointerParams tables = MakeBmmPointerParams(shape, b, bmm.values, bmm.operand_tables);
-  MLA_RETURN_IF_CUDA_ERROR(LaunchBmmPointers(tables, stream, options.pdl), "BmmPointers launch");
+  const internal::BmmPointerParams tables =
+      internal::MakeBmmPointerParams(shape, b, bmm.values, bmm.operand_tables);
+  MLA_RETURN_IF_CUDA_ERROR(internal::LaunchBmmPointers(tables, stream, options.pdl),
+                           "BmmPointers launch");
   MLA_RETURN_IF_ERROR((*plan)->RunPointerArray(tables.a_table, tables.b_table, tables.d_table,
                                                bmm.workspace, stream));
-  MLA_RETURN_IF_CUDA_ERROR(LaunchBmmGate(MakeBmmGateParams(shape, tables), stream, options.pdl),
-                           "BmmGateKernel launch");
+  MLA_RETURN_IF_CUDA_ERROR(
+      internal::LaunchBmmGate(internal::MakeBmmGateParams(shape, tables), stream, options.pdl),
+      "BmmGateKernel launch");
   // What the destructor's frees wait for. A captured run is the caller's graph's to order.
   if (!*capturing) {
     MLA_RETURN_IF_CUDA_ERROR(cudaEventRecord(bmm.last_run, stream), "cudaEventRecord");

@@ -155,14 +155,79 @@ TEST(ValidateTailTest, RefusesAnOutputThatOverlapsAnInput) {
   b = f.buffers;
   b.output = const_cast<bf16*>(b.latent) + 64;
   EXPECT_THAT(std::string(ValidateTail(f.shape, b).message()), HasSubstr("output overlaps latent"));
-  // A gate that is a slice of a wider row, interleaved with the output, overlaps too.
-  std::vector<bf16> wide(size_t(16) * 2 * 512 + 16);
   b = f.buffers;
+  b.output = const_cast<bf16*>(b.w_uv) + 3 * 128 * 512 + 8;  // inside head 3
+  EXPECT_THAT(std::string(ValidateTail(f.shape, b).message()),
+              HasSubstr("output overlaps w_uv (head 3)"));
+  b = f.buffers;
+  b.lengths = reinterpret_cast<const int32_t*>(b.output + 16 * 512 - 2);  // the last element
+  EXPECT_THAT(std::string(ValidateTail(f.shape, b).message()),
+              HasSubstr("output overlaps lengths"));
+}
+
+// The bytes each tensor touches are compared, row by row: a gate sliced from a wider row may
+// share its rows with the output as long as no byte is both.
+TEST(ValidateTailTest, GateAndOutputMayInterleaveInOneRow) {
+  Fixture f({4, 16, 1});  // 512 elements a row
+  std::vector<bf16> wide(size_t(16) * 1024 + 16);
+  TailBuffers b = f.buffers;
   b.gate = Fixture::Aligned(wide);
   b.gate_row_stride = 1024;
   b.output = Fixture::Aligned(wide) + 512;
   b.output_row_stride = 1024;
+  EXPECT_TRUE(ValidateTail(f.shape, b).ok()) << ValidateTail(f.shape, b);
+  // The output first in each row, the gate second.
+  b.output = Fixture::Aligned(wide);
+  b.gate = Fixture::Aligned(wide) + 512;
+  EXPECT_TRUE(ValidateTail(f.shape, b).ok()) << ValidateTail(f.shape, b);
+  // Shifted by 8 elements, each output row's last 8 elements are the next gate row's first.
+  b.output = Fixture::Aligned(wide) + 520;
+  b.gate = Fixture::Aligned(wide);
   EXPECT_THAT(std::string(ValidateTail(f.shape, b).message()), HasSubstr("output overlaps gate"));
+  // ... and 8 elements the other way, each output row's first 8 are its gate row's last.
+  b.output = Fixture::Aligned(wide) + 504;
+  EXPECT_THAT(std::string(ValidateTail(f.shape, b).message()), HasSubstr("output overlaps gate"));
+}
+
+TEST(ValidateTailTest, OverlapsOfRowsAtDifferentStrides) {
+  Fixture f({4, 16, 1});  // output and gate rows of 512 elements
+  std::vector<bf16> wide(size_t(16) * 2048 + 16);
+  bf16* base = Fixture::Aligned(wide);
+  TailBuffers b = f.buffers;
+  // The gate's rows 1024 apart, the output's 1536 apart from 512: output row 1 (at 2048) is gate
+  // row 2.
+  b.gate = base;
+  b.gate_row_stride = 1024;
+  b.output = base + 512;
+  b.output_row_stride = 1536;
+  EXPECT_THAT(std::string(ValidateTail(f.shape, b).message()), HasSubstr("output overlaps gate"));
+  // Rows 2048 apart against 1024 apart, offset by 512: the output sits in the gate's gaps.
+  b.output_row_stride = 2048;
+  EXPECT_TRUE(ValidateTail(f.shape, b).ok()) << ValidateTail(f.shape, b);
+}
+
+TEST(ValidateTailTest, OutputInTheGapsOfW_UV) {
+  // W_UV as the V half of kv_b_proj: each head's K half (128 rows) is never read, and an output
+  // there overlaps nothing; W_UV rows padded beyond 512 leave gaps too.
+  Fixture f({1, 16, 1});  // output: 16 rows of 128 elements
+  std::vector<bf16> kv_b_proj(size_t(2) * 256 * 512 + 16);
+  bf16* base = Fixture::Aligned(kv_b_proj);
+  TailBuffers b = f.buffers;
+  b.w_uv = base + 128 * 512;
+  b.output = base;  // the K half of head 0
+  EXPECT_TRUE(ValidateTail(f.shape, b).ok()) << ValidateTail(f.shape, b);
+  b.output = base + 127 * 512 + 8;  // its last 8 elements meet W_UV's first
+  EXPECT_THAT(std::string(ValidateTail(f.shape, b).message()), HasSubstr("output overlaps w_uv"));
+  // Rows of 640 elements: 128 elements after each row of 512 are not read.
+  std::vector<bf16> padded(size_t(128) * 640 + 16);
+  b = f.buffers;
+  b.w_uv = Fixture::Aligned(padded);
+  b.w_row_stride = 640;
+  b.output = Fixture::Aligned(padded) + 512;
+  b.output_row_stride = 640;
+  EXPECT_TRUE(ValidateTail(f.shape, b).ok()) << ValidateTail(f.shape, b);
+  b.output_row_stride = 648;  // drifts into W_UV's rows
+  EXPECT_THAT(std::string(ValidateTail(f.shape, b).message()), HasSubstr("output overlaps w_uv"));
 }
 
 }  // namespace

@@ -388,6 +388,156 @@ INSTANTIATE_TEST_SUITE_P(PathsAndModes, ReplayInCaptureTest,
                                                    : "Relaxed");
                          });
 
+// The only node that depends on `upstream`, with the edge's data.
+struct Dependent {
+  cudaGraphNode_t node = nullptr;
+  cudaGraphEdgeData edge = {};
+};
+absl::StatusOr<Dependent> OnlyDependent(cudaGraphNode_t upstream) {
+  size_t count = 0;
+  if (cudaGraphNodeGetDependentNodes(upstream, nullptr, nullptr, &count) != cudaSuccess ||
+      count != 1) {
+    return absl::InternalError(absl::StrCat("expected one dependent node, found ", count));
+  }
+  Dependent d;
+  if (cudaGraphNodeGetDependentNodes(upstream, &d.node, &d.edge, &count) != cudaSuccess) {
+    return absl::InternalError("cudaGraphNodeGetDependentNodes");
+  }
+  return d;
+}
+
+// The only root node of a graph.
+absl::StatusOr<cudaGraphNode_t> OnlyRoot(cudaGraph_t graph) {
+  size_t count = 0;
+  if (cudaGraphGetRootNodes(graph, nullptr, &count) != cudaSuccess || count != 1) {
+    return absl::InternalError(absl::StrCat("expected one root node, found ", count));
+  }
+  cudaGraphNode_t root = nullptr;
+  if (cudaGraphGetRootNodes(graph, &root, &count) != cudaSuccess) {
+    return absl::InternalError("cudaGraphGetRootNodes");
+  }
+  return root;
+}
+
+class PdlOptionTest : public GpuStreamTest<::testing::TestWithParam<bool>> {};
+
+// TailOptions::pdl and GraphSetOptions::pdl decide the edge from the kernel before the tail:
+// with them (the default) MlaTail::Run and TailGraphSet::Replay recorded in the caller's
+// capture, on both paths, and AddTailNode put a programmatic edge there; without them, a full
+// edge. Either way the graphs, and the eager launches after the same upstream kernel, compute
+// the tail: that kernel triggers its dependents at once and writes latent, gate and lengths
+// 50 us later.
+TEST_P(PdlOptionTest, EdgeTypeAndResults) {
+  const bool pdl = GetParam();
+  const cudaGraphDependencyType expected =
+      pdl ? cudaGraphDependencyTypeProgrammatic : cudaGraphDependencyTypeDefault;
+  ProblemOptions problem_options;
+  problem_options.shape = {12, 16, 1};
+  problem_options.inactive_every = 0;
+  problem_options.seed = 91;
+  absl::StatusOr<std::unique_ptr<Problem>> created = Problem::Create(problem_options, stream_);
+  ASSERT_TRUE(created.ok()) << created.status();
+  const Problem& problem = **created;
+  const mla_tail::TailBuffers b = problem.buffers();
+  absl::StatusOr<LateInputs> late = LateInputs::Save(problem);
+  ASSERT_TRUE(late.ok()) << late.status();
+
+  mla_tail::TailOptions tail_options;
+  tail_options.max_rows = 64;
+  tail_options.pdl = pdl;
+  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail =
+      mla_tail::MlaTail::Create(0, tail_options);
+  ASSERT_TRUE(tail.ok()) << tail.status();
+  ASSERT_EQ((*tail)->options().pdl, pdl);
+  ASSERT_OK((*tail)->PrepareBmm(problem.shape(), b));
+  std::unique_ptr<TailGraphSet> sets[2];
+  for (TailPath path : {TailPath::kFused, TailPath::kBmm}) {
+    GraphSetOptions options;
+    options.heads = 12;
+    options.layers = 1;
+    options.buckets = {16};
+    options.path = path;
+    options.pdl = pdl;
+    absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
+    ASSERT_TRUE(set.ok()) << set.status();
+    ASSERT_OK((*set)->SetLayer(0, b));
+    ASSERT_OK((*set)->CaptureAll());
+    sets[path == TailPath::kBmm] = *std::move(set);
+  }
+  auto expect_computed = [&](const char* what) {
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess) << what;
+    SCOPED_TRACE(what);
+    EXPECT_OK(problem.Check(b.output, problem.SampleRows(), true));
+  };
+
+  const std::pair<const char*, std::function<absl::Status()>> recorders[] = {
+      {"MlaTail::Run (fused)",
+       [&] { return (*tail)->Run(problem.shape(), b, stream_, TailPath::kFused); }},
+      {"MlaTail::Run (BMM)",
+       [&] { return (*tail)->Run(problem.shape(), b, stream_, TailPath::kBmm); }},
+      {"TailGraphSet::Replay (fused)", [&] { return sets[0]->Replay(0, 16, stream_); }},
+      {"TailGraphSet::Replay (BMM)", [&] { return sets[1]->Replay(0, 16, stream_); }},
+  };
+  for (const auto& [name, record] : recorders) {
+    SCOPED_TRACE(name);
+    // Recorded into the caller's capture after the upstream kernel.
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    ASSERT_EQ(late->LaunchWriter(problem, stream_), cudaSuccess);
+    const absl::Status recorded = record();
+    ASSERT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
+    ASSERT_OK(recorded);
+    absl::StatusOr<cudaGraphNode_t> upstream = OnlyRoot(graph);
+    ASSERT_TRUE(upstream.ok()) << upstream.status();
+    absl::StatusOr<Dependent> first = OnlyDependent(*upstream);
+    ASSERT_TRUE(first.ok()) << first.status();
+    EXPECT_EQ(first->edge.type, expected);
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    ASSERT_OK(late->Spoil(problem, stream_));
+    ASSERT_OK(problem.PoisonOutput(b.output, stream_));
+    ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+    expect_computed("the recorded graph");
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+
+    // The same call launched eagerly after the upstream kernel.
+    ASSERT_OK(late->Spoil(problem, stream_));
+    ASSERT_OK(problem.PoisonOutput(b.output, stream_));
+    ASSERT_EQ(late->LaunchWriter(problem, stream_), cudaSuccess);
+    ASSERT_OK(record());
+    expect_computed("launched after the upstream kernel");
+  }
+
+  // AddTailNode after the upstream kernel's node, asking for the programmatic edge (the default):
+  // it is programmatic only where the MlaTail launches with PDL.
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  ASSERT_EQ(late->LaunchWriter(problem, stream_), cudaSuccess);
+  ASSERT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
+  absl::StatusOr<cudaGraphNode_t> upstream = OnlyRoot(graph);
+  ASSERT_TRUE(upstream.ok()) << upstream.status();
+  absl::StatusOr<TailNode> node = AddTailNode(**tail, graph, {*upstream}, problem.shape(), b);
+  ASSERT_TRUE(node.ok()) << node.status();
+  absl::StatusOr<Dependent> added = OnlyDependent(*upstream);
+  ASSERT_TRUE(added.ok()) << added.status();
+  EXPECT_EQ(added->node, node->node());
+  EXPECT_EQ(added->edge.type, expected);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_OK(late->Spoil(problem, stream_));
+  ASSERT_OK(problem.PoisonOutput(b.output, stream_));
+  ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+  expect_computed("AddTailNode");
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+}
+
+INSTANTIATE_TEST_SUITE_P(Pdl, PdlOptionTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "WithPdl" : "WithoutPdl");
+                         });
+
 // Another thread's stream capture in Global mode on a blocking stream (one that legacy-stream
 // work would join), begun on construction and ended by Finish().
 class CaptureOnAnotherThread {
@@ -431,24 +581,42 @@ class CaptureOnAnotherThread {
 // While another thread captures, every public entry point (creation, BMM preparation with its
 // allocations, eager runs, graph building, graph-set creation, lazy and ahead-of-time captures,
 // replays, exports, destruction with work in flight) succeeds and leaves that capture intact.
-// Each call runs during a capture of its own, so a failure names the call.
+// Each call runs during a capture of its own, so that a failure names the call, with the output
+// poisoned before it: after it the output holds the tail where the call launches it, and is
+// untouched where the call launches nothing (a Replay or Run that launched nothing fails).
 TEST_F(EmbeddingGpuTest, EveryCallIsSafeWhileAnotherThreadCaptures) {
   std::unique_ptr<Problem> problem = MakeProblem(12, 16, 61);
   ASSERT_NE(problem, nullptr);
   absl::StatusOr<DeviceMemory> scratch = DeviceMemory::Allocate(4096);
   ASSERT_TRUE(scratch.ok());
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-  auto during_capture = [&](const char* call, const std::function<absl::Status()>& run) {
+  const mla_tail::TailBuffers b = problem->buffers();
+  enum class Launches { kNothing, kTheTail };
+  auto during_capture = [&](const char* call, Launches launches,
+                            const std::function<absl::Status()>& run) {
+    ASSERT_OK(problem->PoisonOutput(b.output, stream_));
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
     CaptureOnAnotherThread other(scratch->get());
     const absl::Status status = run();
     const cudaError_t ended = other.Finish();
     EXPECT_TRUE(status.ok()) << call << ": " << status;
     EXPECT_EQ(ended, cudaSuccess) << call
                                   << " broke another thread's capture: " << cudaGetErrorName(ended);
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess) << call;
+    if (launches == Launches::kTheTail) {
+      SCOPED_TRACE(call);
+      EXPECT_OK(problem->Check(b.output, problem->SampleRows(), true));
+      return;
+    }
+    absl::StatusOr<std::vector<uint16_t>> bits = DownloadBits(b.output, problem->output_elements());
+    ASSERT_TRUE(bits.ok()) << bits.status();
+    int64_t written = 0;
+    for (uint16_t bit : *bits) written += bit != 0xffff;
+    EXPECT_EQ(written, 0) << call << " wrote the output";
   };
 
   std::unique_ptr<mla_tail::MlaTail> tail;
-  during_capture("MlaTail::Create", [&] {
+  during_capture("MlaTail::Create", Launches::kNothing, [&] {
     mla_tail::TailOptions options;
     options.max_rows = 64;
     absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> created =
@@ -457,26 +625,28 @@ TEST_F(EmbeddingGpuTest, EveryCallIsSafeWhileAnotherThreadCaptures) {
     return created.status();
   });
   ASSERT_NE(tail, nullptr);
-  const mla_tail::TailBuffers b = problem->buffers();
-  during_capture("MlaTail::PrepareBmm", [&] { return tail->PrepareBmm(problem->shape(), b); });
-  during_capture("MlaTail::Run (BMM)",
+  during_capture("MlaTail::PrepareBmm", Launches::kNothing,
+                 [&] { return tail->PrepareBmm(problem->shape(), b); });
+  during_capture("MlaTail::Run (BMM)", Launches::kTheTail,
                  [&] { return tail->Run(problem->shape(), b, stream_, TailPath::kBmm); });
-  during_capture("MlaTail::Run (fused)", [&] { return tail->Run(problem->shape(), b, stream_); });
-  during_capture("AddTailNode", [&] {
+  during_capture("MlaTail::Run (fused)", Launches::kTheTail,
+                 [&] { return tail->Run(problem->shape(), b, stream_); });
+  during_capture("AddTailNode", Launches::kNothing, [&] {
     cudaGraph_t graph = nullptr;
     if (cudaGraphCreate(&graph, 0) != cudaSuccess) return absl::InternalError("cudaGraphCreate");
     const absl::Status added = AddTailNode(*tail, graph, {}, problem->shape(), b).status();
     cudaGraphDestroy(graph);
     return added;
   });
-  during_capture("~MlaTail (BMM run in flight)", [&] {
+  during_capture("~MlaTail (BMM run in flight)", Launches::kTheTail, [&] {
+    const absl::Status run = tail->Run(problem->shape(), b, stream_, TailPath::kBmm);
     tail.reset();
-    return absl::OkStatus();
+    return run;
   });
   for (TailPath path : {TailPath::kFused, TailPath::kBmm}) {
     SCOPED_TRACE(mla_tail::TailPathName(path));
     std::unique_ptr<TailGraphSet> set;
-    during_capture("TailGraphSet::Create", [&] {
+    during_capture("TailGraphSet::Create", Launches::kNothing, [&] {
       GraphSetOptions options;
       options.heads = 12;
       options.layers = 2;
@@ -487,27 +657,31 @@ TEST_F(EmbeddingGpuTest, EveryCallIsSafeWhileAnotherThreadCaptures) {
       return created.status();
     });
     ASSERT_NE(set, nullptr);
-    during_capture("TailGraphSet::SetLayer", [&] {
+    during_capture("TailGraphSet::SetLayer", Launches::kNothing, [&] {
       absl::Status status = set->SetLayer(0, b);
       status.Update(set->SetLayer(1, b));
       return status;
     });
-    during_capture("TailGraphSet::Replay (lazy capture)",
+    during_capture("TailGraphSet::Replay (lazy capture)", Launches::kTheTail,
                    [&] { return set->Replay(0, 16, stream_); });
-    during_capture("TailGraphSet::CaptureAll", [&] { return set->CaptureAll(); });
-    during_capture("TailGraphSet::Replay", [&] { return set->Replay(1, 8, stream_); });
-    during_capture("TailGraphSet::ExportGraph", [&] {
+    EXPECT_EQ(set->stats().graphs_captured, 1);
+    during_capture("TailGraphSet::CaptureAll", Launches::kNothing,
+                   [&] { return set->CaptureAll(); });
+    EXPECT_EQ(set->stats().graphs_captured, 4);
+    during_capture("TailGraphSet::Replay", Launches::kTheTail,
+                   [&] { return set->Replay(1, 16, stream_); });
+    during_capture("TailGraphSet::ExportGraph", Launches::kNothing, [&] {
       absl::StatusOr<cudaGraph_t> exported = set->ExportGraph(1, 16);
       if (exported.ok()) cudaGraphDestroy(*exported);
       return exported.status();
     });
-    during_capture("~TailGraphSet (replays in flight)", [&] {
+    EXPECT_EQ(set->stats().replays, 2);
+    during_capture("~TailGraphSet (replay in flight)", Launches::kTheTail, [&] {
+      const absl::Status replayed = set->Replay(0, 16, stream_);
       set.reset();
-      return absl::OkStatus();
+      return replayed;
     });
   }
-  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-  ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(), true));
 }
 
 // Destroying a tail or a graph set never waits for the GPU, and work they enqueued completes

@@ -202,11 +202,15 @@ TEST_P(GraphGpuTest, WholeGraphUpdatesAgree) {
   EXPECT_EQ(set->stats().node_updates, 0);
 }
 
-// A stride change re-captures where the GEMM holds it, and results stay right.
+// A stride change re-captures exactly where the GEMM holds the stride (the BMM path's latent and
+// W_UV row strides; W_UV rows padded beyond 512 here) and rewrites the kernel node in place
+// everywhere else (gate and output strides on every path, everything on the fused path); every
+// replay equals the eager tail and the reference.
 TEST_P(GraphGpuTest, StrideChangesAreApplied) {
   ProblemOptions wide;
   wide.shape = {4, 16, 1};
   wide.row_padding = 64;
+  wide.w_row_padding = 64;
   wide.kv_b_proj_view = true;
   absl::StatusOr<std::unique_ptr<Problem>> padded = Problem::Create(wide, stream_);
   ASSERT_TRUE(padded.ok()) << padded.status();
@@ -214,10 +218,27 @@ TEST_P(GraphGpuTest, StrideChangesAreApplied) {
   ASSERT_NE(compact, nullptr);
   std::unique_ptr<TailGraphSet> set = MakeSet(Options(4, 1, 1, {16}));
   ASSERT_NE(set, nullptr);
+  const bool bmm = mla_tail::MlaTail::Resolve(GetParam(), wide.shape) == TailPath::kBmm;
+  auto expect_counts = [&](int64_t captured, int64_t node_updates) {
+    EXPECT_EQ(set->stats().graphs_captured, captured);
+    EXPECT_EQ(set->stats().instantiations, captured);
+    EXPECT_EQ(set->stats().node_updates, node_updates);
+  };
   ExpectReplayEqualsEager(*set, *compact, 0, 16, compact->buffers());
+  expect_counts(1, 0);
   ExpectReplayEqualsEager(*set, **padded, 0, 16, (*padded)->buffers());
   ASSERT_OK((*padded)->Check((*padded)->buffers().output, (*padded)->SampleRows(), true));
+  expect_counts(bmm ? 2 : 1, bmm ? 0 : 1);
   ExpectReplayEqualsEager(*set, *compact, 0, 16, compact->buffers());
+  expect_counts(bmm ? 3 : 1, bmm ? 0 : 2);
+  // Only the gate and output strides change: a node update on every path.
+  mla_tail::TailBuffers strides = compact->buffers();
+  strides.gate = (*padded)->buffers().gate;
+  strides.gate_row_stride = (*padded)->buffers().gate_row_stride;
+  strides.output = (*padded)->buffers().output;
+  strides.output_row_stride = (*padded)->buffers().output_row_stride;
+  ExpectReplayEqualsEager(*set, **padded, 0, 16, strides);
+  expect_counts(bmm ? 3 : 1, bmm ? 1 : 3);
 }
 
 // Lengths are read at replay time; padded rows are +0.0 even with NaN in their inputs, and the

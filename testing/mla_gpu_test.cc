@@ -1,5 +1,7 @@
-// The GPU suite of mla/: both paths, both fused kernels and the eager entry point against the
-// CPU reference.
+// The GPU suite of mla/: both paths, every fused kernel and the eager entry point against the
+// CPU reference. The default data (problem_data.h) are integers whose sums need bf16's rounding
+// and gates over the branch-free sigmoid's range with its edges; "exact" compares with v pinned
+// and only the sigmoid allowed its bound (testing/support/reference.h).
 
 #include <cuda_runtime.h>
 
@@ -79,6 +81,36 @@ class MlaGpuTest : public mla_tail_testing::GpuStreamTest<> {
     return bits.ok() ? *std::move(bits) : std::vector<uint16_t>{};
   }
 
+  // Every fused kernel, each forced in a tail of its own.
+  static std::vector<std::unique_ptr<mla_tail::MlaTail>> EveryFusedKernel() {
+    std::vector<std::unique_ptr<mla_tail::MlaTail>> tails;
+    for (FusedKernel kernel : mla_tail::kFusedKernels) tails.push_back(FusedTail(kernel));
+    return tails;
+  }
+
+  // Runs the BMM path of `bmm` and every tail of `fused` on `problem`: each against the reference
+  // on `sample` (exact), and all equal bit for bit (NaN payloads aside).
+  void ExpectEveryKernelAndTheBmmPath(mla_tail::MlaTail& bmm,
+                                      const std::vector<std::unique_ptr<mla_tail::MlaTail>>& fused,
+                                      const Problem& problem, const std::vector<int>& sample) {
+    const std::vector<uint16_t> expected =
+        RunAndCheckWith(bmm, problem, TailPath::kBmm, true, sample);
+    ASSERT_FALSE(expected.empty());
+    for (const std::unique_ptr<mla_tail::MlaTail>& tail : fused) {
+      ASSERT_NE(tail, nullptr);
+      SCOPED_TRACE(mla_tail::FusedKernelName(tail->options().fused_kernel));
+      const std::vector<uint16_t> got =
+          RunAndCheckWith(*tail, problem, TailPath::kFused, true, sample);
+      ASSERT_EQ(got.size(), expected.size());
+      int64_t differing = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        const bool both_nan = (got[i] & 0x7fff) > 0x7f80 && (expected[i] & 0x7fff) > 0x7f80;
+        differing += got[i] != expected[i] && !both_nan;
+      }
+      EXPECT_EQ(differing, 0) << "elements differing from the BMM path";
+    }
+  }
+
   // The problem's own output still holds the NaN it was poisoned with.
   static void ExpectOutputUntouched(const Problem& problem) {
     absl::StatusOr<std::vector<uint16_t>> bits =
@@ -90,11 +122,11 @@ class MlaGpuTest : public mla_tail_testing::GpuStreamTest<> {
   std::unique_ptr<mla_tail::MlaTail> tail_;
 };
 
-// Integer-valued data and gates with exact sigmoids: both paths bit for bit equal to the
-// reference and to each other, over the grid of heads x rows x q. The sanitizer profile keeps
-// rows that reach each of the rule's kernels at some head count (ColumnSplit's 8-row blocks at 9
-// and 17; 64 x 128 tiles at 64 x 100, the 4-stage pipeline at 96 x 100, the warp-specialized
-// kernel over two rounds at 128 x 256) and drops the largest batches.
+// Integer-valued data whose sums round in bf16, gates over the sigmoid's range: both paths equal
+// to the reference (v exact) and bit for bit to each other, over the grid of heads x rows x q. The
+// sanitizer profile keeps rows that reach each of the rule's kernels at some head count
+// (ColumnSplit's 8-row blocks at 9 and 17; 64 x 128 tiles at 64 x 100, the 4-stage pipeline at 96 x
+// 100, the warp-specialized kernel over two rounds at 128 x 256) and drops the largest batches.
 class GridTest : public MlaGpuTest, public ::testing::WithParamInterface<int> {};
 
 TEST_P(GridTest, BothPathsBitExact) {
@@ -175,8 +207,8 @@ TEST_P(TileKernelTest, BitExactAndEqualToColumnSplit) {
 INSTANTIATE_TEST_SUITE_P(Heads, TileKernelTest, ::testing::Values(1, 3, 12, 63, 64, 128),
                          [](const auto& info) { return absl::StrCat("H", info.param); });
 
-// The tile kernels on the kv_b_proj view of W_UV with padded latent, gate and output rows; on
-// inactive requests (length 0 or negative, NaN latent and gate); on random data within 1 ulp.
+// The tile kernels on the kv_b_proj view of W_UV with padded W_UV, latent, gate and output rows;
+// on inactive requests (length 0 or negative, NaN latent and gate); on random data within 1 ulp.
 TEST_F(MlaGpuTest, TileKernelStridedInactiveAndRandom) {
   std::unique_ptr<mla_tail::MlaTail> split = FusedTail(FusedKernel::kColumnSplit);
   ASSERT_NE(split, nullptr);
@@ -192,6 +224,7 @@ TEST_F(MlaGpuTest, TileKernelStridedInactiveAndRandom) {
       options.shape = {heads, rows, 1};
       options.kv_b_proj_view = true;
       options.row_padding = 8;
+      options.w_row_padding = 24;
       options.seed = 17 + heads * rows;
       std::unique_ptr<Problem> problem = MakeProblem(options);
       ASSERT_NE(problem, nullptr);
@@ -211,11 +244,10 @@ TEST_F(MlaGpuTest, TileKernelStridedInactiveAndRandom) {
       options.shape = {12, ForProfile(128, 64), q};
       options.inactive_every = every;
       options.negative_lengths = q == 2;
-      options.gates = Values::kUniformGates;
       std::unique_ptr<Problem> problem = MakeProblem(options);
       ASSERT_NE(problem, nullptr);
       for (const std::unique_ptr<mla_tail::MlaTail>& tile : tiles) {
-        RunAndCheckWith(*tile, *problem, TailPath::kFused, false, problem->SampleRows());
+        RunAndCheckWith(*tile, *problem, TailPath::kFused, true, problem->SampleRows());
       }
     }
   }
@@ -240,7 +272,7 @@ TEST_F(MlaGpuTest, TileKernelStridedInactiveAndRandom) {
 TEST_F(MlaGpuTest, RandomDataWithinOneUlp) {
   for (int heads : {1, 12, 64, 128}) {
     for (int rows : ForProfile({1, 17, 256, 1024}, {1, 17, 256})) {
-      for (Values gates : {Values::kUniformGates, Values::kExactGates}) {
+      for (Values gates : {Values::kUniformGates, Values::kGates}) {
         SCOPED_TRACE(absl::StrCat("heads ", heads, " rows ", rows));
         ProblemOptions options;
         options.shape = {heads, rows, 1};
@@ -257,20 +289,30 @@ TEST_F(MlaGpuTest, RandomDataWithinOneUlp) {
   }
 }
 
-// W_UV as the V half of a [H, 256, 512] kv_b_proj, and latent, gate and output rows wider than
-// the tail (slices of larger tensors); padding columns must stay untouched.
+// W_UV as the V half of a [H, 256, 512] kv_b_proj and with rows wider than 512 (padded), and
+// latent, gate and output rows wider than the tail (slices of larger tensors); padding columns
+// must stay untouched, and the NaN the padding of every input holds must not be read.
 TEST_F(MlaGpuTest, StridedViews) {
+  struct Layout {
+    bool kv_b_proj_view;
+    int64_t row_padding, w_row_padding;
+  };
+  const Layout layouts[] = {{true, 0, 0}, {true, 8, 8}, {true, 1024, 512}, {false, 0, 64}};
   for (int heads : ForProfile({1, 12, 63, 128}, {1, 63, 128})) {
     for (int rows : ForProfile({3, 16, 100, 512}, {3, 16, 100})) {
-      for (int64_t padding : {int64_t{0}, int64_t{8}, int64_t{1024}}) {
-        SCOPED_TRACE(absl::StrCat("heads ", heads, " rows ", rows, " padding ", padding));
+      for (const Layout& layout : layouts) {
+        SCOPED_TRACE(absl::StrCat("heads ", heads, " rows ", rows, " kv_b_proj ",
+                                  layout.kv_b_proj_view, " padding ", layout.row_padding,
+                                  " W_UV row padding ", layout.w_row_padding));
         ProblemOptions options;
         options.shape = {heads, rows, 1};
-        options.kv_b_proj_view = true;
-        options.row_padding = padding;
-        options.seed = 3 + heads * rows + padding;
+        options.kv_b_proj_view = layout.kv_b_proj_view;
+        options.row_padding = layout.row_padding;
+        options.w_row_padding = layout.w_row_padding;
+        options.seed = 3 + heads * rows + layout.row_padding + layout.w_row_padding;
         std::unique_ptr<Problem> problem = MakeProblem(options);
         ASSERT_NE(problem, nullptr);
+        ASSERT_EQ(problem->buffers().w_row_stride, 512 + layout.w_row_padding);
         const std::vector<int> sample = problem->SampleRows(2);
         const std::vector<uint16_t> fused = RunAndCheck(*problem, TailPath::kFused, true, sample);
         const std::vector<uint16_t> bmm = RunAndCheck(*problem, TailPath::kBmm, true, sample);
@@ -294,11 +336,10 @@ TEST_F(MlaGpuTest, InactiveRowsAreZeroDespiteNan) {
           options.shape = {12, rows, q};
           options.inactive_every = every;
           options.negative_lengths = negative;
-          options.gates = Values::kUniformGates;
           std::unique_ptr<Problem> problem = MakeProblem(options);
           ASSERT_NE(problem, nullptr);
           for (TailPath path : {TailPath::kFused, TailPath::kBmm}) {
-            RunAndCheck(*problem, path, false, problem->SampleRows());
+            RunAndCheck(*problem, path, true, problem->SampleRows());
           }
         }
       }
@@ -365,6 +406,11 @@ TEST_F(MlaGpuTest, ValidationErrorsLaunchNothing) {
       {"w_head_stride", good, [](mla_tail::TailBuffers& b) { b.w_head_stride = 512; }},
       {"w_row_stride", good, [](mla_tail::TailBuffers& b) { b.w_row_stride = 500; }},
       {"output overlaps gate", good, [](mla_tail::TailBuffers& b) { b.gate = b.output + 8; }},
+      {"output overlaps w_uv", good, [](mla_tail::TailBuffers& b) { b.w_uv = b.output + 1024; }},
+      {"output overlaps lengths", good,
+       [](mla_tail::TailBuffers& b) {
+         b.lengths = reinterpret_cast<const int32_t*>(b.output + 6);
+       }},
   };
   for (TailPath path : {TailPath::kFused, TailPath::kBmm, TailPath::kAuto}) {
     for (const Case& c : cases) {
@@ -454,7 +500,7 @@ TEST_F(MlaGpuTest, WithoutBmmScratchTheBmmPathIsRefused) {
   EXPECT_EQ((*both)->scratch_bytes(),
             defaults.workspace_bytes +
                 size_t{mla_tail::kMaxHeads} * 1024 * mla_tail::kValueDim * 2 +
-                mla_tail::kOperandTableBytes);
+                mla_tail::internal::kOperandTableBytes);
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
 }
 
@@ -489,6 +535,217 @@ TEST_F(MlaGpuTest, StreamOfAnotherDeviceIsRefused) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()), HasSubstr("stream belongs to device 1"));
   cudaStreamDestroy(other);
+}
+
+// The data the CPU tests measure (testing/wrong_tails_test.cc computes them on the host,
+// problem_data.h) are the data on the device, special values and padding included.
+TEST_F(MlaGpuTest, ProblemDataEqualTheHostModel) {
+  ProblemOptions plain;
+  plain.shape = {12, 16, 1};
+  ProblemOptions strided;
+  strided.shape = {3, 30, 3};
+  strided.kv_b_proj_view = true;
+  strided.row_padding = 8;
+  strided.w_row_padding = 16;
+  strided.inactive_every = 2;
+  strided.negative_lengths = true;
+  strided.special_values = true;
+  strided.gates = Values::kGatesWithInfinities;
+  strided.seed = 9;
+  for (const ProblemOptions& options : {plain, strided}) {
+    std::unique_ptr<Problem> problem = MakeProblem(options);
+    ASSERT_NE(problem, nullptr);
+    const ReferenceInputs device = problem->reference_inputs();
+    const ReferenceInputs host = HostReferenceInputs(options);
+    const int rows = options.shape.rows, heads = options.shape.heads;
+    for (int r = 0; r < rows / options.shape.q; ++r) {
+      ASSERT_EQ(device.lengths(r), host.lengths(r)) << "request " << r;
+    }
+    for (int t = 0; t < rows; ++t) {
+      for (int h = 0; h < heads; ++h) {
+        for (int k = 0; k < mla_tail::kLatentDim; ++k) {
+          ASSERT_EQ(device.latent(t, h, k), host.latent(t, h, k)) << t << " " << h << " " << k;
+        }
+      }
+      for (int c = 0; c < heads * mla_tail::kValueDim; ++c) {
+        ASSERT_EQ(device.gate(t, c), host.gate(t, c)) << t << " " << c;
+      }
+    }
+    for (int h = 0; h < heads; ++h) {
+      for (int k = 0; k < mla_tail::kLatentDim; ++k) {
+        for (int d = 0; d < mla_tail::kValueDim; ++d) {
+          ASSERT_EQ(device.w_uv(h, k, d), host.w_uv(h, k, d)) << h << " " << k << " " << d;
+        }
+      }
+    }
+  }
+}
+
+// Beyond 1024 rows, up to the contract's limit of 65,536: the rule's kernel, every forced fused
+// kernel and the BMM path against the reference on sampled rows, all equal bit for bit. q not a
+// power of two among them. The sanitizer profile keeps two batches of a few thousand rows.
+TEST_F(MlaGpuTest, LargeBatchesUpToTheRowLimit) {
+  struct Case {
+    int heads, rows, q;
+  };
+  for (const Case& c : ForProfile<Case>({{3, 1025, 1},
+                                         {64, 2048, 2},
+                                         {128, 3000, 3},
+                                         {12, 4096, 4},
+                                         {8, 65520, 5},
+                                         {16, mla_tail::kMaxRows, 1}},
+                                        {{12, 2048, 1}, {3, 4100, 2}})) {
+    SCOPED_TRACE(absl::StrCat("heads ", c.heads, " rows ", c.rows, " q ", c.q));
+    ProblemOptions options;
+    options.shape = {c.heads, c.rows, c.q};
+    options.seed = 31 + c.rows;
+    std::unique_ptr<Problem> problem = MakeProblem(options);
+    ASSERT_NE(problem, nullptr);
+    mla_tail::TailOptions bmm_options;
+    bmm_options.max_heads = c.heads;
+    bmm_options.max_rows = c.rows;
+    absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> bmm =
+        mla_tail::MlaTail::Create(0, bmm_options);
+    ASSERT_TRUE(bmm.ok()) << bmm.status();
+    const std::vector<uint16_t> automatic =
+        RunAndCheckWith(**bmm, *problem, TailPath::kAuto, true, problem->SampleRows(2));
+    ExpectEveryKernelAndTheBmmPath(**bmm, EveryFusedKernel(), *problem, problem->SampleRows(2));
+    ASSERT_TRUE(RunAndCheckWith(**bmm, *problem, TailPath::kBmm, true, {}) == automatic);
+  }
+}
+
+// Speculative decoding: q that is not a power of two, and q beyond 4 up to the limit of 64, with
+// active, inactive and negative lengths mixed among the requests.
+TEST_F(MlaGpuTest, QNotAPowerOfTwoAndAboveFour) {
+  const std::vector<std::unique_ptr<mla_tail::MlaTail>> fused = EveryFusedKernel();
+  for (int q : ForProfile({3, 5, 6, 7, 8, 12, 64}, {3, 8, 64})) {
+    for (int requests : ForProfile({1, 3, 7, 15}, {3, 15})) {
+      const int heads = (q + requests) % 2 == 0 ? 12 : 63;
+      SCOPED_TRACE(absl::StrCat("q ", q, " requests ", requests, " heads ", heads));
+      ProblemOptions options;
+      options.shape = {heads, q * requests, q};
+      options.inactive_every = requests % 2 == 1 ? 2 : 3;
+      options.negative_lengths = q % 2 == 1;
+      options.seed = 41 + q * 100 + requests;
+      std::unique_ptr<Problem> problem = MakeProblem(options);
+      ASSERT_NE(problem, nullptr);
+      ExpectEveryKernelAndTheBmmPath(*tail_, fused, *problem, problem->SampleRows());
+    }
+  }
+}
+
+// NaN in an active row's latent (one head) and in a W_UV column, and +inf, -inf and NaN gates in
+// active rows, through every fused kernel and the BMM path: NaN exactly where the contract
+// propagates it, sigmoid(+inf) = 1, sigmoid(-inf) = 0 with the sign of v, every other element as
+// without them.
+TEST_F(MlaGpuTest, NanAndInfinitiesThroughEveryKernel) {
+  const std::vector<std::unique_ptr<mla_tail::MlaTail>> fused = EveryFusedKernel();
+  struct Case {
+    int heads, rows, q;
+  };
+  for (const Case& c : ForProfile<Case>({{12, 16, 1}, {3, 100, 2}, {64, 256, 1}, {128, 9, 1}},
+                                        {{12, 16, 1}, {3, 100, 2}})) {
+    SCOPED_TRACE(absl::StrCat("heads ", c.heads, " rows ", c.rows, " q ", c.q));
+    ProblemOptions options;
+    options.shape = {c.heads, c.rows, c.q};
+    options.special_values = true;
+    options.gates = Values::kGatesWithInfinities;
+    options.seed = 51 + c.rows;
+    std::unique_ptr<Problem> problem = MakeProblem(options);
+    ASSERT_NE(problem, nullptr);
+    ExpectEveryKernelAndTheBmmPath(*tail_, fused, *problem, problem->SampleRows());
+  }
+}
+
+// A gate sliced from a wider row whose other half is the output: the rows interleave without
+// sharing a byte, which the contract allows. Every fused kernel and the BMM path compute the
+// tail, and the gate's bytes stay as they were.
+TEST_F(MlaGpuTest, GateAndOutputInterleavedInOneRow) {
+  const std::vector<std::unique_ptr<mla_tail::MlaTail>> fused = EveryFusedKernel();
+  for (const auto& [heads, rows] : {std::pair{12, 64}, std::pair{3, 17}}) {
+    SCOPED_TRACE(absl::StrCat("heads ", heads, " rows ", rows));
+    ProblemOptions options;
+    options.shape = {heads, rows, 1};
+    std::unique_ptr<Problem> problem = MakeProblem(options);
+    ASSERT_NE(problem, nullptr);
+    const mla_tail::TailBuffers own = problem->buffers();
+    const int64_t width = int64_t{heads} * mla_tail::kValueDim, stride = 2 * width;
+    absl::StatusOr<DeviceMemory> rows_memory = DeviceMemory::Allocate(rows * stride * 2);
+    ASSERT_TRUE(rows_memory.ok()) << rows_memory.status();
+    mla_tail::bf16* wide = rows_memory->as<mla_tail::bf16>();
+    ASSERT_EQ(cudaMemcpy2D(wide, stride * 2, own.gate, own.gate_row_stride * 2, width * 2, rows,
+                           cudaMemcpyDeviceToDevice),
+              cudaSuccess);
+    mla_tail::TailBuffers interleaved = own;
+    interleaved.gate = wide;
+    interleaved.gate_row_stride = stride;
+    interleaved.output = wide + width;
+    interleaved.output_row_stride = stride;
+    ASSERT_OK(mla_tail::ValidateTail(problem->shape(), interleaved));
+    absl::StatusOr<std::vector<uint16_t>> before = DownloadBits(wide, rows * stride);
+    ASSERT_TRUE(before.ok());
+
+    std::vector<std::pair<mla_tail::MlaTail*, TailPath>> runs = {{tail_.get(), TailPath::kBmm}};
+    for (const std::unique_ptr<mla_tail::MlaTail>& tail : fused) {
+      runs.push_back({tail.get(), TailPath::kFused});
+    }
+    for (const auto& [tail, path] : runs) {
+      SCOPED_TRACE(absl::StrCat(mla_tail::TailPathName(path), " ",
+                                mla_tail::FusedKernelName(tail->options().fused_kernel)));
+      ASSERT_EQ(cudaMemset2D(wide + width, stride * 2, 0xff, width * 2, rows), cudaSuccess);
+      ASSERT_OK(tail->Run(problem->shape(), interleaved, stream_, path));
+      ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+      // The output half into the problem's own output layout, for its check.
+      ASSERT_OK(problem->PoisonOutput(own.output, stream_));
+      ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy2D(own.output, own.output_row_stride * 2, wide + width, stride * 2,
+                             width * 2, rows, cudaMemcpyDeviceToDevice),
+                cudaSuccess);
+      ASSERT_OK(problem->Check(own.output, problem->SampleRows(), true));
+      absl::StatusOr<std::vector<uint16_t>> after = DownloadBits(wide, rows * stride);
+      ASSERT_TRUE(after.ok());
+      for (int64_t t = 0; t < rows; ++t) {
+        for (int64_t c = 0; c < width; ++c) {
+          ASSERT_EQ((*after)[t * stride + c], (*before)[t * stride + c])
+              << "the gate's row " << t << " column " << c << " was written";
+        }
+      }
+    }
+  }
+}
+
+// CheckStream accepts the legacy and per-thread default streams (which the instance's device
+// guard makes its own device's), a stream of its device, and a capturing stream; Run on each
+// default stream computes the tail on both paths.
+TEST_F(MlaGpuTest, DefaultStreamsAndCheckStream) {
+  EXPECT_OK(tail_->CheckStream(nullptr));
+  EXPECT_OK(tail_->CheckStream(cudaStreamLegacy));
+  EXPECT_OK(tail_->CheckStream(cudaStreamPerThread));
+  EXPECT_OK(tail_->CheckStream(stream_));
+  ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  const absl::Status capturing = tail_->CheckStream(stream_);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
+  if (graph != nullptr) cudaGraphDestroy(graph);
+  EXPECT_OK(capturing);
+
+  ProblemOptions options;
+  options.shape = {12, 24, 2};
+  std::unique_ptr<Problem> problem = MakeProblem(options);
+  ASSERT_NE(problem, nullptr);
+  for (cudaStream_t stream : {cudaStream_t{nullptr}, cudaStreamLegacy, cudaStreamPerThread}) {
+    for (TailPath path : {TailPath::kFused, TailPath::kBmm}) {
+      SCOPED_TRACE(absl::StrCat(stream == nullptr            ? "stream 0"
+                                : stream == cudaStreamLegacy ? "cudaStreamLegacy"
+                                                             : "cudaStreamPerThread",
+                                ", ", mla_tail::TailPathName(path)));
+      ASSERT_OK(problem->PoisonOutput(problem->buffers().output, stream_));
+      ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+      ASSERT_OK(tail_->Run(problem->shape(), problem->buffers(), stream, path));
+      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(), true));
+    }
+  }
 }
 
 }  // namespace

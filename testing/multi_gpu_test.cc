@@ -1,7 +1,8 @@
 // Two GPUs as tensor parallelism uses them: a layer's 24 heads split 12 + 12, one graph set per
-// device, each driven by its own thread at the same time; each half equals, bit for bit, its
-// columns of the single-device result. Needs two GPUs (MLA_TAIL_REQUIRE_GPUS=2 makes their
-// absence a failure).
+// device on the fused or the BMM path, each driven by its own thread at the same time; each half
+// equals, bit for bit, its columns of the single-device result. And an instance of device 1
+// used while the thread has device 0 current. Needs two GPUs (MLA_TAIL_REQUIRE_GPUS=2 makes
+// their absence a failure).
 
 #include <cuda_runtime.h>
 
@@ -17,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "mla/internal/cuda_status.h"
 #include "mla_tail/graph/tail_graph_set.h"
+#include "mla_tail/graph/tail_node.h"
 #include "mla_tail/mla/tail.h"
 #include "testing/support/gpu.h"
 #include "testing/support/problem.h"
@@ -36,7 +38,7 @@ const std::vector<int> kBuckets = ForProfile({1, 16, 64, 256, 1024}, {1, 16, 64,
 
 // One device's share: its heads' slices of the full problem's inputs, copied to it, run by a
 // graph set of its own on its own stream; returns the first mismatches as an error.
-absl::Status RunHalf(int device, const mla_tail::TailBuffers& full,
+absl::Status RunHalf(int device, mla_tail::TailPath path, const mla_tail::TailBuffers& full,
                      const std::map<int, std::vector<uint16_t>>& expected, int64_t* replays) {
   MLA_RETURN_IF_CUDA_ERROR(cudaSetDevice(device), "cudaSetDevice");
   cudaStream_t stream = nullptr;
@@ -82,6 +84,7 @@ absl::Status RunHalf(int device, const mla_tail::TailBuffers& full,
   options.heads = kLocalHeads;
   options.layers = 1;
   options.buckets = kBuckets;
+  options.path = path;
   absl::StatusOr<std::unique_ptr<mla_tail::TailGraphSet>> set =
       mla_tail::TailGraphSet::Create(device, options);
   if (!set.ok()) return set.status();
@@ -121,14 +124,17 @@ absl::Status RunHalf(int device, const mla_tail::TailBuffers& full,
   return absl::OkStatus();
 }
 
-TEST(MultiGpuTest, HeadsSplitAcrossTwoDevicesEqualOneDevice) {
+class MultiGpuTest : public ::testing::TestWithParam<mla_tail::TailPath> {};
+
+TEST_P(MultiGpuTest, HeadsSplitAcrossTwoDevicesEqualOneDevice) {
   MLA_REQUIRE_GPUS_OR_SKIP(kDevices);
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
 
-  // The single-device result, per bucket, from the eager tail on device 0 (integer data: every
-  // path and algorithm gives the same bits), checked against the CPU reference.
+  // The single-device result, per bucket, from the eager tail on device 0 (integer data, whose
+  // sums are exact, and one gate computation: every path and kernel gives the same bits),
+  // checked against the CPU reference.
   ProblemOptions problem_options;
   problem_options.shape = {kHeads, kRows, 1};
   problem_options.seed = 24;
@@ -157,8 +163,9 @@ TEST(MultiGpuTest, HeadsSplitAcrossTwoDevicesEqualOneDevice) {
   int64_t replays[kDevices] = {};
   std::vector<std::thread> threads;
   for (int device = 0; device < kDevices; ++device) {
-    threads.emplace_back(
-        [&, device] { results[device] = RunHalf(device, full, expected, &replays[device]); });
+    threads.emplace_back([&, device] {
+      results[device] = RunHalf(device, GetParam(), full, expected, &replays[device]);
+    });
   }
   for (std::thread& thread : threads) thread.join();
   for (int device = 0; device < kDevices; ++device) {
@@ -168,6 +175,108 @@ TEST(MultiGpuTest, HeadsSplitAcrossTwoDevicesEqualOneDevice) {
   RecordProperty("replays_per_device", static_cast<int>(replays[0]));
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
   cudaStreamDestroy(stream);
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, MultiGpuTest,
+                         ::testing::Values(mla_tail::TailPath::kFused, mla_tail::TailPath::kBmm),
+                         [](const ::testing::TestParamInfo<mla_tail::TailPath>& info) {
+                           return std::string(mla_tail::TailPathName(info.param));
+                         });
+
+// Runs `f` with `device` current, then makes device 0 current again.
+template <typename F>
+void OnDevice(int device, F f) {
+  ASSERT_EQ(cudaSetDevice(device), cudaSuccess);
+  f();
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+}
+
+// The thread's current device stays 0 through a library call.
+void ExpectDeviceZero(const char* after) {
+  int current = -1;
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  EXPECT_EQ(current, 0) << after << " changed the current device";
+}
+
+// Instances of device 1 used while the thread has device 0 current: MlaTail::Run on both paths,
+// on a stream of device 1 and on the legacy default stream (which the call makes device 1's),
+// TailGraphSet's capture and replay, AddTailNode and TailNode::Update. Each computes the tail on
+// device 1 and leaves device 0 current.
+TEST(InstanceOfAnotherDeviceTest, WorksWhileAnotherDeviceIsCurrent) {
+  MLA_REQUIRE_GPUS_OR_SKIP(2);
+  cudaStream_t stream = nullptr;
+  std::unique_ptr<Problem> problem;
+  OnDevice(1, [&] {
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    ProblemOptions options;
+    options.shape = {12, 64, 2};
+    options.seed = 77;
+    absl::StatusOr<std::unique_ptr<Problem>> created = Problem::Create(options, stream);
+    ASSERT_TRUE(created.ok()) << created.status();
+    problem = *std::move(created);
+  });
+  ASSERT_NE(problem, nullptr);
+  const mla_tail::TailBuffers b = problem->buffers();
+  auto poison = [&] {
+    OnDevice(1, [&] {
+      ASSERT_OK(problem->PoisonOutput(b.output, stream));
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    });
+  };
+  auto expect_computed = [&](const char* what) {
+    SCOPED_TRACE(what);
+    ExpectDeviceZero(what);
+    OnDevice(1, [&] { ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess); });
+    EXPECT_OK(problem->Check(b.output, problem->SampleRows(), true));
+  };
+
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail = mla_tail::MlaTail::Create(1, {});
+  ASSERT_TRUE(tail.ok()) << tail.status();
+  ExpectDeviceZero("MlaTail::Create");
+  for (mla_tail::TailPath path : {mla_tail::TailPath::kFused, mla_tail::TailPath::kBmm}) {
+    for (cudaStream_t s : {stream, cudaStream_t{nullptr}}) {
+      SCOPED_TRACE(absl::StrCat(mla_tail::TailPathName(path), s == nullptr ? ", stream 0" : ""));
+      poison();
+      ASSERT_OK((*tail)->Run(problem->shape(), b, s, path));
+      expect_computed("MlaTail::Run");
+    }
+  }
+
+  mla_tail::GraphSetOptions options;
+  options.heads = 12;
+  options.q = 2;
+  options.layers = 1;
+  options.buckets = {16, 64};
+  absl::StatusOr<std::unique_ptr<mla_tail::TailGraphSet>> set =
+      mla_tail::TailGraphSet::Create(1, options);
+  ASSERT_TRUE(set.ok()) << set.status();
+  ASSERT_OK((*set)->SetLayer(0, b));
+  ASSERT_OK((*set)->CaptureAll());
+  ExpectDeviceZero("TailGraphSet::CaptureAll");
+  poison();
+  ASSERT_OK((*set)->Replay(0, 64, stream));
+  expect_computed("TailGraphSet::Replay");
+
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
+  absl::StatusOr<mla_tail::TailNode> node =
+      mla_tail::AddTailNode(**tail, graph, {}, problem->shape(), b);
+  ASSERT_TRUE(node.ok()) << node.status();
+  ExpectDeviceZero("AddTailNode");
+  cudaGraphExec_t exec = nullptr;
+  OnDevice(1, [&] { ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess); });
+  ASSERT_OK(node->Update(exec, b));
+  ExpectDeviceZero("TailNode::Update");
+  poison();
+  OnDevice(1, [&] { ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess); });
+  expect_computed("AddTailNode's graph");
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  set->reset();
+  tail->reset();
+  ExpectDeviceZero("the destructors");
+  OnDevice(1, [&] { cudaStreamDestroy(stream); });
 }
 
 }  // namespace

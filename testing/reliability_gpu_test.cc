@@ -162,7 +162,7 @@ TEST_F(ReliabilityGpuTest, SeparateInstancesFromManyThreads) {
       const mla_tail::TailBuffers b = problems[p]->buffers();
       absl::Status s = (*set)->SetLayer(p, b);
       if (s.ok()) s = (*set)->Replay(p, 32, stream);
-      if (s.ok()) s = mla_tail::CudaStatus(cudaStreamSynchronize(stream), "sync");
+      if (s.ok()) s = mla_tail::internal::CudaStatus(cudaStreamSynchronize(stream), "sync");
       if (s.ok()) s = problems[p]->Check(b.output, problems[p]->SampleRows(), true);
       if (!s.ok()) return fail(s.ToString());
       expected[p] = *DownloadBits(b.output, problems[p]->output_elements());
@@ -177,7 +177,7 @@ TEST_F(ReliabilityGpuTest, SeparateInstancesFromManyThreads) {
       absl::Status s = problems[p]->PoisonOutput(b.output, stream);
       if (s.ok()) s = (*set)->SetLayer(layer, b);
       if (s.ok()) s = (*set)->Replay(layer, 32, stream);
-      if (s.ok()) s = mla_tail::CudaStatus(cudaStreamSynchronize(stream), "sync");
+      if (s.ok()) s = mla_tail::internal::CudaStatus(cudaStreamSynchronize(stream), "sync");
       if (!s.ok()) return fail(s.ToString());
       absl::StatusOr<std::vector<uint16_t>> got =
           DownloadBits(b.output, problems[p]->output_elements());

@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # Every benchmark of bench/results, on a GPU machine from the staged folder
 # (tools/stage_gpu.sh copies this to STAGE_DIR/benchmarks.sh): the grid with every fused kernel
-# forced, the q checks, PyTorch, the tail after the stand-in upstream kernel, the large batches,
-# the PDL probe, the timeline probe, graph_bench, the table and plot (bench/report.py, where
-# matplotlib is), the decode demo, and the consumer runtime (examples/runtime) checked and
-# measured inside its own step graph. The GPU is required (MLA_TAIL_REQUIRE_GPU=1). Under three
-# minutes on an H200, most of it PyTorch's (--skip=torch: under a minute).
+# forced, the q checks, PyTorch, the tail after the stand-in upstream kernel (with every fused
+# kernel forced where the dispatch rule's exceptions lie), the large batches, the PDL probe, the
+# timeline probe, graph_bench, the table and plot (bench/report.py, where matplotlib is), the
+# decode demo, and the consumer runtime (examples/runtime) checked and measured inside its own
+# step graph. tail_bench checks a sample of every output it times against the CPU reference and
+# fails on a mismatch. The GPU is required (MLA_TAIL_REQUIRE_GPU=1).
 #
 #   benchmarks.sh [--out=DIR] [--after=CMD] [--skip=STEP,...]
 #     --out    where the CSV files, logs, table.md and rc.txt go (default $OUT, else
 #              ./gpu-benchmarks); files of the same names there are appended to
 #     --after  a command run after each step (e.g. packing the folder, so that a run cut off
 #              keeps what it had)
-#     --skip   steps not to run: graph_bench, grid, q, torch, upstream, upstream_kernels, large,
-#              pdl_probe, timeline, demo, runtime
+#     --skip   steps not to run: graph_bench, grid, q, torch, upstream, upstream_kernels,
+#              upstream_exceptions, large, pdl_probe, timeline, demo, runtime
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$PWD/gpu-benchmarks}
@@ -24,7 +25,7 @@ for arg in "$@"; do
     --out=*) out=${arg#*=} ;;
     --after=*) after=${arg#*=} ;;
     --skip=*) skip=",${arg#*=}," ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
     *) echo "benchmarks.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -97,6 +98,26 @@ upstream_kernels() {
   return $rc
 }
 step upstream_kernels - tail_bench_upstream_kernels.log upstream_kernels
+# The dispatch rule's exceptions (docs/design.md) decided from one run: after the same upstream
+# kernel (5 us window), every fused kernel forced, and the rule's own choice, at 32-128 heads x
+# 1-16 rows, LatentSplit at 32-64 heads among them, with PDL and without. bench/report.py
+# --exceptions prints the table.
+upstream_exceptions() {
+  local k heads rc=0
+  local title="epilogue 5000, upstream 100 KiB shared memory a block, rewrites the latent"
+  for k in auto ColumnSplit LatentSplit Tile64x32AllSteps Tile64x64AllSteps Tile64x64Pipeline6 \
+      Tile64x64Pipeline4 Tile64x128 Persistent128x128; do
+    for heads in 32,48 64,96 128; do
+      echo "# $title, fused kernel $k" >>"$out/tail_bench_upstream_exceptions.csv"
+      timeout 60 "$bin/tail_bench" --commit="$commit" --upstream --modes=up,up+pdl,up+nopdl \
+        --csv="$out/tail_bench_upstream_exceptions.csv" --heads=$heads --rows=1,2,4,8,16 \
+        --upstream_epilogue_ns=5000 --fused_kernel=$k >>"$out/tail_bench_upstream_exceptions.log" \
+        2>&1 || rc=1
+    done
+  done
+  return $rc
+}
+step upstream_exceptions - tail_bench_upstream_exceptions.log upstream_exceptions
 step large 25 tail_bench_large.log "$bin/tail_bench" --commit="$commit" \
   --csv="$out/tail_bench_large.csv" --heads=64,128 --rows=2048,4096 --modes=auto,bmm,peer
 pdl_probe() {

@@ -96,11 +96,15 @@ exclusive_tests=('*DeviceFull*' '*DeviceMemoryExhausted*')
 # before that kernel wrote them, while every other tool and a plain run keep the order. The
 # tests that rely on that ordering are left to the other tools.
 pdl_order_tests=(ReliabilityGpuTest.ControlPdlWaitSeesLateWrites
-                 ReliabilityGpuTest.InputsWrittenUpstreamUntilItsEndAreSeen)
+                 ReliabilityGpuTest.InputsWrittenUpstreamUntilItsEndAreSeen
+                 '*PdlOptionTest.EdgeTypeAndResults/WithPdl'
+                 '*GraphOrderGpuTest.*ProgrammaticEdge')
 # The late writer ahead of nodes added to a graph by cudaGraphAddNode: under memcheck, racecheck
-# and synccheck the tail node saw the writer's buffers before its writes in some cases, once
-# behind a full (not programmatic) edge, which no plain run shows. Its ordering is the plain
-# run's to check; the same nodes run under every tool in the other embedding tests.
+# and synccheck the tail node read the writer's buffers before its writes in some runs, once
+# behind a full (not programmatic) edge; no plain run has shown it. Whether the tools or the
+# graph are at fault is not known: graph_order_gpu_test builds the same graph from two plain
+# kernels, to be run under those tools. Until then the case runs in the plain run only; the
+# nodes it adds run under every tool in the other embedding tests.
 graph_order_tests=(EmbeddingGpuTest.AddedNodesRunAfterTheUpstreamKernel)
 started=$SECONDS
 

@@ -1,25 +1,65 @@
 #!/usr/bin/env bash
-# The README's test command: installs what a fresh Debian 12 machine lacks, then builds and runs
-# every test, then builds the consumer workspace examples/runtime/ (another workspace that
-# depends on this one as @mla_tail). GPU tests skip without a GPU (and fail instead with
-# MLA_TAIL_REQUIRE_GPU=1); the closing line counts test cases, skipped ones apart, and counts a
-# failed build as a failure.
+# The README's test command: installs what a fresh Debian 12 machine lacks, then builds every
+# target and runs every test that can run here, then builds the consumer workspace
+# examples/runtime/ (another workspace that depends on this one as @mla_tail). Tests tagged gpu
+# run where nvidia-smi lists a GPU, or where MLA_TAIL_REQUIRE_GPU asks for one (they then fail
+# without it); elsewhere they are built but not run, and listed as "not run (no GPU)", never
+# counted as passed. The closing line counts the test cases of this run only (the targets Bazel
+# reports for this invocation, cached verdicts included, and their test.xml), skipped ones
+# apart, and counts a failed build or a target without a verdict as a failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh || exit 1
-bazel test //... "$@"
-status=$?
+
+gpu_tests_run=1
+filters=()
+required=${MLA_TAIL_REQUIRE_GPU:-}
+if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU' && { [ -z "$required" ] || [ "$required" = 0 ]; }; then
+  gpu_tests_run=0
+  filters=(--test_tag_filters=-gpu)
+  echo "test.sh: no GPU here: tests tagged gpu are built, not run"
+fi
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+bazel test //... --test_summary=short "${filters[@]}" "$@" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
 examples/runtime/build.sh || status=1
+
+# Bazel's verdict of each test target of this invocation ("//pkg:name  (cached) PASSED in 0.3s",
+# "FAILED", "FAILED TO BUILD", "NO STATUS", "TIMEOUT", ...): only these targets' test.xml count.
 passed=0 failed=0 skipped=0
-for xml in $(find -L bazel-testlogs/ -name test.xml 2>/dev/null); do
+while read -r target verdict; do
+  xml="bazel-testlogs/${target#//}"
+  xml="${xml/://}/test.xml"
+  case $verdict in
+    PASSED|FLAKY|FAILED) ;;
+    *)  # no run, or no complete one: no test.xml of this run to read
+      echo "test.sh: $target: $verdict"
+      failed=$((failed + 1))
+      continue
+      ;;
+  esac
+  if [ ! -f "$xml" ]; then
+    if [ "$verdict" = FAILED ]; then failed=$((failed + 1)); else passed=$((passed + 1)); fi
+    continue
+  fi
   read -r tests failures < <(sed -n 's/.*<testsuites tests="\([0-9]*\)" failures="\([0-9]*\)".*/\1 \2/p' "$xml")
   skips=$(grep -c '<skipped' "$xml" || true)
   passed=$((passed + ${tests:-0} - ${failures:-0} - skips))
   failed=$((failed + ${failures:-0}))
   skipped=$((skipped + skips))
-done
-# test.xml files of tests that did not build this time are stale: a failed status with no
-# failed case still reports a failure.
+  # A failed target whose cases all passed (a crash after them, a sanitizer exit code) fails.
+  [ "$verdict" != FAILED ] || [ "${failures:-0}" != 0 ] || failed=$((failed + 1))
+done < <(sed -n -E 's#^(//[^ ]+) +(\(cached\) )?(PASSED|FLAKY|FAILED TO BUILD|FAILED|TIMEOUT|NO STATUS|INCOMPLETE|REMOTE FAILURE|SKIPPED)( .*)?$#\1 \3#p' "$log")
+# A failed invocation with no failed case counted (a build break before any test ran) fails.
 [ $status -ne 0 ] && [ $failed -eq 0 ] && failed=1
-echo "${passed} passed, ${failed} failed, ${skipped} skipped"
+
+not_run=""
+if [ $gpu_tests_run = 0 ]; then
+  gpu_targets=$(bazel query 'attr(tags, "\bgpu\b", tests(//...))' 2>/dev/null)
+  for target in $gpu_targets; do echo "$target  not run (no GPU)"; done
+  not_run="; $(echo "$gpu_targets" | grep -c .) GPU test targets not run (no GPU)"
+fi
+echo "${passed} passed, ${failed} failed, ${skipped} skipped${not_run}"
 exit $status

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "mla_tail/mla/errors.h"
 
-namespace mla_tail {
+namespace mla_tail::internal {
 namespace {
 
 absl::StatusCode CodeOf(cudaError_t error) {
@@ -52,7 +52,7 @@ absl::Status CudaStatus(cudaError_t error, absl::string_view what) {
 }
 
 absl::Status CheckDevice(int device) {
-  internal::CudaErrorScope errors;
+  CudaErrorScope errors;
   int count = 0;
   const cudaError_t error = cudaGetDeviceCount(&count);
   if (error != cudaSuccess || count == 0) {
@@ -79,8 +79,6 @@ absl::Status CheckDevice(int device) {
   return absl::OkStatus();
 }
 
-namespace internal {
-
 absl::StatusOr<bool> IsCapturing(cudaStream_t stream) {
   if (stream == nullptr || stream == cudaStreamLegacy) return false;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
@@ -88,5 +86,4 @@ absl::StatusOr<bool> IsCapturing(cudaStream_t stream) {
   return capture != cudaStreamCaptureStatusNone;
 }
 
-}  // namespace internal
-}  // namespace mla_tail
+}  // namespace mla_tail::internal

@@ -12,7 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "mla_tail/mla/errors.h"
 
-namespace mla_tail {
+namespace mla_tail::internal {
 
 // OK for cudaSuccess; otherwise a status naming `what` and the CUDA error, carrying the
 // cudaError_t (CudaErrorOf). Sticky errors become DataLoss.
@@ -21,8 +21,6 @@ absl::Status CudaStatus(cudaError_t error, absl::string_view what);
 // Fails with FailedPrecondition unless `device` exists and is a Hopper-class (sm_90) GPU that
 // runs this module's native code; InvalidArgument for a device number that does not exist.
 absl::Status CheckDevice(int device);
-
-namespace internal {
 
 // Keeps the calling thread's CUDA error state as the caller left it: a failed runtime call of
 // ours sets the thread's last error, and the scope clears it on exit unless the caller already
@@ -60,13 +58,12 @@ class RelaxedCaptureMode {
 // capturing, and a launch into it during such a capture fails at the launch, as CUDA decides.
 absl::StatusOr<bool> IsCapturing(cudaStream_t stream);
 
-}  // namespace internal
-}  // namespace mla_tail
+}  // namespace mla_tail::internal
 
-#define MLA_RETURN_IF_CUDA_ERROR(expr, what)                                 \
-  do {                                                                       \
-    const absl::Status _mla_status = ::mla_tail::CudaStatus((expr), (what)); \
-    if (!_mla_status.ok()) return _mla_status;                               \
+#define MLA_RETURN_IF_CUDA_ERROR(expr, what)                                           \
+  do {                                                                                 \
+    const absl::Status _mla_status = ::mla_tail::internal::CudaStatus((expr), (what)); \
+    if (!_mla_status.ok()) return _mla_status;                                         \
   } while (false)
 
 #define MLA_RETURN_IF_ERROR(expr) MLA_TAIL_RETURN_IF_ERROR(expr)

@@ -6,7 +6,7 @@
 #include "absl/status/status.h"
 #include "mla/internal/cuda_status.h"
 
-namespace mla_tail {
+namespace mla_tail::internal {
 
 // Makes `device` current for a scope and restores the caller's device after it, so that an
 // instance works on its own device whatever device the calling thread has current.
@@ -34,6 +34,6 @@ class DeviceGuard {
   int current_ = -1;
 };
 
-}  // namespace mla_tail
+}  // namespace mla_tail::internal
 
 #endif  // MLA_TAIL_MLA_INTERNAL_DEVICE_GUARD_H_

@@ -6,7 +6,7 @@
 // part of the public API.
 
 #include "absl/status/status.h"
-#include "mla/kernels/params.h"
+#include "mla/kernels/launch.h"
 #include "mla_tail/mla/tail.h"
 #include "mla_tail/mla/tail_args.h"
 

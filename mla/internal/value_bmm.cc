@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace mla_tail {
+namespace mla_tail::internal {
 
 absl::Status CublasStatus(cublasStatus_t status, const char* what) {
   if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
@@ -72,7 +72,7 @@ absl::Status MakeLayout(cublasLtMatrixLayout_t* layout, uint64_t rows, uint64_t 
 
 absl::StatusOr<ValueBmm> ValueBmm::Create(cublasLtHandle_t handle, const ValueBmmShape& shape,
                                           BmmBatchMode mode, size_t workspace_bytes,
-                                          const internal::FaultHooks& faults) {
+                                          const FaultHooks& faults) {
   auto descriptors = std::make_shared<Descriptors>();
   MLA_RETURN_IF_CUBLAS_ERROR(
       cublasLtMatmulDescCreate(&descriptors->matmul, CUBLAS_COMPUTE_32F, CUDA_R_32F),
@@ -171,4 +171,4 @@ absl::Status ValueBmm::RunPointerArray(const void* const* w_uv_table,
              workspace, stream);
 }
 
-}  // namespace mla_tail
+}  // namespace mla_tail::internal

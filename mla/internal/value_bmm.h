@@ -22,7 +22,7 @@
 #include "mla/internal/fault_hooks.h"
 #include "mla_tail/mla/tail_args.h"
 
-namespace mla_tail {
+namespace mla_tail::internal {
 
 struct ValueBmmShape {
   int heads = 0;                  // batch count
@@ -41,9 +41,9 @@ class ValueBmm {
  public:
   // Plans the GEMM for `shape`; NotFound when cuBLASLt has no algorithm for it within
   // `workspace_bytes` and 16-byte operand alignment (or when `faults` says to act so).
-  static absl::StatusOr<ValueBmm> Create(
-      cublasLtHandle_t handle, const ValueBmmShape& shape, BmmBatchMode mode,
-      size_t workspace_bytes, const internal::FaultHooks& faults = internal::ActiveFaultHooks());
+  static absl::StatusOr<ValueBmm> Create(cublasLtHandle_t handle, const ValueBmmShape& shape,
+                                         BmmBatchMode mode, size_t workspace_bytes,
+                                         const FaultHooks& faults = ActiveFaultHooks());
 
   // Strided mode: values [H, B, 128] from latent and w_uv.
   absl::Status RunStrided(const bf16* latent, const bf16* w_uv, bf16* values, void* workspace,
@@ -74,6 +74,6 @@ class ValueBmm {
 // cuBLASLt status as absl::Status naming `what`.
 absl::Status CublasStatus(cublasStatus_t status, const char* what);
 
-}  // namespace mla_tail
+}  // namespace mla_tail::internal
 
 #endif  // MLA_TAIL_MLA_INTERNAL_VALUE_BMM_H_

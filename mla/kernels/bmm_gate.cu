@@ -8,10 +8,10 @@
 #include <cstdint>
 
 #include "mla/kernels/device.cuh"
-#include "mla/kernels/launch.cuh"
+#include "mla/kernels/launch.h"
 #include "mla/kernels/params.h"
 
-namespace mla_tail {
+namespace mla_tail::internal {
 namespace {
 
 constexpr int kThreads = 256;
@@ -61,4 +61,4 @@ cudaError_t LaunchBmmGate(const BmmGateParams& p, cudaStream_t stream, bool pdl)
   return LaunchWithPdl(BmmGateKernel, grid, dim3(kThreads), 0, stream, pdl, p);
 }
 
-}  // namespace mla_tail
+}  // namespace mla_tail::internal

@@ -5,10 +5,10 @@
 #include <cuda_runtime.h>
 
 #include "mla/kernels/device.cuh"
-#include "mla/kernels/launch.cuh"
+#include "mla/kernels/launch.h"
 #include "mla/kernels/params.h"
 
-namespace mla_tail {
+namespace mla_tail::internal {
 namespace {
 
 __global__ void BmmPointersKernel(const BmmPointerParams p) {
@@ -35,4 +35,4 @@ cudaError_t LaunchBmmPointers(const BmmPointerParams& p, cudaStream_t stream, bo
   return LaunchWithPdl(BmmPointersKernel, dim3(1), dim3(kMaxHeads), 0, stream, pdl, p);
 }
 
-}  // namespace mla_tail
+}  // namespace mla_tail::internal

@@ -21,13 +21,13 @@
 
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/fused_kernels.h"
-#include "mla/kernels/launch.cuh"
+#include "mla/kernels/launch.h"
 #include "mla/kernels/params.h"
 #include "mla/kernels/prefetch.cuh"
 #include "mla/kernels/timeline_stamps.cuh"
 #include "mla_tail/mla/dispatch.h"
 
-namespace mla_tail {
+namespace mla_tail::internal {
 namespace {
 
 constexpr int kThreads = 128;
@@ -262,4 +262,4 @@ KernelLaunch PlanColumnSplit(int heads, int rows, int multiprocessors) {
   }
 }
 
-}  // namespace mla_tail
+}  // namespace mla_tail::internal

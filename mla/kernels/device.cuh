@@ -8,8 +8,7 @@
 
 #include <cstdint>
 
-namespace mla_tail {
-namespace device {
+namespace mla_tail::internal::device {
 
 // Blocks until every upstream grid has completed and its writes are visible. The "memory"
 // clobber keeps the compiler from hoisting loads of upstream-written data above it.
@@ -172,7 +171,6 @@ __device__ __forceinline__ void GatePairs(const float (&v)[2 * kN], const uint32
   }
 }
 
-}  // namespace device
-}  // namespace mla_tail
+}  // namespace mla_tail::internal::device
 
 #endif  // MLA_TAIL_MLA_KERNELS_DEVICE_CUH_

@@ -16,8 +16,7 @@
 
 #include "mla/kernels/device.cuh"
 
-namespace mla_tail {
-namespace device {
+namespace mla_tail::internal::device {
 
 template <typename Layout, int kPairs>
 struct EarlySigmoidPairs {
@@ -57,7 +56,6 @@ struct EarlySigmoidPairs {
   }
 };
 
-}  // namespace device
-}  // namespace mla_tail
+}  // namespace mla_tail::internal::device
 
 #endif  // MLA_TAIL_MLA_KERNELS_EARLY_SIGMOIDS_CUH_

@@ -2,14 +2,14 @@
 #define MLA_TAIL_MLA_KERNELS_FUSED_KERNELS_H_
 
 // The fused kernels' own launch plans and loaders, behind PlanFusedKernel and LoadTailKernels
-// (params.h), which pick one by FusedKernel or load them all.
+// (launch.h), which pick one by FusedKernel or load them all.
 
 #include <cuda_runtime_api.h>
 
-#include "mla/kernels/params.h"
+#include "mla/kernels/launch.h"
 #include "mla_tail/mla/dispatch.h"
 
-namespace mla_tail {
+namespace mla_tail::internal {
 
 // ColumnSplit (column_split.cu): ColumnSplitBlockRows rows a block.
 KernelLaunch PlanColumnSplit(int heads, int rows, int multiprocessors);
@@ -30,6 +30,6 @@ cudaError_t LoadTileKernels();
 KernelLaunch PlanPersistent128x128(int heads, int rows, int multiprocessors);
 cudaError_t LoadPersistent128x128();
 
-}  // namespace mla_tail
+}  // namespace mla_tail::internal
 
 #endif  // MLA_TAIL_MLA_KERNELS_FUSED_KERNELS_H_

@@ -25,12 +25,12 @@
 
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/fused_kernels.h"
-#include "mla/kernels/launch.cuh"
+#include "mla/kernels/launch.h"
 #include "mla/kernels/params.h"
 #include "mla/kernels/prefetch.cuh"
 #include "mla/kernels/timeline_stamps.cuh"
 
-namespace mla_tail {
+namespace mla_tail::internal {
 namespace {
 
 constexpr int kColumns = 16;  // two n8 tiles
@@ -187,4 +187,4 @@ cudaError_t LoadLatentSplit() {
   return e != cudaSuccess ? e : LoadKernel(LatentSplitKernel<16, kWarpsFor<16>>, 0);
 }
 
-}  // namespace mla_tail
+}  // namespace mla_tail::internal

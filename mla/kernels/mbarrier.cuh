@@ -11,8 +11,7 @@
 
 #include "mla/kernels/device.cuh"
 
-namespace mla_tail {
-namespace device {
+namespace mla_tail::internal::device {
 
 // One thread initializes; a block barrier publishes it before any use.
 __device__ __forceinline__ void MbarrierInit(uint64_t* barrier, int arrivals) {
@@ -50,7 +49,6 @@ __device__ __forceinline__ void NamedBarrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
-}  // namespace device
-}  // namespace mla_tail
+}  // namespace mla_tail::internal::device
 
 #endif  // MLA_TAIL_MLA_KERNELS_MBARRIER_CUH_

@@ -1,35 +1,34 @@
 #ifndef MLA_TAIL_MLA_KERNELS_PARAMS_H_
 #define MLA_TAIL_MLA_KERNELS_PARAMS_H_
 
-// Kernel parameter blocks and their host launchers. Launchers validate nothing: callers
-// (mla/tail.h) have checked every shape, stride and pointer. Each launch carries the
-// programmatic-stream-serialization attribute when `pdl` is set, so that an upstream kernel's
-// launch_dependents lets it start early (and, captured in a graph, the edge is programmatic).
+// The kernels' parameter structs (each kernel's only argument) and the functions that fill them
+// from a shape and the caller's buffers: the one mapping, used by the eager launches and by the
+// graph nodes that graph/ writes. Shapes: B rows, H heads, q tokens a request; strides in
+// elements. Nothing here validates: the callers (mla/tail.h, graph/) have checked every shape,
+// stride and pointer.
 
-#include <cuda_runtime_api.h>
-
+#include <cstddef>
 #include <cstdint>
 
-#include "mla_tail/mla/dispatch.h"
 #include "mla_tail/mla/tail_args.h"
 
-namespace mla_tail {
+namespace mla_tail::internal {
 
-// Fused W_UV projection and gate.
+// The fused kernels': the W_UV projection and the gate (docs/spec.md).
 struct FusedTailParams {
-  const bf16* latent;         // [B, H, 512]
-  int64_t latent_row_stride;  // elements
-  const bf16* w_uv;           // per head [128, 512], latent axis contiguous
+  const bf16* latent;  // [B, H, 512]: row t at latent + t * latent_row_stride
+  int64_t latent_row_stride;
+  const bf16* w_uv;  // (h, k, d) at w_uv + h * w_head_stride + d * w_row_stride + k
   int64_t w_head_stride;
   int64_t w_row_stride;
-  const bf16* gate;  // [B, H * 128]
+  const bf16* gate;  // [B, H * 128]: row t at gate + t * gate_row_stride
   int64_t gate_row_stride;
-  const int32_t* lengths;  // [B / q]
-  bf16* output;            // [B, H * 128]
+  const int32_t* lengths;  // [B / q]: row t is active when lengths[t / q] > 0
+  bf16* output;            // [B, H * 128]: row t at output + t * output_row_stride
   int64_t output_row_stride;
   int heads;  // H
   int rows;   // B
-  int q;
+  int q;      // tokens a request
 };
 
 // The caller's buffers the gate reads and writes on the BMM path. BmmPointersKernel writes them
@@ -43,24 +42,25 @@ struct GateOperands {
   int64_t output_row_stride;
 };
 
-// The gate applied to the batched GEMM's values.
+// BmmGateKernel's: the gate applied to the batched GEMM's values.
 struct BmmGateParams {
   const bf16* values;                 // [H, B, 128]: head h, row t at values + (h * B + t) * 128
   GateOperands operands;              // used when operand_table is null
   const GateOperands* operand_table;  // else the operands, written by an earlier kernel
-  int heads;
-  int rows;
-  int q;
+  int heads;                          // H
+  int rows;                           // B
+  int q;                              // tokens a request
 };
 
-// The per-head operand addresses of the pointer-array batched GEMM, and the gate's operands.
+// BmmPointersKernel's: the per-head operand addresses of the pointer-array batched GEMM, and the
+// gate's operands.
 struct BmmPointerParams {
   const bf16* latent;  // [B, H, 512]
-  const bf16* w_uv;
+  const bf16* w_uv;    // per head [128, 512], latent axis contiguous
   int64_t w_head_stride;
   bf16* values;  // [H, B, 128]
-  int heads;
-  int rows;
+  int heads;     // H
+  int rows;      // B
   GateOperands gate;
   const void** a_table;      // [H]: W_UV of head h
   const void** b_table;      // [H]: latent of head h, row 0
@@ -73,15 +73,14 @@ struct BmmPointerParams {
 inline constexpr size_t kOperandTableBytes =
     3 * size_t{kMaxHeads} * sizeof(void*) + sizeof(GateOperands);
 
-// Kernel parameters for `shape` and the caller's `buffers` (with the BMM path's scratch):
-// one mapping, used by the eager launches and by graph/ when it rewrites captured nodes.
 inline FusedTailParams MakeFusedTailParams(const TailShape& shape, const TailBuffers& b) {
   return {b.latent,    b.latent_row_stride, b.w_uv,    b.w_head_stride, b.w_row_stride,
           b.gate,      b.gate_row_stride,   b.lengths, b.output,        b.output_row_stride,
           shape.heads, shape.rows,          shape.q};
 }
 
-// `tables` is kOperandTableBytes of device memory (8-byte aligned).
+// `values` is the BMM path's [H, B, 128] scratch; `tables` is kOperandTableBytes of device
+// memory (8-byte aligned).
 inline BmmPointerParams MakeBmmPointerParams(const TailShape& shape, const TailBuffers& b,
                                              bf16* values, void* tables) {
   void** addresses = static_cast<void**>(tables);
@@ -98,55 +97,11 @@ inline BmmPointerParams MakeBmmPointerParams(const TailShape& shape, const TailB
           reinterpret_cast<GateOperands*>(addresses + 3 * kMaxHeads)};
 }
 
+// The gate after the GEMM whose tables `tables` fills.
 inline BmmGateParams MakeBmmGateParams(const TailShape& shape, const BmmPointerParams& tables) {
   return {tables.values, {}, tables.gate_table, shape.heads, shape.rows, shape.q};
 }
 
-// The multiprocessors of `device`, asked of CUDA once per device.
-cudaError_t MultiprocessorCount(int device, int* count);
-
-// The kernel that `kernel` runs for a shape on a GPU of `multiprocessors` SMs: kColumnSplit or
-// a kTile* / kPersistent* kernel (kAuto: the rule, mla/dispatch.h).
-FusedKernel ResolveFusedKernel(FusedKernel kernel, int heads, int rows, int multiprocessors);
-
-// Rows of latent per ColumnSplit block: 8 (loaded into registers), 16 or 32 (staged in shared
-// memory). Each block keeps its 32 W_UV columns in registers across its rows, so larger blocks
-// re-read W_UV less often.
-int ColumnSplitBlockRows(int heads, int rows, int multiprocessors);
-
-// One kernel launch: what cudaLaunchKernelEx takes, and what a graph's kernel node holds. The
-// kernel's only argument is its params struct.
-struct KernelLaunch {
-  const void* function = nullptr;
-  dim3 grid;
-  dim3 block;
-  unsigned int smem_bytes = 0;
-};
-
-// The fused kernel's launch for `params` on a GPU of `multiprocessors` SMs: the one mapping from
-// (FusedKernel, shape) to a kernel, used by the eager launch and by every graph node.
-cudaError_t PlanFusedKernel(const FusedTailParams& params, FusedKernel kernel, int multiprocessors,
-                            KernelLaunch* launch);
-
-// Enqueues `launch` with `params` as its argument (cudaLaunchKernelEx), with the
-// programmatic-stream-serialization attribute when `pdl` is set.
-cudaError_t LaunchFusedKernel(const KernelLaunch& launch, const FusedTailParams& params,
-                              cudaStream_t stream, bool pdl);
-
-// Loads every kernel of the tail on the current device (CUDA would load each at its first launch
-// or graph instantiation) and lets the fused kernels use their shared memory (above the 48 KB
-// default). Once per device before their first launch, outside any stream capture.
-cudaError_t LoadTailKernels();
-
-cudaError_t LaunchBmmGate(const BmmGateParams& params, cudaStream_t stream, bool pdl);
-cudaError_t LaunchBmmPointers(const BmmPointerParams& params, cudaStream_t stream, bool pdl);
-cudaError_t LoadBmmGate();
-cudaError_t LoadBmmPointers();
-
-// BmmPointersKernel, for callers that edit a captured BMM-path graph: its node takes a
-// BmmPointerParams as its only argument.
-const void* BmmPointersKernelAddress();
-
-}  // namespace mla_tail
+}  // namespace mla_tail::internal
 
 #endif  // MLA_TAIL_MLA_KERNELS_PARAMS_H_

@@ -34,13 +34,13 @@
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/early_sigmoids.cuh"
 #include "mla/kernels/fused_kernels.h"
-#include "mla/kernels/launch.cuh"
+#include "mla/kernels/launch.h"
 #include "mla/kernels/mbarrier.cuh"
 #include "mla/kernels/params.h"
 #include "mla/kernels/tile_copy.cuh"
 #include "mla/kernels/wgmma.cuh"
 
-namespace mla_tail {
+namespace mla_tail::internal {
 namespace {
 
 // 128 rows (two consumer warpgroups of 64) x all 128 columns; the producer's 128 threads copy
@@ -321,4 +321,4 @@ KernelLaunch PlanPersistent128x128(int heads, int rows, int multiprocessors) {
   return launch;
 }
 
-}  // namespace mla_tail
+}  // namespace mla_tail::internal

@@ -17,8 +17,7 @@
 
 #include "mla/kernels/params.h"
 
-namespace mla_tail {
-namespace device {
+namespace mla_tail::internal::device {
 
 inline constexpr long long kMaxPrefetchWork = 8192;
 
@@ -57,7 +56,6 @@ __device__ __forceinline__ void PrefetchBlockInputsL2(const FusedTailParams& p, 
   }
 }
 
-}  // namespace device
-}  // namespace mla_tail
+}  // namespace mla_tail::internal::device
 
 #endif  // MLA_TAIL_MLA_KERNELS_PREFETCH_CUH_

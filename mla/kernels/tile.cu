@@ -44,14 +44,14 @@
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/early_sigmoids.cuh"
 #include "mla/kernels/fused_kernels.h"
-#include "mla/kernels/launch.cuh"
+#include "mla/kernels/launch.h"
 #include "mla/kernels/params.h"
 #include "mla/kernels/prefetch.cuh"
 #include "mla/kernels/tile_copy.cuh"
 #include "mla/kernels/timeline_stamps.cuh"
 #include "mla/kernels/wgmma.cuh"
 
-namespace mla_tail {
+namespace mla_tail::internal {
 namespace {
 
 // A 64-row tile (wgmma's m) of kCols columns; its stage buffers, gate tile and copies:
@@ -405,4 +405,4 @@ cudaError_t PlanTile(int heads, int rows, FusedKernel kernel, KernelLaunch* laun
              : cudaErrorInvalidValue;
 }
 
-}  // namespace mla_tail
+}  // namespace mla_tail::internal

@@ -20,8 +20,7 @@
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/params.h"
 
-namespace mla_tail {
-namespace device {
+namespace mla_tail::internal::device {
 
 template <int CopyThreads, int Rows, int Cols>
 struct TileLayout {
@@ -148,7 +147,6 @@ struct TileCopier {
   }
 };
 
-}  // namespace device
-}  // namespace mla_tail
+}  // namespace mla_tail::internal::device
 
 #endif  // MLA_TAIL_MLA_KERNELS_TILE_COPY_CUH_

@@ -9,8 +9,7 @@
 
 #include <cstdint>
 
-namespace mla_tail {
-namespace device {
+namespace mla_tail::internal::device {
 
 // The shared-memory matrix descriptor of wgmma for a K-major operand in the 128-byte swizzle:
 // start address, leading offset 16 bytes (unused by this layout), stride 1024 bytes between
@@ -96,7 +95,6 @@ __device__ __forceinline__ void Wgmma64xN(float (&d)[64], uint64_t a, uint64_t b
 
 #undef MLA_WG_D8
 
-}  // namespace device
-}  // namespace mla_tail
+}  // namespace mla_tail::internal::device
 
 #endif  // MLA_TAIL_MLA_KERNELS_WGMMA_CUH_

@@ -1,6 +1,6 @@
 #include <cuda_runtime.h>
 
-#include "mla/kernels/launch.cuh"
+#include "mla/kernels/launch.h"
 #include "testing/support/fill.h"
 
 namespace mla_tail_testing {
@@ -28,8 +28,8 @@ __global__ void FillKernel(const FillParams p) {
 
 cudaError_t FillTestValues(const View3& view, uint64_t seed, Values kind, cudaStream_t stream) {
   // The launch's own error, not a stale one left by an earlier call.
-  return mla_tail::LaunchWithPdl(FillKernel, dim3(1024), dim3(256), 0, stream, /*pdl=*/false,
-                                 FillParams{view, seed, kind});
+  return mla_tail::internal::LaunchWithPdl(FillKernel, dim3(1024), dim3(256), 0, stream,
+                                           /*pdl=*/false, FillParams{view, seed, kind});
 }
 
 }  // namespace mla_tail_testing

@@ -26,24 +26,24 @@ __global__ void GateMathKernel(unsigned long long* counters, unsigned* first_mis
   // Both halves carry the gate under test, the second with its sign flipped.
   const uint32_t word = gate | ((gate ^ 0x8000u) << 16);
 
-  const uint32_t exact = mla_tail::device::GatePair(v0, v1, word, active);
+  const uint32_t exact = mla_tail::internal::device::GatePair(v0, v1, word, active);
   bool in_range = true;
-  const uint32_t fast = mla_tail::device::GatePairInRange(v0, v1, word, active, in_range);
+  const uint32_t fast = mla_tail::internal::device::GatePairInRange(v0, v1, word, active, in_range);
   float vs[2] = {v0, v1};
   const uint32_t gates[1] = {word};
   const bool actives[1] = {active};
   uint32_t both[1];
-  mla_tail::device::GatePairs<1>(vs, gates, actives, both);
+  mla_tail::internal::device::GatePairs<1>(vs, gates, actives, both);
 
   // The sigmoids first, then the gate (Tile's early sigmoids): the branch-free ones
   // where they keep in_range; the general ones, which a thread falls back to for all its pairs,
   // everywhere.
   bool sigmoid_in_range = true;
-  const float2 s = mla_tail::device::SigmoidPairInRange(word, active, sigmoid_in_range);
-  const uint32_t general =
-      mla_tail::device::GateWithSigmoid(v0, v1, mla_tail::device::SigmoidPair(word), active);
+  const float2 s = mla_tail::internal::device::SigmoidPairInRange(word, active, sigmoid_in_range);
+  const uint32_t general = mla_tail::internal::device::GateWithSigmoid(
+      v0, v1, mla_tail::internal::device::SigmoidPair(word), active);
   const uint32_t sigmoid_first =
-      sigmoid_in_range ? mla_tail::device::GateWithSigmoid(v0, v1, s, active) : general;
+      sigmoid_in_range ? mla_tail::internal::device::GateWithSigmoid(v0, v1, s, active) : general;
 
   atomicAdd(&counters[0], 1ull);
   bool mismatch = false;
@@ -68,7 +68,27 @@ __global__ void GateMathKernel(unsigned long long* counters, unsigned* first_mis
   if (mismatch) atomicCAS(first_mismatch, 0xFFFFFFFFu, gate);
 }
 
+__global__ void SigmoidKernel(float* sigmoids) {
+  const uint32_t gate = blockIdx.x * blockDim.x + threadIdx.x;
+  if (gate > 0xFFFFu) return;
+  sigmoids[gate] = mla_tail::internal::device::SigmoidPair(gate | (gate << 16)).x;
+}
+
 }  // namespace
+
+cudaError_t SigmoidOfEveryGate(cudaStream_t stream, float* sigmoids) {
+  float* device = nullptr;
+  cudaError_t e = cudaMalloc(&device, 65536 * sizeof(float));
+  if (e != cudaSuccess) return e;
+  SigmoidKernel<<<256, 256, 0, stream>>>(device);
+  e = cudaGetLastError();
+  if (e == cudaSuccess) {
+    e = cudaMemcpyAsync(sigmoids, device, 65536 * sizeof(float), cudaMemcpyDeviceToHost, stream);
+  }
+  if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+  cudaFree(device);
+  return e;
+}
 
 cudaError_t CheckGateMath(cudaStream_t stream, GateMathCounts* counts) {
   unsigned long long* counters = nullptr;

@@ -22,6 +22,10 @@ struct GateMathCounts {
   uint32_t first_mismatch_gate = 0;    // bf16 bits of the first mismatching gate, if any
 };
 
+// The sigmoid the kernels compute (SigmoidPair: what GatePair multiplies by) for each of the 65536
+// bf16 gates, indexed by the gate's bits; `sigmoids` holds 65536 floats. Synchronizes the stream.
+cudaError_t SigmoidOfEveryGate(cudaStream_t stream, float* sigmoids);
+
 // Runs all 65536 bf16 gate values with each of a set of v (normal, subnormal, huge, signed
 // zero, NaN), active and not, on `stream`, and counts. Synchronizes the stream.
 cudaError_t CheckGateMath(cudaStream_t stream, GateMathCounts* counts);

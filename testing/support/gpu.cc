@@ -13,11 +13,11 @@ bool GpuRequired() {
   return value != nullptr && *value != '\0' && std::strcmp(value, "0") != 0;
 }
 
-absl::Status GpuUsable() { return mla_tail::CheckDevice(0); }
+absl::Status GpuUsable() { return mla_tail::internal::CheckDevice(0); }
 
 absl::Status GpusUsable(int count) {
   for (int device = 0; device < count; ++device) {
-    MLA_RETURN_IF_ERROR(mla_tail::CheckDevice(device));
+    MLA_RETURN_IF_ERROR(mla_tail::internal::CheckDevice(device));
   }
   return absl::OkStatus();
 }

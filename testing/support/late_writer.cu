@@ -3,7 +3,7 @@
 #include <cstdint>
 
 #include "mla/kernels/device.cuh"
-#include "mla/kernels/launch.cuh"
+#include "mla/kernels/launch.h"
 #include "testing/support/late_writer.h"
 
 namespace mla_tail_testing {
@@ -34,7 +34,7 @@ __device__ void CopyBytes(const LateCopy& c) {
 }
 
 __global__ void LateWriterKernel(const LateWriterParams p) {
-  mla_tail::device::LaunchDependents();
+  mla_tail::internal::device::LaunchDependents();
   const uint64_t start = GlobalTimer();
   while (GlobalTimer() - start < p.delay_ns) {
   }
@@ -46,21 +46,22 @@ struct WaitingCopyParams {
 };
 
 __global__ void WaitingCopyKernel(const WaitingCopyParams p) {
-  mla_tail::device::GridDependencyWait();
+  mla_tail::internal::device::GridDependencyWait();
   CopyBytes(p.copy);
 }
 
 }  // namespace
 
 cudaError_t LaunchWaitingCopy(const LateCopy& copy, cudaStream_t stream) {
-  return mla_tail::LaunchWithPdl(WaitingCopyKernel, dim3(8), dim3(256), 0, stream, /*pdl=*/true,
-                                 WaitingCopyParams{copy});
+  return mla_tail::internal::LaunchWithPdl(WaitingCopyKernel, dim3(8), dim3(256), 0, stream,
+                                           /*pdl=*/true, WaitingCopyParams{copy});
 }
 
 cudaError_t LaunchLateWriter(const LateCopy (&copies)[3], unsigned delay_ns, cudaStream_t stream) {
   LateWriterParams p{{copies[0], copies[1], copies[2]}, delay_ns};
   // Few blocks, so that the dependent grid has room to start beside it.
-  return mla_tail::LaunchWithPdl(LateWriterKernel, dim3(8), dim3(256), 0, stream, /*pdl=*/false, p);
+  return mla_tail::internal::LaunchWithPdl(LateWriterKernel, dim3(8), dim3(256), 0, stream,
+                                           /*pdl=*/false, p);
 }
 
 }  // namespace mla_tail_testing

@@ -2,20 +2,23 @@
 #define MLA_TAIL_TESTING_SUPPORT_PROBLEM_H_
 
 // A tail problem on the GPU for tests, benchmarks and the demo: device inputs filled with
-// deterministic test values (optionally strided, with inactive requests poisoned by NaN), an
-// output with a NaN-filled guard band, and host copies for the CPU reference.
+// deterministic test values (problem_data.h: optionally strided, with inactive requests poisoned
+// by NaN and special values in active rows), an output with a NaN-filled guard band, and host
+// copies of the device's inputs for the CPU reference.
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 #include <memory>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "mla_tail/mla/tail_args.h"
+#include "testing/support/problem_data.h"
 #include "testing/support/reference.h"
-#include "testing/support/test_values.h"
 
 namespace mla_tail_testing {
 
@@ -39,18 +42,6 @@ class DeviceMemory {
  private:
   void* pointer_ = nullptr;
   size_t bytes_ = 0;
-};
-
-struct ProblemOptions {
-  mla_tail::TailShape shape;
-  Values data = Values::kSmallIntegers;  // latent and W_UV
-  Values gates = Values::kExactGates;
-  bool kv_b_proj_view = false;  // W_UV as the V half of a [H, 256, 512] kv_b_proj
-  int64_t row_padding = 0;      // elements added to the latent, gate and output row strides
-  int inactive_every = 3;       // every n-th request has length 0 and NaN latent and gate (0: none)
-  bool negative_lengths = false;  // inactive requests get length -7 instead of 0
-  int guard_rows = 16;            // NaN rows after the output that must stay NaN
-  uint64_t seed = 1;
 };
 
 class Problem {
@@ -77,15 +68,17 @@ class Problem {
   const std::vector<int32_t>& lengths() const { return lengths_; }
 
   // Checks an output allocation against the reference on `rows` (all columns), that every
-  // element of every row < B was written (no NaN where the reference has none), and that padding
-  // columns and guard rows still hold NaN. Returns the first few mismatches as an error.
+  // element of every row < B was written (no NaN but where a special value puts one), and that
+  // padding columns and guard rows still hold NaN. Returns the first few mismatches as an error.
   absl::Status Check(const mla_tail::bf16* output, const std::vector<int>& rows, bool exact) const;
 
-  // Rows worth checking: all of a small batch; tile edges, the ends and a few random ones else.
+  // Rows worth checking (problem_data.h's SampleRows).
   std::vector<int> SampleRows(int random_rows = 4) const;
 
  private:
   explicit Problem(const ProblemOptions& options) : options_(options) {}
+  // Whether a special value makes active output (t, column) NaN.
+  bool NanExpected(int64_t t, int64_t column) const;
 
   ProblemOptions options_;
   DeviceMemory latent_, w_uv_, gate_, lengths_device_, output_;
@@ -93,6 +86,8 @@ class Problem {
   int64_t w_allocation_offset_ = 0;
   std::vector<uint16_t> latent_host_, w_uv_host_, gate_host_;
   std::vector<int32_t> lengths_;
+  // Where special values make an active output NaN: (row, head), (head, column), (row, column).
+  std::set<std::pair<int64_t, int64_t>> nan_latent_, nan_weight_, nan_gate_;
 };
 
 // Downloads an output allocation as bf16 bits.

@@ -1,6 +1,6 @@
-// Which fused kernel runs: the one place that maps FusedKernel and a shape to a kernel launch,
-// for the eager launch and for graph nodes; and the one place that loads every kernel of the
-// tail.
+// Which fused kernel runs for a shape: the one place that maps FusedKernel and a shape to a kernel
+// launch, for the eager launch and for graph nodes; and the one place that loads every kernel of
+// the tail.
 
 #include <cuda_runtime.h>
 
@@ -8,10 +8,10 @@
 #include <initializer_list>
 
 #include "mla/kernels/fused_kernels.h"
-#include "mla/kernels/params.h"
+#include "mla/kernels/launch.h"
 #include "mla_tail/mla/dispatch.h"
 
-namespace mla_tail {
+namespace mla_tail::internal {
 
 cudaError_t MultiprocessorCount(int device, int* count) {
   constexpr int kDevices = 64;
@@ -47,29 +47,13 @@ cudaError_t PlanFusedKernel(const FusedTailParams& p, FusedKernel kernel, int mu
   return cudaSuccess;
 }
 
-cudaError_t LaunchFusedKernel(const KernelLaunch& launch, const FusedTailParams& params,
-                              cudaStream_t stream, bool pdl) {
-  cudaLaunchAttribute attributes[1];
-  attributes[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attributes[0].val.programmaticStreamSerializationAllowed = pdl ? 1 : 0;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = launch.grid;
-  config.blockDim = launch.block;
-  config.dynamicSmemBytes = launch.smem_bytes;
-  config.stream = stream;
-  config.attrs = attributes;
-  config.numAttrs = 1;
-  void* arguments[] = {const_cast<FusedTailParams*>(&params)};
-  return cudaLaunchKernelExC(&config, launch.function, arguments);
-}
-
 cudaError_t LoadTailKernels() {
-  for (cudaError_t (*prepare)() : {LoadColumnSplit, LoadLatentSplit, LoadTileKernels,
-                                   LoadPersistent128x128, LoadBmmGate, LoadBmmPointers}) {
-    const cudaError_t e = prepare();
+  for (cudaError_t (*load)() : {LoadColumnSplit, LoadLatentSplit, LoadTileKernels,
+                                LoadPersistent128x128, LoadBmmGate, LoadBmmPointers}) {
+    const cudaError_t e = load();
     if (e != cudaSuccess) return e;
   }
   return cudaSuccess;
 }
 
-}  // namespace mla_tail
+}  // namespace mla_tail::internal
