@@ -103,8 +103,9 @@ int Main() {
         std::fprintf(stderr, "MlaTail: %s\n", tail.status().ToString().c_str());
         return 1;
       }
-      w.tails.emplace_back(mla_tail::internal::ResolveFusedKernel(kernel, w.shape.heads, w.shape.rows, sms),
-                           *std::move(tail));
+      w.tails.emplace_back(
+          mla_tail::internal::ResolveFusedKernel(kernel, w.shape.heads, w.shape.rows, sms),
+          *std::move(tail));
     }
     if (absl::GetFlag(FLAGS_stream)) {
       const int64_t bytes = (TailBytes(w.shape) + 15) / 16 * 16;

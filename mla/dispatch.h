@@ -26,15 +26,18 @@ namespace mla_tail {
 //   Persistent128x128   persistent 128 x 128 tiles, one block an SM; a producer warpgroup's
 //                       copies and two consumer warpgroups' MMAs hand a ring of 6 buffers over
 //                       mbarriers.
-#define MLA_TAIL_FUSED_KERNELS(X) \
-  X(ColumnSplit)                  \
-  X(LatentSplit)                  \
-  X(Tile64x64Pipeline4)           \
-  X(Tile64x64AllSteps)            \
-  X(Tile64x128)                   \
-  X(Tile64x32AllSteps)            \
-  X(Tile64x64Pipeline6)           \
-  X(Persistent128x128)
+#define MLA_TAIL_FUSED_KERNELS(X)   \
+  X(ColumnSplit)                    \
+  X(LatentSplit)                    \
+  X(Tile64x64Pipeline4)             \
+  X(Tile64x64AllSteps)              \
+  X(Tile64x128)                     \
+  X(Tile64x32AllSteps)              \
+  X(Tile64x64Pipeline6)             \
+  X(Persistent128x128)              \
+  X(Tile64x128Pipeline4)            \
+  X(Tile64x32AllStepsTwoWarpgroups) \
+  X(Tile64x64AllStepsTwoWarpgroups)
 
 enum class FusedKernel {
   kAuto,  // the rule below decides by shape

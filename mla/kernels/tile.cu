@@ -54,11 +54,13 @@
 namespace mla_tail::internal {
 namespace {
 
-// A 64-row tile (wgmma's m) of kCols columns; its stage buffers, gate tile and copies:
-// tile_copy.cuh.
-template <int kStages, int kCols, int kWarpgroups>
+// A 64-row tile (wgmma's m) of kCols columns; its stage buffers and gate tile: tile_copy.cuh.
+// kLengthsInSmem: the rows' lengths come to shared memory beside the gate tile (EarlySigmoids
+// reads them there); otherwise each thread loads its own two rows' lengths into registers.
+template <int kStages, int kCols, int kWarpgroups, bool kSmemLengths>
 struct WgTile : device::TileLayout<128 * kWarpgroups, 64, kCols> {
   using L = device::TileLayout<128 * kWarpgroups, 64, kCols>;
+  static constexpr bool kLengthsInSmem = kSmemLengths;
   using L::kRows;
   using L::kSteps;
   // Each warpgroup computes kWgCols of the tile's columns; all threads copy.
@@ -68,15 +70,120 @@ struct WgTile : device::TileLayout<128 * kWarpgroups, 64, kCols> {
   // fly while one is computed.
   static constexpr bool kAllInFlight = kStages == kSteps;
   static constexpr int kPrologueSteps = kAllInFlight ? kSteps : kStages - 1;
-  // The epilogue's inputs: the gate tile, then the rows' lengths.
+  // The epilogue's inputs: the gate tile, then the rows' lengths (kLengthsInSmem).
   static constexpr int kGateOffset = kStages * L::kStageBytes;
   static constexpr int kLengthsOffset = kGateOffset + kRows * L::kGateRowBytes;
-  static constexpr size_t kSmemBytes = kLengthsOffset + kRows * sizeof(int32_t) + L::kAlign;
+  static constexpr size_t kSmemBytes =
+      kLengthsOffset + (kLengthsInSmem ? kRows * sizeof(int32_t) : 0) + L::kAlign;
 
-  static_assert(kWgCols == 32 || kWgCols == 64 || kWgCols == 128,
+  static_assert(kWgCols == 16 || kWgCols == 32 || kWgCols == 64 || kWgCols == 128,
                 "wgmma's n: a warpgroup's columns");
   static_assert(kStages >= 2 && kStages <= kSteps, "pipeline depth: at most one buffer a step");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory of one block");
+  static_assert(L::kCopyThreads >= kRows, "a thread a row's length");
+  // A thread's gate rows are kGateRowsPerPass apart: one swizzle phase, so one offset each.
+  static_assert(L::kGateRowsPerPass % (L::kGateRowsPerLine * L::kGateSwizzle) == 0,
+                "a thread's gate words at one swizzled offset");
+};
+
+// One thread's share of a tile's copies (the words device::TileCopier assigns it) with every
+// address computed once, before the dependency wait, into registers: after the wait each copy is
+// one cp.async from a base register and a constant offset. Computed at each copy, with the
+// parameters read again after every cp.async (its memory clobber), the copies issued after the
+// wait took about 13 instructions each (docs/benchmarks.md, "What bounds the tensor-parallel
+// shapes").
+template <typename L>
+struct TileSources {
+  const bf16* w;                         // its first W_UV row of the tile, its word, step 0
+  int64_t w_pass;                        // elements between its W_UV rows
+  const bf16* latent[L::kLatentCopies];  // its latent rows, step 0
+  const bf16* gate[L::kGateCopies];      // its gate words (rows past the end: not read)
+  uint32_t latent_rows = 0;              // bit n: latent row n is a row of the tail
+  uint32_t gate_rows = 0;                // bit n: gate row n is
+  uint32_t dst;                          // shared address of its word in stage 0's W_UV slice
+  uint32_t gate_dst;                     // and of its first word in the gate tile
+
+  __device__ __forceinline__ TileSources(const FusedTailParams& p, const device::TileAt& c,
+                                         uint32_t smem_base) {
+    const int row = threadIdx.x / L::kWords;
+    const int word = threadIdx.x % L::kWords;
+    dst = smem_base + row * L::kRowBytes + 16 * (word ^ (row % 8));
+    w = p.w_uv + c.head * p.w_head_stride + (c.column0 + row) * p.w_row_stride + 8 * word;
+    w_pass = L::kRowsPerPass * p.w_row_stride;
+#pragma unroll
+    for (int n = 0; n < L::kLatentCopies; ++n) {
+      const int t = c.t0 + row + n * L::kRowsPerPass;
+      latent[n] = p.latent + t * p.latent_row_stride + c.head * kLatentDim + 8 * word;
+      latent_rows |= static_cast<uint32_t>(t < p.rows) << n;
+    }
+    const int gate_row = threadIdx.x / L::kGateWordsPerRow;
+    const int gate_word = threadIdx.x % L::kGateWordsPerRow;
+    gate_dst = smem_base + L::GateWord(gate_row, gate_word);
+#pragma unroll
+    for (int n = 0; n < L::kGateCopies; ++n) {
+      const int t = c.t0 + gate_row + n * L::kGateRowsPerPass;
+      const bool valid = t < p.rows;
+      gate[n] =
+          valid ? p.gate + t * p.gate_row_stride + c.head * kValueDim + c.column0 + 8 * gate_word
+                : p.gate;
+      gate_rows |= static_cast<uint32_t>(valid) << n;
+    }
+  }
+
+  // Step `step`'s W_UV and latent words into stage buffer `stage` (both known once the step loop
+  // is unrolled). Latent rows past the end are not copied: their products land in output rows
+  // never stored.
+  __device__ __forceinline__ void W(int step, int stage) const {
+#pragma unroll
+    for (int n = 0; n < L::kWCopies; ++n) {
+      Copy16(dst + stage * L::kStageBytes + n * L::kRowsPerPass * L::kRowBytes,
+             w + n * w_pass + step * L::kStepK, 16);
+    }
+  }
+  __device__ __forceinline__ void Latent(int step, int stage) const {
+#pragma unroll
+    for (int n = 0; n < L::kLatentCopies; ++n) {
+      if (latent_rows >> n & 1) {
+        Copy16(dst + stage * L::kStageBytes + L::kWBytes + n * L::kRowsPerPass * L::kRowBytes,
+               latent[n] + step * L::kStepK, 16);
+      }
+    }
+  }
+  // The gate tile at `gate_offset` bytes past the stages' base; rows past the end zero-filled.
+  __device__ __forceinline__ void Gate(int gate_offset) const {
+#pragma unroll
+    for (int n = 0; n < L::kGateCopies; ++n) {
+      Copy16(gate_dst + gate_offset + n * L::kGateRowsPerPass * L::kGateRowBytes, gate[n],
+             (gate_rows >> n & 1) ? 16 : 0);
+    }
+  }
+
+  // cp.async of 16 bytes, `src_bytes` of them read and the rest zero-filled.
+  static __device__ __forceinline__ void Copy16(uint32_t to, const void* from, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(to), "l"(from),
+                 "r"(src_bytes)
+                 : "memory");
+  }
+};
+
+// The lengths of a thread's rows (16 * warp + 8h + group of its warpgroup's 64, h = 0, 1), as the
+// epilogue tests them: addresses before the dependency wait, loads right after it (they are used
+// in the epilogue only). Rows past the end read the last row's length: they are not stored.
+struct RowLengths {
+  const int32_t* src[2];
+  int32_t length[2];
+
+  __device__ __forceinline__ RowLengths(const FusedTailParams& p, int t0) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = 16 * (threadIdx.x % 128 / 32) + 8 * h + threadIdx.x % 32 / 4;
+      src[h] = p.lengths + min(t0 + row, p.rows - 1) / p.q;
+    }
+  }
+  __device__ __forceinline__ void Load() {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) length[h] = *src[h];
+  }
 };
 
 // cp.async.wait_group with a count known once the step loop is unrolled (at most 7: WgTile).
@@ -149,7 +256,7 @@ struct EarlySigmoids<T, true> {
 template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, bool kEarlySigmoids>
 __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
     TileKernel(const FusedTailParams p) {
-  using T = WgTile<kStages, kCols, kWarpgroups>;
+  using T = WgTile<kStages, kCols, kWarpgroups, kEarlySigmoids>;
   constexpr int kRows = T::kRows;
   constexpr int kWgCols = T::kWgCols;
   constexpr int kSteps = T::kSteps;
@@ -165,37 +272,46 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
   const Tile tile{static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x) * kCols,
                   static_cast<int>(blockIdx.z) * kRows};
 
-  // Step `step` of tile `c` into stage buffer `stage`.
-  const device::TileCopier<typename T::L, true> copier(p);
-  auto copy_w = [&](const Tile& c, int step, int stage) { copier.W(p, smem, c, step, stage); };
-  auto copy_latent = [&](const Tile& c, int step, int stage) {
-    copier.Latent(p, smem, c, step, stage);
-  };
+  // Every address this thread copies from, computed here, before the dependency wait.
+  const TileSources<typename T::L> copies(p, tile, smem_base);
   uint8_t* const gate_tile = smem + T::kGateOffset;
-  auto copy_epilogue_inputs = [&](const Tile& c) {
-    copier.EpilogueInputs(p, c, gate_tile, smem + T::kLengthsOffset);
-  };
+  RowLengths lengths(p, tile.t0);
+  // kLengthsInSmem: thread r < kRows copies row r's length; rows past the end get 0.
+  const int length_t = tile.t0 + static_cast<int>(threadIdx.x);
+  const int32_t* const length_src = p.lengths + min(length_t, p.rows - 1) / p.q;
+  const bool copies_length = T::kLengthsInSmem && threadIdx.x < kRows;
+  const int length_bytes = length_t < p.rows ? 4 : 0;
+  const uint32_t length_dst = smem_base + T::kLengthsOffset + 4 * threadIdx.x;
 
   MLA_TIMELINE_STAMP(0);
   // Prologue: groups 0..kPrologueSteps-1 hold steps 0..kPrologueSteps-1; group 0 also the
   // epilogue's inputs.
 #pragma unroll
-  for (int step = 0; step < T::kPrologueSteps; ++step) copy_w(tile, step, step);
+  for (int step = 0; step < T::kPrologueSteps; ++step) copies.W(step, step);
   device::PrefetchBlockInputsL2(p, tile.head, tile.t0, kRows, 0, kLatentDim, tile.column0, kCols);
   device::GridDependencyWait();
   MLA_TIMELINE_STAMP(1);
+  if constexpr (!T::kLengthsInSmem) lengths.Load();
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) {
-    copy_latent(tile, step, step);
-    if (step == 0) copy_epilogue_inputs(tile);
+    copies.Latent(step, step);
+    if (step == 0) {
+      copies.Gate(T::kGateOffset);
+      if (copies_length) {
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(length_dst),
+                     "l"(length_src), "r"(length_bytes)
+                     : "memory");
+      }
+    }
     device::CopyAsyncCommit();
   }
   // Every read of upstream-written data is in flight once the last step's copies are issued:
   // dependents may launch (their prologues would compete with these copies before that).
   if (T::kAllInFlight) device::LaunchDependents();
 
-  // Warpgroup wg multiplies by W_UV rows (output columns) [wg, wg + 1) * kWgCols of the slice.
-  const int wg = threadIdx.x / 128;
+  // Warpgroup wg multiplies by W_UV rows (output columns) [wg, wg + 1) * kWgCols of the slice
+  // (with one warpgroup, a constant: the descriptors stay warp-uniform values).
+  const int wg = kWarpgroups == 1 ? 0 : threadIdx.x / 128;
   const uint64_t a_desc0 = device::SmemDescriptor(smem_base + T::kWBytes);
   const uint64_t b_desc0 = device::SmemDescriptor(smem_base + wg * kWgCols * T::kRowBytes);
 
@@ -222,8 +338,8 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
       const int next = step + T::kPrologueSteps;
       const int next_stage = (stage + T::kPrologueSteps) % kStages;
       if (next < kSteps) {
-        copy_w(tile, next, next_stage);
-        copy_latent(tile, next, next_stage);
+        copies.W(next, next_stage);
+        copies.Latent(next, next_stage);
         if (next == kSteps - 1) device::LaunchDependents();
       }
       device::CopyAsyncCommit();  // empty near the end: keeps one group per step
@@ -263,7 +379,6 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
     const int word0 = wg * kOutTiles;
     const int group = lane / 4;
     const int quarter = lane % 4;
-    const int32_t* lengths = reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset);
     // Pair kOutTiles * half + j, gated a batch of halves at once (both for 64 columns; one at a
     // time for 128, which keeps 32 pairs in registers beside the accumulators, not 64), then
     // written over the gate words read.
@@ -286,7 +401,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
           v[2 * n + 1] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half + 1]));
           gates[n] = *reinterpret_cast<const uint32_t*>(gate_tile + T::GateWord(row, word0 + j) +
                                                         4 * quarter);
-          active[n] = lengths[row] > 0;
+          active[n] = lengths.length[half] > 0;
         }
       }
       device::GatePairs(v, gates, active, gated);
@@ -336,6 +451,9 @@ constexpr WgConfig kWgConfigs[] = {
     {FusedKernel::kTile64x128, 3, 128, 2, 2, false},
     {FusedKernel::kTile64x32AllSteps, 8, 32, 1, 0, false},
     {FusedKernel::kTile64x64Pipeline6, 6, 64, 1, 1, false},
+    {FusedKernel::kTile64x128Pipeline4, 4, 128, 2, 2, false},
+    {FusedKernel::kTile64x32AllStepsTwoWarpgroups, 8, 32, 2, 0, false},
+    {FusedKernel::kTile64x64AllStepsTwoWarpgroups, 8, 64, 2, 0, false},
 };
 
 // The rule (mla/dispatch.h) counts on how many blocks of each share a multiprocessor: 228 KB
@@ -343,16 +461,17 @@ constexpr WgConfig kWgConfigs[] = {
 constexpr size_t BlocksPerMultiprocessor(size_t smem_bytes) {
   return (228 * 1024) / (smem_bytes + 1024);
 }
-static_assert(BlocksPerMultiprocessor(WgTile<8, 32, 1>::kSmemBytes) == 2, "a8n32: two");
-static_assert(BlocksPerMultiprocessor(WgTile<8, 64, 1>::kSmemBytes) == 1, "a8: one");
-static_assert(BlocksPerMultiprocessor(WgTile<6, 64, 1>::kSmemBytes) == 2, "p6: two");
-static_assert(BlocksPerMultiprocessor(WgTile<4, 64, 1>::kSmemBytes) == 3, "p4: three");
-static_assert(BlocksPerMultiprocessor(WgTile<3, 128, 2>::kSmemBytes) == 2, "n128: two");
+static_assert(BlocksPerMultiprocessor(WgTile<8, 32, 1, false>::kSmemBytes) == 2, "a8n32: two");
+static_assert(BlocksPerMultiprocessor(WgTile<8, 64, 1, false>::kSmemBytes) == 1, "a8: one");
+static_assert(BlocksPerMultiprocessor(WgTile<6, 64, 1, false>::kSmemBytes) == 2, "p6: two");
+static_assert(BlocksPerMultiprocessor(WgTile<4, 64, 1, true>::kSmemBytes) == 3, "p4: three");
+static_assert(BlocksPerMultiprocessor(WgTile<3, 128, 2, false>::kSmemBytes) == 2, "n128: two");
+static_assert(BlocksPerMultiprocessor(WgTile<4, 128, 2, false>::kSmemBytes) == 2, "n128 p4: two");
 
 template <int kIndex>
 struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
-  using T = WgTile<kC.stages, kC.cols, kC.warpgroups>;
+  using T = WgTile<kC.stages, kC.cols, kC.warpgroups, kC.early_sigmoids>;
   static constexpr auto kKernel =
       TileKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kC.early_sigmoids>;
 
