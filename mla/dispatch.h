@@ -20,24 +20,21 @@ namespace mla_tail {
 //                       configurations differ in the tile and in how the steps are brought in:
 //   Tile64x64Pipeline4  64 x 64 tiles, a 4-stage pipeline (73 KB, three blocks an SM)
 //   Tile64x64AllSteps   64 x 64 tiles, all 8 steps in flight (140 KB, one block an SM)
-//   Tile64x128          64 x 128 tiles (each latent row read once), 3 stages, 2 warpgroups
+//   Tile64x128          64 x 128 tiles (each latent row read once), 4 stages, 2 warpgroups
 //   Tile64x32AllSteps   64 x 32 tiles, all 8 steps in flight (101 KB, two blocks an SM)
 //   Tile64x64Pipeline6  64 x 64 tiles, a 6-stage pipeline (105 KB, two blocks an SM)
 //   Persistent128x128   persistent 128 x 128 tiles, one block an SM; a producer warpgroup's
 //                       copies and two consumer warpgroups' MMAs hand a ring of 6 buffers over
 //                       mbarriers.
-#define MLA_TAIL_FUSED_KERNELS(X)   \
-  X(ColumnSplit)                    \
-  X(LatentSplit)                    \
-  X(Tile64x64Pipeline4)             \
-  X(Tile64x64AllSteps)              \
-  X(Tile64x128)                     \
-  X(Tile64x32AllSteps)              \
-  X(Tile64x64Pipeline6)             \
-  X(Persistent128x128)              \
-  X(Tile64x128Pipeline4)            \
-  X(Tile64x32AllStepsTwoWarpgroups) \
-  X(Tile64x64AllStepsTwoWarpgroups)
+#define MLA_TAIL_FUSED_KERNELS(X) \
+  X(ColumnSplit)                  \
+  X(LatentSplit)                  \
+  X(Tile64x64Pipeline4)           \
+  X(Tile64x64AllSteps)            \
+  X(Tile64x128)                   \
+  X(Tile64x32AllSteps)            \
+  X(Tile64x64Pipeline6)           \
+  X(Persistent128x128)
 
 enum class FusedKernel {
   kAuto,  // the rule below decides by shape

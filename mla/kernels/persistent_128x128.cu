@@ -149,7 +149,7 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
   if (threadIdx.x < T::kProducerThreads) {
     // ---- Producer ----
     device::WarpgroupRegistersDown<T::kProducerRegisters>();
-    const device::TileCopier<T> copier(p);
+    const device::TileCopier<T, false> copier(p);
     auto copy_w = [&](const Tile& c, int step, int stage) { copier.W(p, smem, c, step, stage); };
     auto copy_latent = [&](const Tile& c, int step, int stage) {
       copier.Latent(p, smem, c, step, stage);

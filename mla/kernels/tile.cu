@@ -11,7 +11,7 @@
 //   - a 6-stage 64 x 64 pipeline (two blocks a multiprocessor: the next tail's blocks join while
 //     this one drains) or a 4-stage one (three);
 //   - 64 x 128 tiles: each latent row is read once, not once for each 64-column half; two
-//     warpgroups of 64 columns each.
+//     warpgroups of 64 columns each, a 4-stage pipeline (two blocks a multiprocessor).
 //
 // K: the latent values in steps of 64 (128 bytes a row, one 128-byte swizzle atom). Each step's
 // W_UV slice [kCols][64] and latent slice [kRows][64] are copied by every thread with cp.async
@@ -22,13 +22,17 @@
 // slower). The first tile's W_UV copies are issued before the dependency wait: no upstream
 // kernel writes weights (its latent, gate and lengths only get an L2 prefetch hint,
 // prefetch.cuh). Latent rows past the last row are not copied: their products land in output
-// rows that are never stored.
+// rows that are never stored. Every copy's address is computed before the dependency wait
+// (TileSources): after it a block only issues copies, one cp.async from a register and a
+// constant offset each, since one warp a scheduler issues everything a block does after the wait
+// (docs/benchmarks.md). The 4-stage 64 x 64 pipeline keeps computing them at each copy.
 //
 // Shared operand layout: the canonical K-major 128-byte swizzle of wgmma. Row r of a tile is
 // 128 bytes at r * 128; its 16-byte word w is stored at word w ^ (r % 8). Tiles start on
 // 1024-byte boundaries; 8-row groups are 1024 bytes apart (the descriptor's stride).
 //
-// Epilogue: a tile's gate and its rows' lengths arrive in shared memory with its first copies.
+// Epilogue: a tile's gate arrives in shared memory with its first copies, and each thread's two
+// rows' lengths in its registers (in shared memory beside the gate for the 4-stage pipeline).
 // Each thread rounds its sums to bf16, applies the gate, and writes the result over the gate
 // word it read (its own word: no other thread touches it); after a barrier the tile leaves in
 // 16-byte stores, whole rows at a time. The 4-stage pipeline computes the gate's sigmoids during
@@ -39,6 +43,7 @@
 
 #include <cstdint>
 #include <iterator>
+#include <type_traits>
 #include <utility>
 
 #include "mla/kernels/device.cuh"
@@ -56,7 +61,8 @@ namespace {
 
 // A 64-row tile (wgmma's m) of kCols columns; its stage buffers and gate tile: tile_copy.cuh.
 // kLengthsInSmem: the rows' lengths come to shared memory beside the gate tile (EarlySigmoids
-// reads them there); otherwise each thread loads its own two rows' lengths into registers.
+// reads them there); otherwise each thread loads its own two rows' lengths into registers
+// (RowLengths).
 template <int kStages, int kCols, int kWarpgroups, bool kSmemLengths>
 struct WgTile : device::TileLayout<128 * kWarpgroups, 64, kCols> {
   using L = device::TileLayout<128 * kWarpgroups, 64, kCols>;
@@ -76,7 +82,7 @@ struct WgTile : device::TileLayout<128 * kWarpgroups, 64, kCols> {
   static constexpr size_t kSmemBytes =
       kLengthsOffset + (kLengthsInSmem ? kRows * sizeof(int32_t) : 0) + L::kAlign;
 
-  static_assert(kWgCols == 16 || kWgCols == 32 || kWgCols == 64 || kWgCols == 128,
+  static_assert(kWgCols == 32 || kWgCols == 64 || kWgCols == 128,
                 "wgmma's n: a warpgroup's columns");
   static_assert(kStages >= 2 && kStages <= kSteps, "pipeline depth: at most one buffer a step");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory of one block");
@@ -166,6 +172,12 @@ struct TileSources {
   }
 };
 
+// What a configuration without TileSources or RowLengths holds in their place.
+struct Nothing {
+  template <typename... Args>
+  __device__ __forceinline__ explicit Nothing(Args...) {}
+};
+
 // The lengths of a thread's rows (16 * warp + 8h + group of its warpgroup's 64, h = 0, 1), as the
 // epilogue tests them: addresses before the dependency wait, loads right after it (they are used
 // in the epilogue only). Rows past the end read the last row's length: they are not stored.
@@ -253,15 +265,23 @@ struct EarlySigmoids<T, true> {
   }
 };
 
-template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, bool kEarlySigmoids>
+// kLeanCopies: the copies' addresses from TileSources, the lengths from RowLengths, and with one
+// warpgroup warp-uniform descriptors; otherwise each copy's address computed at the copy
+// (device::TileCopier) and the lengths in shared memory: the 4-stage pipeline's code, kept as
+// measured (with TileSources its 64-row grids of three blocks a multiprocessor ran 1-3% slower
+// at 12 x 1024 and 96 x 128; docs/benchmarks.md).
+template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, bool kEarlySigmoids,
+          bool kLeanCopies>
 __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
     TileKernel(const FusedTailParams p) {
-  using T = WgTile<kStages, kCols, kWarpgroups, kEarlySigmoids>;
+  using T = WgTile<kStages, kCols, kWarpgroups, !kLeanCopies>;
   constexpr int kRows = T::kRows;
   constexpr int kWgCols = T::kWgCols;
   constexpr int kSteps = T::kSteps;
   constexpr int kAlign = T::kAlign;
   static_assert(!kEarlySigmoids || kWarpgroups == 1, "EarlySigmoids: one warpgroup's layout");
+  static_assert(!kEarlySigmoids || !kLeanCopies,
+                "EarlySigmoids reads the lengths from shared memory");
   extern __shared__ uint4 smem_words[];
   // The swizzle is a function of the address: align the tiles to its 1024-byte atom.
   const uint32_t smem_raw = device::SmemAddress(smem_words);
@@ -272,37 +292,49 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
   const Tile tile{static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x) * kCols,
                   static_cast<int>(blockIdx.z) * kRows};
 
-  // Every address this thread copies from, computed here, before the dependency wait.
-  const TileSources<typename T::L> copies(p, tile, smem_base);
+  // Step `step` into stage buffer `stage`, and the epilogue's inputs: with kLeanCopies, every
+  // address computed here, before the dependency wait.
+  using Sources = std::conditional_t<kLeanCopies, TileSources<typename T::L>, Nothing>;
+  using Copier = std::conditional_t<kLeanCopies, Nothing, device::TileCopier<typename T::L, true>>;
+  const Sources sources(p, tile, smem_base);
+  const Copier copier(p);
+  auto copy_w = [&](int step, int stage) {
+    if constexpr (kLeanCopies) {
+      sources.W(step, stage);
+    } else {
+      copier.W(p, smem, tile, step, stage);
+    }
+  };
+  auto copy_latent = [&](int step, int stage) {
+    if constexpr (kLeanCopies) {
+      sources.Latent(step, stage);
+    } else {
+      copier.Latent(p, smem, tile, step, stage);
+    }
+  };
   uint8_t* const gate_tile = smem + T::kGateOffset;
-  RowLengths lengths(p, tile.t0);
-  // kLengthsInSmem: thread r < kRows copies row r's length; rows past the end get 0.
-  const int length_t = tile.t0 + static_cast<int>(threadIdx.x);
-  const int32_t* const length_src = p.lengths + min(length_t, p.rows - 1) / p.q;
-  const bool copies_length = T::kLengthsInSmem && threadIdx.x < kRows;
-  const int length_bytes = length_t < p.rows ? 4 : 0;
-  const uint32_t length_dst = smem_base + T::kLengthsOffset + 4 * threadIdx.x;
+  auto copy_epilogue_inputs = [&]() {
+    if constexpr (kLeanCopies) {
+      sources.Gate(T::kGateOffset);
+    } else {
+      copier.EpilogueInputs(p, tile, gate_tile, smem + T::kLengthsOffset);
+    }
+  };
+  std::conditional_t<kLeanCopies, RowLengths, Nothing> lengths(p, tile.t0);
 
   MLA_TIMELINE_STAMP(0);
   // Prologue: groups 0..kPrologueSteps-1 hold steps 0..kPrologueSteps-1; group 0 also the
   // epilogue's inputs.
 #pragma unroll
-  for (int step = 0; step < T::kPrologueSteps; ++step) copies.W(step, step);
+  for (int step = 0; step < T::kPrologueSteps; ++step) copy_w(step, step);
   device::PrefetchBlockInputsL2(p, tile.head, tile.t0, kRows, 0, kLatentDim, tile.column0, kCols);
   device::GridDependencyWait();
   MLA_TIMELINE_STAMP(1);
-  if constexpr (!T::kLengthsInSmem) lengths.Load();
+  if constexpr (kLeanCopies) lengths.Load();
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) {
-    copies.Latent(step, step);
-    if (step == 0) {
-      copies.Gate(T::kGateOffset);
-      if (copies_length) {
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(length_dst),
-                     "l"(length_src), "r"(length_bytes)
-                     : "memory");
-      }
-    }
+    copy_latent(step, step);
+    if (step == 0) copy_epilogue_inputs();
     device::CopyAsyncCommit();
   }
   // Every read of upstream-written data is in flight once the last step's copies are issued:
@@ -311,7 +343,8 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
 
   // Warpgroup wg multiplies by W_UV rows (output columns) [wg, wg + 1) * kWgCols of the slice
   // (with one warpgroup, a constant: the descriptors stay warp-uniform values).
-  const int wg = kWarpgroups == 1 ? 0 : threadIdx.x / 128;
+  const int wg_index = threadIdx.x / 128;
+  const int wg = kLeanCopies && kWarpgroups == 1 ? 0 : wg_index;
   const uint64_t a_desc0 = device::SmemDescriptor(smem_base + T::kWBytes);
   const uint64_t b_desc0 = device::SmemDescriptor(smem_base + wg * kWgCols * T::kRowBytes);
 
@@ -338,8 +371,8 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
       const int next = step + T::kPrologueSteps;
       const int next_stage = (stage + T::kPrologueSteps) % kStages;
       if (next < kSteps) {
-        copies.W(next, next_stage);
-        copies.Latent(next, next_stage);
+        copy_w(next, next_stage);
+        copy_latent(next, next_stage);
         if (next == kSteps - 1) device::LaunchDependents();
       }
       device::CopyAsyncCommit();  // empty near the end: keeps one group per step
@@ -379,6 +412,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
     const int word0 = wg * kOutTiles;
     const int group = lane / 4;
     const int quarter = lane % 4;
+    const int32_t* smem_lengths = reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset);
     // Pair kOutTiles * half + j, gated a batch of halves at once (both for 64 columns; one at a
     // time for 128, which keeps 32 pairs in registers beside the accumulators, not 64), then
     // written over the gate words read.
@@ -401,7 +435,11 @@ __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
           v[2 * n + 1] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half + 1]));
           gates[n] = *reinterpret_cast<const uint32_t*>(gate_tile + T::GateWord(row, word0 + j) +
                                                         4 * quarter);
-          active[n] = lengths.length[half] > 0;
+          if constexpr (kLeanCopies) {
+            active[n] = lengths.length[half] > 0;
+          } else {
+            active[n] = smem_lengths[row] > 0;
+          }
         }
       }
       device::GatePairs(v, gates, active, gated);
@@ -444,16 +482,14 @@ struct WgConfig {
   FusedKernel kernel;
   int stages, cols, warpgroups, min_blocks;
   bool early_sigmoids;  // EarlySigmoids
+  bool lean_copies;     // TileSources (TileKernel's kLeanCopies)
 };
 constexpr WgConfig kWgConfigs[] = {
-    {FusedKernel::kTile64x64Pipeline4, 4, 64, 1, 1, true},
-    {FusedKernel::kTile64x64AllSteps, 8, 64, 1, 0, false},
-    {FusedKernel::kTile64x128, 3, 128, 2, 2, false},
-    {FusedKernel::kTile64x32AllSteps, 8, 32, 1, 0, false},
-    {FusedKernel::kTile64x64Pipeline6, 6, 64, 1, 1, false},
-    {FusedKernel::kTile64x128Pipeline4, 4, 128, 2, 2, false},
-    {FusedKernel::kTile64x32AllStepsTwoWarpgroups, 8, 32, 2, 0, false},
-    {FusedKernel::kTile64x64AllStepsTwoWarpgroups, 8, 64, 2, 0, false},
+    {FusedKernel::kTile64x64Pipeline4, 4, 64, 1, 1, true, false},
+    {FusedKernel::kTile64x64AllSteps, 8, 64, 1, 0, false, true},
+    {FusedKernel::kTile64x128, 4, 128, 2, 2, false, true},
+    {FusedKernel::kTile64x32AllSteps, 8, 32, 1, 0, false, true},
+    {FusedKernel::kTile64x64Pipeline6, 6, 64, 1, 1, false, true},
 };
 
 // The rule (mla/dispatch.h) counts on how many blocks of each share a multiprocessor: 228 KB
@@ -465,15 +501,15 @@ static_assert(BlocksPerMultiprocessor(WgTile<8, 32, 1, false>::kSmemBytes) == 2,
 static_assert(BlocksPerMultiprocessor(WgTile<8, 64, 1, false>::kSmemBytes) == 1, "a8: one");
 static_assert(BlocksPerMultiprocessor(WgTile<6, 64, 1, false>::kSmemBytes) == 2, "p6: two");
 static_assert(BlocksPerMultiprocessor(WgTile<4, 64, 1, true>::kSmemBytes) == 3, "p4: three");
-static_assert(BlocksPerMultiprocessor(WgTile<3, 128, 2, false>::kSmemBytes) == 2, "n128: two");
-static_assert(BlocksPerMultiprocessor(WgTile<4, 128, 2, false>::kSmemBytes) == 2, "n128 p4: two");
+// Four stages fit two blocks a multiprocessor only with the lengths outside shared memory.
+static_assert(BlocksPerMultiprocessor(WgTile<4, 128, 2, false>::kSmemBytes) == 2, "n128: two");
 
 template <int kIndex>
 struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
-  using T = WgTile<kC.stages, kC.cols, kC.warpgroups, kC.early_sigmoids>;
-  static constexpr auto kKernel =
-      TileKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kC.early_sigmoids>;
+  using T = WgTile<kC.stages, kC.cols, kC.warpgroups, !kC.lean_copies>;
+  static constexpr auto kKernel = TileKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks,
+                                             kC.early_sigmoids, kC.lean_copies>;
 
   static KernelLaunch Plan(int heads, int rows) {
     KernelLaunch launch;

@@ -62,20 +62,24 @@ struct TileAt {
   int head, column0, t0;
 };
 
-// One copying thread's share of a tile's copies (threads 0..kCopyThreads-1 of the block), for
-// the persistent kernel, which computes each copy's address at the copy (Tile computes them all
-// before its dependency wait: tile.cu's TileSources). Each call only issues cp.async copies:
-// committing, waiting and publishing are the kernel's.
-template <typename L>
+// One copying thread's share of a tile's copies (threads 0..kCopyThreads-1 of the block). Each
+// call only issues cp.async copies: committing, waiting and publishing are the kernel's.
+// kHoistedWStride: a thread's W_UV rows are addressed with a stride computed once (Tile)
+// or with n * kRowsPerPass * w_row_stride at each copy (the -ws kernel). The same addresses, but
+// compiled differently: each kernel keeps the code that was measured. Likewise the two forms of
+// the lengths' copy below.
+template <typename L, bool kHoistedWStride>
 struct TileCopier {
-  int row;   // of the first of this thread's rows in a slice
-  int word;  // its 16-byte word of each
-  int dst;   // the swizzled byte offset of that word in a slice
+  int row;                // of the first of this thread's rows in a slice
+  int word;               // its 16-byte word of each
+  int dst;                // the swizzled byte offset of that word in a slice
+  int64_t w_pass_stride;  // elements between a thread's W_UV rows (with kHoistedWStride)
 
-  __device__ __forceinline__ explicit TileCopier(const FusedTailParams&)
+  __device__ __forceinline__ explicit TileCopier(const FusedTailParams& p)
       : row(threadIdx.x / L::kWords),
         word(threadIdx.x % L::kWords),
-        dst(row * L::kRowBytes + 16 * (word ^ (row % 8))) {}
+        dst(row * L::kRowBytes + 16 * (word ^ (row % 8))),
+        w_pass_stride(L::kRowsPerPass * p.w_row_stride) {}
 
   // Step `step` of tile `c`'s W_UV rows (its output columns) into stage buffer `stage` of the
   // stages at `smem`.
@@ -86,8 +90,12 @@ struct TileCopier {
                       step * L::kStepK + 8 * word;
 #pragma unroll
     for (int n = 0; n < L::kWCopies; ++n) {
-      CopyAsync16(to + n * L::kRowsPerPass * L::kRowBytes,
-                  src + n * L::kRowsPerPass * p.w_row_stride, true);
+      if constexpr (kHoistedWStride) {
+        CopyAsync16(to + n * L::kRowsPerPass * L::kRowBytes, src + n * w_pass_stride, true);
+      } else {
+        CopyAsync16(to + n * L::kRowsPerPass * L::kRowBytes,
+                    src + n * L::kRowsPerPass * p.w_row_stride, true);
+      }
     }
   }
 
@@ -124,11 +132,18 @@ struct TileCopier {
                 : p.gate;
       CopyAsync16(gate_tile + L::GateWord(r, gate_word), src, valid);
     }
-    static_assert(L::kRows == L::kCopyThreads, "one row's length a thread");
-    const int t = c.t0 + threadIdx.x;
-    const bool valid = t < p.rows;
-    CopyAsync4(reinterpret_cast<int32_t*>(lengths) + threadIdx.x,
-               valid ? p.lengths + t / p.q : p.lengths, valid);
+    if constexpr (L::kRows == L::kCopyThreads) {  // one row a thread
+      const int t = c.t0 + threadIdx.x;
+      const bool valid = t < p.rows;
+      CopyAsync4(reinterpret_cast<int32_t*>(lengths) + threadIdx.x,
+                 valid ? p.lengths + t / p.q : p.lengths, valid);
+    } else {
+      for (int r = threadIdx.x; r < L::kRows; r += L::kCopyThreads) {
+        const int t = c.t0 + r;
+        const bool valid = t < p.rows;
+        CopyAsync4(lengths + r * sizeof(int32_t), valid ? p.lengths + t / p.q : p.lengths, valid);
+      }
+    }
   }
 };
 
