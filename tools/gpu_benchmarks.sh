@@ -3,7 +3,7 @@
 # (tools/stage_gpu.sh copies this to STAGE_DIR/benchmarks.sh): the grid with every fused kernel
 # forced, the q checks, PyTorch, the tail after the stand-in upstream kernel (with every fused
 # kernel forced where the dispatch rule's exceptions lie), the large batches, the PDL probe, the
-# timeline probe, graph_bench, the table and plot (bench/report.py, where matplotlib is), the
+# timeline probe, a multiprocessor's intake (sm_ingest_probe), graph_bench, the table and plot (bench/report.py, where matplotlib is), the
 # decode demo, and the consumer runtime (examples/runtime) checked and measured inside its own
 # step graph. tail_bench checks a sample of every output it times against the CPU reference and
 # fails on a mismatch. The GPU is required (MLA_TAIL_REQUIRE_GPU=1).
@@ -14,7 +14,7 @@
 #     --after  a command run after each step (e.g. packing the folder, so that a run cut off
 #              keeps what it had)
 #     --skip   steps not to run: graph_bench, grid, q, torch, upstream, upstream_kernels,
-#              upstream_exceptions, large, pdl_probe, timeline, demo, runtime
+#              upstream_exceptions, large, pdl_probe, timeline, sm_ingest, demo, runtime
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$PWD/gpu-benchmarks}
@@ -131,6 +131,8 @@ timeline() {
     timeout 60 "$bin/timeline_probe_clean" >"$out/timeline_probe_clean.csv"
 }
 step timeline - timeline_probe.err timeline
+sm_ingest() { timeout 30 "$bin/sm_ingest_probe" >"$out/sm_ingest_probe.csv"; }
+step sm_ingest - sm_ingest_probe.err sm_ingest
 if python3 -c "import matplotlib" 2>/dev/null; then
   python3 "$here/scripts/report.py" "$out" >"$out/table.md" 2>&1
 fi
