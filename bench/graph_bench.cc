@@ -1,7 +1,8 @@
 // Host-side costs of the graph set, for the README and the choice of update mechanism:
 // ahead-of-time and lazy capture (time, graph memory), Replay() against a bare cudaGraphLaunch
-// of the same executable graph, and a pointer update + replay by kernel-node parameter updates
-// against whole-graph updates (re-capture + cudaGraphExecUpdate).
+// of the same executable graph, and a pointer update + replay by the set's kernel-node
+// parameter updates against whole-graph updates (the layer's tail captured anew with
+// MlaTail::Run and cudaGraphExecUpdate, done here).
 //
 //   graph_bench --heads=12 --layers=61 --csv=graph_bench.csv
 
@@ -59,6 +60,87 @@ absl::StatusOr<double> HostMicros(int layers, int iterations, cudaStream_t strea
   return total / (double(iterations) * layers);
 }
 
+// Pointer updates by whole-graph update, for comparison with the set's kernel-node updates: one
+// graph per layer (rows = 1) captured from MlaTail::Run; an update captures the layer's tail anew
+// with the other buffer set and updates the executable graph from it (cudaGraphExecUpdate).
+class WholeGraphUpdates {
+ public:
+  static absl::StatusOr<std::unique_ptr<WholeGraphUpdates>> Create(int heads,
+                                                                   mla_tail::TailPath path,
+                                                                   const std::vector<Layer>& ping,
+                                                                   const std::vector<Layer>& pong) {
+    std::unique_ptr<WholeGraphUpdates> w(new WholeGraphUpdates());
+    w->shape_ = {heads, 1, 1};
+    w->path_ = path;
+    w->sets_[0] = &ping;
+    w->sets_[1] = &pong;
+    mla_tail::TailOptions options;
+    options.bmm = path == mla_tail::TailPath::kBmm;
+    options.max_heads = heads;
+    options.max_rows = 1;
+    absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail = mla_tail::MlaTail::Create(0, options);
+    if (!tail.ok()) return tail.status();
+    w->tail_ = *std::move(tail);
+    if (options.bmm) MLA_RETURN_IF_ERROR(w->tail_->PrepareBmm(w->shape_, ping[0].buffers));
+    MLA_RETURN_IF_CUDA_ERROR(cudaStreamCreateWithFlags(&w->capture_, cudaStreamNonBlocking),
+                             "cudaStreamCreate");
+    w->execs_.resize(ping.size(), nullptr);
+    for (size_t l = 0; l < ping.size(); ++l) {
+      absl::StatusOr<cudaGraph_t> graph = w->Capture(static_cast<int>(l), 0);
+      if (!graph.ok()) return graph.status();
+      const cudaError_t e = cudaGraphInstantiate(&w->execs_[l], *graph, 0);
+      cudaGraphDestroy(*graph);
+      MLA_RETURN_IF_CUDA_ERROR(e, "cudaGraphInstantiate");
+    }
+    return w;
+  }
+  ~WholeGraphUpdates() {
+    for (cudaGraphExec_t e : execs_) {
+      if (e != nullptr) cudaGraphExecDestroy(e);
+    }
+    if (capture_ != nullptr) cudaStreamDestroy(capture_);
+  }
+
+  absl::Status UpdateAndLaunch(int layer, int set, cudaStream_t stream) {
+    absl::StatusOr<cudaGraph_t> graph = Capture(layer, set);
+    if (!graph.ok()) return graph.status();
+    cudaGraphExecUpdateResultInfo info;
+    const cudaError_t e = cudaGraphExecUpdate(execs_[layer], *graph, &info);
+    cudaGraphDestroy(*graph);
+    MLA_RETURN_IF_CUDA_ERROR(e, "cudaGraphExecUpdate");
+    return Launch(layer, stream);
+  }
+
+  absl::Status Launch(int layer, cudaStream_t stream) {
+    return mla_tail::internal::CudaStatus(cudaGraphLaunch(execs_[layer], stream),
+                                          "cudaGraphLaunch");
+  }
+
+ private:
+  WholeGraphUpdates() = default;
+
+  absl::StatusOr<cudaGraph_t> Capture(int layer, int set) {
+    MLA_RETURN_IF_CUDA_ERROR(cudaStreamBeginCapture(capture_, cudaStreamCaptureModeThreadLocal),
+                             "cudaStreamBeginCapture");
+    const absl::Status run = tail_->Run(shape_, (*sets_[set])[layer].buffers, capture_, path_);
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(capture_, &graph);
+    if (!run.ok()) {
+      if (graph != nullptr) cudaGraphDestroy(graph);
+      return run;
+    }
+    MLA_RETURN_IF_CUDA_ERROR(ended, "cudaStreamEndCapture");
+    return graph;
+  }
+
+  mla_tail::TailShape shape_;
+  mla_tail::TailPath path_ = mla_tail::TailPath::kFused;
+  const std::vector<Layer>* sets_[2] = {nullptr, nullptr};
+  std::unique_ptr<mla_tail::MlaTail> tail_;
+  cudaStream_t capture_ = nullptr;
+  std::vector<cudaGraphExec_t> execs_;
+};
+
 int Main() {
   if (absl::Status gpu = mla_tail_testing::GpuUsable(); !gpu.ok()) {
     std::fprintf(stderr, "graph_bench: no usable GPU: %s\n", gpu.ToString().c_str());
@@ -83,14 +165,11 @@ int Main() {
   if (!pong.ok()) return fail(pong.status());
   const std::vector<Layer>* sets[2] = {&*ping, &*pong};
 
-  auto make_set =
-      [&](mla_tail::TailPath path,
-          mla_tail::UpdateMechanism update) -> absl::StatusOr<std::unique_ptr<TailGraphSet>> {
+  auto make_set = [&](mla_tail::TailPath path) -> absl::StatusOr<std::unique_ptr<TailGraphSet>> {
     GraphSetOptions options;
     options.heads = heads;
     options.layers = layer_count;
     options.path = path;
-    options.update = update;
     absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
     if (!set.ok()) return set.status();
     for (int l = 0; l < layer_count; ++l) {
@@ -100,8 +179,7 @@ int Main() {
   };
 
   // Ahead-of-time capture of every default bucket for every layer.
-  absl::StatusOr<std::unique_ptr<TailGraphSet>> ahead =
-      make_set(mla_tail::TailPath::kAuto, mla_tail::UpdateMechanism::kKernelNodeParams);
+  absl::StatusOr<std::unique_ptr<TailGraphSet>> ahead = make_set(mla_tail::TailPath::kAuto);
   if (!ahead.ok()) return fail(ahead.status());
   const absl::Time start = absl::Now();
   if (absl::Status s = (*ahead)->CaptureAll(); !s.ok()) return fail(s);
@@ -117,8 +195,7 @@ int Main() {
                   stats.scratch_bytes / 1048576.0, "MiB"});
 
   // Lazy capture: the first replay of each bucket of one layer.
-  absl::StatusOr<std::unique_ptr<TailGraphSet>> lazy =
-      make_set(mla_tail::TailPath::kAuto, mla_tail::UpdateMechanism::kKernelNodeParams);
+  absl::StatusOr<std::unique_ptr<TailGraphSet>> lazy = make_set(mla_tail::TailPath::kAuto);
   if (!lazy.ok()) return fail(lazy.status());
   const absl::Time lazy_start = absl::Now();
   for (int b : (*lazy)->buckets()) {
@@ -150,22 +227,31 @@ int Main() {
 
   // Pointer update + replay, each mechanism, each path: every call switches buffer sets.
   for (mla_tail::TailPath path : {mla_tail::TailPath::kFused, mla_tail::TailPath::kBmm}) {
-    for (auto update :
-         {mla_tail::UpdateMechanism::kKernelNodeParams, mla_tail::UpdateMechanism::kWholeGraph}) {
-      absl::StatusOr<std::unique_ptr<TailGraphSet>> set = make_set(path, update);
-      if (!set.ok()) return fail(set.status());
-      for (int l = 0; l < layer_count; ++l) {  // capture bucket 1 before timing
-        if (absl::Status s = (*set)->Replay(l, 1, stream); !s.ok()) return fail(s);
+    for (const bool whole : {false, true}) {
+      std::unique_ptr<TailGraphSet> set;
+      std::unique_ptr<WholeGraphUpdates> recapture;
+      if (whole) {
+        absl::StatusOr<std::unique_ptr<WholeGraphUpdates>> made =
+            WholeGraphUpdates::Create(heads, path, *sets[0], *sets[1]);
+        if (!made.ok()) return fail(made.status());
+        recapture = *std::move(made);
+      } else {
+        absl::StatusOr<std::unique_ptr<TailGraphSet>> made = make_set(path);
+        if (!made.ok()) return fail(made.status());
+        set = *std::move(made);
+        for (int l = 0; l < layer_count; ++l) {  // capture bucket 1 before timing
+          if (absl::Status s = set->Replay(l, 1, stream); !s.ok()) return fail(s);
+        }
       }
-      const bool whole = update == mla_tail::UpdateMechanism::kWholeGraph;
       absl::StatusOr<double> updated = HostMicros(
           layer_count, whole ? iterations / 10 + 1 : iterations, stream, [&](int i, int l) {
-            MLA_RETURN_IF_ERROR((*set)->SetLayer(l, (*sets[(i + 3) % 2])[l].buffers));
-            return (*set)->Replay(l, 1, stream);
+            if (whole) return recapture->UpdateAndLaunch(l, (i + 3) % 2, stream);
+            MLA_RETURN_IF_ERROR(set->SetLayer(l, (*sets[(i + 3) % 2])[l].buffers));
+            return set->Replay(l, 1, stream);
           });
       if (!updated.ok()) return fail(updated.status());
       absl::StatusOr<double> plain = HostMicros(layer_count, iterations, stream, [&](int, int l) {
-        return (*set)->Replay(l, 1, stream);
+        return whole ? recapture->Launch(l, stream) : set->Replay(l, 1, stream);
       });
       if (!plain.ok()) return fail(plain.status());
       const std::string name = absl::StrCat(mla_tail::TailPathName(path), " path, ",

@@ -1,7 +1,8 @@
 // The tail's speed per layer on the GPU, with L2 kept cold by rotating through enough layers,
 // beside its limits (bytes at the measured copy bandwidth, FLOPs at the measured bf16 matrix
 // rate, the launch floor, the streaming floor of the same bytes: bench/stream_floor.h) and the
-// unfused peer (strided cuBLASLt batched GEMM + a gate kernel, no PDL). Two measurements:
+// unfused peer (strided cuBLASLt batched GEMM + a gate kernel with PDL, bench/peer.h). Two
+// measurements:
 //   - embedded (modes fused, bmm, auto, peer): every layer's tail captured into ONE CUDA graph,
 //     as a runtime embeds the tails in its step graph; the median of --replays replays of that
 //     graph, divided by the layers.
@@ -47,10 +48,9 @@
 #include "bench/group_quant.h"
 #include "bench/limit_kernels.h"
 #include "bench/output_check.h"
+#include "bench/peer.h"
 #include "bench/stream_floor.h"
 #include "mla/internal/cuda_status.h"
-#include "mla/internal/value_bmm.h"
-#include "mla/kernels/launch.h"
 #include "mla_tail/graph/tail_graph_set.h"
 #include "mla_tail/mla/tail.h"
 #include "testing/support/gpu.h"
@@ -237,60 +237,6 @@ absl::StatusOr<ReplayTiming> TimeBackToBackReplays(const mla_tail::TailShape& sh
       1000.0 * ms / calls,
       std::chrono::duration<double, std::micro>(host_stop - host_start).count() / calls};
 }
-
-// The unfused design engines use: a strided cuBLASLt batched GEMM, then a gate kernel launched
-// plainly (no programmatic dependency).
-class Peer {
- public:
-  static absl::StatusOr<std::unique_ptr<Peer>> Create(const mla_tail::TailShape& shape) {
-    auto peer = std::make_unique<Peer>();
-    peer->shape_ = shape;
-    MLA_RETURN_IF_ERROR(
-        mla_tail::internal::CublasStatus(cublasLtCreate(&peer->handle_), "cublasLtCreate"));
-    absl::StatusOr<mla_tail_testing::DeviceMemory> values =
-        mla_tail_testing::DeviceMemory::Allocate(size_t{2} * shape.heads * shape.rows *
-                                                 mla_tail::kValueDim);
-    if (!values.ok()) return values.status();
-    peer->values_ = *std::move(values);
-    absl::StatusOr<mla_tail_testing::DeviceMemory> workspace =
-        mla_tail_testing::DeviceMemory::Allocate(kWorkspace);
-    if (!workspace.ok()) return workspace.status();
-    peer->workspace_ = *std::move(workspace);
-    mla_tail::internal::ValueBmmShape s{shape.heads, shape.rows, shape.heads * mla_tail::kLatentDim,
-                                        mla_tail::kValueDim * mla_tail::kLatentDim,
-                                        mla_tail::kLatentDim};
-    absl::StatusOr<mla_tail::internal::ValueBmm> bmm = mla_tail::internal::ValueBmm::Create(
-        peer->handle_, s, mla_tail::internal::BmmBatchMode::kStrided, kWorkspace);
-    if (!bmm.ok()) return bmm.status();
-    peer->bmm_ = std::make_unique<mla_tail::internal::ValueBmm>(*std::move(bmm));
-    return peer;
-  }
-  ~Peer() {
-    bmm_.reset();
-    if (handle_ != nullptr) cublasLtDestroy(handle_);
-  }
-
-  absl::Status Run(const mla_tail::TailBuffers& b, cudaStream_t stream) {
-    MLA_RETURN_IF_ERROR(
-        bmm_->RunStrided(b.latent, b.w_uv, values_.as<mla_tail::bf16>(), workspace_.get(), stream));
-    const mla_tail::internal::BmmGateParams gate{
-        values_.as<mla_tail::bf16>(),
-        {b.gate, b.gate_row_stride, b.lengths, b.output, b.output_row_stride},
-        /*operand_table=*/nullptr,
-        shape_.heads,
-        shape_.rows,
-        shape_.q};
-    return mla_tail::internal::CudaStatus(
-        mla_tail::internal::LaunchBmmGate(gate, /*gated=*/true, stream, /*pdl=*/false), "gate");
-  }
-
- private:
-  static constexpr size_t kWorkspace = size_t{32} << 20;
-  mla_tail::TailShape shape_;
-  cublasLtHandle_t handle_ = nullptr;
-  mla_tail_testing::DeviceMemory values_, workspace_;
-  std::unique_ptr<mla_tail::internal::ValueBmm> bmm_;
-};
 
 int Main() {
   const std::vector<std::string> modes =
@@ -575,7 +521,7 @@ int Main() {
             continue;
           }
           if (mode == "peer" && peer == nullptr) {
-            absl::StatusOr<std::unique_ptr<Peer>> p = Peer::Create(shape);
+            absl::StatusOr<std::unique_ptr<Peer>> p = Peer::Create(shape, layer_count);
             if (!p.ok()) {
               std::fprintf(stderr, "peer: %s\n", p.status().ToString().c_str());
               ++failures;
@@ -594,7 +540,8 @@ int Main() {
           absl::StatusOr<double> us = TimeCapturedGraph(
               stream,
               [&](cudaStream_t s) {
-                for (const Layer& layer : *layers) {
+                for (size_t l = 0; l < layers->size(); ++l) {
+                  const Layer& layer = (*layers)[l];
                   if (upstream) {
                     MLA_RETURN_IF_CUDA_ERROR(
                         LaunchUpstreamKernel(
@@ -608,10 +555,10 @@ int Main() {
                         "upstream kernel");
                     if (mode == "up") continue;
                   }
-                  MLA_RETURN_IF_ERROR(mode == "peer" ? peer->Run(layer.buffers, s)
-                                      : mode == "up+nopdl"
-                                          ? (*no_pdl)->Run(shape, layer.buffers, s)
-                                          : runner.Run(shape, layer.buffers, s, path));
+                  MLA_RETURN_IF_ERROR(
+                      mode == "peer"       ? peer->Run(static_cast<int>(l), layer.buffers, s)
+                      : mode == "up+nopdl" ? (*no_pdl)->Run(shape, layer.buffers, s)
+                                           : runner.Run(shape, layer.buffers, s, path));
                 }
                 return absl::OkStatus();
               },

@@ -5,7 +5,7 @@
 set(MLA_TAIL_NVCC_FLAGS "-std=c++17" "-O3" "-lineinfo" "-Xcompiler=-fPIC" "-Xcompiler=-O2" "-Xptxas=-warn-spills" "--expt-relaxed-constexpr" "-Werror=all-warnings" "-gencode=arch=compute_90a,code=sm_90a")
 
 # The public targets (mla_tail::<name>); every other library is internal.
-set(MLA_TAIL_PUBLIC_TARGETS "//graph:buckets" "//graph:tail_graph_set" "//graph:tail_node" "//mla:dispatch" "//mla:errors" "//mla:tail" "//mla:tail_args")
+set(MLA_TAIL_PUBLIC_TARGETS "//graph:buckets" "//graph:tail_graph_set" "//graph:tail_node" "//mla:dispatch" "//mla:errors" "//mla:padding" "//mla:tail" "//mla:tail_args")
 
 mla_tail_library(//graph:buckets
   KIND cc
@@ -21,7 +21,7 @@ mla_tail_library(//graph:tail_graph_set
   INCLUDE_PREFIX "mla_tail/graph"
   SRCS "graph/tail_graph_set.cc"
   HDRS "graph/tail_graph_set.h"
-  DEPS "//graph:buckets" "//mla:cuda_status" "//mla:fault_hooks" "//mla:kernels" "//mla:pointer_checks" "//mla:tail" "//mla:tail_access" "//mla:tail_args" "//mla:tail_extents" "CUDA::cudart_static" "absl::status" "absl::statusor" "absl::str_format" "absl::strings" "absl::time")
+  DEPS "//graph:buckets" "//mla:cuda_status" "//mla:fault_hooks" "//mla:padding" "//mla:pointer_checks" "//mla:tail" "//mla:tail_access" "//mla:tail_args" "//mla:tail_extents" "//mla:tail_kernel_node" "CUDA::cudart_static" "absl::status" "absl::statusor" "absl::str_format" "absl::strings" "absl::time")
 
 mla_tail_library(//graph:tail_node
   KIND cc
@@ -29,7 +29,7 @@ mla_tail_library(//graph:tail_node
   INCLUDE_PREFIX "mla_tail/graph"
   SRCS "graph/tail_node.cc"
   HDRS "graph/tail_node.h"
-  DEPS "//mla:cuda_status" "//mla:dispatch" "//mla:kernels" "//mla:pointer_checks" "//mla:tail" "//mla:tail_access" "//mla:tail_args" "CUDA::cudart_static" "absl::span" "absl::status" "absl::statusor" "absl::strings")
+  DEPS "//mla:cuda_status" "//mla:dispatch" "//mla:kernels" "//mla:pointer_checks" "//mla:tail" "//mla:tail_access" "//mla:tail_args" "//mla:tail_kernel_node" "CUDA::cudart_static" "absl::span" "absl::status" "absl::statusor" "absl::strings")
 
 mla_tail_library(//mla:cublaslt
   KIND cc
@@ -79,9 +79,17 @@ mla_tail_library(//mla:fault_hooks
 mla_tail_library(//mla:kernels
   KIND cuda
   PACKAGE "mla"
-  SRCS "mla/kernels/bmm_gate.cu" "mla/kernels/bmm_pointers.cu" "mla/kernels/column_split.cu" "mla/kernels/device.cuh" "mla/kernels/early_sigmoids.cuh" "mla/kernels/fused_kernels.h" "mla/kernels/latent_split.cu" "mla/kernels/launch.cu" "mla/kernels/mbarrier.cuh" "mla/kernels/persistent_128x128.cu" "mla/kernels/prefetch.cuh" "mla/kernels/tile.cu" "mla/kernels/tile_copy.cuh" "mla/kernels/timeline_stamps.cuh" "mla/kernels/wgmma.cuh"
+  SRCS "mla/kernels/bmm_gate.cu" "mla/kernels/bmm_pointers.cu" "mla/kernels/column_split.cu" "mla/kernels/device.cuh" "mla/kernels/early_sigmoids.cuh" "mla/kernels/fp8.cuh" "mla/kernels/fused_kernels.h" "mla/kernels/latent_split.cu" "mla/kernels/launch.cu" "mla/kernels/mbarrier.cuh" "mla/kernels/persistent_128x128.cu" "mla/kernels/prefetch.cuh" "mla/kernels/sm90.h" "mla/kernels/tile.cu" "mla/kernels/tile_copy.cuh" "mla/kernels/timeline_stamps.cuh" "mla/kernels/wgmma.cuh"
   HDRS "mla/kernels/device.cuh" "mla/kernels/fp8.cuh" "mla/kernels/launch.h" "mla/kernels/params.h"
   DEPS "//mla:dispatch" "//mla:tail_args" "CUDA::cudart_static")
+
+mla_tail_library(//mla:padding
+  KIND cc
+  PACKAGE "mla"
+  INCLUDE_PREFIX "mla_tail/mla"
+  SRCS "mla/padding.cc"
+  HDRS "mla/padding.h"
+  DEPS "//mla:cuda_status" "//mla:pointer_checks" "//mla:tail_args" "CUDA::cudart_static" "absl::status" "absl::statusor" "absl::str_format" "absl::strings")
 
 mla_tail_library(//mla:pointer_checks
   KIND cc
@@ -96,13 +104,13 @@ mla_tail_library(//mla:tail
   INCLUDE_PREFIX "mla_tail/mla"
   SRCS "mla/internal/tail_access.h" "mla/tail.cc"
   HDRS "mla/tail.h"
-  DEPS "//mla:cublaslt" "//mla:cuda_status" "//mla:dispatch" "//mla:errors" "//mla:kernels" "//mla:pointer_checks" "//mla:tail_args" "//mla:value_bmm" "CUDA::toolkit" "absl::flat_hash_map" "absl::status" "absl::statusor" "absl::strings")
+  DEPS "//mla:cublaslt" "//mla:cuda_status" "//mla:dispatch" "//mla:errors" "//mla:kernels" "//mla:pointer_checks" "//mla:tail_args" "//mla:tail_kernel_node" "//mla:value_bmm" "CUDA::toolkit" "absl::flat_hash_map" "absl::status" "absl::statusor" "absl::strings")
 
 mla_tail_library(//mla:tail_access
   KIND cc
   PACKAGE "mla"
   HDRS "mla/internal/tail_access.h"
-  DEPS "//mla:kernels" "//mla:pointer_checks" "//mla:tail" "//mla:tail_args")
+  DEPS "//mla:kernels" "//mla:pointer_checks" "//mla:tail" "//mla:tail_args" "//mla:tail_kernel_node" "absl::status" "absl::statusor")
 
 mla_tail_library(//mla:tail_args
   KIND cc
@@ -117,6 +125,13 @@ mla_tail_library(//mla:tail_extents
   PACKAGE "mla"
   HDRS "mla/internal/tail_extents.h"
   DEPS "//mla:tail_args")
+
+mla_tail_library(//mla:tail_kernel_node
+  KIND cc
+  PACKAGE "mla"
+  SRCS "mla/internal/tail_kernel_node.cc"
+  HDRS "mla/internal/tail_kernel_node.h"
+  DEPS "//mla:cuda_status" "//mla:kernels" "//mla:tail_args" "CUDA::cudart_static" "absl::status" "absl::statusor" "absl::strings")
 
 mla_tail_library(//mla:value_bmm
   KIND cc

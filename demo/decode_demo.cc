@@ -1,6 +1,7 @@
-// decode_demo: the main job. Plays a decode loop through a mla_tail::TailGraphSet. The model's
-// W_UV stays put while the activations alternate between two buffer slots, so every layer's
-// pointers change every step and each replay updates its graph in place. Each step draws a batch
+// decode_demo, the README's main command (tools/demo.sh). Plays a decode loop through a
+// mla_tail::TailGraphSet. The model's W_UV stays put while the activations alternate between two
+// buffer slots, so every layer's pointers change every step and each replay updates its graph in
+// place. Each step draws a batch
 // (some steps repeat the previous size, some jump across buckets) in which about one request in
 // five has finished (length 0), replays every layer, then checks a few layers and rows against
 // the CPU reference, the padding rows (+0.0) and the first rows past the bucket (left

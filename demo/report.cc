@@ -14,11 +14,8 @@ void PrintStepLine(const Config& c, const StepOutcome& s) {
   std::string line = absl::StrFormat(
       "step %3d  rows %4d (bucket %4d, q %d)  replays %d  node updates +%d", s.step, s.batch->rows,
       s.bucket, c.q, after.replays - before.replays, after.node_updates - before.node_updates);
-  if (after.instantiations != before.instantiations ||
-      after.whole_graph_updates != before.whole_graph_updates) {
-    absl::StrAppend(&line, "  instantiations +", after.instantiations - before.instantiations,
-                    "  whole-graph updates +",
-                    after.whole_graph_updates - before.whole_graph_updates);
+  if (after.instantiations != before.instantiations) {
+    absl::StrAppend(&line, "  instantiations +", after.instantiations - before.instantiations);
   }
   absl::StrAppendFormat(&line, "  host %.1f us/replay  gpu %.1f us  ", s.times.host_us / c.layers,
                         s.times.gpu_ms * 1e3);
@@ -41,8 +38,8 @@ std::vector<std::string> PrintSummary(const Config& c, const LoopTotals& totals)
   absl::PrintF("summary: %d steps of %d layers, %d replays\n", c.steps, c.layers, s.replays);
   absl::PrintF("  graphs captured %d, instantiations %d (after the %d warm-up steps: %d)\n",
                s.graphs_captured, s.instantiations, kWarmUpSteps, late_instantiations);
-  absl::PrintF("  node updates %d, whole-graph updates %d, graph memory %.1f MiB\n", s.node_updates,
-               s.whole_graph_updates, MiB(s.graph_memory_bytes));
+  absl::PrintF("  node updates %d, graph memory %.1f MiB\n", s.node_updates,
+               MiB(s.graph_memory_bytes));
   absl::PrintF("  Replay host time %.2f us mean; GPU time %.1f us per step, %.2f us per layer\n",
                totals.host_us / (double{1} * c.steps * c.layers), totals.gpu_ms * 1e3 / c.steps,
                totals.gpu_ms * 1e3 / c.steps / c.layers);

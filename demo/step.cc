@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "mla_tail/mla/padding.h"
 #include "testing/support/fill.h"
 #include "testing/support/test_values.h"
 

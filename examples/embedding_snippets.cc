@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "mla_tail/mla/errors.h"
+#include "mla_tail/mla/padding.h"
 
 namespace mla_tail_examples {
 

@@ -3,13 +3,13 @@
 // a line of one of that language's files. Blocks in other languages (commands, formulas) are not
 // quotes.
 
-#include <fstream>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "testing/support/text_file.h"
 
 namespace mla_tail_examples {
 namespace {
@@ -42,19 +42,13 @@ std::string Trim(const std::string& line) {
   return line.substr(begin, end - begin + 1);
 }
 
-std::vector<std::string> Lines(const std::string& path) {
-  std::ifstream file(path);
-  EXPECT_TRUE(file.good()) << "cannot read " << path;
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(file, line);) lines.push_back(line);
-  return lines;
-}
+using ::mla_tail_testing::ReadLines;
 
 TEST(ReadmeSnippetsTest, EveryQuotedLineIsInTheBuiltFiles) {
   std::map<std::string, std::set<std::string>> built;  // language -> trimmed lines
   for (const auto& [language, quoted] : QuotedLanguages()) {
     for (const std::string& file : quoted.files) {
-      for (const std::string& line : Lines(file)) built[language].insert(Trim(line));
+      for (const std::string& line : ReadLines(file)) built[language].insert(Trim(line));
     }
   }
   ASSERT_GT(built["cpp"].size(), 50u);
@@ -64,7 +58,7 @@ TEST(ReadmeSnippetsTest, EveryQuotedLineIsInTheBuiltFiles) {
     std::string language;  // of the quoted block the line is in; empty outside one
     bool in_block = false;
     int number = 0;
-    for (const std::string& line : Lines(document)) {
+    for (const std::string& line : ReadLines(document)) {
       ++number;
       const std::string trimmed = Trim(line);
       if (trimmed.rfind("```", 0) == 0) {

@@ -13,28 +13,21 @@
 #include "mla/internal/fault_hooks.h"
 #include "mla/internal/pointer_checks.h"
 #include "mla/internal/tail_access.h"
-#include "mla/kernels/launch.h"
-#include "mla/kernels/params.h"
+#include "mla/internal/tail_kernel_node.h"
 #include "mla_tail/graph/buckets.h"
 
 namespace mla_tail {
 
-using mla_tail::TailBuffers;
-using mla_tail::TailPath;
-using mla_tail::TailShape;
-
 // One (layer, bucket) graph: the captured template (brought up to date with the executable graph
-// when exported), its executable graph, and the kernel nodes a pointer update rewrites, with the
-// arguments they were captured with (their scratch pointers stay; the caller's change).
+// when exported), its executable graph, and the kernel node that holds the caller's pointers, as
+// the capture handed it back (TailAccess::Record, as for RecordTailNode): a pointer update
+// rewrites that node through it.
 struct TailGraphSet::Entry {
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
-  TailPath path = TailPath::kFused;
+  internal::TailKernelNode node;
   TailBuffers applied;          // the caller's buffers the executable graph holds now
   bool template_stale = false;  // the template still holds older buffers (updated at export)
-  cudaGraphNode_t value_node = nullptr, tables_node = nullptr;
-  cudaKernelNodeParams value_launch{}, tables_launch{};
-  internal::BmmPointerParams tables_args{};
 
   bool captured() const { return exec != nullptr; }
   void Destroy() {
@@ -64,35 +57,6 @@ bool SameTypes(const TailBuffers& a, const TailBuffers& b) {
          mla_tail::OutputTypeOf(a) == mla_tail::OutputTypeOf(b);
 }
 
-// Rewrites one kernel node's argument: in the executable graph (`exec` set) or in the template.
-template <typename Args>
-absl::Status SetKernelArgs(cudaGraphExec_t exec, cudaGraphNode_t node,
-                           const cudaKernelNodeParams& launch, Args args) {
-  cudaKernelNodeParams params = launch;
-  void* arguments[] = {&args};
-  params.kernelParams = arguments;
-  params.extra = nullptr;
-  if (exec == nullptr) {
-    return internal::CudaStatus(cudaGraphKernelNodeSetParams(node, &params),
-                                "cudaGraphKernelNodeSetParams");
-  }
-  return internal::CudaStatus(cudaGraphExecKernelNodeSetParams(exec, node, &params),
-                              "cudaGraphExecKernelNodeSetParams");
-}
-
-// Whether a replay could take the BMM path under the set's path: for a bucket, or eagerly up to
-// max_eager_rows. Only then does the set's tail hold that path's scratch (64 MiB and more).
-bool MayTakeBmmPath(const GraphSetOptions& options) {
-  const int max_rows = std::max(options.buckets.back(), options.max_eager_rows);
-  for (int rows = options.q; rows <= max_rows; rows += options.q) {
-    if (mla_tail::MlaTail::Resolve(options.path, {options.heads, rows, options.q}) ==
-        TailPath::kBmm) {
-      return true;
-    }
-  }
-  return false;
-}
-
 // Why rows beyond the largest bucket are refused, with the eager fallback's limit.
 absl::Status EagerOutOfRange(const absl::Status& beyond_buckets, int max_eager_rows) {
   return absl::OutOfRangeError(absl::StrCat(
@@ -104,85 +68,36 @@ absl::Status EagerOutOfRange(const absl::Status& beyond_buckets, int max_eager_r
 
 }  // namespace
 
-absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int q,
-                                cudaStream_t stream) {
-  internal::CudaErrorScope errors;
-  if (lengths == nullptr) return absl::InvalidArgumentError("lengths is null");
-  if (reinterpret_cast<uintptr_t>(lengths) % alignof(int32_t) != 0) {
-    return absl::InvalidArgumentError(absl::StrFormat("lengths = %p is not %d-byte aligned",
-                                                      static_cast<const void*>(lengths), 4));
-  }
-  if (q < 1 || q > mla_tail::kMaxQ || rows < 0 || bucket_rows > mla_tail::kMaxRows ||
-      rows % q != 0 || bucket_rows % q != 0 || rows > bucket_rows) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ZeroPaddingLengths: rows = ", rows, ", bucket_rows = ", bucket_rows,
-                     ", q = ", q, " (q in [1, ", mla_tail::kMaxQ,
-                     "], rows <= bucket_rows <= ", mla_tail::kMaxRows, ", both multiples of q)"));
-  }
-  if (rows == bucket_rows) return absl::OkStatus();
-  // The device whose memory `lengths` is (the current device for host or managed memory).
-  int device = -1;
-  MLA_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device), "cudaGetDevice");
-  cudaPointerAttributes attributes = {};
-  if (cudaPointerGetAttributes(&attributes, lengths) == cudaSuccess &&
-      attributes.type == cudaMemoryTypeDevice) {
-    device = attributes.device;
-  }
-  internal::DeviceGuard guard;
-  MLA_RETURN_IF_ERROR(guard.Enter(device));
-  const auto begin = reinterpret_cast<uintptr_t>(lengths + rows / q);
-  const internal::Extent padding{
-      "lengths", begin, begin + static_cast<uintptr_t>((bucket_rows - rows) / q) * sizeof(int32_t)};
-  MLA_RETURN_IF_ERROR(
-      internal::CheckExtents(device, {&padding, 1}, internal::PointerCheck::kCached));
-  if (stream != nullptr && stream != cudaStreamLegacy && stream != cudaStreamPerThread) {
-    absl::StatusOr<bool> capturing = internal::IsCapturing(stream);
-    if (!capturing.ok()) return capturing.status();
-    int stream_device = device;
-    if (!*capturing) {
-      MLA_RETURN_IF_CUDA_ERROR(cudaStreamGetDevice(stream, &stream_device), "cudaStreamGetDevice");
-    }
-    if (stream_device != device) {
-      return absl::InvalidArgumentError(absl::StrCat("stream belongs to device ", stream_device,
-                                                     "; lengths is memory of device ", device));
-    }
-  }
-  return internal::OnCallersCapture(internal::CudaStatus(
-      cudaMemsetAsync(lengths + rows / q, 0, size_t(bucket_rows - rows) / q * sizeof(int32_t),
-                      stream),
-      "cudaMemsetAsync(padding lengths)"));
-}
-
 absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
     int device, const GraphSetOptions& options_in) {
   internal::CudaErrorScope errors;
   GraphSetOptions options = options_in;
-  if (options.q < 1 || options.q > mla_tail::kMaxQ) {
+  if (options.q < 1 || options.q > kMaxQ) {
     return absl::InvalidArgumentError(
-        absl::StrCat("q = ", options.q, " is outside [1, ", mla_tail::kMaxQ, "]"));
+        absl::StrCat("q = ", options.q, " is outside [1, ", kMaxQ, "]"));
   }
   if (options.buckets.empty()) options.buckets = DefaultBuckets(options.q);
   MLA_RETURN_IF_ERROR(ValidateBuckets(options.buckets, options.q));
-  MLA_RETURN_IF_ERROR(mla_tail::ValidateShape({options.heads, options.buckets.back(), options.q}));
+  MLA_RETURN_IF_ERROR(ValidateShape({options.heads, options.buckets.back(), options.q}));
   if (options.layers < 1) {
     return absl::InvalidArgumentError(absl::StrCat("layers = ", options.layers, " is below 1"));
   }
-  if (options.max_eager_rows < 0 || options.max_eager_rows > mla_tail::kMaxRows ||
+  if (options.max_eager_rows < 0 || options.max_eager_rows > kMaxRows ||
       options.max_eager_rows % options.q != 0) {
     return absl::InvalidArgumentError(absl::StrCat("max_eager_rows = ", options.max_eager_rows,
-                                                   " must be in [0, ", mla_tail::kMaxRows,
+                                                   " must be in [0, ", kMaxRows,
                                                    "] and a multiple of q = ", options.q));
   }
-  mla_tail::TailOptions tail_options;
-  tail_options.bmm = MayTakeBmmPath(options);
+  TailOptions tail_options;
+  // The BMM path's scratch (64 MiB and more) only for a set that takes that path.
+  tail_options.bmm = options.path == TailPath::kBmm;
   tail_options.max_heads = options.heads;
   tail_options.max_rows = std::max(options.buckets.back(), options.max_eager_rows);
   tail_options.workspace_bytes = options.workspace_bytes;
   tail_options.pdl = options.pdl;
   tail_options.fused_kernel = options.fused_kernel;
   tail_options.full_pointer_checks = options.full_pointer_checks;
-  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail =
-      mla_tail::MlaTail::Create(device, tail_options);
+  absl::StatusOr<std::unique_ptr<MlaTail>> tail = MlaTail::Create(device, tail_options);
   if (!tail.ok()) return tail.status();
 
   std::unique_ptr<TailGraphSet> set(new TailGraphSet(device, std::move(options), *std::move(tail)));
@@ -195,8 +110,7 @@ absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
   return set;
 }
 
-TailGraphSet::TailGraphSet(int device, GraphSetOptions options,
-                           std::unique_ptr<mla_tail::MlaTail> tail)
+TailGraphSet::TailGraphSet(int device, GraphSetOptions options, std::unique_ptr<MlaTail> tail)
     : device_(device),
       options_(std::move(options)),
       tail_(std::move(tail)),
@@ -251,10 +165,8 @@ absl::Status TailGraphSet::SetLayer(int layer, const TailBuffers& buffers) {
         absl::StrCat("layer = ", layer, " is outside [0, ", options_.layers, ")"));
   }
   const TailShape shape{options_.heads, max_rows(), options_.q};
-  MLA_RETURN_IF_ERROR(mla_tail::ValidateTail(shape, buffers));
-  if (MayTakeBmmPath(options_)) {
-    MLA_RETURN_IF_ERROR(mla_tail::MlaTail::CheckPathTakes(TailPath::kBmm, shape, buffers));
-  }
+  MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
+  MLA_RETURN_IF_ERROR(MlaTail::CheckPathTakes(options_.path, buffers));
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device_));
   MLA_RETURN_IF_ERROR(internal::CheckTailBuffers(device_, shape, buffers,
@@ -276,10 +188,9 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
   const TailShape shape{options_.heads, options_.buckets[bucket_index], options_.q};
   const TailBuffers& buffers = layers_[layer];
   Entry entry;
-  entry.path = mla_tail::MlaTail::Resolve(options_.path, shape);
   entry.applied = buffers;
   // cuBLASLt's heuristic runs here, outside the capture.
-  if (entry.path == TailPath::kBmm) {
+  if (bmm()) {
     MLA_RETURN_IF_ERROR(tail_->PrepareBmm(shape, buffers));
     stats_.scratch_bytes = static_cast<int64_t>(tail_->scratch_bytes());
   }
@@ -287,75 +198,18 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
   MLA_RETURN_IF_CUDA_ERROR(
       cudaStreamBeginCapture(capture_stream_, cudaStreamCaptureModeThreadLocal),
       "cudaStreamBeginCapture");
-  const absl::Status run =
-      internal::TailAccess::RunOnOwnStream(*tail_, shape, buffers, capture_stream_, entry.path);
+  absl::StatusOr<internal::TailKernelNode> node =
+      internal::TailAccess::Record(*tail_, shape, buffers, capture_stream_, options_.path);
   const internal::FaultHooks& faults = internal::ActiveFaultHooks();
-  if (run.ok() && faults.during_capture) faults.during_capture(capture_stream_);
+  if (node.ok() && faults.during_capture) faults.during_capture(capture_stream_);
   const cudaError_t ended = cudaStreamEndCapture(capture_stream_, &entry.graph);
-  if (!run.ok() || ended != cudaSuccess) {
+  if (!node.ok() || ended != cudaSuccess) {
     entry.Destroy();
-    if (!run.ok()) return run;
+    if (!node.ok()) return node.status();
     return internal::CudaStatus(ended,
                                 absl::StrCat("capture of layer ", layer, ", bucket ", shape.rows));
   }
-
-  // The kernel nodes that hold the caller's pointers are the graph's first and last (the
-  // cuBLASLt nodes lie between): only those are asked for their parameters, since cuBLASLt's
-  // own nodes refuse the question.
-  size_t count = 0;
-  absl::Status found =
-      internal::CudaStatus(cudaGraphGetNodes(entry.graph, nullptr, &count), "cudaGraphGetNodes");
-  std::vector<cudaGraphNode_t> nodes(count);
-  if (found.ok()) {
-    found = internal::CudaStatus(cudaGraphGetNodes(entry.graph, nodes.data(), &count),
-                                 "cudaGraphGetNodes");
-  }
-  // The kernel the tail launched for this shape (the fused kernels are different functions).
-  internal::KernelLaunch fused_launch;
-  internal::FusedTailParams fused_params;
-  if (entry.path == TailPath::kFused) {
-    const absl::Status planned =
-        internal::TailAccess::PlanFused(*tail_, shape, buffers, &fused_launch, &fused_params);
-    if (!planned.ok()) {
-      entry.Destroy();
-      return planned;
-    }
-  }
-  const void* value_kernel = fused_launch.function;
-  for (size_t i = 0; found.ok() && i < count; ++i) {
-    size_t dependencies = 0, dependents = 0;
-    found = internal::CudaStatus(
-        cudaGraphNodeGetDependencies(nodes[i], nullptr, nullptr, &dependencies),
-        "cudaGraphNodeGetDependencies");
-    if (found.ok()) {
-      found = internal::CudaStatus(
-          cudaGraphNodeGetDependentNodes(nodes[i], nullptr, nullptr, &dependents),
-          "cudaGraphNodeGetDependentNodes");
-    }
-    if (!found.ok() || (dependencies > 0 && dependents > 0)) continue;
-    cudaKernelNodeParams params;
-    found = internal::CudaStatus(cudaGraphKernelNodeGetParams(nodes[i], &params),
-                                 "cudaGraphKernelNodeGetParams");
-    if (!found.ok()) break;
-    if (value_kernel != nullptr && params.func == value_kernel) {
-      entry.value_node = nodes[i];
-      entry.value_launch = params;
-    } else if (params.func == internal::BmmPointersKernelAddress()) {
-      entry.tables_node = nodes[i];
-      entry.tables_launch = params;
-      entry.tables_args = *static_cast<const internal::BmmPointerParams*>(params.kernelParams[0]);
-    }
-  }
-  const bool complete =
-      entry.path == TailPath::kFused ? entry.value_node != nullptr : entry.tables_node != nullptr;
-  if (found.ok() && !complete) {
-    found = absl::InternalError(absl::StrCat("the captured graph of layer ", layer, ", bucket ",
-                                             shape.rows, " lacks the tail's kernel nodes"));
-  }
-  if (!found.ok()) {
-    entry.Destroy();
-    return found;
-  }
+  entry.node = *node;
   return entry;
 }
 
@@ -426,34 +280,14 @@ absl::Status TailGraphSet::Apply(int layer, int bucket_index) {
 
   // The GEMM's descriptors hold the latent and W_UV row strides, and a gate's presence and the
   // weight and output types pick the kernels' form: a change of any re-captures.
-  const bool gemm_changed =
-      entry.path == TailPath::kBmm && (want.latent_row_stride != entry.applied.latent_row_stride ||
-                                       want.w_row_stride != entry.applied.w_row_stride);
+  const bool gemm_changed = bmm() && (want.latent_row_stride != entry.applied.latent_row_stride ||
+                                      want.w_row_stride != entry.applied.w_row_stride);
   const bool gate_changed = (want.gate == nullptr) != (entry.applied.gate == nullptr);
   if (gemm_changed || gate_changed || !SameTypes(want, entry.applied)) {
     return CaptureMeasured(layer, bucket_index);
   }
 
-  if (options_.update == UpdateMechanism::kWholeGraph) {
-    const absl::Time start = absl::Now();
-    absl::StatusOr<Entry> fresh = CaptureEntry(layer, bucket_index);
-    if (!fresh.ok()) return fresh.status();
-    cudaGraphExecUpdateResultInfo info;
-    if (cudaGraphExecUpdate(entry.exec, fresh->graph, &info) != cudaSuccess) {
-      fresh->Destroy();
-      return CaptureMeasured(layer, bucket_index);  // CUDA refused: instantiate anew
-    }
-    fresh->exec = entry.exec;
-    entry.exec = nullptr;
-    entry.Destroy();
-    entry = *std::move(fresh);
-    ++stats_.graphs_captured;
-    ++stats_.whole_graph_updates;
-    stats_.capture_seconds += absl::ToDoubleSeconds(absl::Now() - start);
-    return absl::OkStatus();
-  }
-
-  const absl::Status status = WriteNodes(bucket_index, want, entry.exec, &entry);
+  const absl::Status status = entry.node.Write(entry.exec, want);
   if (!status.ok()) {
     // Part of the update may have landed: drop the graph rather than ever launch it half
     // updated. The next Replay captures it anew.
@@ -466,19 +300,6 @@ absl::Status TailGraphSet::Apply(int layer, int bucket_index) {
   // every update.
   entry.template_stale = true;
   return absl::OkStatus();
-}
-
-absl::Status TailGraphSet::WriteNodes(int bucket_index, const TailBuffers& buffers,
-                                      cudaGraphExec_t exec, Entry* entry) {
-  const TailShape shape{options_.heads, options_.buckets[bucket_index], options_.q};
-  if (entry->path == TailPath::kFused) {
-    return SetKernelArgs(exec, entry->value_node, entry->value_launch,
-                         internal::MakeFusedTailParams(shape, buffers));
-  }
-  return SetKernelArgs(
-      exec, entry->tables_node, entry->tables_launch,
-      internal::MakeBmmPointerParams(shape, buffers, entry->tables_args.values,
-                                     const_cast<void**>(entry->tables_args.a_table)));
 }
 
 absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
@@ -514,7 +335,7 @@ absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
   MLA_RETURN_IF_ERROR(Apply(layer, *bucket));
   const Entry& ready = EntryFor(layer, *bucket);
   MLA_RETURN_IF_CUDA_ERROR(cudaGraphLaunch(ready.exec, stream), "cudaGraphLaunch");
-  if (ready.path == TailPath::kBmm) {
+  if (bmm()) {
     MLA_RETURN_IF_ERROR(internal::TailAccess::RecordBmmUse(*tail_, stream));
   }
   ++stats_.replays;
@@ -535,7 +356,7 @@ absl::StatusOr<cudaGraph_t> TailGraphSet::ExportGraph(int layer, int rows) {
   MLA_RETURN_IF_ERROR(Apply(layer, *bucket));
   Entry& entry = EntryFor(layer, *bucket);
   if (entry.template_stale) {
-    MLA_RETURN_IF_ERROR(WriteNodes(*bucket, entry.applied, /*exec=*/nullptr, &entry));
+    MLA_RETURN_IF_ERROR(entry.node.Write(/*exec=*/nullptr, entry.applied));
     entry.template_stale = false;
   }
   cudaGraph_t clone = nullptr;

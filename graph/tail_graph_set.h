@@ -56,15 +56,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "mla_tail/mla/padding.h"  // ZeroPaddingLengths, for the padding of a bucket
 #include "mla_tail/mla/tail.h"
 #include "mla_tail/mla/tail_args.h"
 
 namespace mla_tail {
-
-enum class UpdateMechanism {
-  kKernelNodeParams,  // rewrite the changed kernel nodes of the executable graph (default)
-  kWholeGraph,        // re-capture and cudaGraphExecUpdate (kept for measurement)
-};
 
 struct GraphSetOptions {
   int heads = 0;             // H, 1..128
@@ -73,28 +69,25 @@ struct GraphSetOptions {
   std::vector<int> buckets;  // rows per bucket, sorted; empty: DefaultBuckets(q)
   int max_eager_rows = 0;    // Replay of more rows than the largest bucket runs the eager tail
                              // up to this many rows (0: OutOfRange instead)
-  mla_tail::TailPath path =
-      mla_tail::TailPath::kAuto;  // the path of every graph (kAuto: mla/dispatch.h)
-  mla_tail::FusedKernel fused_kernel = mla_tail::FusedKernel::kAuto;  // the fused path's kernel
-  UpdateMechanism update = UpdateMechanism::kKernelNodeParams;
+  TailPath path = TailPath::kAuto;                // the path of every graph (kAuto: fused)
+  FusedKernel fused_kernel = FusedKernel::kAuto;  // the fused path's kernel
   bool pdl = true;
-  size_t workspace_bytes = size_t{32} << 20;  // cuBLASLt workspace, shared by all graphs (when
-                                              // the set's path can take the BMM path)
+  size_t workspace_bytes = size_t{32} << 20;  // cuBLASLt workspace, shared by all graphs
+                                              // (path kBmm)
   bool full_pointer_checks = false;  // TailOptions::full_pointer_checks, for SetLayer and the
                                      // eager fallback
 };
 
 struct GraphSetStats {
-  int64_t graphs_captured = 0;      // captures that became executable graphs (re-captures too)
-  int64_t instantiations = 0;       // successful cudaGraphInstantiate calls
-  int64_t node_updates = 0;         // kernel nodes rewritten in executable graphs
-  int64_t whole_graph_updates = 0;  // cudaGraphExecUpdate calls that succeeded
-  int64_t replays = 0;              // graph launches
-  int64_t eager_runs = 0;           // Replay calls served by the eager tail
-  double capture_seconds = 0;       // host time spent capturing and instantiating
-  int64_t graph_memory_bytes = 0;   // device memory taken by captures and instantiations
+  int64_t graphs_captured = 0;     // captures that became executable graphs (re-captures too)
+  int64_t instantiations = 0;      // successful cudaGraphInstantiate calls
+  int64_t node_updates = 0;        // kernel nodes rewritten in executable graphs
+  int64_t replays = 0;             // graph launches
+  int64_t eager_runs = 0;          // Replay calls served by the eager tail
+  double capture_seconds = 0;      // host time spent capturing and instantiating
+  int64_t graph_memory_bytes = 0;  // device memory taken by captures and instantiations
   // Device memory the set holds besides its graphs: the BMM path's scratch, allocated at the
-  // first BMM capture (never with kAuto today, mla/dispatch.h).
+  // first capture of a set whose path is kBmm.
   int64_t scratch_bytes = 0;
 };
 
@@ -112,7 +105,7 @@ class TailGraphSet {
   // lengths that many requests, in memory this set's device can reach (MlaTail::Run's pointer
   // checks, made here and not at Replay). Takes effect at the layer's next Replay; on error the
   // layer keeps what it had.
-  absl::Status SetLayer(int layer, const mla_tail::TailBuffers& buffers);
+  absl::Status SetLayer(int layer, const TailBuffers& buffers);
 
   // Captures every (layer, bucket) graph not captured yet. Every layer must be set.
   absl::Status CaptureAll();
@@ -140,7 +133,7 @@ class TailGraphSet {
 
  private:
   struct Entry;
-  TailGraphSet(int device, GraphSetOptions options, std::unique_ptr<mla_tail::MlaTail> tail);
+  TailGraphSet(int device, GraphSetOptions options, std::unique_ptr<MlaTail> tail);
   Entry& EntryFor(int layer, int bucket_index);
   absl::Status CheckLayer(int layer) const;
   absl::Status Capture(int layer, int bucket_index);
@@ -148,32 +141,20 @@ class TailGraphSet {
   absl::Status CaptureMeasured(int layer, int bucket_index);
   absl::StatusOr<Entry> CaptureEntry(int layer, int bucket_index);
   absl::Status Apply(int layer, int bucket_index);
-  // Writes `buffers` into the entry's caller-facing kernel nodes: of `exec`, or of the template
-  // when `exec` is null.
-  absl::Status WriteNodes(int bucket_index, const mla_tail::TailBuffers& buffers,
-                          cudaGraphExec_t exec, Entry* entry);
   absl::Status CheckRows(int rows) const;
   int max_rows() const;
+  bool bmm() const { return options_.path == TailPath::kBmm; }
 
   int device_;
   GraphSetOptions options_;
   std::optional<cudaStream_t> accepted_stream_;  // the last stream MlaTail::CheckStream accepted
-  std::unique_ptr<mla_tail::MlaTail> tail_;      // the eager tail, whose launches are captured
+  std::unique_ptr<MlaTail> tail_;                // the eager tail, whose launches are captured
   cudaStream_t capture_stream_ = nullptr;
-  std::vector<mla_tail::TailBuffers> layers_;
+  std::vector<TailBuffers> layers_;
   std::vector<bool> layer_set_;
   std::vector<Entry> entries_;  // [layer][bucket]
   GraphSetStats stats_;
 };
-
-// Writes length 0 for the padding requests [rows / q, bucket_rows / q) of `lengths`, in stream
-// order, so that a replay of the bucket writes +0.0 to the padding rows. Runs on the device
-// whose memory `lengths` is (the current device for host-mapped or managed memory), whatever
-// the thread has current; `stream` must belong to it. InvalidArgument for q outside [1, 64],
-// rows < 0, bucket_rows > 65536, either not a multiple of q, rows > bucket_rows, or lengths
-// that do not hold bucket_rows / q requests of reachable memory (MlaTail::Run's checks).
-absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int q,
-                                cudaStream_t stream);
 
 }  // namespace mla_tail
 

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -10,127 +11,74 @@
 #include "mla/internal/device_guard.h"
 #include "mla/internal/pointer_checks.h"
 #include "mla/internal/tail_access.h"
+#include "mla/internal/tail_kernel_node.h"
 #include "mla/kernels/launch.h"
-#include "mla/kernels/params.h"
 
 namespace mla_tail {
 
-using mla_tail::TailBuffers;
-using mla_tail::TailShape;
-
 class TailNodeBuilder {
  public:
-  // Validates what a tail node needs and plans its launch (nothing is added yet).
-  static absl::StatusOr<TailNode> Plan(const mla_tail::MlaTail& tail, const TailShape& shape,
-                                       const TailBuffers& buffers,
-                                       internal::FusedTailParams* params) {
-    MLA_RETURN_IF_ERROR(mla_tail::ValidateTail(shape, buffers));
-    if (mla_tail::MlaTail::Resolve(mla_tail::TailPath::kAuto, shape) !=
-        mla_tail::TailPath::kFused) {
-      return absl::UnimplementedError(absl::StrCat(
-          "graph nodes hold the fused path only; the rule takes the BMM path at heads = ",
-          shape.heads, ", rows = ", shape.rows, ": use MlaTail::Run or TailGraphSet there"));
-    }
-    internal::KernelLaunch launch;
-    MLA_RETURN_IF_ERROR(internal::TailAccess::PlanFused(tail, shape, buffers, &launch, params));
-    // The same launch's other form (with a gate when `buffers` have none, and the reverse), for
-    // updates that add or drop the gate: planned from any non-null gate, never dereferenced.
-    TailBuffers other = buffers;
-    other.gate = buffers.gate != nullptr ? nullptr : buffers.latent;
-    internal::KernelLaunch other_launch;
-    internal::FusedTailParams other_params;
-    MLA_RETURN_IF_ERROR(
-        internal::TailAccess::PlanFused(tail, shape, other, &other_launch, &other_params));
-    TailNode nodes;
-    nodes.device_ = tail.device();
-    nodes.full_pointer_checks_ = tail.options().full_pointer_checks;
-    nodes.shape_ = shape;
-    nodes.buffers_ = buffers;
-    nodes.kernel_ = tail.FusedKernelFor(shape, mla_tail::WeightTypeOf(buffers));
-    nodes.functions_[buffers.gate != nullptr] = launch.function;
-    nodes.functions_[buffers.gate == nullptr] = other_launch.function;
-    nodes.grid_ = launch.grid;
-    nodes.block_ = launch.block;
-    nodes.smem_bytes_ = launch.smem_bytes;
-    return nodes;
+  static TailNode Make(const MlaTail& tail, const internal::TailKernelNode& node,
+                       const TailBuffers& buffers) {
+    TailNode made;
+    made.device_ = tail.device();
+    made.full_pointer_checks_ = tail.options().full_pointer_checks;
+    made.node_ = node.node;
+    made.functions_[0] = node.launches[0].function;
+    made.functions_[1] = node.launches[1].function;
+    made.grid_ = node.launches[0].grid;
+    made.block_ = node.launches[0].block;
+    made.smem_bytes_ = node.launches[0].smem_bytes;
+    made.shape_ = node.shape;
+    made.buffers_ = buffers;
+    made.kernel_ = tail.FusedKernelFor(node.shape, WeightTypeOf(buffers));
+    return made;
   }
 
-  static void SetNode(TailNode* nodes, cudaGraphNode_t node) { nodes->node_ = node; }
-
   // What `buffers` point at, checked as the node's MlaTail checks it (the device current).
-  static absl::Status CheckPointers(const TailNode& nodes, const TailBuffers& buffers) {
-    return internal::CheckTailBuffers(nodes.device_, nodes.shape_, buffers,
-                                      nodes.full_pointer_checks_
-                                          ? internal::PointerCheck::kEveryCall
-                                          : internal::PointerCheck::kCached);
+  static absl::Status CheckPointers(int device, bool full_pointer_checks, const TailShape& shape,
+                                    const TailBuffers& buffers) {
+    return internal::CheckTailBuffers(
+        device, shape, buffers,
+        full_pointer_checks ? internal::PointerCheck::kEveryCall : internal::PointerCheck::kCached);
   }
 
   // Points the node at `buffers`: in `exec`, or in the graph itself when `exec` is null.
-  static absl::Status Write(TailNode& nodes, cudaGraphExec_t exec, const TailBuffers& buffers);
-
-  static internal::KernelLaunch LaunchOf(const TailNode& nodes) {
-    internal::KernelLaunch launch;
-    launch.function = nodes.functions_[nodes.buffers_.gate != nullptr];
-    launch.grid = nodes.grid_;
-    launch.block = nodes.block_;
-    launch.smem_bytes = nodes.smem_bytes_;
-    return launch;
-  }
-};
-
-namespace {
-
-// The node's kernel parameters with `params` as its argument (`arguments` must outlive the use).
-cudaKernelNodeParams KernelParams(const void* function, dim3 grid, dim3 block,
-                                  unsigned int smem_bytes, void** arguments) {
-  cudaKernelNodeParams p = {};
-  p.func = const_cast<void*>(function);
-  p.gridDim = grid;
-  p.blockDim = block;
-  p.sharedMemBytes = smem_bytes;
-  p.kernelParams = arguments;
-  p.extra = nullptr;
-  return p;
-}
-
-}  // namespace
-
-absl::Status TailNodeBuilder::Write(TailNode& nodes, cudaGraphExec_t exec,
-                                    const TailBuffers& buffers) {
-  internal::CudaErrorScope errors;
-  MLA_RETURN_IF_ERROR(mla_tail::ValidateTail(nodes.shape_, buffers));
-  // The node's kernel is the instantiation for its buffers' weight and output types.
-  if (WeightTypeOf(buffers) != WeightTypeOf(nodes.buffers_) ||
-      OutputTypeOf(buffers) != OutputTypeOf(nodes.buffers_)) {
-    return absl::InvalidArgumentError(
-        "the buffers' W_UV or output type (bf16 or e4m3) differs from the node's: a node runs "
-        "one kernel; add a node for the other types");
-  }
-  internal::DeviceGuard guard;
-  MLA_RETURN_IF_ERROR(guard.Enter(nodes.device_));
-  MLA_RETURN_IF_ERROR(CheckPointers(nodes, buffers));
-  internal::FusedTailParams params = internal::MakeFusedTailParams(nodes.shape_, buffers);
-  void* arguments[] = {&params};
-  const cudaKernelNodeParams p =
-      KernelParams(nodes.functions_[buffers.gate != nullptr], nodes.grid_, nodes.block_,
-                   nodes.smem_bytes_, arguments);
-  if (exec != nullptr) {
-    const cudaError_t e = cudaGraphExecKernelNodeSetParams(exec, nodes.node_, &p);
+  static absl::Status Write(TailNode& made, cudaGraphExec_t exec, const TailBuffers& buffers) {
+    internal::CudaErrorScope errors;
+    MLA_RETURN_IF_ERROR(ValidateTail(made.shape_, buffers));
+    // The node's kernel is the instantiation for its buffers' weight and output types.
+    if (WeightTypeOf(buffers) != WeightTypeOf(made.buffers_) ||
+        OutputTypeOf(buffers) != OutputTypeOf(made.buffers_)) {
+      return absl::InvalidArgumentError(
+          "the buffers' W_UV or output type (bf16 or e4m3) differs from the node's: a node runs "
+          "one kernel; add a node for the other types");
+    }
+    internal::DeviceGuard guard;
+    MLA_RETURN_IF_ERROR(guard.Enter(made.device_));
+    MLA_RETURN_IF_ERROR(
+        CheckPointers(made.device_, made.full_pointer_checks_, made.shape_, buffers));
+    internal::TailKernelNode node;
+    node.node = made.node_;
+    for (int gated = 0; gated < 2; ++gated) {
+      node.launches[gated] = {made.functions_[gated], made.grid_, made.block_, made.smem_bytes_};
+    }
+    node.shape = made.shape_;
+    const absl::Status written = node.Write(exec, buffers);
     // The parameters are the node's own, validated: CUDA refuses the exec, not them.
-    if (e == cudaErrorInvalidValue || e == cudaErrorInvalidResourceHandle) {
+    const std::optional<cudaError_t> error = CudaErrorOf(written);
+    if (exec != nullptr &&
+        (error == cudaErrorInvalidValue || error == cudaErrorInvalidResourceHandle)) {
       return absl::InvalidArgumentError(
           absl::StrCat("exec was not instantiated from the graph that holds this TailNode's node "
                        "(cudaGraphExecKernelNodeSetParams: ",
-                       cudaGetErrorName(e), ")"));
+                       cudaGetErrorName(*error), ")"));
     }
-    MLA_RETURN_IF_CUDA_ERROR(e, "cudaGraphExecKernelNodeSetParams");
-  } else {
-    MLA_RETURN_IF_CUDA_ERROR(cudaGraphKernelNodeSetParams(nodes.node_, &p),
-                             "cudaGraphKernelNodeSetParams");
+    MLA_RETURN_IF_ERROR(written);
+    made.buffers_ = buffers;
+    return absl::OkStatus();
   }
-  nodes.buffers_ = buffers;
-  return absl::OkStatus();
-}
+};
 
 absl::Status TailNode::Update(cudaGraphExec_t exec, const TailBuffers& buffers) {
   if (empty()) return absl::FailedPreconditionError("this TailNode is empty: it holds no node");
@@ -143,18 +91,17 @@ absl::Status TailNode::UpdateGraph(const TailBuffers& buffers) {
   return TailNodeBuilder::Write(*this, /*exec=*/nullptr, buffers);
 }
 
-absl::StatusOr<TailNode> AddTailNode(const mla_tail::MlaTail& tail, cudaGraph_t graph,
+absl::StatusOr<TailNode> AddTailNode(const MlaTail& tail, cudaGraph_t graph,
                                      absl::Span<const cudaGraphNode_t> dependencies,
                                      const TailShape& shape, const TailBuffers& buffers,
                                      const TailNodeOptions& options) {
   internal::CudaErrorScope errors;
   if (graph == nullptr) return absl::InvalidArgumentError("graph is null");
-  internal::FusedTailParams params;
-  absl::StatusOr<TailNode> nodes = TailNodeBuilder::Plan(tail, shape, buffers, &params);
-  if (!nodes.ok()) return nodes.status();
+  MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(tail.device()));
-  MLA_RETURN_IF_ERROR(TailNodeBuilder::CheckPointers(*nodes, buffers));
+  MLA_RETURN_IF_ERROR(TailNodeBuilder::CheckPointers(
+      tail.device(), tail.options().full_pointer_checks, shape, buffers));
 
   // Every dependency must be a node of `graph` (CUDA's refusal would not say which).
   std::vector<cudaGraphNode_t> graph_nodes;
@@ -189,59 +136,34 @@ absl::StatusOr<TailNode> AddTailNode(const mla_tail::MlaTail& tail, cudaGraph_t 
     }
   }
 
-  const internal::KernelLaunch launch = TailNodeBuilder::LaunchOf(*nodes);
-  void* arguments[] = {&params};
-  cudaGraphNodeParams node_params = {};
-  node_params.type = cudaGraphNodeTypeKernel;
-  node_params.kernel.func = const_cast<void*>(launch.function);
-  node_params.kernel.gridDim = launch.grid;
-  node_params.kernel.blockDim = launch.block;
-  node_params.kernel.sharedMemBytes = launch.smem_bytes;
-  node_params.kernel.kernelParams = arguments;
-  cudaGraphNode_t node = nullptr;
+  absl::StatusOr<internal::TailKernelNode> node =
+      internal::TailAccess::FusedNode(tail, shape, buffers);
+  if (!node.ok()) return node.status();
+  internal::TailKernelNode::Argument argument;
+  const cudaKernelNodeParams kernel = node->Params(buffers, &argument);
+  cudaGraphNodeParams params = {};
+  params.type = cudaGraphNodeTypeKernel;
+  params.kernel.func = kernel.func;
+  params.kernel.gridDim = kernel.gridDim;
+  params.kernel.blockDim = kernel.blockDim;
+  params.kernel.sharedMemBytes = kernel.sharedMemBytes;
+  params.kernel.kernelParams = kernel.kernelParams;
   MLA_RETURN_IF_CUDA_ERROR(
-      cudaGraphAddNode(&node, graph, dependencies.empty() ? nullptr : dependencies.data(),
-                       dependencies.empty() ? nullptr : edges.data(), dependencies.size(),
-                       &node_params),
+      cudaGraphAddNode(&node->node, graph, dependencies.empty() ? nullptr : dependencies.data(),
+                       dependencies.empty() ? nullptr : edges.data(), dependencies.size(), &params),
       "cudaGraphAddNode(tail)");
-  TailNodeBuilder::SetNode(&*nodes, node);
-  return nodes;
+  return TailNodeBuilder::Make(tail, *node, buffers);
 }
 
-absl::StatusOr<TailNode> RecordTailNode(const mla_tail::MlaTail& tail, cudaStream_t stream,
+absl::StatusOr<TailNode> RecordTailNode(const MlaTail& tail, cudaStream_t stream,
                                         const TailShape& shape, const TailBuffers& buffers) {
   internal::CudaErrorScope errors;
-  internal::FusedTailParams params;
-  absl::StatusOr<TailNode> nodes = TailNodeBuilder::Plan(tail, shape, buffers, &params);
-  if (!nodes.ok()) return nodes.status();
-  internal::DeviceGuard guard;
-  MLA_RETURN_IF_ERROR(guard.Enter(tail.device()));
-  MLA_RETURN_IF_ERROR(TailNodeBuilder::CheckPointers(*nodes, buffers));
-  absl::StatusOr<bool> capturing = internal::IsCapturing(stream);
-  if (!capturing.ok()) return capturing.status();
-  if (!*capturing) {
-    return absl::FailedPreconditionError(
-        "RecordTailNode needs a capturing stream; launch with MlaTail::Run otherwise");
-  }
-  // Recorded as MlaTail::Run records it (the launch attribute makes the edge programmatic);
-  // the capture's dependency set is then exactly the new node.
-  const internal::KernelLaunch launch = TailNodeBuilder::LaunchOf(*nodes);
-  MLA_RETURN_IF_ERROR(internal::OnCallersCapture(
-      internal::CudaStatus(internal::LaunchKernel(launch, &params, stream, tail.options().pdl),
-                           "the tail's launch (captured)")));
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  const cudaGraphNode_t* after = nullptr;
-  size_t count = 0;
-  MLA_RETURN_IF_CUDA_ERROR(
-      cudaStreamGetCaptureInfo(stream, &status, nullptr, nullptr, &after, nullptr, &count),
-      "cudaStreamGetCaptureInfo");
-  if (status != cudaStreamCaptureStatusActive || count != 1) {
-    return absl::InternalError(
-        absl::StrCat("the capture did not end in the tail's node (capture status ",
-                     static_cast<int>(status), ", ", count, " dependencies)"));
-  }
-  TailNodeBuilder::SetNode(&*nodes, after[0]);
-  return nodes;
+  // Recorded as MlaTail::Run records it (the launch attribute makes the edge programmatic).
+  // `stream` is the caller's: a capture of theirs that CUDA refuses is theirs to begin anew.
+  absl::StatusOr<internal::TailKernelNode> node =
+      internal::TailAccess::Record(tail, shape, buffers, stream, TailPath::kFused);
+  if (!node.ok()) return internal::OnCallersCapture(node.status());
+  return TailNodeBuilder::Make(tail, *node, buffers);
 }
 
 }  // namespace mla_tail

@@ -1,5 +1,5 @@
-#ifndef MLA_TAIL_GRAPH_TAIL_NODES_H_
-#define MLA_TAIL_GRAPH_TAIL_NODES_H_
+#ifndef MLA_TAIL_GRAPH_TAIL_NODE_H_
+#define MLA_TAIL_GRAPH_TAIL_NODE_H_
 
 // TailNode: one layer's tail as a node of the caller's own CUDA graph, for a runtime that
 // builds or captures its whole decode step as one graph and updates it in place.
@@ -21,8 +21,8 @@
 // or exited, fetch their W_UV slices, and wait (griddepcontrol.wait) for the kernel's memory
 // before reading the latent, gate and lengths. Edges from other node types are full edges.
 //
-// The fused path only: a tail whose path resolves to the BMM path (TailPath::kBmm) is refused
-// with Unimplemented; capture the BMM path with MlaTail::Run or use TailGraphSet.
+// The fused path only (the BMM path's GEMM plan and scratch belong to an MlaTail: record it with
+// MlaTail::Run, or use TailGraphSet).
 //
 // The nodes hold only the caller's pointers and nothing of the MlaTail: the graph and its
 // executable graphs may outlive it. A TailNode is a small value (copyable, default-constructible
@@ -59,11 +59,11 @@ class TailNode {
   bool empty() const { return node_ == nullptr; }
   // The node that work after the tail depends on.
   cudaGraphNode_t node() const { return node_; }
-  const mla_tail::TailShape& shape() const { return shape_; }
+  const TailShape& shape() const { return shape_; }
   // The buffers the node's graph holds (as added, or as last given to Update).
-  const mla_tail::TailBuffers& buffers() const { return buffers_; }
+  const TailBuffers& buffers() const { return buffers_; }
   // The kernel the node runs.
-  mla_tail::FusedKernel kernel() const { return kernel_; }
+  FusedKernel kernel() const { return kernel_; }
 
   // Points the tail's node in `exec` (instantiated from the graph the node belongs to) at
   // `buffers`, validated for the node's shape: a kernel-node update (about 1 us of host time),
@@ -71,11 +71,11 @@ class TailNode {
   // nothing changed: FailedPrecondition for an empty handle, InvalidArgument for bad buffers,
   // buffers whose W_UV or output type (bf16 or e4m3) is not the node's, or an `exec` that was not
   // instantiated from the node's graph.
-  absl::Status Update(cudaGraphExec_t exec, const mla_tail::TailBuffers& buffers);
+  absl::Status Update(cudaGraphExec_t exec, const TailBuffers& buffers);
 
   // Also rewrites the node in the graph itself, so that later instantiations and clones of it
   // hold `buffers` (Update changes only an executable graph).
-  absl::Status UpdateGraph(const mla_tail::TailBuffers& buffers);
+  absl::Status UpdateGraph(const TailBuffers& buffers);
 
  private:
   friend class TailNodeBuilder;
@@ -89,28 +89,26 @@ class TailNode {
   dim3 grid_;
   dim3 block_;
   unsigned int smem_bytes_ = 0;
-  mla_tail::TailShape shape_;
-  mla_tail::TailBuffers buffers_;
-  mla_tail::FusedKernel kernel_ = mla_tail::FusedKernel::kAuto;
+  TailShape shape_;
+  TailBuffers buffers_;
+  FusedKernel kernel_ = FusedKernel::kAuto;
 };
 
 // Adds `tail`'s fused kernel for `shape` over `buffers` to `graph`, after `dependencies` (nodes
 // of `graph`; may be empty). The graph must be instantiated on `tail`'s device. Validates every
 // argument first: InvalidArgument for a bad shape or buffer, or a dependency that is null or not
-// a node of `graph`; Unimplemented for the BMM path. On error nothing was added.
-absl::StatusOr<TailNode> AddTailNode(const mla_tail::MlaTail& tail, cudaGraph_t graph,
+// a node of `graph`. On error nothing was added.
+absl::StatusOr<TailNode> AddTailNode(const MlaTail& tail, cudaGraph_t graph,
                                      absl::Span<const cudaGraphNode_t> dependencies,
-                                     const mla_tail::TailShape& shape,
-                                     const mla_tail::TailBuffers& buffers,
+                                     const TailShape& shape, const TailBuffers& buffers,
                                      const TailNodeOptions& options = {});
 
 // Records `tail`'s fused kernel into the capture under way on `stream` (after what the capture
 // holds so far, with a programmatic edge when the MlaTail launches with PDL, as MlaTail::Run
 // records it) and returns its node. FailedPrecondition when `stream` is not capturing.
-absl::StatusOr<TailNode> RecordTailNode(const mla_tail::MlaTail& tail, cudaStream_t stream,
-                                        const mla_tail::TailShape& shape,
-                                        const mla_tail::TailBuffers& buffers);
+absl::StatusOr<TailNode> RecordTailNode(const MlaTail& tail, cudaStream_t stream,
+                                        const TailShape& shape, const TailBuffers& buffers);
 
 }  // namespace mla_tail
 
-#endif  // MLA_TAIL_GRAPH_TAIL_NODES_H_
+#endif  // MLA_TAIL_GRAPH_TAIL_NODE_H_

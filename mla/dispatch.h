@@ -70,6 +70,14 @@ constexpr bool EightRowBlocksFitOneWave(int heads, int rows, int multiprocessors
   return rows <= 32 && 4LL * heads * ((rows + 7) / 8) <= multiprocessors;
 }
 
+// Whether `tiles` 64 x 128 tiles (one a multiprocessor) make one wave that fills the GPU: more
+// than nine tenths of the multiprocessors busy and none with a second tile. Measured on 132 SMs,
+// where that is 119-132 tiles: with fewer, the idle multiprocessors cost more than reading each
+// latent row once saves; with more, some take two.
+constexpr bool Tile64x128FillsOneWave(long long tiles, int multiprocessors) {
+  return 10 * tiles > 9LL * multiprocessors && tiles <= multiprocessors;
+}
+
 // The rule, for a GPU with `multiprocessors` SMs (measured on H200s, 132). T counts 64-row
 // tiles; the block-count thresholds (96, 256) are measured crossovers, not SM counts. Every
 // kernel takes either weight type; with e4m3 W_UV the rule is the bf16 one until measured
@@ -91,16 +99,12 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
     return FusedKernel::kPersistent128x128;
   }
   // One wave of 64 x 128 tiles that fills the GPU: each latent row read once.
-  if (rows >= 64 && tiles_64 > multiprocessors - 14 && tiles_64 <= multiprocessors) {
+  if (rows >= 64 && Tile64x128FillsOneWave(tiles_64, multiprocessors)) {
     return FusedKernel::kTile64x128;
   }
   if (2 * tiles_64 <= 256) return FusedKernel::kTile64x64Pipeline6;
   return FusedKernel::kTile64x64Pipeline4;
 }
-
-// The path half of the rule: whether the cuBLASLt batched GEMM + gate runs instead of a fused
-// kernel. It is the faster path at no measured shape; TailPath::kBmm still selects it.
-constexpr bool UseBmmPath(int /*heads*/, int /*rows*/) { return false; }
 
 }  // namespace mla_tail
 

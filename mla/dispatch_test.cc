@@ -16,7 +16,7 @@ namespace {
 
 constexpr int kH200 = 132;  // the GPU the rule was measured on (multiprocessors)
 
-// The function internal::PlanFusedKernel launches for a shape and kernel.
+// The function PlanFusedKernel launches for a shape and kernel.
 const void* KernelFunction(int heads, int rows, FusedKernel kernel = FusedKernel::kAuto,
                            int multiprocessors = kH200) {
   internal::FusedTailParams params = {};
@@ -127,7 +127,6 @@ TEST(DispatchTest, FollowsTheMeasurements) {
   };
   for (const auto& m : measured) {
     EXPECT_EQ(DispatchFusedKernel(m.heads, m.rows, kH200), m.kernel) << m.heads << " x " << m.rows;
-    EXPECT_FALSE(UseBmmPath(m.heads, m.rows)) << m.heads << " x " << m.rows;
   }
 }
 
@@ -146,6 +145,20 @@ TEST(DispatchTest, FollowsTheMultiprocessorCount) {
   EXPECT_NE(DispatchFusedKernel(8, 1024, 114), FusedKernel::kTile64x128);
   EXPECT_EQ(internal::ColumnSplitBlockRows(99, 8, kH200), 8);
   EXPECT_EQ(internal::ColumnSplitBlockRows(99, 8, 114), 16);
+}
+
+// The 64 x 128 tiles' one wave: more than nine tenths of the multiprocessors and at most all of
+// them, which on the H200's 132 is T in [119, 132] (T > SMs - 14 there, as the rule was drawn).
+TEST(DispatchTest, Tile64x128WaveOnTheH200) {
+  for (long long tiles = 0; tiles <= 300; ++tiles) {
+    EXPECT_EQ(Tile64x128FillsOneWave(tiles, kH200), tiles > kH200 - 14 && tiles <= kH200) << tiles;
+  }
+  EXPECT_EQ(DispatchFusedKernel(119, 64, kH200), FusedKernel::kTile64x128);
+  EXPECT_EQ(DispatchFusedKernel(118, 64, kH200), FusedKernel::kTile64x64Pipeline6);
+  EXPECT_EQ(DispatchFusedKernel(66, 128, kH200), FusedKernel::kTile64x128);
+  EXPECT_EQ(DispatchFusedKernel(67, 128, kH200), FusedKernel::kTile64x64Pipeline4);
+  EXPECT_EQ(DispatchFusedKernel(59, 256, kH200), FusedKernel::kTile64x64Pipeline4);
+  EXPECT_EQ(DispatchFusedKernel(30, 256, kH200), FusedKernel::kTile64x128);
 }
 
 // ColumnSplit's rows a block, against the measurements (docs/design.md): 8 (latent in registers)
@@ -182,6 +195,12 @@ TEST(ColumnSplitBlockRowsTest, EightRowsWhereTheyFitOneWave) {
   EXPECT_EQ(internal::ColumnSplitBlockRows(12, 17, kH200), 16);
   EXPECT_EQ(internal::ColumnSplitBlockRows(12, 32, kH200), 16);
   EXPECT_EQ(internal::ColumnSplitBlockRows(128, 32, kH200), 32);
+  // 32-row blocks from two a multiprocessor: 4 * heads * (rows / 32) >= 2 * SMs (264 at 132).
+  EXPECT_EQ(internal::ColumnSplitBlockRows(66, 32, kH200), 32);
+  EXPECT_EQ(internal::ColumnSplitBlockRows(65, 32, kH200), 16);
+  EXPECT_EQ(internal::ColumnSplitBlockRows(65, 32, 130), 32);
+  EXPECT_EQ(internal::ColumnSplitBlockRows(33, 64, kH200), 32);
+  EXPECT_EQ(internal::ColumnSplitBlockRows(32, 64, kH200), 16);
   EXPECT_NE(KernelFunction(12, 8, FusedKernel::kColumnSplit),
             KernelFunction(12, 17, FusedKernel::kColumnSplit));
   EXPECT_NE(KernelFunction(128, 8, FusedKernel::kColumnSplit),

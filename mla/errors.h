@@ -3,7 +3,8 @@
 
 // How the library reports failures. Every public call returns absl::Status / absl::StatusOr;
 // nothing throws or aborts. A call that fails has launched nothing and written nothing of the
-// caller's, except where its comment says otherwise.
+// caller's, except where its comment says otherwise. The codes, in short (docs/spec.md, "Errors",
+// says when each is returned; docs/contract_test keeps the two lists the same):
 //
 //   code                  meaning                                        what a runtime does
 //   InvalidArgument       an argument is wrong (the message names it): a     fix the call
@@ -14,7 +15,8 @@
 //                         cuBLASLt not loadable (the BMM path), or the     and recapture
 //                         caller's own capture already invalid
 //   ResourceExhausted     device memory ran out                            free memory, retry
-//   Unimplemented         a combination the library does not offer         choose another path
+//   NotFound              cuBLASLt has no algorithm for the BMM path       use the fused path
+//   Unimplemented         the BMM path with e4m3 W_UV or output            use the fused path
 //   Aborted               CUDA refused a capture the library made itself   retry
 //   DataLoss              a sticky CUDA error: the device context is lost  restart the process
 //   Internal              any other CUDA or cuBLASLt failure               report it

@@ -15,6 +15,7 @@
 #include "mla/internal/device_guard.h"
 #include "mla/internal/pointer_checks.h"
 #include "mla/internal/tail_access.h"
+#include "mla/internal/tail_kernel_node.h"
 #include "mla/internal/value_bmm.h"
 #include "mla/kernels/launch.h"
 #include "mla/kernels/params.h"
@@ -81,15 +82,22 @@ struct MlaTail::Impl {
     return options.full_pointer_checks ? internal::PointerCheck::kEveryCall
                                        : internal::PointerCheck::kCached;
   }
-  // Run() on any stream: validation (pointers included), then the launches.
+  // Run() on any stream: validation (pointers included), then the launches. With `recorded`
+  // (TailAccess::Record), `stream` must be capturing, and the kernel node that holds the caller's
+  // pointers is handed back there.
   absl::Status Run(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream,
-                   TailPath path);
+                   TailPath path, internal::TailKernelNode* recorded = nullptr);
   absl::Status AllocateBmmScratch();
   absl::StatusOr<const internal::ValueBmm*> Plan(const TailShape& shape, const TailBuffers& buffers,
                                                  bool capturing);
-  absl::Status RunFused(const TailShape& shape, const TailBuffers& buffers,
-                        cudaStream_t stream) const;
-  absl::Status RunBmm(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream);
+  // The fused kernel's node for `shape` (not yet in a graph): the launch for `buffers`, and the
+  // same launch's other form (with a gate when `buffers` have none, and the reverse).
+  absl::StatusOr<internal::TailKernelNode> FusedNode(const TailShape& shape,
+                                                     const TailBuffers& buffers) const;
+  absl::Status RunFused(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream,
+                        internal::TailKernelNode* recorded) const;
+  absl::Status RunBmm(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream,
+                      internal::TailKernelNode* recorded);
 };
 
 const char* TailPathName(TailPath path) {
@@ -211,14 +219,8 @@ absl::Status MlaTail::Impl::AllocateBmmScratch() {
   return absl::OkStatus();
 }
 
-TailPath MlaTail::Resolve(TailPath path, const TailShape& shape) {
-  if (path != TailPath::kAuto) return path;
-  return UseBmmPath(shape.heads, shape.rows) ? TailPath::kBmm : TailPath::kFused;
-}
-
-absl::Status MlaTail::CheckPathTakes(TailPath path, const TailShape& shape,
-                                     const TailBuffers& buffers) {
-  if (Resolve(path, shape) != TailPath::kBmm) return absl::OkStatus();
+absl::Status MlaTail::CheckPathTakes(TailPath path, const TailBuffers& buffers) {
+  if (path != TailPath::kBmm) return absl::OkStatus();
   if (WeightTypeOf(buffers) != WeightType::kBf16) {
     return absl::UnimplementedError(
         "the BMM path takes bf16 W_UV only: e4m3 W_UV (w_uv_fp8) runs on the fused path");
@@ -288,10 +290,9 @@ absl::StatusOr<const internal::ValueBmm*> MlaTail::Impl::Plan(const TailShape& s
   bmm_shape.heads = shape.heads;
   bmm_shape.rows = shape.rows;
   bmm_shape.latent_row_stride = buffers.latent_row_stride;
-  bmm_shape.w_head_stride = buffers.w_head_stride;
   bmm_shape.w_row_stride = buffers.w_row_stride;
-  absl::StatusOr<internal::ValueBmm> plan = internal::ValueBmm::Create(
-      bmm.cublaslt, bmm_shape, internal::BmmBatchMode::kPointerArray, options.workspace_bytes);
+  absl::StatusOr<internal::ValueBmm> plan =
+      internal::ValueBmm::Create(bmm.cublaslt, bmm_shape, options.workspace_bytes);
   if (!plan.ok()) return plan.status();
   return &plans.emplace(key, *std::move(plan)).first->second;
 }
@@ -299,7 +300,7 @@ absl::StatusOr<const internal::ValueBmm*> MlaTail::Impl::Plan(const TailShape& s
 absl::Status MlaTail::PrepareBmm(const TailShape& shape, const TailBuffers& buffers) {
   internal::CudaErrorScope errors;
   MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
-  MLA_RETURN_IF_ERROR(CheckPathTakes(TailPath::kBmm, shape, buffers));
+  MLA_RETURN_IF_ERROR(CheckPathTakes(TailPath::kBmm, buffers));
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(impl_->device));
   MLA_RETURN_IF_ERROR(
@@ -315,30 +316,67 @@ absl::Status MlaTail::Run(const TailShape& shape, const TailBuffers& buffers, cu
 }
 
 absl::Status MlaTail::Impl::Run(const TailShape& shape, const TailBuffers& buffers,
-                                cudaStream_t stream, TailPath path) {
+                                cudaStream_t stream, TailPath path,
+                                internal::TailKernelNode* recorded) {
   MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
-  MLA_RETURN_IF_ERROR(CheckPathTakes(path, shape, buffers));
+  MLA_RETURN_IF_ERROR(CheckPathTakes(path, buffers));
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device));
   MLA_RETURN_IF_ERROR(internal::CheckTailBuffers(device, shape, buffers, pointer_check()));
   MLA_RETURN_IF_ERROR(CheckStreamOf(device, stream));
-  return Resolve(path, shape) == TailPath::kBmm ? RunBmm(shape, buffers, stream)
-                                                : RunFused(shape, buffers, stream);
+  if (recorded != nullptr) {
+    absl::StatusOr<bool> capturing = internal::IsCapturing(stream);
+    if (!capturing.ok()) return capturing.status();
+    if (!*capturing) {
+      return absl::FailedPreconditionError(
+          "recording the tail's node needs a capturing stream; launch with MlaTail::Run "
+          "otherwise");
+    }
+  }
+  return path == TailPath::kBmm ? RunBmm(shape, buffers, stream, recorded)
+                                : RunFused(shape, buffers, stream, recorded);
+}
+
+absl::StatusOr<internal::TailKernelNode> MlaTail::Impl::FusedNode(
+    const TailShape& shape, const TailBuffers& buffers) const {
+  // A launch depends on the shape and on whether there is a gate: the other form is planned from
+  // any non-null gate, never dereferenced.
+  TailBuffers other = buffers;
+  other.gate = buffers.gate != nullptr ? nullptr : buffers.latent;
+  internal::TailKernelNode node;
+  node.shape = shape;
+  const TailBuffers* forms[] = {&buffers, &other};
+  for (const TailBuffers* b : forms) {
+    MLA_RETURN_IF_CUDA_ERROR(
+        internal::PlanFusedKernel(internal::MakeFusedTailParams(shape, *b), options.fused_kernel,
+                                  multiprocessors, &node.launches[b->gate != nullptr]),
+        "planning the fused kernel");
+  }
+  return node;
 }
 
 absl::Status MlaTail::Impl::RunFused(const TailShape& shape, const TailBuffers& b,
-                                     cudaStream_t stream) const {
+                                     cudaStream_t stream,
+                                     internal::TailKernelNode* recorded) const {
   const internal::FusedTailParams params = internal::MakeFusedTailParams(shape, b);
   internal::KernelLaunch launch;
   MLA_RETURN_IF_CUDA_ERROR(
       internal::PlanFusedKernel(params, options.fused_kernel, multiprocessors, &launch),
       "planning the fused kernel");
-  return internal::CudaStatus(internal::LaunchKernel(launch, &params, stream, options.pdl),
-                              "fused kernel launch");
+  MLA_RETURN_IF_CUDA_ERROR(internal::LaunchKernel(launch, &params, stream, options.pdl),
+                           "fused kernel launch");
+  if (recorded == nullptr) return absl::OkStatus();
+  absl::StatusOr<cudaGraphNode_t> captured = internal::LastCapturedNode(stream);
+  if (!captured.ok()) return captured.status();
+  absl::StatusOr<internal::TailKernelNode> node = FusedNode(shape, b);
+  if (!node.ok()) return node.status();
+  node->node = *captured;
+  *recorded = *node;
+  return absl::OkStatus();
 }
 
 absl::Status MlaTail::Impl::RunBmm(const TailShape& shape, const TailBuffers& b,
-                                   cudaStream_t stream) {
+                                   cudaStream_t stream, internal::TailKernelNode* recorded) {
   absl::StatusOr<bool> capturing = internal::IsCapturing(stream);
   if (!capturing.ok()) return capturing.status();
   // Planned before anything is enqueued, so a missing algorithm launches nothing.
@@ -347,13 +385,22 @@ absl::Status MlaTail::Impl::RunBmm(const TailShape& shape, const TailBuffers& b,
 
   const internal::BmmPointerParams tables =
       internal::MakeBmmPointerParams(shape, b, bmm.values, bmm.operand_tables);
-  MLA_RETURN_IF_CUDA_ERROR(internal::LaunchBmmPointers(tables, stream, options.pdl),
-                           "BmmPointers launch");
+  const internal::KernelLaunch pointers = internal::PlanBmmPointers();
+  MLA_RETURN_IF_CUDA_ERROR(internal::LaunchKernel(pointers, &tables, stream, options.pdl),
+                           "BmmPointersKernel launch");
+  if (recorded != nullptr) {
+    absl::StatusOr<cudaGraphNode_t> node = internal::LastCapturedNode(stream);
+    if (!node.ok()) return node.status();
+    *recorded = internal::TailKernelNode{
+        *node, {pointers, pointers}, shape, bmm.values, bmm.operand_tables};
+  }
   MLA_RETURN_IF_ERROR((*plan)->RunPointerArray(tables.a_table, tables.b_table, tables.d_table,
                                                bmm.workspace, stream));
-  MLA_RETURN_IF_CUDA_ERROR(internal::LaunchBmmGate(internal::MakeBmmGateParams(shape, tables),
-                                                   b.gate != nullptr, stream, options.pdl),
-                           "BmmGateKernel launch");
+  const internal::BmmGateParams gate = internal::MakeBmmGateParams(shape, tables);
+  MLA_RETURN_IF_CUDA_ERROR(
+      internal::LaunchKernel(internal::PlanBmmGate(shape.heads, shape.rows, b.gate != nullptr),
+                             &gate, stream, options.pdl),
+      "BmmGateKernel launch");
   // What the destructor's frees wait for. A captured run is the caller's graph's to order.
   if (!*capturing) {
     MLA_RETURN_IF_CUDA_ERROR(cudaEventRecord(bmm.last_run, stream), "cudaEventRecord");
@@ -363,19 +410,18 @@ absl::Status MlaTail::Impl::RunBmm(const TailShape& shape, const TailBuffers& b,
 
 namespace internal {
 
-absl::Status TailAccess::PlanFused(const MlaTail& tail, const TailShape& shape,
-                                   const TailBuffers& buffers, KernelLaunch* launch,
-                                   FusedTailParams* params) {
-  *params = MakeFusedTailParams(shape, buffers);
-  return CudaStatus(PlanFusedKernel(*params, tail.impl_->options.fused_kernel,
-                                    tail.impl_->multiprocessors, launch),
-                    "planning the fused kernel");
+absl::StatusOr<TailKernelNode> TailAccess::Record(const MlaTail& tail, const TailShape& shape,
+                                                  const TailBuffers& buffers, cudaStream_t stream,
+                                                  TailPath path) {
+  // Under capture the BMM path only looks its plan up: the tail's state does not change.
+  TailKernelNode node;
+  MLA_RETURN_IF_ERROR(tail.impl_->Run(shape, buffers, stream, path, &node));
+  return node;
 }
 
-absl::Status TailAccess::RunOnOwnStream(MlaTail& tail, const TailShape& shape,
-                                        const TailBuffers& buffers, cudaStream_t stream,
-                                        TailPath path) {
-  return tail.impl_->Run(shape, buffers, stream, path);
+absl::StatusOr<TailKernelNode> TailAccess::FusedNode(const MlaTail& tail, const TailShape& shape,
+                                                     const TailBuffers& buffers) {
+  return tail.impl_->FusedNode(shape, buffers);
 }
 
 PointerCheck TailAccess::PointerCheckOf(const MlaTail& tail) { return tail.impl_->pointer_check(); }

@@ -6,8 +6,9 @@
 //   auto tail = mla_tail::MlaTail::Create(/*device=*/0, {});
 //   MLA_TAIL_RETURN_IF_ERROR((*tail)->Run({heads, rows, q}, buffers, stream));
 //
-// Run() validates every argument, then launches a fused kernel or the cuBLASLt batched GEMM and
-// a gate kernel (the measured rule, mla/dispatch.h, or the caller decides), each launch carrying
+// Run() validates every argument, then launches a fused kernel (chosen by the measured rule,
+// mla/dispatch.h, or by the caller) or, on TailPath::kBmm, the cuBLASLt batched GEMM and a gate
+// kernel, each launch carrying
 // the programmatic-dependent-launch attribute: after a kernel that triggers its dependents, the
 // fused kernels fetch W_UV before they wait for it.
 //
@@ -37,8 +38,9 @@ class TailAccess;
 }  // namespace internal
 
 enum class TailPath {
-  kAuto,   // the measured rule decides (mla/dispatch.h): the fused path at every shape today
-  kFused,  // a fused kernel (TailOptions::fused_kernel, or the rule)
+  kAuto,   // the library's choice: the fused path, faster than the BMM path at every measured
+           // shape (docs/design.md)
+  kFused,  // a fused kernel (TailOptions::fused_kernel, or the rule of mla/dispatch.h)
   kBmm,    // cuBLASLt batched GEMM + gate kernel
 };
 
@@ -90,13 +92,9 @@ class MlaTail {
   // outside any capture (Run() does so on first use when not capturing).
   absl::Status PrepareBmm(const TailShape& shape, const TailBuffers& buffers);
 
-  // The path Run() takes for `shape` under `path`.
-  static TailPath Resolve(TailPath path, const TailShape& shape);
-
-  // Unimplemented when `path` resolves to the BMM path for `shape` and `buffers` hold e4m3 W_UV
-  // or an e4m3 output: the fused path alone takes them. OK otherwise (nothing else is checked).
-  static absl::Status CheckPathTakes(TailPath path, const TailShape& shape,
-                                     const TailBuffers& buffers);
+  // Unimplemented when `path` is the BMM path and `buffers` hold e4m3 W_UV or an e4m3 output: the
+  // fused path alone takes them. OK otherwise (nothing else is checked).
+  static absl::Status CheckPathTakes(TailPath path, const TailBuffers& buffers);
 
   // The fused kernel Run() launches for `shape` and W_UV of `weight` on this instance's device.
   FusedKernel FusedKernelFor(const TailShape& shape, WeightType weight = WeightType::kBf16) const;

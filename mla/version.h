@@ -5,7 +5,7 @@
 // incompatibly; before 1.0 the minor number does.
 
 #define MLA_TAIL_VERSION_MAJOR 0
-#define MLA_TAIL_VERSION_MINOR 2
+#define MLA_TAIL_VERSION_MINOR 3
 #define MLA_TAIL_VERSION_PATCH 0
 
 namespace mla_tail {

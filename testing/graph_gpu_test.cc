@@ -91,9 +91,7 @@ class GraphGpuTest : public mla_tail_testing::GpuStreamTest<::testing::TestWithP
     eager_buffers.output = eager_out->as<mla_tail::bf16>();
     const int bucket = *set.BucketRows(rows);
     ASSERT_OK(eager_->Run({problem.shape().heads, bucket, problem.shape().q}, eager_buffers,
-                          stream_,
-                          mla_tail::MlaTail::Resolve(
-                              GetParam(), {problem.shape().heads, bucket, problem.shape().q})));
+                          stream_, GetParam()));
     ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
     ASSERT_TRUE(Outputs(problem, buffers) == Outputs(problem, eager_buffers))
         << "replay differs from the eager tail";
@@ -180,26 +178,7 @@ TEST_P(GraphGpuTest, PointerUpdatesReplayWithoutInstantiation) {
   ASSERT_OK(set->Replay(0, 40, stream_));
   EXPECT_EQ(set->stats().node_updates, updates);
   EXPECT_EQ(set->stats().instantiations, instantiations);
-  EXPECT_EQ(set->stats().whole_graph_updates, 0);
   ASSERT_OK(a->Check(a->buffers().output, a->SampleRows(), true));
-}
-
-// Whole-graph updates (kept for measurement) give the same results without instantiations.
-TEST_P(GraphGpuTest, WholeGraphUpdatesAgree) {
-  std::unique_ptr<Problem> a = MakeProblem(8, 24, 1, 31);
-  std::unique_ptr<Problem> b = MakeProblem(8, 24, 1, 32);
-  ASSERT_TRUE(a != nullptr && b != nullptr);
-  GraphSetOptions options = Options(8, 1, 1, {8, 24});
-  options.update = mla_tail::UpdateMechanism::kWholeGraph;
-  std::unique_ptr<TailGraphSet> set = MakeSet(options);
-  ASSERT_NE(set, nullptr);
-  ExpectReplayEqualsEager(*set, *a, 0, 24, a->buffers());
-  const int64_t instantiations = set->stats().instantiations;
-  ExpectReplayEqualsEager(*set, *b, 0, 24, b->buffers());
-  ExpectReplayEqualsEager(*set, *a, 0, 17, a->buffers());
-  EXPECT_EQ(set->stats().instantiations, instantiations);
-  EXPECT_EQ(set->stats().whole_graph_updates, 2);
-  EXPECT_EQ(set->stats().node_updates, 0);
 }
 
 // A stride change re-captures exactly where the GEMM holds the stride (the BMM path's latent and
@@ -218,7 +197,7 @@ TEST_P(GraphGpuTest, StrideChangesAreApplied) {
   ASSERT_NE(compact, nullptr);
   std::unique_ptr<TailGraphSet> set = MakeSet(Options(4, 1, 1, {16}));
   ASSERT_NE(set, nullptr);
-  const bool bmm = mla_tail::MlaTail::Resolve(GetParam(), wide.shape) == TailPath::kBmm;
+  const bool bmm = GetParam() == TailPath::kBmm;
   auto expect_counts = [&](int64_t captured, int64_t node_updates) {
     EXPECT_EQ(set->stats().graphs_captured, captured);
     EXPECT_EQ(set->stats().instantiations, captured);

@@ -23,7 +23,7 @@
 namespace mla_tail_testing {
 namespace {
 
-struct Variant {
+struct EdgeCase {
   const char* name;
   bool capture_writer;  // else added with cudaGraphAddNode
   bool capture_reader;  // else added with cudaGraphAddNode after the writer's node
@@ -31,7 +31,7 @@ struct Variant {
   bool reader_waits;    // griddepcontrol.wait before reading
 };
 
-const Variant kVariants[] = {
+const EdgeCase kEdgeCases[] = {
     {"CapturedWriterAddedReaderFullEdge", true, false, false, true},
     {"CapturedWriterAddedReaderFullEdgeNoWait", true, false, false, false},
     {"AddedNodesFullEdge", false, false, false, true},
@@ -40,7 +40,7 @@ const Variant kVariants[] = {
     {"CapturedNodesProgrammaticEdge", true, true, true, true},
 };
 
-class GraphOrderGpuTest : public GpuStreamTest<::testing::TestWithParam<Variant>> {};
+class GraphOrderGpuTest : public GpuStreamTest<::testing::TestWithParam<EdgeCase>> {};
 
 cudaGraphNodeParams KernelNode(const void* kernel, unsigned blocks, void** arguments) {
   cudaGraphNodeParams node = {};
@@ -54,7 +54,7 @@ cudaGraphNodeParams KernelNode(const void* kernel, unsigned blocks, void** argum
 
 TEST_P(GraphOrderGpuTest, ReaderBehindTheEdgeSeesEveryWrite) {
   if (!StreamReady()) return;
-  const Variant& v = GetParam();
+  const EdgeCase& v = GetParam();
   constexpr size_t kWords = size_t{1} << 18;  // 1 MiB
   constexpr uint32_t kValue = 0x5a5a5a5a;
   uint32_t* buffer = nullptr;
@@ -131,8 +131,8 @@ TEST_P(GraphOrderGpuTest, ReaderBehindTheEdgeSeesEveryWrite) {
   cudaFree(buffer);
 }
 
-INSTANTIATE_TEST_SUITE_P(Edges, GraphOrderGpuTest, ::testing::ValuesIn(kVariants),
-                         [](const ::testing::TestParamInfo<Variant>& info) {
+INSTANTIATE_TEST_SUITE_P(Edges, GraphOrderGpuTest, ::testing::ValuesIn(kEdgeCases),
+                         [](const ::testing::TestParamInfo<EdgeCase>& info) {
                            return std::string(info.param.name);
                          });
 

@@ -4,8 +4,10 @@
 Compiles every mla/kernels/*.cu of each revision with the nvcc flags of that revision's
 tools/cuda/defs.bzl (the flags Bazel uses), keeps the cubins nvcc embeds in the objects, and
 compares for each kernel function its code section (.text.<function>: the encoded instructions,
-without addresses or line information, which live in other sections), its register count, its
-relocations (by symbol name) and the sizes of its shared-memory and parameter sections. Functions
+without addresses or line information, which live in other sections), its register count and
+the other attributes .nv.info gives it, its own attribute section (.nv.info.<function>), its
+relocations (by symbol name) and the sizes of its shared-memory and parameter sections. No
+disassembler is needed: equal code sections are equal instructions. Functions
 are matched by demangled name after the --rename substitutions (regular expressions, applied to
 the first revision's names in order), so that kernels renamed or moved to another namespace are
 compared with their new selves.
@@ -29,6 +31,8 @@ import sys
 import tempfile
 
 NVCC = "/usr/local/cuda/bin/nvcc"
+# The .nv.info attributes that name a function (EIATTR_*), by number.
+ATTRIBUTES = {0x11: "frame size", 0x12: "min stack size", 0x23: "max stack size", 0x2F: "registers"}
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -98,6 +102,29 @@ def elf_sections(path):
     return sections, symbols
 
 
+def global_attributes(sections, symbols):
+    """{symbol name: {attribute: value}} from the cubin's .nv.info: the attributes that name a
+    function by symbol index (EIATTR_REGCOUNT, EIATTR_FRAME_SIZE, the stack sizes)."""
+    body = sections.get(".nv.info", (0, 0, 0, b"", 0))[3]
+    result = collections.defaultdict(dict)
+    i = 0
+    while i + 2 <= len(body):
+        form, attribute = body[i], body[i + 1]
+        if form == 4:  # EIFMT_SVAL: u16 size, then the payload
+            (size,) = struct.unpack_from("<H", body, i + 2)
+            payload, i = body[i + 4:i + 4 + size], i + 4 + size
+        elif form == 3:  # EIFMT_HVAL: a u16 value
+            payload, i = body[i + 2:i + 4], i + 4
+        else:  # EIFMT_NVAL, EIFMT_BVAL
+            payload, i = b"", i + (2 if form == 1 else 3)
+        if form == 4 and len(payload) == 8:
+            symbol, value = struct.unpack_from("<II", payload)
+            if symbol < len(symbols):
+                name = ATTRIBUTES.get(attribute, "attribute 0x%02x" % attribute)
+                result[symbols[symbol]][name] = value
+    return result
+
+
 def demangle(names):
     out = subprocess.run(["c++filt"], input="\n".join(names), check=True, text=True,
                          stdout=subprocess.PIPE).stdout
@@ -118,12 +145,13 @@ def functions(cubins, renames):
                 name = re.sub(old, new, name)
             return name
 
+        attributes = global_attributes(sections, symbols)
         for m in mangled:
             kind, flags, info, text, _ = sections[".text." + m]
             aspects = collections.OrderedDict()
             aspects["code"] = text
-            aspects["registers"] = info >> 24  # sh_info's top byte: registers a thread
             aspects["flags"] = flags
+            aspects.update(attributes.get(m, {}))
             for prefix in (".rel.text.", ".rela.text."):
                 rel = sections.get(prefix + m)
                 if rel:

@@ -2,7 +2,8 @@
 # The README's test command: installs what a fresh Debian 12 machine lacks, then builds every
 # target and runs every test that can run here, then builds and checks every consumer form
 # (tools/build_consumers.sh: the Bazel workspace examples/runtime/ with its shared-library plugin,
-# and examples/cmake_consumer/ with CMake). Tests tagged gpu
+# and examples/cmake_consumer/ with CMake), then checks the sources' format
+# (tools/check_format.sh). Tests tagged gpu
 # run where nvidia-smi lists a GPU, or where MLA_TAIL_REQUIRE_GPU asks for one (they then fail
 # without it); elsewhere they are built but not run, and listed as "not run (no GPU)", never
 # counted as passed. The closing line counts the test cases of this run only (the targets Bazel
@@ -26,6 +27,9 @@ trap 'rm -f "$log"' EXIT
 bazel test //... --test_summary=short "${filters[@]}" "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 tools/build_consumers.sh || status=1
+# Every C++ and CUDA source as .clang-format has it (tools/format.sh rewrites them); a difference
+# fails the run like a failed test.
+tools/check_format.sh || status=1
 
 # Bazel's verdict of each test target of this invocation ("//pkg:name  (cached) PASSED in 0.3s",
 # "FAILED", "FAILED TO BUILD", "NO STATUS", "TIMEOUT", ...): only these targets' test.xml count.

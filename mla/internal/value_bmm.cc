@@ -51,9 +51,9 @@ struct ValueBmm::Descriptors {
 
 namespace {
 
+// A layout of `heads` matrices whose addresses the GEMM reads from a device array.
 absl::Status MakeLayout(const CublasLtApi& lt, cublasLtMatrixLayout_t* layout, uint64_t rows,
-                        uint64_t cols, int64_t ld, int heads, int64_t batch_stride,
-                        BmmBatchMode mode) {
+                        uint64_t cols, int64_t ld, int heads) {
   MLA_RETURN_IF_CUBLAS_ERROR(lt.cublasLtMatrixLayoutCreate(layout, CUDA_R_16BF, rows, cols, ld),
                              "cublasLtMatrixLayoutCreate");
   const int32_t count = heads;
@@ -61,26 +61,18 @@ absl::Status MakeLayout(const CublasLtApi& lt, cublasLtMatrixLayout_t* layout, u
       lt.cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
                                           sizeof(count)),
       "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT)");
-  if (mode == BmmBatchMode::kStrided) {
-    MLA_RETURN_IF_CUBLAS_ERROR(
-        lt.cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                                            &batch_stride, sizeof(batch_stride)),
-        "cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)");
-  } else {
-    const int32_t pointer_array = CUBLASLT_BATCH_MODE_POINTER_ARRAY;
-    MLA_RETURN_IF_CUBLAS_ERROR(
-        lt.cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_MODE,
-                                            &pointer_array, sizeof(pointer_array)),
-        "cublasLtMatrixLayoutSetAttribute(BATCH_MODE)");
-  }
+  const int32_t pointer_array = CUBLASLT_BATCH_MODE_POINTER_ARRAY;
+  MLA_RETURN_IF_CUBLAS_ERROR(
+      lt.cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_MODE,
+                                          &pointer_array, sizeof(pointer_array)),
+      "cublasLtMatrixLayoutSetAttribute(BATCH_MODE)");
   return absl::OkStatus();
 }
 
 }  // namespace
 
 absl::StatusOr<ValueBmm> ValueBmm::Create(cublasLtHandle_t handle, const ValueBmmShape& shape,
-                                          BmmBatchMode mode, size_t workspace_bytes,
-                                          const FaultHooks& faults) {
+                                          size_t workspace_bytes, const FaultHooks& faults) {
   absl::StatusOr<const CublasLtApi*> loaded = CublasLt();
   if (!loaded.ok()) return loaded.status();
   const CublasLtApi& lt = **loaded;
@@ -94,18 +86,18 @@ absl::StatusOr<ValueBmm> ValueBmm::Create(cublasLtHandle_t handle, const ValueBm
                                         &transpose, sizeof(transpose)),
       "cublasLtMatmulDescSetAttribute(TRANSA)");
 
-  if (absl::Status s = MakeLayout(lt, &descriptors->a, kLatentDim, kValueDim, shape.w_row_stride,
-                                  shape.heads, shape.w_head_stride, mode);
+  if (absl::Status s =
+          MakeLayout(lt, &descriptors->a, kLatentDim, kValueDim, shape.w_row_stride, shape.heads);
       !s.ok()) {
     return s;
   }
   if (absl::Status s = MakeLayout(lt, &descriptors->b, kLatentDim, shape.rows,
-                                  shape.latent_row_stride, shape.heads, kLatentDim, mode);
+                                  shape.latent_row_stride, shape.heads);
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = MakeLayout(lt, &descriptors->d, kValueDim, shape.rows, kValueDim,
-                                  shape.heads, int64_t{kValueDim} * shape.rows, mode);
+  if (absl::Status s =
+          MakeLayout(lt, &descriptors->d, kValueDim, shape.rows, kValueDim, shape.heads);
       !s.ok()) {
     return s;
   }
@@ -140,46 +132,29 @@ absl::StatusOr<ValueBmm> ValueBmm::Create(cublasLtHandle_t handle, const ValueBm
     return absl::NotFoundError(absl::StrCat(
         "cuBLASLt found no algorithm for the W_UV batched GEMM: heads = ", shape.heads,
         ", rows = ", shape.rows, ", latent_row_stride = ", shape.latent_row_stride,
-        ", w_row_stride = ", shape.w_row_stride, ", workspace = ", workspace_bytes, " bytes, ",
-        mode == BmmBatchMode::kStrided ? "strided" : "pointer-array", " batch"));
+        ", w_row_stride = ", shape.w_row_stride, ", workspace = ", workspace_bytes, " bytes"));
   }
   descriptors->algo = result.algo;
-  return ValueBmm(shape, mode, handle, std::move(descriptors), workspace_bytes);
+  return ValueBmm(shape, handle, std::move(descriptors), workspace_bytes);
 }
 
-ValueBmm::ValueBmm(ValueBmmShape shape, BmmBatchMode mode, cublasLtHandle_t handle,
+ValueBmm::ValueBmm(ValueBmmShape shape, cublasLtHandle_t handle,
                    std::shared_ptr<Descriptors> descriptors, size_t workspace_bytes)
     : shape_(shape),
-      mode_(mode),
       handle_(handle),
       descriptors_(std::move(descriptors)),
       workspace_bytes_(workspace_bytes) {}
 
-absl::Status ValueBmm::Run(const void* a, const void* b, void* d, void* workspace,
-                           cudaStream_t stream) const {
-  const float alpha = 1.0f, beta = 0.0f;
-  const Descriptors& x = *descriptors_;
-  return CublasStatus(x.lt.cublasLtMatmul(handle_, x.matmul, &alpha, a, x.a, b, x.b, &beta, d, x.d,
-                                          d, x.d, &x.algo, workspace, workspace_bytes_, stream),
-                      "cublasLtMatmul");
-}
-
-absl::Status ValueBmm::RunStrided(const bf16* latent, const bf16* w_uv, bf16* values,
-                                  void* workspace, cudaStream_t stream) const {
-  if (mode_ != BmmBatchMode::kStrided) {
-    return absl::FailedPreconditionError("RunStrided on a pointer-array plan");
-  }
-  return Run(w_uv, latent, values, workspace, stream);
-}
-
 absl::Status ValueBmm::RunPointerArray(const void* const* w_uv_table,
                                        const void* const* latent_table, void* const* values_table,
                                        void* workspace, cudaStream_t stream) const {
-  if (mode_ != BmmBatchMode::kPointerArray) {
-    return absl::FailedPreconditionError("RunPointerArray on a strided plan");
-  }
-  return Run(w_uv_table, latent_table, const_cast<void*>(static_cast<const void*>(values_table)),
-             workspace, stream);
+  const float alpha = 1.0f, beta = 0.0f;
+  const Descriptors& x = *descriptors_;
+  void* d = const_cast<void*>(static_cast<const void*>(values_table));
+  return CublasStatus(
+      x.lt.cublasLtMatmul(handle_, x.matmul, &alpha, w_uv_table, x.a, latent_table, x.b, &beta, d,
+                          x.d, d, x.d, &x.algo, workspace, workspace_bytes_, stream),
+      "cublasLtMatmul");
 }
 
 }  // namespace mla_tail::internal

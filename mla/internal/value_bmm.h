@@ -28,45 +28,33 @@ struct ValueBmmShape {
   int heads = 0;                  // batch count
   int rows = 0;                   // B
   int64_t latent_row_stride = 0;  // ld of B
-  int64_t w_head_stride = 0;      // strided mode only
   int64_t w_row_stride = 0;       // ld of A
 };
 
-enum class BmmBatchMode {
-  kStrided,       // operands at base + h * stride
-  kPointerArray,  // operands at addresses read from device arrays at run time
-};
-
+// A pointer-array batched GEMM: the per-head operand addresses are read from device arrays at
+// run time (BmmPointersKernel writes them), so that a graph holding the GEMM never changes.
 class ValueBmm {
  public:
   // Plans the GEMM for `shape` with the process's cuBLASLt (CublasLt(), which made
   // `handle`); NotFound when cuBLASLt has no algorithm for it within `workspace_bytes` and
   // 16-byte operand alignment (or when `faults` says to act so).
   static absl::StatusOr<ValueBmm> Create(cublasLtHandle_t handle, const ValueBmmShape& shape,
-                                         BmmBatchMode mode, size_t workspace_bytes,
+                                         size_t workspace_bytes,
                                          const FaultHooks& faults = ActiveFaultHooks());
 
-  // Strided mode: values [H, B, 128] from latent and w_uv.
-  absl::Status RunStrided(const bf16* latent, const bf16* w_uv, bf16* values, void* workspace,
-                          cudaStream_t stream) const;
-
-  // Pointer-array mode: device arrays of H addresses each (W_UV, latent, values per head).
+  // Device arrays of H addresses each: W_UV, latent and values of each head.
   absl::Status RunPointerArray(const void* const* w_uv_table, const void* const* latent_table,
                                void* const* values_table, void* workspace,
                                cudaStream_t stream) const;
 
   const ValueBmmShape& shape() const { return shape_; }
-  BmmBatchMode mode() const { return mode_; }
 
  private:
   struct Descriptors;
-  ValueBmm(ValueBmmShape shape, BmmBatchMode mode, cublasLtHandle_t handle,
-           std::shared_ptr<Descriptors> descriptors, size_t workspace_bytes);
-  absl::Status Run(const void* a, const void* b, void* d, void* workspace,
-                   cudaStream_t stream) const;
+  ValueBmm(ValueBmmShape shape, cublasLtHandle_t handle, std::shared_ptr<Descriptors> descriptors,
+           size_t workspace_bytes);
 
   ValueBmmShape shape_;
-  BmmBatchMode mode_;
   cublasLtHandle_t handle_;
   std::shared_ptr<Descriptors> descriptors_;  // immutable after Create; shared by copies
   size_t workspace_bytes_;

@@ -30,7 +30,7 @@ __global__ void __launch_bounds__(kThreads) BmmGateKernel(const BmmGateParams p)
   device::GridDependencyWait();
   device::LaunchDependents();
   if (t >= p.rows) return;
-  const GateOperands ops = p.operand_table != nullptr ? *p.operand_table : p.operands;
+  const GateOperands ops = *p.operands;
   // Rows at and past the live count: the GEMM computed them into scratch; nothing of theirs is
   // read here or written.
   if (t >= device::LiveRows(ops.row_count, p.rows)) return;
@@ -67,10 +67,13 @@ cudaError_t LoadBmmGate() {
   return e != cudaSuccess ? e : LoadKernel(BmmGateKernel<false>, 0);
 }
 
-cudaError_t LaunchBmmGate(const BmmGateParams& p, bool gated, cudaStream_t stream, bool pdl) {
-  const dim3 grid((p.rows + kRowsPerBlock - 1) / kRowsPerBlock, p.heads);
-  return gated ? LaunchWithPdl(BmmGateKernel<true>, grid, dim3(kThreads), 0, stream, pdl, p)
-               : LaunchWithPdl(BmmGateKernel<false>, grid, dim3(kThreads), 0, stream, pdl, p);
+KernelLaunch PlanBmmGate(int heads, int rows, bool gated) {
+  KernelLaunch launch;
+  launch.function = gated ? reinterpret_cast<const void*>(BmmGateKernel<true>)
+                          : reinterpret_cast<const void*>(BmmGateKernel<false>);
+  launch.grid = dim3((rows + kRowsPerBlock - 1) / kRowsPerBlock, heads);
+  launch.block = dim3(kThreads);
+  return launch;
 }
 
 }  // namespace mla_tail::internal

@@ -27,12 +27,14 @@ __global__ void BmmPointersKernel(const BmmPointerParams p) {
 
 }  // namespace
 
-const void* BmmPointersKernelAddress() { return reinterpret_cast<const void*>(&BmmPointersKernel); }
-
 cudaError_t LoadBmmPointers() { return LoadKernel(BmmPointersKernel, 0); }
 
-cudaError_t LaunchBmmPointers(const BmmPointerParams& p, cudaStream_t stream, bool pdl) {
-  return LaunchWithPdl(BmmPointersKernel, dim3(1), dim3(kMaxHeads), 0, stream, pdl, p);
+KernelLaunch PlanBmmPointers() {
+  KernelLaunch launch;
+  launch.function = reinterpret_cast<const void*>(BmmPointersKernel);
+  launch.grid = dim3(1);
+  launch.block = dim3(kMaxHeads);
+  return launch;
 }
 
 }  // namespace mla_tail::internal

@@ -35,6 +35,7 @@
 #include "mla/kernels/launch.h"
 #include "mla/kernels/params.h"
 #include "mla/kernels/prefetch.cuh"
+#include "mla/kernels/sm90.h"
 #include "mla/kernels/timeline_stamps.cuh"
 #include "mla_tail/mla/dispatch.h"
 
@@ -264,16 +265,12 @@ __global__ void __launch_bounds__(kThreads) __cluster_dims__(kValueDim / kColumn
 }
 
 // 8 rows: held to 144 registers a thread, so that three blocks still fit beside an upstream
-// kernel's (docs/design.md). The timeline probe's stamps take more (168 still fit three).
-#ifndef MLA_VALUE_DIRECT_MAX_REGISTERS
-#define MLA_VALUE_DIRECT_MAX_REGISTERS 144
-#endif
-// e4m3 W_UV's dequantization and the e4m3 output's epilogue hold a few more registers (144
-// spilled); 160 still fit three blocks a multiprocessor.
+// kernel's (docs/design.md). e4m3 W_UV's dequantization and the e4m3 output's epilogue hold a
+// few more (144 spilled; 160 still fit three). The timeline stamps, where compiled in, take their
+// own on top.
 template <WeightType kW, OutputType kO>
 constexpr int kDirectMaxRegisters =
-    kW == WeightType::kBf16&& kO == OutputType::kBf16 ? MLA_VALUE_DIRECT_MAX_REGISTERS
-                                                      : MLA_VALUE_DIRECT_MAX_REGISTERS + 16;
+    (kW == WeightType::kBf16 && kO == OutputType::kBf16 ? 144 : 160) + MLA_TIMELINE_STAMP_REGISTERS;
 
 template <bool kGated, WeightType kW>
 __global__ void __maxnreg__((kDirectMaxRegisters<kW, OutputType::kBf16>))
@@ -305,7 +302,7 @@ constexpr void (*KernelOf())(const FusedTailParams) {
 
 template <int kTileRows, WeightType kW, OutputType kO>
 KernelLaunch LaunchOf(int heads, int rows, bool gated) {
-  static_assert(SmemBytes<kTileRows>() <= 48 * 1024, "more shared memory needs an opt-in");
+  static_assert(SmemBytes<kTileRows>() <= kSharedMemoryWithoutOptIn, "no opt-in needed");
   KernelLaunch launch;
   launch.function = gated ? reinterpret_cast<const void*>(KernelOf<kTileRows, true, kW, kO>())
                           : reinterpret_cast<const void*>(KernelOf<kTileRows, false, kW, kO>());
@@ -327,10 +324,10 @@ int ColumnSplitBlockRows(int heads, int rows, int multiprocessors) {
   static_assert(kValueDim / kColumnsPerBlock == 4, "EightRowBlocksFitOneWave counts 4 a head");
   if (rows <= 8 && blocks_per_row_block <= 3 * multiprocessors) return 8;
   if (EightRowBlocksFitOneWave(heads, rows, multiprocessors)) return 8;
-  // 32 while the grid still has about two blocks per multiprocessor. 64 rows (69 KB of shared
-  // memory a block) measured 2-3x slower per row on the H200, and such batches take other
+  // 32 while the grid of 32-row blocks still has two blocks per multiprocessor. 64 rows (69 KB of
+  // shared memory a block) measured 2-3x slower per row on the H200, and such batches take other
   // kernels anyway.
-  return rows >= 32 && blocks_per_row_block * (rows / 32) >= 264 ? 32 : 16;
+  return rows >= 32 && blocks_per_row_block * (rows / 32) >= 2 * multiprocessors ? 32 : 16;
 }
 
 cudaError_t LoadColumnSplit() {

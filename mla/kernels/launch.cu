@@ -1,7 +1,8 @@
-// Which fused kernel runs for a shape: the one place that maps FusedKernel and a shape to a kernel
-// launch, for the eager launch and for graph nodes; and the one place that loads every kernel of
-// the tail.
+// The one launcher and loader of the library's kernels; which fused kernel runs for a shape (the
+// one place that maps FusedKernel and a shape to a launch, for the eager launch and for graph
+// nodes); and the one place that loads every kernel of the tail.
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -9,9 +10,61 @@
 
 #include "mla/kernels/fused_kernels.h"
 #include "mla/kernels/launch.h"
+#include "mla/kernels/sm90.h"
 #include "mla_tail/mla/dispatch.h"
 
 namespace mla_tail::internal {
+namespace {
+
+// Lets `kernel` use `bytes` of dynamic shared memory on the current device, through the
+// driver's cuFuncSetAttribute: cudaFuncSetAttribute resets the thread's pending runtime error,
+// which may be the caller's.
+cudaError_t SetMaxDynamicSharedMemory(const void* kernel, int bytes) {
+  using SetAttribute = CUresult (*)(CUfunction, CUfunction_attribute, int);
+  static const SetAttribute set_attribute = [] {
+    void* entry = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuFuncSetAttribute", &entry, 12000, cudaEnableDefault,
+                                         &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      return SetAttribute{nullptr};
+    }
+    return reinterpret_cast<SetAttribute>(entry);
+  }();
+  if (set_attribute == nullptr) return cudaErrorSymbolNotFound;
+  cudaFunction_t function = nullptr;
+  const cudaError_t e = cudaGetFuncBySymbol(&function, kernel);
+  if (e != cudaSuccess) return e;
+  return set_attribute(reinterpret_cast<CUfunction>(function),
+                       CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes) == CUDA_SUCCESS
+             ? cudaSuccess
+             : cudaErrorInvalidValue;
+}
+
+}  // namespace
+
+cudaError_t LaunchKernel(const KernelLaunch& launch, const void* params, cudaStream_t stream,
+                         bool pdl) {
+  cudaLaunchAttribute attributes[1];
+  attributes[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attributes[0].val.programmaticStreamSerializationAllowed = pdl ? 1 : 0;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = launch.grid;
+  config.blockDim = launch.block;
+  config.dynamicSmemBytes = launch.smem_bytes;
+  config.stream = stream;
+  config.attrs = attributes;
+  config.numAttrs = 1;
+  void* arguments[] = {const_cast<void*>(params)};
+  return cudaLaunchKernelExC(&config, launch.function, arguments);
+}
+
+cudaError_t LoadKernel(const void* kernel, size_t smem_bytes) {
+  cudaFuncAttributes attributes;
+  const cudaError_t e = cudaFuncGetAttributes(&attributes, kernel);
+  if (e != cudaSuccess || smem_bytes <= kSharedMemoryWithoutOptIn) return e;
+  return SetMaxDynamicSharedMemory(kernel, static_cast<int>(smem_bytes));
+}
 
 cudaError_t MultiprocessorCount(int device, int* count) {
   constexpr int kDevices = 64;

@@ -4,7 +4,6 @@
 // Choosing, launching and loading the kernels (host code). Launches validate nothing: the
 // callers (mla/tail.h, graph/) have checked every shape, stride and pointer.
 
-#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -28,21 +27,8 @@ struct KernelLaunch {
 // attribute: it may begin while the kernel before it in the stream runs (the kernel waits
 // before reading what upstream kernels write), and captured into a graph its edge is
 // programmatic.
-inline cudaError_t LaunchKernel(const KernelLaunch& launch, const void* params, cudaStream_t stream,
-                                bool pdl) {
-  cudaLaunchAttribute attributes[1];
-  attributes[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attributes[0].val.programmaticStreamSerializationAllowed = pdl ? 1 : 0;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = launch.grid;
-  config.blockDim = launch.block;
-  config.dynamicSmemBytes = launch.smem_bytes;
-  config.stream = stream;
-  config.attrs = attributes;
-  config.numAttrs = 1;
-  void* arguments[] = {const_cast<void*>(params)};
-  return cudaLaunchKernelExC(&config, launch.function, arguments);
-}
+cudaError_t LaunchKernel(const KernelLaunch& launch, const void* params, cudaStream_t stream,
+                         bool pdl);
 
 // LaunchKernel for a kernel function and its params struct.
 template <typename Params>
@@ -56,41 +42,11 @@ cudaError_t LaunchWithPdl(void (*kernel)(Params), dim3 grid, dim3 block, size_t 
   return LaunchKernel(launch, &params, stream, pdl);
 }
 
-// Lets `kernel` use `bytes` of dynamic shared memory on the current device, through the
-// driver's cuFuncSetAttribute: cudaFuncSetAttribute resets the thread's pending runtime error,
-// which may be the caller's.
-inline cudaError_t SetMaxDynamicSharedMemory(const void* kernel, int bytes) {
-  using SetAttribute = CUresult (*)(CUfunction, CUfunction_attribute, int);
-  static const SetAttribute set_attribute = [] {
-    void* entry = nullptr;
-    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-    if (cudaGetDriverEntryPointByVersion("cuFuncSetAttribute", &entry, 12000, cudaEnableDefault,
-                                         &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess) {
-      return SetAttribute{nullptr};
-    }
-    return reinterpret_cast<SetAttribute>(entry);
-  }();
-  if (set_attribute == nullptr) return cudaErrorSymbolNotFound;
-  cudaFunction_t function = nullptr;
-  const cudaError_t e = cudaGetFuncBySymbol(&function, kernel);
-  if (e != cudaSuccess) return e;
-  return set_attribute(reinterpret_cast<CUfunction>(function),
-                       CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes) == CUDA_SUCCESS
-             ? cudaSuccess
-             : cudaErrorInvalidValue;
-}
-
 // Loads `kernel` on the current device now (cudaFuncGetAttributes makes the runtime load it)
 // and lets it use `smem_bytes` of dynamic shared memory (more than 48 KB needs an opt-in). CUDA
 // otherwise loads each kernel at its first launch or graph instantiation; loaded when the tail
 // is created, none is loaded during a decode step or on a device the runtime has filled since.
-inline cudaError_t LoadKernel(const void* kernel, size_t smem_bytes) {
-  cudaFuncAttributes attributes;
-  const cudaError_t e = cudaFuncGetAttributes(&attributes, kernel);
-  if (e != cudaSuccess || smem_bytes <= 48 * 1024) return e;
-  return SetMaxDynamicSharedMemory(kernel, static_cast<int>(smem_bytes));
-}
+cudaError_t LoadKernel(const void* kernel, size_t smem_bytes);
 
 template <typename Params>
 cudaError_t LoadKernel(void (*kernel)(Params), size_t smem_bytes) {
@@ -120,16 +76,13 @@ cudaError_t PlanFusedKernel(const FusedTailParams& params, FusedKernel kernel, i
 // their shared memory. Once per device before their first launch, outside any stream capture.
 cudaError_t LoadTailKernels();
 
-// The BMM path's kernels, before and after the cuBLASLt GEMM.
-cudaError_t LaunchBmmPointers(const BmmPointerParams& params, cudaStream_t stream, bool pdl);
-// The gate kernel with the gate (`gated`: the operands' gate is non-null) or without.
-cudaError_t LaunchBmmGate(const BmmGateParams& params, bool gated, cudaStream_t stream, bool pdl);
+// The BMM path's kernels: BmmPointersKernel before the cuBLASLt GEMM (a BmmPointerParams its
+// argument), BmmGateKernel after it (a BmmGateParams), with the gate (`gated`: the operands'
+// gate is non-null) or without.
+KernelLaunch PlanBmmPointers();
+KernelLaunch PlanBmmGate(int heads, int rows, bool gated);
 cudaError_t LoadBmmPointers();
 cudaError_t LoadBmmGate();
-
-// BmmPointersKernel, for callers that edit a captured BMM-path graph: its node takes a
-// BmmPointerParams as its only argument.
-const void* BmmPointersKernelAddress();
 
 }  // namespace mla_tail::internal
 

@@ -55,12 +55,11 @@ struct GateOperands {
 
 // BmmGateKernel's: the gate applied to the batched GEMM's values.
 struct BmmGateParams {
-  const bf16* values;                 // [H, B, 128]: head h, row t at values + (h * B + t) * 128
-  GateOperands operands;              // used when operand_table is null
-  const GateOperands* operand_table;  // else the operands, written by an earlier kernel
-  int heads;                          // H
-  int rows;                           // B
-  int q;                              // tokens a request
+  const bf16* values;            // [H, B, 128]: head h, row t at values + (h * B + t) * 128
+  const GateOperands* operands;  // written by BmmPointersKernel
+  int heads;                     // H
+  int rows;                      // B
+  int q;                         // tokens a request
 };
 
 // BmmPointersKernel's: the per-head operand addresses of the pointer-array batched GEMM, and the
@@ -128,7 +127,7 @@ inline BmmPointerParams MakeBmmPointerParams(const TailShape& shape, const TailB
 
 // The gate after the GEMM whose tables `tables` fills.
 inline BmmGateParams MakeBmmGateParams(const TailShape& shape, const BmmPointerParams& tables) {
-  return {tables.values, {}, tables.gate_table, shape.heads, shape.rows, shape.q};
+  return {tables.values, tables.gate_table, shape.heads, shape.rows, shape.q};
 }
 
 }  // namespace mla_tail::internal

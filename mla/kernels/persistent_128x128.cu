@@ -46,6 +46,7 @@
 #include "mla/kernels/launch.h"
 #include "mla/kernels/mbarrier.cuh"
 #include "mla/kernels/params.h"
+#include "mla/kernels/sm90.h"
 #include "mla/kernels/tile_copy.cuh"
 #include "mla/kernels/wgmma.cuh"
 
@@ -69,7 +70,7 @@ struct PersistentTile : device::TileLayout<128, 128, kValueDim> {
   static constexpr int kBarriersOffset = kLengthsOffset + kRows * int(sizeof(int32_t));
   static constexpr int kBarriers = 2 * kStages + 2;  // full[], empty[], gate full, gate empty
   static constexpr size_t kSmemBytes = kBarriersOffset + kBarriers * sizeof(uint64_t) + kAlign;
-  static_assert(kSmemBytes <= 227 * 1024, "one block a multiprocessor");
+  static_assert(kSmemBytes <= kSharedMemoryPerBlock, "one block a multiprocessor");
   static_assert(kProducerThreads * kProducerRegisters + 2 * 128 * kConsumerRegisters <=
                     kThreads * (65536 / kThreads / 8 * 8),
                 "the warpgroups' registers fit in what the launch gives the block");

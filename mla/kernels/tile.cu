@@ -66,6 +66,7 @@
 #include "mla/kernels/launch.h"
 #include "mla/kernels/params.h"
 #include "mla/kernels/prefetch.cuh"
+#include "mla/kernels/sm90.h"
 #include "mla/kernels/tile_copy.cuh"
 #include "mla/kernels/timeline_stamps.cuh"
 #include "mla/kernels/wgmma.cuh"
@@ -99,7 +100,7 @@ struct WgTile : device::TileLayout<128 * kWarpgroups, 64, kCols> {
   static_assert(kWgCols == 32 || kWgCols == 64 || kWgCols == 128,
                 "wgmma's n: a warpgroup's columns");
   static_assert(kStages >= 2 && kStages <= kSteps, "pipeline depth: at most one buffer a step");
-  static_assert(kSmemBytes <= 227 * 1024, "shared memory of one block");
+  static_assert(kSmemBytes <= kSharedMemoryPerBlock, "shared memory of one block");
   static_assert(L::kCopyThreads >= kRows, "a thread a row's length");
   // A thread's gate rows are kGateRowsPerPass apart: one swizzle phase, so one offset each.
   static_assert(L::kGateRowsPerPass % (L::kGateRowsPerLine * L::kGateSwizzle) == 0,
@@ -607,17 +608,18 @@ constexpr WgConfig kWgConfigs[] = {
     {FusedKernel::kTile64x64Pipeline6, 6, 64, 1, 1, false, true},
 };
 
-// The rule (mla/dispatch.h) counts on how many blocks of each share a multiprocessor: 228 KB
-// of shared memory an H200 multiprocessor, 1 KB of it reserved for each block.
-constexpr size_t BlocksPerMultiprocessor(size_t smem_bytes) {
-  return (228 * 1024) / (smem_bytes + 1024);
-}
-static_assert(BlocksPerMultiprocessor(WgTile<8, 32, 1, false>::kSmemBytes) == 2, "a8n32: two");
-static_assert(BlocksPerMultiprocessor(WgTile<8, 64, 1, false>::kSmemBytes) == 1, "a8: one");
-static_assert(BlocksPerMultiprocessor(WgTile<6, 64, 1, false>::kSmemBytes) == 2, "p6: two");
-static_assert(BlocksPerMultiprocessor(WgTile<4, 64, 1, true>::kSmemBytes) == 3, "p4: three");
+// The rule (mla/dispatch.h) counts on how many blocks of each share a multiprocessor (sm90.h).
+static_assert(BlocksPerMultiprocessor(WgTile<8, 32, 1, false>::kSmemBytes) == 2,
+              "Tile64x32AllSteps: two");
+static_assert(BlocksPerMultiprocessor(WgTile<8, 64, 1, false>::kSmemBytes) == 1,
+              "Tile64x64AllSteps: one");
+static_assert(BlocksPerMultiprocessor(WgTile<6, 64, 1, false>::kSmemBytes) == 2,
+              "Tile64x64Pipeline6: two");
+static_assert(BlocksPerMultiprocessor(WgTile<4, 64, 1, true>::kSmemBytes) == 3,
+              "Tile64x64Pipeline4: three");
 // Four stages fit two blocks a multiprocessor only with the lengths outside shared memory.
-static_assert(BlocksPerMultiprocessor(WgTile<4, 128, 2, false>::kSmemBytes) == 2, "n128: two");
+static_assert(BlocksPerMultiprocessor(WgTile<4, 128, 2, false>::kSmemBytes) == 2,
+              "Tile64x128: two");
 
 template <int kIndex, WeightType kW, OutputType kO>
 struct Wg {
@@ -664,7 +666,7 @@ constexpr int ConfigIndex(FusedKernel kernel) {
 // 4-stage 64 x 128 tiles keep two blocks a multiprocessor with both.
 static_assert(BlocksPerMultiprocessor(Wg<ConfigIndex(FusedKernel::kTile64x128), WeightType::kE4m3,
                                          OutputType::kE4m3>::T::kSmemBytes) == 2,
-              "n128 with e4m3 W_UV and output: two");
+              "Tile64x128 with e4m3 W_UV and output: two");
 
 // Calls f(Wg<i, kW, kO>) for the configuration of `kernel`; false if it has none.
 template <WeightType kW, OutputType kO, typename F, int kIndex = 0>

@@ -122,9 +122,9 @@ cuda_library = rule(
         "srcs": attr.label_list(allow_files = [".cu", ".cuh", ".h"]),
         "hdrs": attr.label_list(allow_files = [".cuh", ".h"]),
         "textual_hdrs": attr.label_list(
-            allow_files = [".cu", ".cuh", ".h"],
-            doc = "Files the sources #include but nothing compiles on its own (another " +
-                  "library's .cu, for a probe that instruments it).",
+            allow_files = [".cuh", ".h"],
+            doc = "Files the sources include but nothing compiles on its own (a header " +
+                  "that copts include ahead of each source).",
         ),
         "deps": attr.label_list(providers = [CcInfo]),
         "copts": attr.string_list(doc = "Extra nvcc flags for this library only."),

@@ -1,7 +1,9 @@
-// Where a fused block's time goes (bench/timeline_probe.h). This file includes the kernels' own
-// source, mla/kernels/column_split.cu, latent_split.cu and tile.cu, with the timeline
-// stamps defined: thread 0 of each block records its clock at each point of its chain, and the
-// global timer at entry, at the dependency wait's return and at the last point. The points:
+// Where a fused block's time goes (bench/timeline_probe.h). Built twice: linked with
+// //bench:stamped_kernels (TIMELINE_PROBE_STAMPED: the kernels' own sources with the timeline
+// stamps of bench/timeline_stamps.cuh, where thread 0 of each block records its clock at each
+// point of its chain and the global timer at entry, at the dependency wait's return and at the
+// last point), and linked with //mla:kernels, the library's code, for the replay times alone.
+// The points:
 //   0  entry
 //   1  the dependency wait returned (W_UV's first steps and the L2 prefetch issued before it)
 //   2  ColumnSplit, LatentSplit: the latent in registers or shared memory; Tile: K
@@ -9,7 +11,8 @@
 //   10 the last MMAs done (LatentSplit: every warp's partial sums in shared memory)
 //   11 the epilogue done (gate applied; Tile: the tile in shared memory)
 //   12 the stores issued
-// Built with PROBE_NO_STAMPS the kernels are the library's code and only the replay time counts.
+
+#include "bench/timeline_probe.h"
 
 #include <cuda_runtime.h>
 
@@ -19,52 +22,17 @@
 #include <cstdlib>
 #include <vector>
 
-namespace probe {
-constexpr int kPoints = 13;
-constexpr int kMaxBlocks = 1024;
-constexpr int kSlots = 16;              // launch i of a block index stamps slot i % kSlots
-__device__ int g_launches[kMaxBlocks];  // how many times each block index has started
-__device__ unsigned g_sink;             // written never: makes a stamp wait for its value
-__device__ long long g_clock[kSlots][kMaxBlocks][kPoints];
-__device__ long long g_time[kSlots][kMaxBlocks][3];  // global timer at points 0, 1, 12
-
-__device__ __forceinline__ void Stamp(int point) {
-  __shared__ int slot;
-  if (threadIdx.x != 0) return;
-  const int block = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
-  if (block >= kMaxBlocks) return;
-  if (point == 0) slot = atomicAdd(&g_launches[block], 1) % kSlots;
-  g_clock[slot][block][point] = clock64();
-  const int timed = point == 0 ? 0 : point == 1 ? 1 : point == kPoints - 1 ? 2 : -1;
-  if (timed >= 0) {
-    long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    g_time[slot][block][timed] = t;
-  }
-}
-
-// A stamp taken once `value` is available: the branch on it holds the clock read back.
-__device__ __forceinline__ void StampAfter(int point, unsigned value) {
-  if (threadIdx.x == 0 && value == 0x7fc00001u) g_sink = value;
-  Stamp(point);
-}
-}  // namespace probe
-
-#ifdef PROBE_NO_STAMPS
-#define MLA_TIMELINE_STAMP(point)
-#define MLA_TIMELINE_STAMP_AFTER(point, value)
-constexpr bool kStamped = false;
-#else
-#define MLA_TIMELINE_STAMP(point) ::probe::Stamp(point)
-#define MLA_TIMELINE_STAMP_AFTER(point, value) ::probe::StampAfter(point, value)
-#define MLA_VALUE_DIRECT_MAX_REGISTERS 168
-constexpr bool kStamped = true;
-#endif
 #include "bench/cuda_check.h"
-#include "bench/timeline_probe.h"
-#include "mla/kernels/column_split.cu"
-#include "mla/kernels/latent_split.cu"
-#include "mla/kernels/tile.cu"
+#include "bench/timeline_record.h"
+#include "mla/kernels/launch.h"
+#include "mla/kernels/params.h"
+#include "mla_tail/mla/dispatch.h"
+
+#ifdef TIMELINE_PROBE_STAMPED
+constexpr bool kStamped = true;
+#else
+constexpr bool kStamped = false;
+#endif
 
 namespace mla_tail_bench {
 namespace {
@@ -87,15 +55,19 @@ constexpr int kRows[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
 }  // namespace
 
 int RunTimelineProbe() {
-  using probe::kMaxBlocks;
-  using probe::kPoints;
-  using probe::kSlots;
+  constexpr int kMaxBlocks = kTimelineMaxBlocks;
+  constexpr int kPoints = kTimelinePoints;
+  constexpr int kSlots = kTimelineSlots;
   int device = 0, multiprocessors = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
-  CUDA_CHECK(mla_tail::internal::LoadColumnSplit());
-  CUDA_CHECK(mla_tail::internal::LoadLatentSplit());
-  CUDA_CHECK(mla_tail::internal::LoadTileKernels());
+  CUDA_CHECK(mla_tail::internal::LoadTailKernels());
+  TimelineRecord* record = nullptr;
+  if (kStamped) {
+    CUDA_CHECK(cudaMalloc(&record, sizeof(TimelineRecord)));
+    CUDA_CHECK(cudaMemset(record, 0, sizeof(TimelineRecord)));
+    CUDA_CHECK(SetTimelineRecord(record));
+  }
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cudaEvent_t e0, e1;
@@ -119,20 +91,17 @@ int RunTimelineProbe() {
     for (const int rows : kRows) {
       const mla_tail::FusedKernel kernel =
           mla_tail::DispatchFusedKernel(heads, rows, multiprocessors);
+      if (kernel == mla_tail::FusedKernel::kPersistent128x128) continue;  // it has no stamps
+      // A launch depends on the shape and on whether there is a gate (the layers have one; the
+      // plan never reads it).
+      static const mla_tail::bf16 kAnyGate{};
+      mla_tail::internal::FusedTailParams planned = {};
+      planned.heads = heads;
+      planned.rows = rows;
+      planned.q = 1;
+      planned.gate = &kAnyGate;
       mla_tail::internal::KernelLaunch launch;
-      if (kernel == mla_tail::FusedKernel::kColumnSplit) {
-        launch = mla_tail::internal::PlanColumnSplit<mla_tail::WeightType::kBf16,
-                                                     mla_tail::OutputType::kBf16>(
-            heads, rows, multiprocessors, /*gated=*/true);
-      } else if (kernel == mla_tail::FusedKernel::kLatentSplit) {
-        launch = mla_tail::internal::PlanLatentSplit<mla_tail::WeightType::kBf16,
-                                                     mla_tail::OutputType::kBf16>(heads, rows,
-                                                                                  /*gated=*/true);
-      } else if (mla_tail::internal::PlanTile<mla_tail::WeightType::kBf16,
-                                              mla_tail::OutputType::kBf16>(
-                     heads, rows, kernel, /*gated=*/true, &launch) != cudaSuccess) {
-        continue;  // the persistent kernel has no stamps
-      }
+      CUDA_CHECK(mla_tail::internal::PlanFusedKernel(planned, kernel, multiprocessors, &launch));
       const int blocks = static_cast<int>(launch.grid.x * launch.grid.y * launch.grid.z);
       if (blocks > kMaxBlocks) continue;
       const size_t latent_n = size_t{1} * rows * heads * 512;
@@ -161,10 +130,7 @@ int RunTimelineProbe() {
         const mla_tail::internal::FusedTailParams params = mla_tail::internal::MakeFusedTailParams(
             {heads, rows, 1},
             mla_tail::CompactBuffers({heads, rows, 1}, l.latent, l.w, l.gate, l.lengths, l.out));
-        CUDA_CHECK(mla_tail::internal::LaunchWithPdl(
-            reinterpret_cast<void (*)(mla_tail::internal::FusedTailParams)>(
-                const_cast<void*>(launch.function)),
-            launch.grid, launch.block, launch.smem_bytes, stream, true, params));
+        CUDA_CHECK(mla_tail::internal::LaunchKernel(launch, &params, stream, /*pdl=*/true));
       }
       CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
       cudaGraphExec_t exec;
@@ -183,13 +149,12 @@ int RunTimelineProbe() {
       }
       std::printf("%d,%d,%s,%d,%d,%.3f", heads, rows, mla_tail::FusedKernelName(kernel), blocks,
                   layers, Quantile(replay_us, 0.5));
-      if constexpr (kStamped) {
-        static int zeros[kMaxBlocks];
-        CUDA_CHECK(cudaMemcpyToSymbol(probe::g_launches, zeros, sizeof(zeros)));
+      if (kStamped) {
+        CUDA_CHECK(cudaMemset(record->launches, 0, sizeof(record->launches)));
         CUDA_CHECK(cudaGraphLaunch(exec, stream));
         CUDA_CHECK(cudaStreamSynchronize(stream));
-        CUDA_CHECK(cudaMemcpyFromSymbol(clocks, probe::g_clock, sizeof(clocks)));
-        CUDA_CHECK(cudaMemcpyFromSymbol(times, probe::g_time, sizeof(times)));
+        CUDA_CHECK(cudaMemcpy(clocks, record->clock, sizeof(clocks), cudaMemcpyDeviceToHost));
+        CUDA_CHECK(cudaMemcpy(times, record->time, sizeof(times), cudaMemcpyDeviceToHost));
         // Slot s holds the last launch of that slot's layers; consecutive slots are consecutive
         // layers. Per slot: first entry, last stores issued.
         std::vector<long long> first(kSlots), last(kSlots);
@@ -241,6 +206,7 @@ int RunTimelineProbe() {
       }
     }
   }
+  if (record != nullptr) CUDA_CHECK(cudaFree(record));
   return 0;
 }
 
