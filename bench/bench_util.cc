@@ -27,11 +27,12 @@ int64_t TailBytes(const mla_tail::TailShape& s) {
 }
 
 int64_t TailBytes(const mla_tail::TailShape& s, mla_tail::WeightType weight,
-                  mla_tail::OutputType output) {
+                  mla_tail::OutputType output, bool gated) {
   const int64_t h = s.heads, b = s.rows;
   int64_t bytes = TailBytes(s);
   if (weight == mla_tail::WeightType::kE4m3) bytes += -h * kValueDim * kLatentDim + 16 * h;
   if (output == mla_tail::OutputType::kE4m3) bytes += -b * h * kValueDim + 4 * b * h;
+  if (!gated) bytes -= 2 * b * h * kValueDim;
   return bytes;
 }
 

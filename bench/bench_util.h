@@ -26,9 +26,10 @@ struct Layer {
 
 // Bytes the tail must move per layer: W_UV, latent, gate and lengths read once, output written.
 int64_t TailBytes(const mla_tail::TailShape& shape);
-// The same with W_UV and the output of the given types (e4m3: a byte a value, and the scales).
+// The same with W_UV and the output of the given types (e4m3: a byte a value, and the scales),
+// and without the gate when `gated` is false (the tail without one reads none).
 int64_t TailBytes(const mla_tail::TailShape& shape, mla_tail::WeightType weight,
-                  mla_tail::OutputType output);
+                  mla_tail::OutputType output, bool gated = true);
 
 // A layer's e4m3 tensors for the benchmarks' e4m3 modes: W_UV [H, 128, 512] with [H, 4] block
 // scales (uniform codes, scales about 2^-7), the e4m3 output [B, H * 128] with [B, H] scales.

@@ -7,12 +7,14 @@
 
 Reads tail_bench.csv (our paths, the limit, the cuBLASLt + gate peer) and torch_peer.csv (the
 PyTorch formulation), and tail_bench_fp8.csv when present (e4m3 W_UV and the e4m3 output against
-the bf16 tail of the same run: print_fp8). Per shape: the dispatched path, the fastest of the kernels the run forced
-(every fused kernel and bmm, as the run forced them), the
-back-to-back replays (auto-replay rows, when present), the limit (the bytes' time), the FLOPs' time
-at the run's bf16 matrix rate (when the run recorded it) and the bound max(limit / 0.8,
-limit + 1 us) (printed as "bound"), then a line counting the shapes within that bound, at least
-2x faster than PyTorch, and dispatched within 3% of the fastest kernel.
+the bf16 tail of the same run, and over the streaming floor of their own bytes: print_fp8). Per
+shape: the dispatched path, the fastest of the kernels the run forced (every fused kernel and bmm,
+as the run forced them), the back-to-back replays (auto-replay rows, when present), the limit
+(the bytes' time), the FLOPs' time at the run's bf16 matrix rate (when the run recorded it), the
+bound max(limit / 0.8, limit + 1 us) (printed as "bound") and the streaming floor of the same
+bytes with the dispatched time over it (when the run measured it: bench/stream_floor.h), then a
+line counting the shapes within that bound, within 1.15x the floor, at least 2x faster than
+PyTorch, and dispatched within 3% of the fastest kernel.
 With tail_bench_upstream_exceptions.csv in the folder (benchmarks.sh's upstream_exceptions step),
 or alone with --exceptions: the tail's added time after the stand-in upstream kernel with every
 fused kernel forced, and the rule's choice, at the shapes of the dispatch rule's exceptions.
@@ -24,9 +26,9 @@ import os
 import sys
 
 
-KERNEL_MODES = ("fused", "fused-ColumnSplit", "fused-LatentSplit", "fused-Tile64x32AllSteps",
-                "fused-Tile64x64AllSteps", "fused-Tile64x64Pipeline6", "fused-Tile64x64Pipeline4",
-                "fused-Tile64x128", "fused-Persistent128x128", "bmm")
+def is_kernel_mode(mode):
+    """A mode that forces a path or kernel, embedded: fused, fused-<kernel>, bmm."""
+    return (mode in ("fused", "bmm") or mode.startswith("fused-")) and not mode.endswith("-replay")
 
 
 def load(path):
@@ -43,6 +45,13 @@ def load(path):
             values = {k: float(v) if v else None for k, v in zip(header[4:], r[4:])}
             rows[(int(r[0]), int(r[1]), int(r[2]), r[3])] = values
     return rows
+
+
+def floor_cell(ours, h, b, q, mode="auto"):
+    """The shape's time over its streaming floor, or – where the run did not measure the floor."""
+    row = ours.get((h, b, q, mode), {})
+    floor = row.get("stream_floor_us")
+    return f"{row['us_per_layer'] / floor:.2f}" if floor else "–"
 
 
 EXCEPTION_KERNELS = ("auto", "ColumnSplit", "LatentSplit", "Tile64x32AllSteps",
@@ -116,6 +125,7 @@ def print_grids(ours, torch, shapes):
             lambda h, b: f"{torch[(h, b, 1, 'torch')]['us_per_layer'] / us(h, b):.2f}×",
         "Against cuBLASLt + gate (its time / ours)":
             lambda h, b: f"{ours[(h, b, 1, 'peer')]['us_per_layer'] / us(h, b):.2f}×",
+        "Against the streaming floor (time / floor)": lambda h, b: floor_cell(ours, h, b, 1),
     }
     for title, cell in cells.items():
         print(f"**{title}:**\n")
@@ -151,8 +161,8 @@ def print_fp8(folder):
 
     print("\n**e4m3 W_UV against the bf16 tail of the same run (dispatched paths):**\n")
     print("| heads | rows | bf16 (µs) | e4m3 W_UV (µs) | ratio | goal | fastest e4m3 kernel (µs) "
-          "| e4m3 limit (µs) |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| e4m3 limit (µs) | e4m3 time / floor |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     met = 0
     for h, b in shapes:
         bf16, e4m3 = us(h, b, "auto"), us(h, b, "fp8w-auto")
@@ -167,13 +177,14 @@ def print_fp8(folder):
         met += ok
         print(f"| {h} | {b} | {bf16:.2f} | {e4m3:.2f} | {ratio:.2f}× | "
               f"≤ {goal(h, b):.2f}×{' ✓' if ok else ''} | {fastest_cell} | "
-              f"{fp8[(h, b, 1, 'fp8w-auto')]['limit_us']:.2f} |")
+              f"{fp8[(h, b, 1, 'fp8w-auto')]['limit_us']:.2f} | "
+              f"{floor_cell(fp8, h, b, 1, 'fp8w-auto')} |")
     print(f"\ne4m3 W_UV meets its goal at {met} of {len(shapes)} shapes.")
 
     print("\n**The e4m3 output (bf16 W_UV) against the bf16-output tail and the unfused pair:**\n")
     print("| heads | rows | bf16 output (µs) | e4m3 output (µs) | added (µs) | pair (µs) | "
-          "both e4m3 (µs) | both e4m3, pair (µs) |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "both e4m3 (µs) | both e4m3, pair (µs) | e4m3 output / floor |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     met = 0
     for h, b in shapes:
         bf16, out, pair = us(h, b, "auto"), us(h, b, "fp8o-auto"), us(h, b, "fp8o-pair")
@@ -184,7 +195,8 @@ def print_fp8(folder):
         met += ok
         cell = lambda v: f"{v:.2f}" if v is not None else "–"
         print(f"| {h} | {b} | {bf16:.2f} | {out:.2f}{' ✓' if ok else ''} | {out - bf16:+.2f} | "
-              f"{pair:.2f} | {cell(both)} | {cell(both_pair)} |")
+              f"{pair:.2f} | {cell(both)} | {cell(both_pair)} | "
+              f"{floor_cell(fp8, h, b, 1, 'fp8o-auto')} |")
     print(f"\nThe e4m3 output within 0.2 µs of the bf16 output and faster than the pair at {met} "
           f"of {len(shapes)} shapes.")
 
@@ -217,18 +229,21 @@ def main():
     replay_head = " back-to-back replays (µs) |" if replays else ""
     flops = any(ours[(h, b, 1, "auto")].get("flop_us") is not None for h, b in shapes)
     flop_head = " FLOP time (µs) |" if flops else ""
+    floors = any(ours[(h, b, 1, "auto")].get("stream_floor_us") for h, b in shapes)
+    floor_head = " streaming floor (µs) | time / floor |" if floors else ""
     print(f"| heads | rows | ours, dispatched (µs) | fastest kernel (µs) |{replay_head} limit (µs) |"
-          f"{flop_head} bound (µs) | efficiency | PyTorch (µs) | cuBLASLt+gate (µs) | "
+          f"{flop_head} bound (µs) |{floor_head} efficiency | PyTorch (µs) | cuBLASLt+gate (µs) | "
           "vs PyTorch | vs cuBLASLt+gate |")
     print("|---:|---:|---:|---:|" + ("---:|" if replays else "") + "---:|" +
-          ("---:|" if flops else "") + "---:|---:|---:|---:|---:|---:|")
-    met = {"bound": 0, "torch2x": 0, "within3": 0}
+          ("---:|" if flops else "") + "---:|" + ("---:|---:|" if floors else "") +
+          "---:|---:|---:|---:|---:|")
+    met = {"bound": 0, "floor": 0, "torch2x": 0, "within3": 0}
     for h, b in shapes:
         auto = ours[(h, b, 1, "auto")]
         us, limit = auto["us_per_layer"], auto["limit_us"]
         # Every kernel the run forced (older runs: fused and bmm; later: each fused kernel).
-        forced = {m: ours[(h, b, 1, m)]["us_per_layer"] for m in KERNEL_MODES
-                  if (h, b, 1, m) in ours}
+        forced = {m: v["us_per_layer"] for (hh, bb, q, m), v in ours.items()
+                  if (hh, bb, q) == (h, b, 1) and is_kernel_mode(m)}
         fastest = min(forced, key=forced.get)
         peer = ours[(h, b, 1, "peer")]["us_per_layer"]
         pt = torch.get((h, b, 1, "torch"), {"us_per_layer": float("nan")})["us_per_layer"]
@@ -244,13 +259,20 @@ def main():
         if flops:
             flop_us = auto.get("flop_us")
             flop_cell = f" {flop_us:.2f} |" if flop_us is not None else " – |"
+        floor_cells = ""
+        if floors:
+            floor = auto.get("stream_floor_us")
+            met["floor"] += bool(floor) and us <= 1.15 * floor
+            floor_cells = (f" {floor:.2f} | {floor_cell(ours, h, b, 1)} |" if floor
+                           else " – | – |")
         print(f"| {h} | {b} | {us:.2f} | {forced[fastest]:.2f} {fastest} |{replay_cell} "
-              f"{limit:.2f} |{flop_cell} {bound:.2f}{' ✓' if us <= bound else ''} | "
+              f"{limit:.2f} |{flop_cell} {bound:.2f}{' ✓' if us <= bound else ''} |{floor_cells} "
               f"{100 * limit / us:.0f}% | "
               f"{pt:.2f} | {peer:.2f} | {pt / us:.2f}× | {peer / us:.2f}× |")
     n = len(shapes)
-    print(f"\nOf {n} shapes: within the bound at {met['bound']}; at least 2x PyTorch at "
-          f"{met['torch2x']}; dispatched within 3% of the fastest kernel at {met['within3']}.")
+    floor_text = f"within 1.15x the streaming floor at {met['floor']}; " if floors else ""
+    print(f"\nOf {n} shapes: within the bound at {met['bound']}; {floor_text}at least 2x PyTorch "
+          f"at {met['torch2x']}; dispatched within 3% of the fastest kernel at {met['within3']}.")
     if os.path.exists(exceptions):
         print()
         print_exceptions(exceptions)

@@ -1,7 +1,8 @@
 // The tail's speed per layer on the GPU, with L2 kept cold by rotating through enough layers,
 // beside its limits (bytes at the measured copy bandwidth, FLOPs at the measured bf16 matrix
-// rate, the launch floor) and the unfused peer
-// (strided cuBLASLt batched GEMM + a gate kernel with PDL, bench/peer.h). Two measurements:
+// rate, the launch floor, the streaming floor of the same bytes: bench/stream_floor.h) and the
+// unfused peer (strided cuBLASLt batched GEMM + a gate kernel with PDL, bench/peer.h). Two
+// measurements:
 //   - embedded (modes fused, bmm, auto, peer): every layer's tail captured into ONE CUDA graph,
 //     as a runtime embeds the tails in its step graph; the median of --replays replays of that
 //     graph, divided by the layers.
@@ -27,6 +28,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -47,6 +49,7 @@
 #include "bench/limit_kernels.h"
 #include "bench/output_check.h"
 #include "bench/peer.h"
+#include "bench/stream_floor.h"
 #include "mla/internal/cuda_status.h"
 #include "mla_tail/graph/tail_graph_set.h"
 #include "mla_tail/mla/tail.h"
@@ -85,6 +88,10 @@ ABSL_FLAG(bool, gate, true,
           "with the output gate (false: the fused tail without one; not with the peer or bmm "
           "modes)");
 ABSL_FLAG(bool, upstream_pdl, true, "launch the upstream kernel itself with PDL (after a tail)");
+ABSL_FLAG(bool, stream_floor, true,
+          "measure each shape's streaming floor of the bytes each mode moves "
+          "(bench/stream_floor.h: a plain PDL-dependent streaming read of them, L2 cold, kernels "
+          "back to back in one graph)");
 
 namespace mla_tail_bench {
 namespace {
@@ -287,8 +294,8 @@ int Main() {
       "launch floor %.2f us/node (PDL, 1 block)\n",
       absl::GetFlag(FLAGS_commit).c_str(), device.c_str(), date.c_str(), bandwidth / 1e12,
       copy_rates->memcpy / 1e12, copy_rates->kernel / 1e12, *matrix_rate / 1e12, floor_us);
-  std::printf("%5s %5s %2s %12s %6s %10s %9s %6s %13s\n", "heads", "rows", "q", "mode", "layers",
-              "us/layer", "limit us", "eff", "host us/call");
+  std::printf("%5s %5s %2s %12s %6s %10s %9s %6s %9s %7s %13s\n", "heads", "rows", "q", "mode",
+              "layers", "us/layer", "limit us", "eff", "floor us", "/floor", "host us/call");
 
   std::ofstream csv;
   if (!absl::GetFlag(FLAGS_csv).empty()) {
@@ -299,9 +306,11 @@ int Main() {
         << " TFLOP/s, floor " << floor_us << " us/node\n";
     // host_us_per_replay: the -replay modes only, empty for the others. flop_us: the tail's
     // FLOPs at the matrix rate. limit_us: the tail's bytes at copy_tbs, the higher of the two
-    // measured copy rates.
+    // measured copy rates. stream_floor_us: the streaming floor of bytes_per_layer
+    // (bench/stream_floor.h), measured in this run beside the shape's tails, at
+    // stream_floor_blocks_per_sm; empty with --nostream_floor.
     csv << "heads,rows,q,mode,layers,us_per_layer,limit_us,bytes_per_layer,host_us_per_replay,"
-           "flop_us,copy_tbs\n";
+           "flop_us,copy_tbs,stream_floor_us,stream_floor_blocks_per_sm\n";
   }
 
   mla_tail::TailOptions options;
@@ -368,24 +377,50 @@ int Main() {
           for (Layer& layer : *layers) layer.buffers.gate = nullptr;
         }
         const double flop_us = TailFlops(shape) / *matrix_rate * 1e6;
+        // The bytes of a mode's types: e4m3 W_UV or output move a byte a value; without a gate
+        // none is read.
+        auto mode_bytes = [&](absl::string_view mode) {
+          const E4m3Mode e4m3 = ParseE4m3Mode(mode);
+          return TailBytes(shape,
+                           e4m3.weight ? mla_tail::WeightType::kE4m3 : mla_tail::WeightType::kBf16,
+                           e4m3.output ? mla_tail::OutputType::kE4m3 : mla_tail::OutputType::kBf16,
+                           absl::GetFlag(FLAGS_gate));
+        };
+        // The streaming floor of each byte count the modes move, measured beside the shape's
+        // tails.
+        std::map<int64_t, StreamFloor> stream_floors;
+        for (const std::string& mode : modes) {
+          const int64_t bytes = mode_bytes(mode);
+          if (!absl::GetFlag(FLAGS_stream_floor) || stream_floors.count(bytes) > 0) continue;
+          if (const cudaError_t e = MeasureStreamFloor(bytes, stream, &stream_floors[bytes]);
+              e != cudaSuccess) {
+            std::fprintf(stderr, "stream floor: %s\n", cudaGetErrorString(e));
+            return 1;
+          }
+        }
         auto record = [&](const std::string& mode, double per_layer,
                           std::optional<double> host_us_per_replay) {
-          // The bytes of the mode's types: e4m3 W_UV or output move a byte a value.
-          const E4m3Mode e4m3 = ParseE4m3Mode(mode);
-          const int64_t bytes = TailBytes(
-              shape, e4m3.weight ? mla_tail::WeightType::kE4m3 : mla_tail::WeightType::kBf16,
-              e4m3.output ? mla_tail::OutputType::kE4m3 : mla_tail::OutputType::kBf16);
+          const int64_t bytes = mode_bytes(mode);
           const double limit_us = bytes / bandwidth * 1e6;
+          const auto floor_at = stream_floors.find(bytes);
+          const StreamFloor stream_floor =
+              floor_at != stream_floors.end() ? floor_at->second : StreamFloor{};
           const std::string host =
               host_us_per_replay ? absl::StrFormat("%.2f", *host_us_per_replay) : "-";
-          std::printf("%5d %5d %2d %12s %6d %10.2f %9.2f %5.0f%% %13s\n", heads, rows, q,
-                      mode.c_str(), layer_count, per_layer, limit_us, 100.0 * limit_us / per_layer,
-                      host.c_str());
+          std::printf("%5d %5d %2d %12s %6d %10.2f %9.2f %5.0f%% %9.2f %7.2f %13s\n", heads, rows,
+                      q, mode.c_str(), layer_count, per_layer, limit_us,
+                      100.0 * limit_us / per_layer, stream_floor.us,
+                      stream_floor.us > 0 ? per_layer / stream_floor.us : 0.0, host.c_str());
           if (csv.is_open()) {
             csv << heads << "," << rows << "," << q << "," << mode << "," << layer_count << ","
                 << per_layer << "," << limit_us << "," << bytes << ",";
             if (host_us_per_replay) csv << *host_us_per_replay;
-            csv << "," << flop_us << "," << bandwidth / 1e12 << "\n";
+            csv << "," << flop_us << "," << bandwidth / 1e12 << ",";
+            if (stream_floor.us > 0)
+              csv << stream_floor.us << "," << stream_floor.blocks_per_sm;
+            else
+              csv << ",";
+            csv << "\n";
           }
         };
         std::unique_ptr<Peer> peer;

@@ -3,12 +3,12 @@
 # (tools/stage_gpu.sh copies this to STAGE_DIR/benchmarks.sh): the grid with every fused kernel
 # forced, the e4m3 grid and e4m3-output comparison, the q checks, PyTorch, the tail after the
 # stand-in upstream kernel (with every fused kernel forced where the dispatch rule's exceptions
-# lie), the large batches, the PDL probe, the timeline probe, graph_bench, the table and plot
-# (bench/report.py, where matplotlib is), the decode demo, the consumer runtime (examples/runtime)
-# checked and measured inside its own step graph, and the other consumers (a plugin loaded with
-# dlopen, the CMake consumer) checked. tail_bench checks a sample of every output it times
-# against the CPU reference and fails on a mismatch. The GPU is required
-# (MLA_TAIL_REQUIRE_GPU=1).
+# lie), the large batches, the PDL probe, the timeline probe, a multiprocessor's intake
+# (sm_ingest_probe), graph_bench, the table and plot (bench/report.py, where matplotlib is), the
+# decode demo, the consumer runtime (examples/runtime) checked and measured inside its own step
+# graph, and the other consumers (a plugin loaded with dlopen, the CMake consumer) checked.
+# tail_bench checks a sample of every output it times against the CPU reference and fails on a
+# mismatch. The GPU is required (MLA_TAIL_REQUIRE_GPU=1).
 #
 #   benchmarks.sh [--out=DIR] [--after=CMD] [--skip=STEP,...]
 #     --out    where the CSV files, logs, table.md and rc.txt go (default $OUT, else
@@ -16,8 +16,8 @@
 #     --after  a command run after each step (e.g. packing the folder, so that a run cut off
 #              keeps what it had)
 #     --skip   steps not to run: graph_bench, row_count, no_gate, grid, fp8, q, torch, upstream,
-#              upstream_kernels, upstream_exceptions, large, pdl_probe, timeline, demo, runtime,
-#              consumers
+#              upstream_kernels, upstream_exceptions, large, pdl_probe, timeline, sm_ingest, demo,
+#              runtime, consumers
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$PWD/gpu-benchmarks}
@@ -150,6 +150,8 @@ timeline() {
     timeout 60 "$bin/timeline_probe_clean" >"$out/timeline_probe_clean.csv"
 }
 step timeline - timeline_probe.err timeline
+sm_ingest() { timeout 30 "$bin/sm_ingest_probe" >"$out/sm_ingest_probe.csv"; }
+step sm_ingest - sm_ingest_probe.err sm_ingest
 if python3 -c "import matplotlib" 2>/dev/null; then
   python3 "$here/scripts/report.py" "$out" >"$out/table.md" 2>&1
 fi

@@ -11,7 +11,7 @@
 //   - a 6-stage 64 x 64 pipeline (two blocks a multiprocessor: the next tail's blocks join while
 //     this one drains) or a 4-stage one (three);
 //   - 64 x 128 tiles: each latent row is read once, not once for each 64-column half; two
-//     warpgroups of 64 columns each.
+//     warpgroups of 64 columns each, a 4-stage pipeline (two blocks a multiprocessor).
 //
 // K: the latent values in steps of 64 (128 bytes a row, one 128-byte swizzle atom). Each step's
 // W_UV slice [kCols][64] and latent slice [kRows][64] are copied by every thread with cp.async
@@ -21,14 +21,19 @@
 // no buffer is reused (with a pipeline, that overlap would cost a step in flight, which measured
 // slower). The first tile's W_UV copies are issued before the dependency wait: no upstream
 // kernel writes weights (its latent, gate and lengths only get an L2 prefetch hint,
-// prefetch.cuh). Latent rows past the last row are not copied: their products land in output
-// rows that are never stored.
+// prefetch.cuh). Latent rows at and past the live row count (read after the wait) are not
+// copied: their products land in output rows that are never stored. Every copy's address is
+// computed before the dependency wait (TileSources): after it a block only issues copies, one
+// cp.async from a register and a constant offset each (a latent or gate row's tested against the
+// live row count), since one warp a scheduler issues everything a block does after the wait
+// (docs/benchmarks.md). The 4-stage 64 x 64 pipeline keeps computing them at each copy.
 //
 // Shared operand layout: the canonical K-major 128-byte swizzle of wgmma. Row r of a tile is
 // 128 bytes at r * 128; its 16-byte word w is stored at word w ^ (r % 8). Tiles start on
 // 1024-byte boundaries; 8-row groups are 1024 bytes apart (the descriptor's stride).
 //
-// Epilogue: a tile's gate and its rows' lengths arrive in shared memory with its first copies.
+// Epilogue: a tile's gate arrives in shared memory with its first copies, and each thread's two
+// rows' lengths in its registers (in shared memory beside the gate for the 4-stage pipeline).
 // Each thread rounds its sums to bf16, applies the gate, and writes the result over the gate
 // word it read (its own word: no other thread touches it); after a barrier the tile leaves in
 // 16-byte stores, whole rows at a time. The 4-stage pipeline computes the gate's sigmoids during
@@ -51,6 +56,7 @@
 
 #include <cstdint>
 #include <iterator>
+#include <type_traits>
 #include <utility>
 
 #include "mla/kernels/device.cuh"
@@ -68,11 +74,14 @@
 namespace mla_tail::internal {
 namespace {
 
-// A 64-row tile (wgmma's m) of kCols columns; its stage buffers, gate tile and copies:
-// tile_copy.cuh.
-template <int kStages, int kCols, int kWarpgroups>
+// A 64-row tile (wgmma's m) of kCols columns; its stage buffers and gate tile: tile_copy.cuh.
+// kLengthsInSmem: the rows' lengths come to shared memory beside the gate tile (EarlySigmoids
+// reads them there); otherwise each thread loads its own two rows' lengths into registers
+// (RowLengths).
+template <int kStages, int kCols, int kWarpgroups, bool kSmemLengths>
 struct WgTile : device::TileLayout<128 * kWarpgroups, 64, kCols> {
   using L = device::TileLayout<128 * kWarpgroups, 64, kCols>;
+  static constexpr bool kLengthsInSmem = kSmemLengths;
   using L::kRows;
   using L::kSteps;
   // Each warpgroup computes kWgCols of the tile's columns; all threads copy.
@@ -82,15 +91,156 @@ struct WgTile : device::TileLayout<128 * kWarpgroups, 64, kCols> {
   // fly while one is computed.
   static constexpr bool kAllInFlight = kStages == kSteps;
   static constexpr int kPrologueSteps = kAllInFlight ? kSteps : kStages - 1;
-  // The epilogue's inputs: the gate tile, then the rows' lengths.
+  // The epilogue's inputs: the gate tile, then the rows' lengths (kLengthsInSmem).
   static constexpr int kGateOffset = kStages * L::kStageBytes;
   static constexpr int kLengthsOffset = kGateOffset + kRows * L::kGateRowBytes;
-  static constexpr size_t kSmemBytes = kLengthsOffset + kRows * sizeof(int32_t) + L::kAlign;
+  static constexpr size_t kSmemBytes =
+      kLengthsOffset + (kLengthsInSmem ? kRows * sizeof(int32_t) : 0) + L::kAlign;
 
   static_assert(kWgCols == 32 || kWgCols == 64 || kWgCols == 128,
                 "wgmma's n: a warpgroup's columns");
   static_assert(kStages >= 2 && kStages <= kSteps, "pipeline depth: at most one buffer a step");
   static_assert(kSmemBytes <= kSharedMemoryPerBlock, "shared memory of one block");
+  static_assert(L::kCopyThreads >= kRows, "a thread a row's length");
+  // A thread's gate rows are kGateRowsPerPass apart: one swizzle phase, so one offset each.
+  static_assert(L::kGateRowsPerPass % (L::kGateRowsPerLine * L::kGateSwizzle) == 0,
+                "a thread's gate words at one swizzled offset");
+};
+
+// One thread's share of a tile's copies (the words device::TileCopier assigns it) with every
+// address computed once, before the dependency wait, into registers: after the wait each copy is
+// one cp.async from a base register and a constant offset, the latent and gate rows' only tested
+// against the live row count. Computed at each copy, with the parameters read again after every
+// cp.async (its memory clobber), the copies issued after the wait took about 13 instructions
+// each (docs/benchmarks.md, "What bounds the tensor-parallel shapes"). Without a gate (kGated
+// false) it copies none; with e4m3 W_UV (kW) it stages each W_UV word for device::E4m3Slice,
+// which the copying thread dequantizes in place (device::TileCopier::DequantizeW).
+template <typename L, bool kGated, WeightType kW>
+struct TileSources {
+  using WElement = std::conditional_t<kW == WeightType::kE4m3, fp8_e4m3, bf16>;
+  using E4m3 = device::E4m3Slice<L::kCols>;
+  // A thread's W_UV words: word threadIdx.x % kWWords of rows threadIdx.x / kWWords + n *
+  // kWRowsPerPass (an e4m3 row has 4 16-byte words, a bf16 row 8).
+  static constexpr int kWWords = kW == WeightType::kE4m3 ? E4m3::kWordsPerRow : L::kWords;
+  static constexpr int kWRowsPerPass = L::kCopyThreads / kWWords;
+  static constexpr int kWCopies = L::kCols / kWRowsPerPass;
+  static_assert(kWRowsPerPass % 8 == 0 && L::kCols % kWRowsPerPass == 0, "one swizzle phase");
+  static_assert(kW == WeightType::kBf16 ||
+                    (L::kCols - 1) * E4m3::kRowBytes + 32 * (E4m3::kWordsPerRow - 1) + 16 <=
+                        L::kWBytes,
+                "e4m3 W_UV staged within the stage's bf16 W_UV area");
+
+  const WElement* w;                     // its first W_UV row of the tile, its word, step 0
+  int64_t w_pass;                        // elements between its W_UV rows
+  const bf16* latent[L::kLatentCopies];  // its latent rows, step 0
+  const bf16* gate[L::kGateCopies];      // its gate words (rows past the end: not read)
+  int latent_t;                          // the row of the tail of its first latent row
+  int gate_t;                            // and of its first gate row
+  uint32_t dst;                          // shared address of its word in stage 0's latent rows
+  uint32_t w_dst;                        // and of its first W_UV word (staged, with e4m3)
+  uint32_t gate_dst;                     // and of its first word in the gate tile
+
+  __device__ __forceinline__ TileSources(const FusedTailParams& p, const device::TileAt& c,
+                                         uint32_t smem_base) {
+    const int row = threadIdx.x / L::kWords;
+    const int word = threadIdx.x % L::kWords;
+    dst = smem_base + row * L::kRowBytes + 16 * (word ^ (row % 8));
+    if constexpr (kW == WeightType::kE4m3) {
+      const int w_row = threadIdx.x / kWWords;
+      const int w_word = threadIdx.x % kWWords;
+      w_dst = smem_base + E4m3::Staged(w_row, w_word);
+      w = p.w_uv_fp8 + c.head * p.w_head_stride + (c.column0 + w_row) * p.w_row_stride +
+          16 * w_word;
+    } else {
+      w_dst = dst;
+      w = p.w_uv + c.head * p.w_head_stride + (c.column0 + row) * p.w_row_stride + 8 * word;
+    }
+    w_pass = kWRowsPerPass * p.w_row_stride;
+    latent_t = c.t0 + row;
+#pragma unroll
+    for (int n = 0; n < L::kLatentCopies; ++n) {
+      const int t = latent_t + n * L::kRowsPerPass;
+      latent[n] = p.latent + t * p.latent_row_stride + c.head * kLatentDim + 8 * word;
+    }
+    if constexpr (kGated) {
+      const int gate_row = threadIdx.x / L::kGateWordsPerRow;
+      const int gate_word = threadIdx.x % L::kGateWordsPerRow;
+      gate_dst = smem_base + L::GateWord(gate_row, gate_word);
+      gate_t = c.t0 + gate_row;
+#pragma unroll
+      for (int n = 0; n < L::kGateCopies; ++n) {
+        const int t = gate_t + n * L::kGateRowsPerPass;
+        gate[n] = t < p.rows ? p.gate + t * p.gate_row_stride + c.head * kValueDim + c.column0 +
+                                   8 * gate_word
+                             : p.gate;
+      }
+    }
+  }
+
+  // Step `step`'s W_UV words into stage buffer `stage` (both known once the step loop is
+  // unrolled): bf16 in the swizzled layout, or e4m3 staged for E4m3Slice.
+  __device__ __forceinline__ void W(int step, int stage) const {
+#pragma unroll
+    for (int n = 0; n < kWCopies; ++n) {
+      Copy16(w_dst + stage * L::kStageBytes + n * kWRowsPerPass * L::kRowBytes,
+             w + n * w_pass + step * L::kStepK, 16);
+    }
+  }
+  // Step `step`'s latent words into stage buffer `stage`. Rows at and past `rows` (the live rows)
+  // are not copied: their products land in output rows never stored.
+  __device__ __forceinline__ void Latent(int step, int stage, int rows) const {
+#pragma unroll
+    for (int n = 0; n < L::kLatentCopies; ++n) {
+      if (latent_t + n * L::kRowsPerPass < rows) {
+        Copy16(dst + stage * L::kStageBytes + L::kWBytes + n * L::kRowsPerPass * L::kRowBytes,
+               latent[n] + step * L::kStepK, 16);
+      }
+    }
+  }
+  // The gate tile at `gate_offset` bytes past the stages' base (kGated); rows at and past `rows`
+  // zero-filled.
+  __device__ __forceinline__ void Gate(int gate_offset, int rows) const {
+#pragma unroll
+    for (int n = 0; kGated && n < L::kGateCopies; ++n) {
+      Copy16(gate_dst + gate_offset + n * L::kGateRowsPerPass * L::kGateRowBytes, gate[n],
+             gate_t + n * L::kGateRowsPerPass < rows ? 16 : 0);
+    }
+  }
+
+  // cp.async of 16 bytes, `src_bytes` of them read and the rest zero-filled.
+  static __device__ __forceinline__ void Copy16(uint32_t to, const void* from, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(to), "l"(from),
+                 "r"(src_bytes)
+                 : "memory");
+  }
+};
+
+// What a configuration without TileSources or RowLengths holds in their place.
+struct Nothing {
+  template <typename... Args>
+  __device__ __forceinline__ explicit Nothing(Args...) {}
+};
+
+// The lengths of a thread's rows (16 * warp + 8h + group of its warpgroup's 64, h = 0, 1), as the
+// epilogue tests them: addresses before the dependency wait, loads right after it (they are used
+// in the epilogue only). Rows at and past the live row count read none (length 0: they are not
+// stored).
+struct RowLengths {
+  const int32_t* src[2];
+  int t[2];
+  int32_t length[2];
+
+  __device__ __forceinline__ RowLengths(const FusedTailParams& p, int t0) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      t[h] = t0 + 16 * (threadIdx.x % 128 / 32) + 8 * h + threadIdx.x % 32 / 4;
+      src[h] = p.lengths + min(t[h], p.rows - 1) / p.q;
+    }
+  }
+  __device__ __forceinline__ void Load(int rows) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) length[h] = t[h] < rows ? *src[h] : 0;
+  }
 };
 
 // cp.async.wait_group with a count known once the step loop is unrolled (at most 7: WgTile).
@@ -160,17 +310,24 @@ struct EarlySigmoids<T, true> {
   }
 };
 
-// kGated false: the tail without a gate (out = bf16(v)), which loads none.
-template <int kStages, int kCols, int kWarpgroups, bool kEarlySigmoids, bool kGated, WeightType kW,
-          OutputType kO>
+// kGated false: the tail without a gate (out = bf16(v)), which loads none. kLeanCopies: the
+// copies' addresses from TileSources, the lengths from RowLengths, and with one warpgroup
+// warp-uniform descriptors; otherwise each copy's address computed at the copy
+// (device::TileCopier) and the lengths in shared memory: the 4-stage pipeline's code, kept as
+// measured (with TileSources its 64-row grids of three blocks a multiprocessor ran 1-3% slower
+// at 12 x 1024 and 96 x 128; docs/benchmarks.md).
+template <int kStages, int kCols, int kWarpgroups, bool kEarlySigmoids, bool kLeanCopies,
+          bool kGated, WeightType kW, OutputType kO>
 __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
-  using T = WgTile<kStages, kCols, kWarpgroups>;
+  using T = WgTile<kStages, kCols, kWarpgroups, !kLeanCopies>;
   constexpr int kRows = T::kRows;
   constexpr int kWgCols = T::kWgCols;
   constexpr int kSteps = T::kSteps;
   constexpr int kAlign = T::kAlign;
   static_assert(!kEarlySigmoids || kWarpgroups == 1, "EarlySigmoids: one warpgroup's layout");
   static_assert(kGated || !kEarlySigmoids, "early sigmoids need a gate");
+  static_assert(!kEarlySigmoids || !kLeanCopies,
+                "EarlySigmoids reads the lengths from shared memory");
   extern __shared__ uint4 smem_words[];
   // The swizzle is a function of the address: align the tiles to its 1024-byte atom.
   const uint32_t smem_raw = device::SmemAddress(smem_words);
@@ -181,23 +338,42 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   const Tile tile{static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x) * kCols,
                   static_cast<int>(blockIdx.z) * kRows};
 
-  // Step `step` of tile `c` into stage buffer `stage`.
-  const device::TileCopier<typename T::L, true, kW> copier(p);
-  auto copy_w = [&](const Tile& c, int step, int stage) { copier.W(p, smem, c, step, stage); };
+  // Step `step` into stage buffer `stage`, and the epilogue's inputs: with kLeanCopies, every
+  // address computed here, before the dependency wait.
+  using Sources = std::conditional_t<kLeanCopies, TileSources<typename T::L, kGated, kW>, Nothing>;
+  using Copier = device::TileCopier<typename T::L, true, kW>;
+  const Sources sources(p, tile, smem_base);
+  const std::conditional_t<kLeanCopies, Nothing, Copier> copier(p);
   int rows = p.rows;  // the live rows, once known (after the dependency wait)
-  auto copy_latent = [&](const Tile& c, int step, int stage) {
-    copier.Latent(p, rows, smem, c, step, stage);
+  auto copy_w = [&](int step, int stage) {
+    if constexpr (kLeanCopies) {
+      sources.W(step, stage);
+    } else {
+      copier.W(p, smem, tile, step, stage);
+    }
+  };
+  auto copy_latent = [&](int step, int stage) {
+    if constexpr (kLeanCopies) {
+      sources.Latent(step, stage, rows);
+    } else {
+      copier.Latent(p, rows, smem, tile, step, stage);
+    }
   };
   uint8_t* const gate_tile = smem + T::kGateOffset;
-  auto copy_epilogue_inputs = [&](const Tile& c) {
-    copier.template EpilogueInputs<kGated>(p, rows, c, gate_tile, smem + T::kLengthsOffset);
+  auto copy_epilogue_inputs = [&]() {
+    if constexpr (kLeanCopies) {
+      sources.Gate(T::kGateOffset, rows);
+    } else {
+      copier.template EpilogueInputs<kGated>(p, rows, tile, gate_tile, smem + T::kLengthsOffset);
+    }
   };
+  std::conditional_t<kLeanCopies, RowLengths, Nothing> lengths(p, tile.t0);
 
   MLA_TIMELINE_STAMP(0);
   // Prologue: groups 0..kPrologueSteps-1 hold steps 0..kPrologueSteps-1; group 0 also the
   // epilogue's inputs.
 #pragma unroll
-  for (int step = 0; step < T::kPrologueSteps; ++step) copy_w(tile, step, step);
+  for (int step = 0; step < T::kPrologueSteps; ++step) copy_w(step, step);
   const float4 scales = device::LoadBlockScales<kW>(p, tile.head);
   device::PrefetchBlockInputsL2<kGated>(p, tile.head, tile.t0, kRows, 0, kLatentDim, tile.column0,
                                         kCols);
@@ -210,18 +386,21 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
     device::CopyAsyncCommitAndWaitAll();
     return;
   }
+  if constexpr (kLeanCopies) lengths.Load(rows);
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) {
-    copy_latent(tile, step, step);
-    if (step == 0) copy_epilogue_inputs(tile);
+    copy_latent(step, step);
+    if (step == 0) copy_epilogue_inputs();
     device::CopyAsyncCommit();
   }
   // Every read of upstream-written data is in flight once the last step's copies are issued:
   // dependents may launch (their prologues would compete with these copies before that).
   if (T::kAllInFlight) device::LaunchDependents();
 
-  // Warpgroup wg multiplies by W_UV rows (output columns) [wg, wg + 1) * kWgCols of the slice.
-  const int wg = threadIdx.x / 128;
+  // Warpgroup wg multiplies by W_UV rows (output columns) [wg, wg + 1) * kWgCols of the slice
+  // (with one warpgroup, a constant: the descriptors stay warp-uniform values).
+  const int wg_index = threadIdx.x / 128;
+  const int wg = kLeanCopies && kWarpgroups == 1 ? 0 : wg_index;
   const uint64_t a_desc0 = device::SmemDescriptor(smem_base + T::kWBytes);
   const uint64_t b_desc0 = device::SmemDescriptor(smem_base + wg * kWgCols * T::kRowBytes);
 
@@ -241,7 +420,7 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
     } else {
       device::CopyAsyncWait<T::kPrologueSteps - 1>();
     }
-    copier.DequantizeW(smem, step, stage, scales);  // e4m3 W_UV: this thread's words of the step
+    Copier::DequantizeW(smem, step, stage, scales);  // e4m3 W_UV: this thread's words of the step
     device::FenceProxyAsyncShared();
     __syncthreads();
     MLA_TIMELINE_STAMP(2 + step);
@@ -249,8 +428,8 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
       const int next = step + T::kPrologueSteps;
       const int next_stage = (stage + T::kPrologueSteps) % kStages;
       if (next < kSteps) {
-        copy_w(tile, next, next_stage);
-        copy_latent(tile, next, next_stage);
+        copy_w(next, next_stage);
+        copy_latent(next, next_stage);
         if (next == kSteps - 1) device::LaunchDependents();
       }
       device::CopyAsyncCommit();  // empty near the end: keeps one group per step
@@ -290,7 +469,7 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
     const int word0 = wg * kOutTiles;
     const int group = lane / 4;
     const int quarter = lane % 4;
-    const int32_t* lengths = reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset);
+    const int32_t* smem_lengths = reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset);
     // Pair kOutTiles * half + j, gated a batch of halves at once (both for 64 columns; one at a
     // time for 128, which keeps 32 pairs in registers beside the accumulators, not 64), then
     // written over the gate words read.
@@ -313,7 +492,11 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
           v[2 * n + 1] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half + 1]));
           gates[n] = *reinterpret_cast<const uint32_t*>(gate_tile + T::GateWord(row, word0 + j) +
                                                         4 * quarter);
-          active[n] = lengths[row] > 0;
+          if constexpr (kLeanCopies) {
+            active[n] = lengths.length[half] > 0;
+          } else {
+            active[n] = smem_lengths[row] > 0;
+          }
         }
       }
       device::EpiloguePairs<kGated>(v, gates, active, gated);
@@ -386,19 +569,21 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   MLA_TIMELINE_STAMP(4 + kSteps);
 }
 
-template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, bool kEarlySigmoids, bool kGated,
-          WeightType kW>
+template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, bool kEarlySigmoids,
+          bool kLeanCopies, bool kGated, WeightType kW>
 __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
     TileKernel(const FusedTailParams p) {
-  TileBlock<kStages, kCols, kWarpgroups, kEarlySigmoids, kGated, kW, OutputType::kBf16>(p);
+  TileBlock<kStages, kCols, kWarpgroups, kEarlySigmoids, kLeanCopies, kGated, kW,
+            OutputType::kBf16>(p);
 }
 
 // The e4m3 output: a head's column blocks (128 / kCols) in one cluster.
-template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, bool kEarlySigmoids, bool kGated,
-          WeightType kW>
+template <int kStages, int kCols, int kWarpgroups, int kMinBlocks, bool kEarlySigmoids,
+          bool kLeanCopies, bool kGated, WeightType kW>
 __global__ void __launch_bounds__(128 * kWarpgroups, kMinBlocks)
     __cluster_dims__(kValueDim / kCols, 1, 1) TileE4m3OutputKernel(const FusedTailParams p) {
-  TileBlock<kStages, kCols, kWarpgroups, kEarlySigmoids, kGated, kW, OutputType::kE4m3>(p);
+  TileBlock<kStages, kCols, kWarpgroups, kEarlySigmoids, kLeanCopies, kGated, kW,
+            OutputType::kE4m3>(p);
 }
 
 // The configurations FusedKernel names: stages (8: all steps in flight), the tile's
@@ -413,35 +598,41 @@ struct WgConfig {
   FusedKernel kernel;
   int stages, cols, warpgroups, min_blocks;
   bool early_sigmoids;  // EarlySigmoids
+  bool lean_copies;     // TileSources (TileKernel's kLeanCopies)
 };
 constexpr WgConfig kWgConfigs[] = {
-    {FusedKernel::kTile64x64Pipeline4, 4, 64, 1, 1, true},
-    {FusedKernel::kTile64x64AllSteps, 8, 64, 1, 0, false},
-    {FusedKernel::kTile64x128, 3, 128, 2, 2, false},
-    {FusedKernel::kTile64x32AllSteps, 8, 32, 1, 0, false},
-    {FusedKernel::kTile64x64Pipeline6, 6, 64, 1, 1, false},
+    {FusedKernel::kTile64x64Pipeline4, 4, 64, 1, 1, true, false},
+    {FusedKernel::kTile64x64AllSteps, 8, 64, 1, 0, false, true},
+    {FusedKernel::kTile64x128, 4, 128, 2, 2, false, true},
+    {FusedKernel::kTile64x32AllSteps, 8, 32, 1, 0, false, true},
+    {FusedKernel::kTile64x64Pipeline6, 6, 64, 1, 1, false, true},
 };
 
 // The rule (mla/dispatch.h) counts on how many blocks of each share a multiprocessor (sm90.h).
-static_assert(BlocksPerMultiprocessor(WgTile<8, 32, 1>::kSmemBytes) == 2, "Tile64x32AllSteps: two");
-static_assert(BlocksPerMultiprocessor(WgTile<8, 64, 1>::kSmemBytes) == 1, "Tile64x64AllSteps: one");
-static_assert(BlocksPerMultiprocessor(WgTile<6, 64, 1>::kSmemBytes) == 2,
+static_assert(BlocksPerMultiprocessor(WgTile<8, 32, 1, false>::kSmemBytes) == 2,
+              "Tile64x32AllSteps: two");
+static_assert(BlocksPerMultiprocessor(WgTile<8, 64, 1, false>::kSmemBytes) == 1,
+              "Tile64x64AllSteps: one");
+static_assert(BlocksPerMultiprocessor(WgTile<6, 64, 1, false>::kSmemBytes) == 2,
               "Tile64x64Pipeline6: two");
-static_assert(BlocksPerMultiprocessor(WgTile<4, 64, 1>::kSmemBytes) == 3,
+static_assert(BlocksPerMultiprocessor(WgTile<4, 64, 1, true>::kSmemBytes) == 3,
               "Tile64x64Pipeline4: three");
-static_assert(BlocksPerMultiprocessor(WgTile<3, 128, 2>::kSmemBytes) == 2, "Tile64x128: two");
+// Four stages fit two blocks a multiprocessor only with the lengths outside shared memory.
+static_assert(BlocksPerMultiprocessor(WgTile<4, 128, 2, false>::kSmemBytes) == 2,
+              "Tile64x128: two");
 
 template <int kIndex, WeightType kW, OutputType kO>
 struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
-  using T = WgTile<kC.stages, kC.cols, kC.warpgroups>;
+  using T = WgTile<kC.stages, kC.cols, kC.warpgroups, !kC.lean_copies>;
   template <bool kEarly, bool kGated>
   static constexpr auto KernelOf() {
     if constexpr (kO == OutputType::kE4m3) {
-      return TileE4m3OutputKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kEarly, kGated,
-                                  kW>;
+      return TileE4m3OutputKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kEarly,
+                                  kC.lean_copies, kGated, kW>;
     } else {
-      return TileKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kEarly, kGated, kW>;
+      return TileKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kEarly, kC.lean_copies,
+                        kGated, kW>;
     }
   }
   static constexpr auto kKernel = KernelOf<kC.early_sigmoids, true>();
@@ -462,6 +653,20 @@ struct Wg {
     return e != cudaSuccess ? e : LoadKernel(kUngatedKernel, T::kSmemBytes);
   }
 };
+
+// The index in kWgConfigs of `kernel`'s configuration (-1: none).
+constexpr int ConfigIndex(FusedKernel kernel) {
+  for (int i = 0; i < static_cast<int>(std::size(kWgConfigs)); ++i) {
+    if (kWgConfigs[i].kernel == kernel) return i;
+  }
+  return -1;
+}
+// e4m3 W_UV is staged within each stage's bf16 W_UV area, and the e4m3 output's amax exchange
+// uses stage 0: every weight and output type launches its configuration's shared memory, and the
+// 4-stage 64 x 128 tiles keep two blocks a multiprocessor with both.
+static_assert(BlocksPerMultiprocessor(Wg<ConfigIndex(FusedKernel::kTile64x128), WeightType::kE4m3,
+                                         OutputType::kE4m3>::T::kSmemBytes) == 2,
+              "Tile64x128 with e4m3 W_UV and output: two");
 
 // Calls f(Wg<i, kW, kO>) for the configuration of `kernel`; false if it has none.
 template <WeightType kW, OutputType kO, typename F, int kIndex = 0>

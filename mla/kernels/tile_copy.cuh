@@ -162,8 +162,8 @@ struct TileCopier {
 
   // With e4m3 W_UV, step `step`'s slice in stage buffer `stage`, copied by this thread (after
   // its cp.async.wait_group for them), dequantized in place with `scales`' block of the step.
-  __device__ __forceinline__ void DequantizeW(uint8_t* smem, int step, int stage,
-                                              const float4& scales) const {
+  static __device__ __forceinline__ void DequantizeW(uint8_t* smem, int step, int stage,
+                                                     const float4& scales) {
     if constexpr (kW == WeightType::kE4m3) {
       E4m3Slice<L::kCols>::template Dequantize<L::kCopyThreads>(
           smem + stage * L::kStageBytes, threadIdx.x, BlockScale(scales, step / 2));
