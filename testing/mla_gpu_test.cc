@@ -679,6 +679,9 @@ TEST_F(MlaGpuTest, GateAndOutputInterleavedInOneRow) {
     absl::StatusOr<DeviceMemory> rows_memory = DeviceMemory::Allocate(rows * stride * 2);
     ASSERT_TRUE(rows_memory.ok()) << rows_memory.status();
     mla_tail::bf16* wide = rows_memory->as<mla_tail::bf16>();
+    // Every byte defined (the output halves are rewritten before each run), so that the whole
+    // rows can be compared before and after.
+    ASSERT_EQ(cudaMemset(wide, 0xff, rows * stride * 2), cudaSuccess);
     ASSERT_EQ(cudaMemcpy2D(wide, stride * 2, own.gate, own.gate_row_stride * 2, width * 2, rows,
                            cudaMemcpyDeviceToDevice),
               cudaSuccess);

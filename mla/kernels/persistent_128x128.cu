@@ -144,10 +144,24 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
   uint64_t* const gate_full = empty + T::kStages;
   uint64_t* const gate_empty = gate_full + 1;
 
+  // A buffer is freed by one arrival a consumer warp, after the warp's MMAs on it: the MMAs
+  // read it through the async proxy and nothing else of the warp's touched it. With e4m3 W_UV
+  // every consumer thread has also written it (the dequantization), so each thread arrives: its
+  // own release orders its writes before the producer's next copies into the buffer.
+  constexpr bool kEveryConsumerFrees = kW == WeightType::kE4m3;
+  auto free_buffer = [&](int buffer) {
+    if constexpr (kEveryConsumerFrees) {
+      device::MbarrierArrive(&empty[buffer]);
+    } else {
+      __syncwarp();
+      if (threadIdx.x % 32 == 0) device::MbarrierArrive(&empty[buffer]);
+    }
+  };
   if (threadIdx.x == 0) {
     for (int s = 0; s < T::kStages; ++s) {
       device::MbarrierInit(&full[s], T::kProducerThreads);
-      device::MbarrierInit(&empty[s], T::kConsumerWarps);
+      device::MbarrierInit(&empty[s],
+                           kEveryConsumerFrees ? T::kConsumerThreads : T::kConsumerWarps);
     }
     device::MbarrierInit(gate_full, T::kProducerThreads);
     device::MbarrierInit(gate_empty, T::kConsumerThreads);
@@ -276,10 +290,7 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
       early.Step(step, gate_full, served & 1, gate_tile, lengths);
       device::WgmmaWait<1>();  // the step before is done: free its buffer
       device::FenceAccumulators(acc);
-      if (step > 0) {
-        __syncwarp();
-        if (lane == 0) device::MbarrierArrive(&empty[previous]);
-      }
+      if (step > 0) free_buffer(previous);
       previous = stage;
       if (++stage == T::kStages) {
         stage = 0;
@@ -288,8 +299,7 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
     }
     device::WgmmaWait<0>();
     device::FenceAccumulators(acc);
-    __syncwarp();
-    if (lane == 0) device::MbarrierArrive(&empty[previous]);
+    free_buffer(previous);
 
     if constexpr (kEarlySigmoids) {
       early.Gate(acc, gate_tile, lengths);
