@@ -694,8 +694,7 @@ TEST_F(SafetyGpuTest, TheCallersContextStaysCurrent) {
   }
 }
 
-// Holds a stream's later work until Release() (or 300 s pass, which a sanitizer's slow replays
-// need): a blocking host function.
+// Holds a stream's later work until Release() (or 20 s pass): a blocking host function.
 class StreamGate {
  public:
   ~StreamGate() { Release(); }
@@ -705,7 +704,7 @@ class StreamGate {
  private:
   static void Wait(void* self) {
     auto* gate = static_cast<StreamGate*>(self);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (!gate->open_.load() && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
