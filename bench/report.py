@@ -2,7 +2,7 @@
 """The full benchmark table (table.md) and the efficiency plot, drawn from a results folder.
 
     python3 bench/report.py bench/results/h200                  # prints the markdown table
-                                                                # and writes efficiency.png there
+                                                                # and writes efficiency.svg there
     python3 bench/report.py bench/results/h200 --out /tmp/plot  # the plot elsewhere
 
 Reads tail_bench.csv (our paths, the limit, the cuBLASLt + gate peer) and torch_peer.csv (the
@@ -18,10 +18,11 @@ PyTorch, and dispatched within 3% of the fastest kernel.
 With tail_bench_upstream_exceptions.csv in the folder (benchmarks.sh's upstream_exceptions step),
 or alone with --exceptions: the tail's added time after the stand-in upstream kernel with every
 fused kernel forced, and the rule's choice, at the shapes of the dispatch rule's exceptions.
-The plot needs matplotlib (Debian: python3-matplotlib).
+The plot is SVG (efficiency.svg), written without a plotting library.
 """
 import argparse
 import csv
+import math
 import os
 import sys
 
@@ -205,7 +206,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("folder", nargs="?", default="bench/results/h200",
                         help="results folder holding tail_bench.csv and torch_peer.csv")
-    parser.add_argument("--out", help="folder for efficiency.png (default: the results folder)")
+    parser.add_argument("--out", help="folder for efficiency.svg (default: the results folder)")
     parser.add_argument("--grids", action="store_true",
                         help="print rows x heads grids of the dispatched path (time, efficiency, "
                         "PyTorch's and cuBLASLt + gate's time over ours) instead, as "
@@ -277,30 +278,66 @@ def main():
         print()
         print_exceptions(exceptions)
     print_fp8(folder)
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib missing: no plot", file=sys.stderr)
-        return
-    fig, ax = plt.subplots(figsize=(8, 5))
-    for h in sorted({h for h, _ in shapes}):
-        bs = [b for hh, b in shapes if hh == h]
-        eff = [100 * ours[(h, b, 1, "auto")]["limit_us"] / ours[(h, b, 1, "auto")]["us_per_layer"]
-               for b in bs]
-        ax.plot(bs, eff, marker="o", label=f"H = {h}")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("rows (tokens), q = 1")
-    ax.set_ylabel("efficiency: byte-time limit / measured (%)")
-    ax.set_title("mla-tail on an H200, per layer, cold L2, dispatched path")
-    ax.set_ylim(0, 100)
-    ax.grid(True, alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
+    heads = sorted({h for h, _ in shapes})
+    lines = {h: [(b, 100 * ours[(h, b, 1, "auto")]["limit_us"] /
+                  ours[(h, b, 1, "auto")]["us_per_layer"])
+                 for hh, b in shapes if hh == h] for h in heads}
     os.makedirs(out, exist_ok=True)
-    fig.savefig(os.path.join(out, "efficiency.png"), dpi=110)
+    with open(os.path.join(out, "efficiency.svg"), "w") as f:
+        f.write(efficiency_svg(lines))
 
+
+# One colour a head count, in the order of the legend.
+COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+           "#7f7f7f", "#bcbd22", "#17becf"]
+
+
+def efficiency_svg(lines):
+    """The efficiency plot as SVG, with no plotting library: `lines` maps a head count to its
+    (rows, efficiency %) points; rows on a log2 axis, efficiency 0-100%."""
+    width, height, left, right, top, bottom = 720, 440, 70, 110, 40, 55
+    plot_w, plot_h = width - left - right, height - top - bottom
+    rows = sorted({b for points in lines.values() for b, _ in points})
+    lo, hi = math.log2(rows[0]), math.log2(rows[-1])
+    span = hi - lo or 1.0
+
+    def x(b):
+        return left + plot_w * (math.log2(b) - lo) / span
+
+    def y(e):
+        return top + plot_h * (1 - e / 100)
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'font-family="sans-serif" font-size="12">',
+           f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="14">mla-tail on an H200, '
+           'per layer, cold L2, dispatched path</text>']
+    for e in range(0, 101, 20):
+        out.append(f'<line x1="{left}" y1="{y(e):.1f}" x2="{left + plot_w}" y2="{y(e):.1f}" '
+                   'stroke="#ddd"/>')
+        out.append(f'<text x="{left - 8}" y="{y(e) + 4:.1f}" text-anchor="end">{e}</text>')
+    for b in rows:
+        out.append(f'<line x1="{x(b):.1f}" y1="{top}" x2="{x(b):.1f}" y2="{top + plot_h}" '
+                   'stroke="#eee"/>')
+        out.append(f'<text x="{x(b):.1f}" y="{top + plot_h + 18}" text-anchor="middle">{b}</text>')
+    out.append(f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" '
+               'stroke="#444"/>')
+    out.append(f'<text x="{left + plot_w / 2}" y="{height - 12}" text-anchor="middle">rows '
+               '(tokens), q = 1</text>')
+    out.append(f'<text transform="translate(18 {top + plot_h / 2}) rotate(-90)" '
+               'text-anchor="middle">efficiency: byte-time limit / measured (%)</text>')
+    for n, (h, points) in enumerate(sorted(lines.items())):
+        colour = COLOURS[n % len(COLOURS)]
+        path = " ".join(f"{x(b):.1f},{y(e):.1f}" for b, e in points)
+        out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        out.extend(f'<circle cx="{x(b):.1f}" cy="{y(e):.1f}" r="3" fill="{colour}"/>'
+                   for b, e in points)
+        ly = top + 10 + 18 * n
+        out.append(f'<line x1="{left + plot_w + 12}" y1="{ly}" x2="{left + plot_w + 32}" '
+                   f'y2="{ly}" stroke="{colour}" stroke-width="2"/>')
+        out.append(f'<text x="{left + plot_w + 38}" y="{ly + 4}">H = {h}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
 
 if __name__ == "__main__":
     main()

@@ -4,7 +4,7 @@
 # forced, the e4m3 grid and e4m3-output comparison, the q checks, PyTorch, the tail after the
 # stand-in upstream kernel (with every fused kernel forced where the dispatch rule's exceptions
 # lie), the large batches, the PDL probe, the timeline probe, a multiprocessor's intake
-# (sm_ingest_probe), graph_bench, the table and plot (bench/report.py, where matplotlib is), the
+# (sm_ingest_probe), graph_bench, the table and plot (bench/report.py), the
 # decode demo, the consumer runtime (examples/runtime) checked and measured inside its own step
 # graph, and the other consumers (a plugin loaded with dlopen, the CMake consumer) checked.
 # tail_bench checks a sample of every output it times against the CPU reference and fails on a
@@ -152,9 +152,7 @@ timeline() {
 step timeline - timeline_probe.err timeline
 sm_ingest() { timeout 30 "$bin/sm_ingest_probe" >"$out/sm_ingest_probe.csv"; }
 step sm_ingest - sm_ingest_probe.err sm_ingest
-if python3 -c "import matplotlib" 2>/dev/null; then
-  python3 "$here/scripts/report.py" "$out" >"$out/table.md" 2>&1
-fi
+python3 "$here/scripts/report.py" "$out" >"$out/table.md" 2>&1
 step demo 45 decode_demo_61_layers.log "$bin/decode_demo" --layers=61 --steps=40
 # The consumer runtime: 61 layers a step graph of its own, pointers and lengths changed every
 # step; checked against its CPU reference, then what the tail adds per layer with and without
