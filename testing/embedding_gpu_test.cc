@@ -24,6 +24,7 @@
 #include "mla_tail/graph/tail_node.h"
 #include "mla_tail/mla/errors.h"
 #include "mla_tail/mla/tail.h"
+#include "testing/support/capture_on_another_thread.h"
 #include "testing/support/gpu.h"
 #include "testing/support/gpu_stream_test.h"
 #include "testing/support/late_writer.h"
@@ -40,6 +41,7 @@ using ::mla_tail::TailGraphSet;
 using ::mla_tail::TailNode;
 using ::mla_tail::TailNodeOptions;
 using ::mla_tail::TailPath;
+using ::mla_tail_testing::CaptureOnAnotherThread;
 using ::testing::HasSubstr;
 
 // Holds a stream's later work until Release() (or a watchdog's timeout): a host function that
@@ -537,46 +539,6 @@ INSTANTIATE_TEST_SUITE_P(Pdl, PdlOptionTest, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return std::string(info.param ? "WithPdl" : "WithoutPdl");
                          });
-
-// Another thread's stream capture in Global mode on a blocking stream (one that legacy-stream
-// work would join), begun on construction and ended by Finish().
-class CaptureOnAnotherThread {
- public:
-  explicit CaptureOnAnotherThread(void* scratch) {
-    std::promise<void> capturing;
-    std::future<void> started = capturing.get_future();
-    thread_ = std::thread([this, scratch, &capturing] {
-      cudaSetDevice(0);
-      cudaStream_t blocking = nullptr;
-      cudaStreamCreate(&blocking);
-      cudaStreamBeginCapture(blocking, cudaStreamCaptureModeGlobal);
-      cudaMemsetAsync(scratch, 0, 4096, blocking);
-      capturing.set_value();
-      finish_.get_future().wait();
-      cudaMemsetAsync(scratch, 1, 4096, blocking);
-      cudaGraph_t graph = nullptr;
-      ended_ = cudaStreamEndCapture(blocking, &graph);
-      if (graph != nullptr) cudaGraphDestroy(graph);
-      cudaStreamDestroy(blocking);
-    });
-    started.wait();
-  }
-  ~CaptureOnAnotherThread() { Finish(); }
-
-  // How the other thread's capture ended.
-  cudaError_t Finish() {
-    if (thread_.joinable()) {
-      finish_.set_value();
-      thread_.join();
-    }
-    return ended_;
-  }
-
- private:
-  std::thread thread_;
-  std::promise<void> finish_;
-  cudaError_t ended_ = cudaErrorUnknown;
-};
 
 // While another thread captures, every public entry point (creation, BMM preparation with its
 // allocations, eager runs, graph building, graph-set creation, lazy and ahead-of-time captures,

@@ -31,6 +31,7 @@
 #include "mla_tail/graph/tail_node.h"
 #include "mla_tail/mla/errors.h"
 #include "mla_tail/mla/tail.h"
+#include "testing/support/capture_on_another_thread.h"
 #include "testing/support/gpu.h"
 #include "testing/support/gpu_stream_test.h"
 #include "testing/support/problem.h"
@@ -46,6 +47,7 @@ using ::mla_tail::TailBuffers;
 using ::mla_tail::TailGraphSet;
 using ::mla_tail::TailNode;
 using ::mla_tail::TailPath;
+using ::mla_tail_testing::CaptureOnAnotherThread;
 using ::testing::HasSubstr;
 
 // Pageable host memory, 256-byte aligned (as a runtime's host staging buffer would be).
@@ -401,44 +403,6 @@ TEST_F(SafetyGpuTest, TheCallersPendingErrorSurvivesPointerChecks) {
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
-
-// Another thread's stream capture in Global mode on a blocking stream, begun on construction and
-// ended by Finish().
-class CaptureOnAnotherThread {
- public:
-  explicit CaptureOnAnotherThread(void* scratch) {
-    std::promise<void> capturing;
-    std::future<void> started = capturing.get_future();
-    thread_ = std::thread([this, scratch, &capturing] {
-      cudaSetDevice(0);
-      cudaStream_t blocking = nullptr;
-      cudaStreamCreate(&blocking);
-      cudaStreamBeginCapture(blocking, cudaStreamCaptureModeGlobal);
-      cudaMemsetAsync(scratch, 0, 4096, blocking);
-      capturing.set_value();
-      finish_.get_future().wait();
-      cudaMemsetAsync(scratch, 1, 4096, blocking);
-      cudaGraph_t graph = nullptr;
-      ended_ = cudaStreamEndCapture(blocking, &graph);
-      if (graph != nullptr) cudaGraphDestroy(graph);
-      cudaStreamDestroy(blocking);
-    });
-    started.wait();
-  }
-  ~CaptureOnAnotherThread() { Finish(); }
-  cudaError_t Finish() {
-    if (thread_.joinable()) {
-      finish_.set_value();
-      thread_.join();
-    }
-    return ended_;
-  }
-
- private:
-  std::thread thread_;
-  std::promise<void> finish_;
-  cudaError_t ended_ = cudaErrorUnknown;
-};
 
 // The pointer queries (every call asking CUDA, refusals included) are legal while another thread
 // captures in Global mode: each call returns what it would otherwise, and that capture ends
