@@ -79,20 +79,35 @@ constexpr bool Tile64x128FillsOneWave(long long tiles, int multiprocessors) {
 }
 
 // The rule, for a GPU with `multiprocessors` SMs (measured on H200s, 132). T counts 64-row
-// tiles; the block-count thresholds (96, 256) are measured crossovers, not SM counts. Every
-// kernel takes either weight type; with e4m3 W_UV the rule is the bf16 one until measured
-// otherwise (docs/design.md, "e4m3 W_UV").
+// tiles; the block-count thresholds (96, 256) are measured crossovers, not SM counts. e4m3 W_UV
+// has a rule of its own, drawn from the grid with every kernel forced on e4m3 weights: the
+// kernels that convert W_UV in registers (ColumnSplit, LatentSplit) lead further, and the
+// tiles that convert it in shared memory lead later (docs/design.md, "The dispatch rule").
 constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocessors,
-                                          WeightType /*weight*/ = WeightType::kBf16) {
+                                          WeightType weight = WeightType::kBf16) {
   const long long work = static_cast<long long>(heads) * rows;
+  const long long tiles_64 = heads * ((rows + 63LL) / 64);
   // The latent axis over a block's warps, up to 32 rows while its blocks fit one an SM (past
   // that, behind an upstream kernel without shared memory, its 4 KB a block start late).
   if (rows <= 32 && LatentSplitBlocksFitOneWave(heads, rows, multiprocessors)) {
     return FusedKernel::kLatentSplit;
   }
+  if (weight == WeightType::kE4m3) {
+    if (rows <= 8 && heads <= 32) return FusedKernel::kLatentSplit;
+    if (rows <= 16 || (rows <= 64 && work <= 512)) return FusedKernel::kColumnSplit;
+    if (tiles_64 <= 32) return FusedKernel::kTile64x32AllSteps;
+    if (rows >= 128 && heads * ((rows + 127LL) / 128) >= 128) {
+      return FusedKernel::kPersistent128x128;
+    }
+    if (Tile64x128FillsOneWave(tiles_64, multiprocessors)) return FusedKernel::kTile64x128;
+    return 2 * tiles_64 <= 256 ? FusedKernel::kTile64x64Pipeline6
+                               : FusedKernel::kTile64x64Pipeline4;
+  }
+  // Past one wave LatentSplit still leads up to 8 rows at up to 64 heads, back to back and after
+  // an attention-like upstream kernel, with PDL and without.
+  if (rows <= 8 && heads <= 64) return FusedKernel::kLatentSplit;
   if (rows <= 16 && (heads <= 64 || work <= 768)) return FusedKernel::kColumnSplit;
   if (EightRowBlocksFitOneWave(heads, rows, multiprocessors)) return FusedKernel::kColumnSplit;
-  const long long tiles_64 = heads * ((rows + 63LL) / 64);
   if (4 * tiles_64 <= 96) return FusedKernel::kTile64x32AllSteps;
   if (2 * tiles_64 <= 96) return FusedKernel::kTile64x64AllSteps;
   if (rows >= 128 && heads * ((rows + 127LL) / 128) >= 128) {

@@ -16,8 +16,8 @@
 #     --after  a command run after each step (e.g. packing the folder, so that a run cut off
 #              keeps what it had)
 #     --skip   steps not to run: graph_bench, row_count, no_gate, grid, fp8, q, torch, upstream,
-#              upstream_kernels, upstream_exceptions, large, pdl_probe, timeline, sm_ingest, demo,
-#              runtime, consumers
+#              upstream_kernels, upstream_exceptions, upstream_no_smem, large, pdl_probe, timeline,
+#              sm_ingest, demo, runtime, consumers
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$PWD/gpu-benchmarks}
@@ -137,6 +137,21 @@ upstream_exceptions() {
   return $rc
 }
 step upstream_exceptions - tail_bench_upstream_exceptions.log upstream_exceptions
+# LatentSplit against ColumnSplit past one wave (32-64 heads x 1-8 rows) behind an upstream
+# kernel that holds no shared memory, with a short window and a long one.
+upstream_no_smem() {
+  local k e rc=0
+  for e in 1000 5000; do
+    for k in auto ColumnSplit LatentSplit; do
+      upstream tail_bench_upstream_no_smem \
+        "epilogue $e, upstream without shared memory, rewrites the latent, fused kernel $k" \
+        --heads=32,64 --rows=1,2,4,8 --upstream_epilogue_ns=$e --upstream_smem_bytes=0 \
+        --fused_kernel=$k || rc=1
+    done
+  done
+  return $rc
+}
+step upstream_no_smem - tail_bench_upstream_no_smem.log upstream_no_smem
 step large 25 tail_bench_large.log "$bin/tail_bench" --commit="$commit" \
   --csv="$out/tail_bench_large.csv" --heads=64,128 --rows=2048,4096 --modes=auto,bmm,peer
 pdl_probe() {
