@@ -15,9 +15,9 @@
 #              ./gpu-benchmarks); files of the same names there are appended to
 #     --after  a command run after each step (e.g. packing the folder, so that a run cut off
 #              keeps what it had)
-#     --skip   steps not to run: graph_bench, row_count, no_gate, grid, fp8, q, torch, upstream,
-#              upstream_kernels, upstream_exceptions, upstream_no_smem, large, pdl_probe, timeline,
-#              sm_ingest, demo, runtime, consumers
+#     --skip   steps not to run: graph_bench, row_count, no_gate, grid, fp8, fp8_output, q, torch,
+#              upstream, upstream_kernels, upstream_exceptions, upstream_no_smem, large,
+#              pdl_probe, timeline, sm_ingest, demo, runtime, consumers
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$PWD/gpu-benchmarks}
@@ -84,12 +84,14 @@ step no_gate 170 tail_bench_no_gate.log "$bin/tail_bench" --commit="$commit" --g
   --csv="$out/tail_bench_no_gate.csv" --modes=$kernels,auto
 step grid 170 tail_bench.log "$bin/tail_bench" --commit="$commit" --csv="$out/tail_bench.csv" \
   --modes=$kernels,bmm,auto,peer,auto-replay
-# e4m3 W_UV on the grid (every kernel forced, and the rule) and the e4m3 output beside the
-# unfused pair, against the bf16 tail (auto) of the same run.
+# e4m3 W_UV on the grid (every kernel forced, and the rule), and the e4m3 output beside the
+# unfused pair, each against the bf16 tail (auto) of the same run.
 fp8_kernels=${kernels//fused-/fp8w-fused-}
 step fp8 240 tail_bench_fp8.log "$bin/tail_bench" --commit="$commit" \
-  --csv="$out/tail_bench_fp8.csv" \
-  --modes=auto,fp8w-auto,$fp8_kernels,fp8o-auto,fp8o-pair,fp8w-fp8o-auto,fp8w-fp8o-pair
+  --csv="$out/tail_bench_fp8.csv" --modes=auto,fp8w-auto,$fp8_kernels
+step fp8_output 240 tail_bench_fp8_output.log "$bin/tail_bench" --commit="$commit" \
+  --csv="$out/tail_bench_fp8_output.csv" \
+  --modes=auto,fp8o-auto,fp8o-pair,fp8w-fp8o-auto,fp8w-fp8o-pair
 step q 40 tail_bench_q.log "$bin/tail_bench" --commit="$commit" --q=2,4 --heads=12,64,128 \
   --rows=16,64,256 --modes=$kernels,bmm,auto,peer --csv="$out/tail_bench_q.csv"
 step torch 110 torch_peer.log python3 "$here/scripts/torch_peer.py" --commit="$commit" \
