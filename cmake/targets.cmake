@@ -118,7 +118,7 @@ mla_tail_library(//mla:tail_args
   INCLUDE_PREFIX "mla_tail/mla"
   SRCS "mla/internal/tail_extents.h" "mla/tail_args.cc"
   HDRS "mla/tail_args.h"
-  DEPS "CUDA::toolkit" "absl::status" "absl::str_format" "absl::strings")
+  DEPS "CUDA::toolkit" "absl::inlined_vector" "absl::status" "absl::str_format" "absl::strings")
 
 mla_tail_library(//mla:tail_extents
   KIND cc

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <utility>
-#include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "mla/internal/tail_extents.h"
@@ -172,6 +172,9 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
   MLA_TAIL_CHECK(CheckPointer(b.lengths, "lengths", alignof(int32_t)));
   if (b.row_count != nullptr) {
     MLA_TAIL_CHECK(CheckPointer(b.row_count, "row_count", alignof(int32_t)));
+  } else if (b.row_count_before_upstream) {
+    return absl::InvalidArgumentError(
+        "row_count_before_upstream is set without row_count: there is no count to read early");
   }
   if (fp8_weight) {
     MLA_TAIL_CHECK(CheckPointer(b.w_uv_scale, "w_uv_scale", kAlign));
@@ -237,7 +240,7 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
   // an input is read from. Rows are compared byte for byte, so a gate sliced from a wider row
   // may interleave with the output (the gate in one part of each row, the output in another).
   constexpr int64_t kBytes = sizeof(bf16);
-  std::vector<std::pair<Rows, const char*>> outputs = {
+  absl::InlinedVector<std::pair<Rows, const char*>, 2> outputs = {
       {Rows{Address(out), rows, b.output_row_stride * out_bytes, width * out_bytes}, out_name}};
   if (fp8_output) {
     // The scales as rows of the larger stride (each spanning the entries of the smaller one).
@@ -251,7 +254,7 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
     }
     outputs.push_back({scales, "output_scale"});
   }
-  std::vector<std::pair<Rows, const char*>> inputs = {
+  absl::InlinedVector<std::pair<Rows, const char*>, 5> inputs = {
       {Rows{Address(b.latent), rows, b.latent_row_stride * kBytes, heads * kLatentDim * kBytes},
        "latent"},
       {Rows{Address(b.gate), rows, b.gate_row_stride * kBytes, width * kBytes}, "gate"},

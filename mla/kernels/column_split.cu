@@ -76,6 +76,8 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   const int column = chunk * kColumnsPerBlock + warp * 8;  // first of the warp's 8 columns
 
   MLA_TIMELINE_STAMP(0);
+  const int rows_before_wait =
+      device::LiveRowsBeforeWait(p.row_count, p.row_count_early, p.rows);
   // W_UV before the wait: weights are written by no upstream kernel.
   const auto* w_column = device::WeightTraits<kW>::Base(p) + head * p.w_head_stride +
                          static_cast<int64_t>(column + group) * p.w_row_stride + 8 * quarter;
@@ -99,7 +101,7 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   device::GridDependencyWait();
   MLA_TIMELINE_STAMP(1);
   // Rows at and past the live count are neither read nor written.
-  const int rows = device::LiveRows(p.row_count, p.rows);
+  const int rows = device::LiveRowsAfterWait(p.row_count, rows_before_wait, p.rows);
   if (t0 >= rows) return;
 
   const bf16* latent_head = p.latent + head * kLatentDim;

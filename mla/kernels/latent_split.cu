@@ -68,6 +68,8 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
   const int chunk0 = warp * kChunks;
 
   MLA_TIMELINE_STAMP(0);
+  const int rows_before_wait =
+      device::LiveRowsBeforeWait(p.row_count, p.row_count_early, p.rows);
   // W_UV before the wait: weights are written by no upstream kernel.
   uint4 w_fragment[kTiles][kChunks];
   if constexpr (kW == WeightType::kBf16) {
@@ -106,7 +108,7 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
   device::GridDependencyWait();
   MLA_TIMELINE_STAMP(1);
   // Rows at and past the live count are neither read nor written.
-  const int rows = device::LiveRows(p.row_count, p.rows);
+  const int rows = device::LiveRowsAfterWait(p.row_count, rows_before_wait, p.rows);
   if (t0 >= rows) return;
 
   // Rows past the end read the last row, whose products are never stored.

@@ -370,6 +370,8 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   std::conditional_t<kLeanCopies, RowLengths, Nothing> lengths(p, tile.t0);
 
   MLA_TIMELINE_STAMP(0);
+  const int rows_before_wait =
+      device::LiveRowsBeforeWait(p.row_count, p.row_count_early, p.rows);
   // Prologue: groups 0..kPrologueSteps-1 hold steps 0..kPrologueSteps-1; group 0 also the
   // epilogue's inputs.
 #pragma unroll
@@ -381,7 +383,7 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   MLA_TIMELINE_STAMP(1);
   // Rows at and past the live count are neither read nor written; a block of none of them exits
   // once its W_UV copies have landed.
-  rows = device::LiveRows(p.row_count, p.rows);
+  rows = device::LiveRowsAfterWait(p.row_count, rows_before_wait, p.rows);
   if (tile.t0 >= rows) {
     device::CopyAsyncCommitAndWaitAll();
     return;
