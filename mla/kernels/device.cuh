@@ -29,11 +29,18 @@ __device__ __forceinline__ int LiveRows(const int32_t* count, int rows) {
 }
 
 // A count the caller wrote before the upstream kernel began (`early`: TailBuffers::
-// row_count_before_upstream) is read as the kernel starts, ahead of its W_UV loads (an asm
-// volatile load keeps that order: behind them it would return only after their DRAM round trip,
-// which the latent's reads after the wait need not await), and LiveRowsAfterWait then uses it;
-// -1 means not read yet. Any other count is read after griddepcontrol.wait.
+// row_count_before_upstream) is read before griddepcontrol.wait, its latency hidden by the wait,
+// and LiveRowsAfterWait then uses it; -1 means not read yet. Any other count is read after the
+// wait. LiveRowsBeforeWait leaves the load's place to the compiler; LiveRowsPinned keeps it where
+// it stands (an asm volatile load), which at a kernel's start puts it ahead of the W_UV loads:
+// behind them it returns only after their DRAM round trip, which the latent's reads after the
+// wait need not await. ColumnSplit, the Tile kernels and Persistent128x128 pin it at their
+// start; LatentSplit, where that cost 0.05 us at 1 row even without a count, leaves it to the
+// compiler after its W_UV loads (docs/design.md).
 __device__ __forceinline__ int LiveRowsBeforeWait(const int32_t* count, bool early, int rows) {
+  return early ? LiveRows(count, rows) : -1;
+}
+__device__ __forceinline__ int LiveRowsPinned(const int32_t* count, bool early, int rows) {
   if (!early) return -1;
   int n;
   asm volatile("ld.global.s32 %0, [%1];" : "=r"(n) : "l"(count));

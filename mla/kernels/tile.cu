@@ -371,7 +371,7 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
 
   MLA_TIMELINE_STAMP(0);
   const int rows_before_wait =
-      device::LiveRowsBeforeWait(p.row_count, p.row_count_early, p.rows);
+      device::LiveRowsPinned(p.row_count, p.row_count_early, p.rows);
   // Prologue: groups 0..kPrologueSteps-1 hold steps 0..kPrologueSteps-1; group 0 also the
   // epilogue's inputs.
 #pragma unroll
