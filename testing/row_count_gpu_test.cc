@@ -232,8 +232,7 @@ TEST_F(RowCountGpuTest, AnEarlyCountStillWaitsForTheUpstreamInputs) {
     for (int live : {rows, rows / 2 + 3}) {
       SCOPED_TRACE(absl::StrCat("row count ", live));
       SetCount(live);
-      ASSERT_EQ(cudaMemset(const_cast<mla_tail::bf16*>(b.latent), 0xff, latent_bytes),
-                cudaSuccess);
+      ASSERT_EQ(cudaMemset(const_cast<mla_tail::bf16*>(b.latent), 0xff, latent_bytes), cudaSuccess);
       ASSERT_EQ(cudaMemset(const_cast<mla_tail::bf16*>(b.gate), 0xff, gate_bytes), cudaSuccess);
       ASSERT_EQ(cudaMemset(const_cast<int32_t*>(b.lengths), 0, lengths_bytes), cudaSuccess);
       ASSERT_OK(problem->PoisonOutput(b.output, stream_));

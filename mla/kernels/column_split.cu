@@ -76,8 +76,7 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   const int column = chunk * kColumnsPerBlock + warp * 8;  // first of the warp's 8 columns
 
   MLA_TIMELINE_STAMP(0);
-  const int rows_before_wait =
-      device::LiveRowsPinned(p.row_count, p.row_count_early, p.rows);
+  const int rows_before_wait = device::LiveRowsPinned(p.row_count, p.row_count_early, p.rows);
   // W_UV before the wait: weights are written by no upstream kernel.
   const auto* w_column = device::WeightTraits<kW>::Base(p) + head * p.w_head_stride +
                          static_cast<int64_t>(column + group) * p.w_row_stride + 8 * quarter;

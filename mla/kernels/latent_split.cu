@@ -102,8 +102,7 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
     }
   }
   device::PrefetchBlockInputsL2<kGated>(p, head, t0, kRows, 0, kLatentDim, column0, kColumns);
-  const int rows_before_wait =
-      device::LiveRowsBeforeWait(p.row_count, p.row_count_early, p.rows);
+  const int rows_before_wait = device::LiveRowsBeforeWait(p.row_count, p.row_count_early, p.rows);
 
   device::GridDependencyWait();
   MLA_TIMELINE_STAMP(1);

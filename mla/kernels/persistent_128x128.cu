@@ -192,8 +192,7 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
 
     // W_UV is no upstream kernel's output: the first buffers' share goes before the wait.
     const Tile first = tile_at(0);
-    const int rows_before_wait =
-        device::LiveRowsPinned(p.row_count, p.row_count_early, p.rows);
+    const int rows_before_wait = device::LiveRowsPinned(p.row_count, p.row_count_early, p.rows);
     constexpr int kEarly = T::kStages < T::kSteps ? T::kStages : T::kSteps;
 #pragma unroll
     for (int step = 0; step < kEarly; ++step) copy_w(first, step, step);
@@ -247,8 +246,7 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
 
   // ---- Consumers ----
   device::WarpgroupRegistersUp<T::kConsumerRegisters>();
-  const int rows_before_wait =
-      device::LiveRowsPinned(p.row_count, p.row_count_early, p.rows);
+  const int rows_before_wait = device::LiveRowsPinned(p.row_count, p.row_count_early, p.rows);
   device::GridDependencyWait();  // orders the output stores after the upstream kernels
   // As the producer skips.
   const int rows = device::LiveRowsAfterWait(p.row_count, rows_before_wait, p.rows);

@@ -370,8 +370,7 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   std::conditional_t<kLeanCopies, RowLengths, Nothing> lengths(p, tile.t0);
 
   MLA_TIMELINE_STAMP(0);
-  const int rows_before_wait =
-      device::LiveRowsPinned(p.row_count, p.row_count_early, p.rows);
+  const int rows_before_wait = device::LiveRowsPinned(p.row_count, p.row_count_early, p.rows);
   // Prologue: groups 0..kPrologueSteps-1 hold steps 0..kPrologueSteps-1; group 0 also the
   // epilogue's inputs.
 #pragma unroll
