@@ -110,6 +110,14 @@ class RowCountGpuTest : public GpuStreamTest<> {
     }
   }
 
+  // The BMM path, the rule's choice and every fused kernel forced.
+  static std::vector<std::pair<FusedKernel, TailPath>> EveryPath() {
+    std::vector<std::pair<FusedKernel, TailPath>> paths = {{FusedKernel::kAuto, TailPath::kBmm},
+                                                           {FusedKernel::kAuto, TailPath::kAuto}};
+    for (FusedKernel kernel : mla_tail::kFusedKernels) paths.push_back({kernel, TailPath::kFused});
+    return paths;
+  }
+
   static std::vector<int> Counts(int rows) {
     return {rows + 5, rows, rows - 1, rows / 2 + 3, rows / 2, 1, 0, -3};
   }
@@ -125,26 +133,18 @@ class RowCountGpuTest : public GpuStreamTest<> {
 
 // Every fused kernel forced and the BMM path, eagerly: 0, 1, half, all and more rows live.
 TEST_F(RowCountGpuTest, EveryKernelServesOnlyTheLiveRows) {
-  struct Path {
-    FusedKernel kernel;
-    TailPath path;
-  };
-  std::vector<Path> paths = {{FusedKernel::kAuto, TailPath::kBmm},
-                             {FusedKernel::kAuto, TailPath::kAuto}};
-  for (FusedKernel kernel : mla_tail::kFusedKernels) paths.push_back({kernel, TailPath::kFused});
-  for (const Path& p : paths) {
-    std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(p.kernel);
+  for (const auto& [kernel, path] : EveryPath()) {
+    std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(kernel);
     ASSERT_NE(tail, nullptr);
     for (int heads : {12, 64}) {
       for (int rows : ForProfile<int>({8, 16, 64, 200, 384}, {16, 200})) {
-        SCOPED_TRACE(absl::StrCat(mla_tail::FusedKernelName(p.kernel), " ",
-                                  mla_tail::TailPathName(p.path), " heads ", heads, " rows ",
-                                  rows));
+        SCOPED_TRACE(absl::StrCat(mla_tail::FusedKernelName(kernel), " ",
+                                  mla_tail::TailPathName(path), " heads ", heads, " rows ", rows));
         std::unique_ptr<Problem> problem = MakeProblem(heads, rows, heads * 1000 + rows);
         ASSERT_NE(problem, nullptr);
         const TailBuffers b = Counted(*problem);
         ForEachCount(*problem, Counts(rows),
-                     [&] { return tail->Run(problem->shape(), b, stream_, p.path); });
+                     [&] { return tail->Run(problem->shape(), b, stream_, path); });
       }
     }
   }
@@ -153,10 +153,7 @@ TEST_F(RowCountGpuTest, EveryKernelServesOnlyTheLiveRows) {
 // Without a gate: out = bf16(v) on active rows, +0.0 on inactive ones, on every kernel and the
 // BMM path, with and without a row count.
 TEST_F(RowCountGpuTest, EveryKernelRunsWithoutAGate) {
-  std::vector<std::pair<FusedKernel, TailPath>> paths = {{FusedKernel::kAuto, TailPath::kBmm},
-                                                         {FusedKernel::kAuto, TailPath::kAuto}};
-  for (FusedKernel kernel : mla_tail::kFusedKernels) paths.push_back({kernel, TailPath::kFused});
-  for (const auto& [kernel, path] : paths) {
+  for (const auto& [kernel, path] : EveryPath()) {
     std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(kernel);
     ASSERT_NE(tail, nullptr);
     for (int heads : {1, 12, 64}) {
@@ -181,10 +178,7 @@ TEST_F(RowCountGpuTest, EveryKernelRunsWithoutAGate) {
 // start: every fused kernel forced, the rule and the BMM path (which reads it after the wait
 // regardless), with 0, 1, half, all and more rows live.
 TEST_F(RowCountGpuTest, EveryKernelReadsAnEarlyCount) {
-  std::vector<std::pair<FusedKernel, TailPath>> paths = {{FusedKernel::kAuto, TailPath::kBmm},
-                                                         {FusedKernel::kAuto, TailPath::kAuto}};
-  for (FusedKernel kernel : mla_tail::kFusedKernels) paths.push_back({kernel, TailPath::kFused});
-  for (const auto& [kernel, path] : paths) {
+  for (const auto& [kernel, path] : EveryPath()) {
     std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(kernel);
     ASSERT_NE(tail, nullptr);
     for (int heads : {12, 64}) {
