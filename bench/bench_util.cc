@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <memory>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "bench/limit_kernels.h"
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/value_bmm.h"
@@ -14,6 +16,15 @@
 #include "testing/support/test_values.h"
 
 namespace mla_tail_bench {
+
+std::vector<int> ParseIntList(const std::string& text) {
+  std::vector<int> values;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    int v = 0;
+    if (absl::SimpleAtoi(part, &v)) values.push_back(v);
+  }
+  return values;
+}
 
 using mla_tail::bf16;
 using mla_tail::kLatentDim;

@@ -18,6 +18,10 @@
 
 namespace mla_tail_bench {
 
+// The integers of a comma-separated flag value ("1,2,4"); entries that are not integers are
+// skipped.
+std::vector<int> ParseIntList(const std::string& text);
+
 // One layer's tail inputs and output, filled with uniform test values; every request active.
 struct Layer {
   mla_tail_testing::DeviceMemory latent, w_uv, gate, lengths, output;

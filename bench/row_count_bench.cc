@@ -23,8 +23,6 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
 #include "bench/bench_util.h"
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/device_guard.h"
@@ -46,15 +44,6 @@ namespace mla_tail_bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::vector<int> ParseList(const std::string& text) {
-  std::vector<int> values;
-  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
-    int v = 0;
-    if (absl::SimpleAtoi(part, &v)) values.push_back(v);
-  }
-  return values;
-}
 
 // The per-layer time of `layers` tails of `shape`, captured into one graph (L2 cold).
 absl::StatusOr<double> PerLayer(mla_tail::MlaTail& tail, const mla_tail::TailShape& shape,
@@ -79,8 +68,8 @@ absl::Status DeviceTimes(cudaStream_t stream, FILE* csv) {
   MLA_RETURN_IF_ERROR(count.Reset(sizeof(int32_t)));
   std::printf("%-6s %-7s %-5s %-11s %-10s %-10s %-10s\n", "heads", "bucket", "live", "counted_us",
               "padded_us", "exact_us", "kernel");
-  for (int heads : ParseList(absl::GetFlag(FLAGS_heads))) {
-    for (int bucket : ParseList(absl::GetFlag(FLAGS_buckets))) {
+  for (int heads : ParseIntList(absl::GetFlag(FLAGS_heads))) {
+    for (int bucket : ParseIntList(absl::GetFlag(FLAGS_buckets))) {
       const mla_tail::TailShape shape{heads, bucket, 1};
       const int count_layers = LayersForColdL2(shape, 16, 256);
       absl::StatusOr<std::vector<Layer>> layers = MakeLayers(shape, count_layers, stream);

@@ -38,7 +38,6 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -95,15 +94,6 @@ ABSL_FLAG(bool, stream_floor, true,
 
 namespace mla_tail_bench {
 namespace {
-
-std::vector<int> ParseList(const std::string& text) {
-  std::vector<int> values;
-  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
-    int v = 0;
-    if (absl::SimpleAtoi(part, &v)) values.push_back(v);
-  }
-  return values;
-}
 
 constexpr absl::string_view kReplaySuffix = "-replay";
 constexpr absl::string_view kPathModes[] = {"fused", "bmm", "auto"};
@@ -361,9 +351,9 @@ int Main() {
     return **tail;
   };
   int failures = 0;
-  for (int q : ParseList(absl::GetFlag(FLAGS_q))) {
-    for (int heads : ParseList(absl::GetFlag(FLAGS_heads))) {
-      for (int rows : ParseList(absl::GetFlag(FLAGS_rows))) {
+  for (int q : ParseIntList(absl::GetFlag(FLAGS_q))) {
+    for (int heads : ParseIntList(absl::GetFlag(FLAGS_heads))) {
+      for (int rows : ParseIntList(absl::GetFlag(FLAGS_rows))) {
         if (rows % q != 0) continue;
         const mla_tail::TailShape shape{heads, rows, q};
         const int layer_count = LayersForColdL2(shape, absl::GetFlag(FLAGS_min_layers),

@@ -87,8 +87,7 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
                                           WeightType weight = WeightType::kBf16) {
   const long long work = static_cast<long long>(heads) * rows;
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
-  // The latent axis over a block's warps, up to 32 rows while its blocks fit one an SM (past
-  // that, behind an upstream kernel without shared memory, its 4 KB a block start late).
+  // The latent axis over a block's warps, up to 32 rows while its blocks fit one an SM.
   if (rows <= 32 && LatentSplitBlocksFitOneWave(heads, rows, multiprocessors)) {
     return FusedKernel::kLatentSplit;
   }
@@ -104,7 +103,8 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
                                : FusedKernel::kTile64x64Pipeline4;
   }
   // Past one wave LatentSplit still leads up to 8 rows at up to 64 heads, back to back and after
-  // an attention-like upstream kernel, with PDL and without.
+  // an attention-like upstream kernel, with PDL and without (only behind an upstream kernel that
+  // holds no shared memory, with PDL, do ColumnSplit's blocks start earlier).
   if (rows <= 8 && heads <= 64) return FusedKernel::kLatentSplit;
   if (rows <= 16 && (heads <= 64 || work <= 768)) return FusedKernel::kColumnSplit;
   if (EightRowBlocksFitOneWave(heads, rows, multiprocessors)) return FusedKernel::kColumnSplit;
