@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -131,6 +132,7 @@ absl::Status HostTimes(cudaStream_t stream) {
     std::printf("%-34s %-8.3f %-8.3f\n", name, cached, full);
   };
   double run[2], checks[2], set_layer[2], update[2];
+  double validate[2], guard_scope[2], node_checks[2], set_params[2];  // the parts of Update
   for (int full = 0; full < 2; ++full) {
     mla_tail::TailOptions options;
     options.full_pointer_checks = full == 1;
@@ -169,15 +171,45 @@ absl::Status HostTimes(cudaStream_t stream) {
     cudaGraphExec_t exec = nullptr;
     MLA_RETURN_IF_CUDA_ERROR(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
     t = HostMicros(stream, [&] { return node->Update(exec, ++i % 2 ? a : b); });
+    // The parts of an update, each alone: validation, the error-state scope with the device
+    // guard, the pointer checks, and CUDA's own node update with the parameters the node holds.
+    cudaKernelNodeParams params = {};
+    const std::function<absl::Status()> parts[] = {
+        [&] { return mla_tail::ValidateTail(shape, ++i % 2 ? a : b); },
+        [&] {
+          mla_tail::internal::CudaErrorScope errors;
+          mla_tail::internal::DeviceGuard guard;
+          return guard.Enter(0);
+        },
+        [&] { return mla_tail::internal::CheckTailBuffers(0, shape, ++i % 2 ? a : b, mode); },
+        [&] {
+          return mla_tail::internal::CudaStatus(
+              cudaGraphExecKernelNodeSetParams(exec, node->node(), &params),
+              "cudaGraphExecKernelNodeSetParams");
+        }};
+    double* part_times[] = {&validate[full], &guard_scope[full], &node_checks[full],
+                            &set_params[full]};
+    if (t.ok()) {
+      update[full] = *t;
+      const cudaError_t got = cudaGraphKernelNodeGetParams(node->node(), &params);
+      if (got != cudaSuccess) t = mla_tail::internal::CudaStatus(got, "get params");
+    }
+    for (int part = 0; part < 4 && t.ok(); ++part) {
+      t = HostMicros(stream, parts[part]);
+      if (t.ok()) *part_times[part] = *t;
+    }
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
     if (!t.ok()) return t.status();
-    update[full] = *t;
   }
   row("MlaTail::Run (12 x 1)", run[0], run[1]);
   row("  of it: the pointer checks", checks[0], checks[1]);
   row("TailGraphSet::SetLayer", set_layer[0], set_layer[1]);
   row("TailNode::Update", update[0], update[1]);
+  row("  of it: validation", validate[0], validate[1]);
+  row("  of it: error scope, device guard", guard_scope[0], guard_scope[1]);
+  row("  of it: the pointer checks", node_checks[0], node_checks[1]);
+  row("  of it: CUDA's node update", set_params[0], set_params[1]);
   return absl::OkStatus();
 }
 

@@ -16,13 +16,16 @@ namespace {
 
 constexpr int kH200 = 132;  // the GPU the rule was measured on (multiprocessors)
 
-// The function PlanFusedKernel launches for a shape and kernel.
+// The function PlanFusedKernel launches for a shape and kernel (with e4m3 W_UV when `weight`
+// says so: the planner reads the weight type from the parameters, as the launches pass them).
 const void* KernelFunction(int heads, int rows, FusedKernel kernel = FusedKernel::kAuto,
-                           int multiprocessors = kH200) {
+                           int multiprocessors = kH200, WeightType weight = WeightType::kBf16) {
+  static const fp8_e4m3 kSomeWeights[16] = {};
   internal::FusedTailParams params = {};
   params.heads = heads;
   params.rows = rows;
   params.q = 1;
+  if (weight == WeightType::kE4m3) params.w_uv_fp8 = kSomeWeights;
   internal::KernelLaunch launch;
   EXPECT_EQ(internal::PlanFusedKernel(params, kernel, multiprocessors, &launch), cudaSuccess);
   return launch.function;
@@ -130,6 +133,21 @@ TEST(DispatchTest, E4m3FollowsTheMeasurements) {
     EXPECT_EQ(DispatchFusedKernel(m.heads, m.rows, kH200, WeightType::kE4m3), m.kernel)
         << m.heads << " x " << m.rows;
   }
+}
+
+// The planner takes the e4m3 rule for e4m3 W_UV: at 128 heads x 16 rows the bf16 rule's
+// 6-stage pipeline, the e4m3 rule's ColumnSplit.
+TEST(DispatchTest, E4m3WeightsArePlannedByTheE4m3Rule) {
+  using K = FusedKernel;
+  const WeightType e4m3 = WeightType::kE4m3;
+  EXPECT_EQ(KernelFunction(128, 16, K::kAuto, kH200, e4m3),
+            KernelFunction(128, 16, K::kColumnSplit, kH200, e4m3));
+  EXPECT_NE(KernelFunction(128, 16, K::kAuto, kH200, e4m3),
+            KernelFunction(128, 16, K::kTile64x64Pipeline6, kH200, e4m3));
+  EXPECT_EQ(KernelFunction(128, 16), KernelFunction(128, 16, K::kTile64x64Pipeline6));
+  EXPECT_EQ(KernelFunction(32, 32, K::kAuto, kH200, e4m3),
+            KernelFunction(32, 32, K::kTile64x32AllSteps, kH200, e4m3));
+  EXPECT_EQ(KernelFunction(32, 32), KernelFunction(32, 32, K::kTile64x64AllSteps));
 }
 
 // The SM count enters where the rule counts waves: a GPU with fewer SMs moves the 16-row

@@ -74,7 +74,8 @@ step graph_bench 30 graph_bench.log "$bin/graph_bench" --commit="$commit" \
   --csv="$out/graph_bench.csv"
 # The live row count: counted, padded and exact tails at 12 and 64 heads, buckets 16 and 64, with
 # and without a gate; the host time of Run, SetLayer and Update with cached and full pointer
-# checks.
+# checks, and of Update's parts (validation, error scope and device guard, pointer checks, CUDA's
+# node update).
 step row_count 60 row_count_bench.log "$bin/row_count_bench" --commit="$commit" \
   --csv="$out/row_count_bench.csv"
 step row_count 60 row_count_bench.log "$bin/row_count_bench" --commit="$commit" \
