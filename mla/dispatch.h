@@ -87,6 +87,8 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
                                           WeightType weight = WeightType::kBf16) {
   const long long work = static_cast<long long>(heads) * rows;
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
+  // 128 x 128 tiles, one a multiprocessor, at least 128 of them.
+  const bool persistent_tiles = rows >= 128 && heads * ((rows + 127LL) / 128) >= 128;
   // The latent axis over a block's warps, up to 32 rows while its blocks fit one an SM.
   if (rows <= 32 && LatentSplitBlocksFitOneWave(heads, rows, multiprocessors)) {
     return FusedKernel::kLatentSplit;
@@ -95,9 +97,7 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
     if (rows <= 8 && heads <= 32) return FusedKernel::kLatentSplit;
     if (rows <= 16 || (rows <= 64 && work <= 512)) return FusedKernel::kColumnSplit;
     if (tiles_64 <= 32) return FusedKernel::kTile64x32AllSteps;
-    if (rows >= 128 && heads * ((rows + 127LL) / 128) >= 128) {
-      return FusedKernel::kPersistent128x128;
-    }
+    if (persistent_tiles) return FusedKernel::kPersistent128x128;
     if (Tile64x128FillsOneWave(tiles_64, multiprocessors)) return FusedKernel::kTile64x128;
     return 2 * tiles_64 <= 256 ? FusedKernel::kTile64x64Pipeline6
                                : FusedKernel::kTile64x64Pipeline4;
@@ -110,9 +110,7 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
   if (EightRowBlocksFitOneWave(heads, rows, multiprocessors)) return FusedKernel::kColumnSplit;
   if (4 * tiles_64 <= 96) return FusedKernel::kTile64x32AllSteps;
   if (2 * tiles_64 <= 96) return FusedKernel::kTile64x64AllSteps;
-  if (rows >= 128 && heads * ((rows + 127LL) / 128) >= 128) {
-    return FusedKernel::kPersistent128x128;
-  }
+  if (persistent_tiles) return FusedKernel::kPersistent128x128;
   // One wave of 64 x 128 tiles that fills the GPU: each latent row read once.
   if (rows >= 64 && Tile64x128FillsOneWave(tiles_64, multiprocessors)) {
     return FusedKernel::kTile64x128;
