@@ -28,8 +28,9 @@
 //
 // e4m3 W_UV (fp8.cuh, tile_copy.cuh): the producer copies each step's slice as e4m3 into the
 // stage's W_UV area; once the stage is full, the 256 consumer threads dequantize it in place into
-// the bf16 swizzled layout (two words each), fence, and meet at a named barrier before the MMAs:
-// both consumer warpgroups read every column of the slice.
+// the bf16 swizzled layout (two words each), one step ahead (while the MMAs of the step before
+// run), fence, and meet at a named barrier before the step's MMAs: both consumer warpgroups read
+// every column of the slice.
 //
 // e4m3 output: a tile holds whole heads' rows, so a row's amax is a shuffle over the 16 lanes that
 // store it; each thread quantizes its 8 values and stores 8 bytes.
@@ -268,13 +269,19 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
 
     Early early;
     int previous = 0;  // the buffer of the step before
+    // e4m3 W_UV: a step's slice is converted one step ahead, while the MMAs of the step before
+    // run (each in its own buffer); the tile's first step before its loop.
+    auto convert = [&](int buffer, int step) {
+      device::E4m3Slice<T::kCols>::Dequantize<T::kConsumerThreads>(
+          smem + buffer * T::kStageBytes, consumer, device::BlockScale(scales, step / 2));
+    };
+    if constexpr (kW == WeightType::kE4m3) {
+      device::MbarrierWait(&full[stage], phase & 1);
+      convert(stage, 0);
+    }
 #pragma unroll(kEarlySigmoids ? T::kSteps : 1)
     for (int step = 0; step < T::kSteps; ++step) {
-      device::MbarrierWait(&full[stage], phase & 1);
-      if constexpr (kW == WeightType::kE4m3) {
-        device::E4m3Slice<T::kCols>::Dequantize<T::kConsumerThreads>(
-            smem + stage * T::kStageBytes, consumer, device::BlockScale(scales, step / 2));
-      }
+      if constexpr (kW != WeightType::kE4m3) device::MbarrierWait(&full[stage], phase & 1);
       device::FenceProxyAsyncShared();  // cp.async (and the dequantization) wrote it
       if constexpr (kW == WeightType::kE4m3) {
         device::NamedBarrier(kDequantizedBarrier, T::kConsumerThreads);
@@ -288,6 +295,14 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
       }
       device::WgmmaCommit();
       early.Step(step, gate_full, served & 1, gate_tile, lengths);
+      if constexpr (kW == WeightType::kE4m3) {
+        if (step + 1 < T::kSteps) {
+          const bool wraps = stage + 1 == T::kStages;
+          const int next = wraps ? 0 : stage + 1;
+          device::MbarrierWait(&full[next], (wraps ? phase + 1 : phase) & 1);
+          convert(next, step + 1);
+        }
+      }
       device::WgmmaWait<1>();  // the step before is done: free its buffer
       device::FenceAccumulators(acc);
       if (step > 0) free_buffer(previous);

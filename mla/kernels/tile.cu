@@ -41,8 +41,9 @@
 //
 // e4m3 W_UV (fp8.cuh, tile_copy.cuh): each step's slice is copied as e4m3 into its stage buffer's
 // W_UV area and, once this thread's copies of the step have landed, dequantized in place into the
-// bf16 swizzled layout by the thread that copied it, before the barrier that publishes the step
-// to the MMAs; the head's 4 block scales are loaded before the dependency wait.
+// bf16 swizzled layout by the thread that copied it, one step ahead: while the MMAs of the step
+// before run, so that the barrier publishing a step finds it converted; the head's 4 block
+// scales are loaded before the dependency wait.
 //
 // e4m3 output: the store phase reads the gated bf16 tile as before; a row's amax over the tile's
 // columns is a shuffle over the lanes that hold the row, and with tiles narrower than a head
@@ -409,18 +410,30 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   for (int j = 0; j < kWgCols / 2; ++j) acc[j] = 0.0f;
   EarlySigmoids<T, kEarlySigmoids> early;
 
-#pragma unroll
-  for (int step = 0; step < kSteps; ++step) {
-    const int stage = step % kStages;
-    // Groups 0..step are complete; the barrier publishes every thread's copies and tells
-    // that every thread finished step - 1's MMAs, whose buffer the copies issued next
-    // overwrite.
+  // This thread's copies of step `step` have landed: groups 0..step are complete (with one
+  // group committed a step, kPrologueSteps - 1 remain pending in the pipelined configurations).
+  auto wait_for_step = [&](int step) {
     if (T::kAllInFlight) {
       CopyAsyncWaitUntil(kSteps - 1 - step);
     } else {
       device::CopyAsyncWait<T::kPrologueSteps - 1>();
     }
-    Copier::DequantizeW(smem, step, stage, scales);  // e4m3 W_UV: this thread's words of the step
+  };
+  // e4m3 W_UV: a step's slice is converted one step ahead, while the MMAs of the step before run
+  // (each in its own stage buffer), so the conversion is off the chain of barriers and MMAs;
+  // step 0's before the loop.
+  constexpr bool kConvertAhead = kW == WeightType::kE4m3;
+  if constexpr (kConvertAhead) {
+    wait_for_step(0);
+    Copier::DequantizeW(smem, 0, 0, scales);
+  }
+
+#pragma unroll
+  for (int step = 0; step < kSteps; ++step) {
+    const int stage = step % kStages;
+    // The barrier publishes every thread's copies (converted, with e4m3 W_UV) and tells that
+    // every thread finished step - 1's MMAs, whose buffer the copies issued next overwrite.
+    if constexpr (!kConvertAhead) wait_for_step(step);
     device::FenceProxyAsyncShared();
     __syncthreads();
     MLA_TIMELINE_STAMP(2 + step);
@@ -447,6 +460,13 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
     device::WgmmaCommit();
     // The gate tile landed with step 0 (group 0), and the barrier above published it.
     early.Step(step, gate_tile, reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset));
+    if constexpr (kConvertAhead) {
+      if (step + 1 < kSteps) {
+        // After this step's commit the next step's group is the oldest pending one.
+        wait_for_step(step + 1);
+        Copier::DequantizeW(smem, step + 1, (step + 1) % kStages, scales);
+      }
+    }
     if (T::kAllInFlight && step + 1 < kSteps) {
       device::WgmmaWait<1>();  // step - 1's MMAs are done; this step's run on (no reuse)
     } else {
