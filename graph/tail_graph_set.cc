@@ -48,7 +48,8 @@ bool SameBuffers(const TailBuffers& a, const TailBuffers& b) {
          a.output_fp8 == b.output_fp8 && a.output_row_stride == b.output_row_stride &&
          a.output_scale == b.output_scale &&
          a.output_scale_row_stride == b.output_scale_row_stride &&
-         a.output_scale_head_stride == b.output_scale_head_stride && a.row_count == b.row_count;
+         a.output_scale_head_stride == b.output_scale_head_stride && a.row_count == b.row_count &&
+         a.row_count_before_upstream == b.row_count_before_upstream;
 }
 
 // Whether `a` and `b` run the same kernel instantiation (the weight and output types).

@@ -172,6 +172,9 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
   MLA_TAIL_CHECK(CheckPointer(b.lengths, "lengths", alignof(int32_t)));
   if (b.row_count != nullptr) {
     MLA_TAIL_CHECK(CheckPointer(b.row_count, "row_count", alignof(int32_t)));
+  } else if (b.row_count_before_upstream) {
+    return absl::InvalidArgumentError(
+        "row_count_before_upstream is set without row_count: there is no count to read early");
   }
   if (fp8_weight) {
     MLA_TAIL_CHECK(CheckPointer(b.w_uv_scale, "w_uv_scale", kAlign));

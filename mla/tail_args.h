@@ -72,6 +72,12 @@ struct TailBuffers {
   // keep what they held); rows below it keep their meaning, lengths included. Read when the tail
   // runs, clamped to [0, B]. Null: all B rows are live.
   const int32_t* row_count = nullptr;
+  // Set when the count is final before the tail's upstream kernel begins: written by a copy or
+  // kernel that completed before it (as a runtime copies its batch's metadata to the device
+  // before it launches a step's graph). The fused kernels then read it as they start, while they
+  // wait for the upstream kernel, instead of after: one memory round trip less on the path after
+  // it. Unset: an upstream kernel may write the count, and it is read after the wait.
+  bool row_count_before_upstream = false;
 };
 
 // The weight and output types of a tail's buffers (which of each pair is set).

@@ -209,6 +209,19 @@ TEST(ValidateTailTest, TheGateAndTheRowCountAreOptional) {
               HasSubstr("output overlaps row_count"));
 }
 
+TEST(ValidateTailTest, AnEarlyCountNeedsACount) {
+  Fixture f({4, 16, 1});
+  TailBuffers b = f.buffers;
+  b.row_count_before_upstream = true;
+  const absl::Status status = ValidateTail(f.shape, b);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("row_count_before_upstream is set without row_count"));
+  int32_t count = 0;
+  b.row_count = &count;
+  EXPECT_TRUE(ValidateTail(f.shape, b).ok()) << ValidateTail(f.shape, b);
+}
+
 TEST(ValidateTailTest, OneHeadMayUseAnyHeadStride) {
   Fixture f({1, 16, 1});
   f.buffers.w_head_stride = 0;

@@ -22,6 +22,7 @@
 #include "mla_tail/mla/tail.h"
 #include "testing/support/gpu.h"
 #include "testing/support/gpu_stream_test.h"
+#include "testing/support/late_writer.h"
 #include "testing/support/problem.h"
 #include "testing/support/status_macros.h"
 
@@ -176,6 +177,78 @@ TEST_F(RowCountGpuTest, EveryKernelRunsWithoutAGate) {
   }
 }
 
+// A count written before the upstream kernel (row_count_before_upstream) is read as the kernels
+// start: every fused kernel forced, the rule and the BMM path (which reads it after the wait
+// regardless), with 0, 1, half, all and more rows live.
+TEST_F(RowCountGpuTest, EveryKernelReadsAnEarlyCount) {
+  std::vector<std::pair<FusedKernel, TailPath>> paths = {{FusedKernel::kAuto, TailPath::kBmm},
+                                                         {FusedKernel::kAuto, TailPath::kAuto}};
+  for (FusedKernel kernel : mla_tail::kFusedKernels) paths.push_back({kernel, TailPath::kFused});
+  for (const auto& [kernel, path] : paths) {
+    std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(kernel);
+    ASSERT_NE(tail, nullptr);
+    for (int heads : {12, 64}) {
+      for (int rows : ForProfile<int>({16, 200}, {16})) {
+        SCOPED_TRACE(absl::StrCat(mla_tail::FusedKernelName(kernel), " ",
+                                  mla_tail::TailPathName(path), " heads ", heads, " rows ", rows));
+        std::unique_ptr<Problem> problem = MakeProblem(heads, rows, heads * 2000 + rows);
+        ASSERT_NE(problem, nullptr);
+        TailBuffers b = Counted(*problem);
+        b.row_count_before_upstream = true;
+        ForEachCount(*problem, Counts(rows),
+                     [&] { return tail->Run(problem->shape(), b, stream_, path); });
+      }
+    }
+  }
+}
+
+// The early count changes only when the count is read: the latent, gate and lengths are still
+// read after the wait. The count is written in stream order before an upstream kernel that lets
+// the tail launch at once and writes those inputs 50 us later; the tail, launched with PDL,
+// must serve the live rows from the late writes.
+TEST_F(RowCountGpuTest, AnEarlyCountStillWaitsForTheUpstreamInputs) {
+  for (FusedKernel kernel : mla_tail::kFusedKernels) {
+    SCOPED_TRACE(mla_tail::FusedKernelName(kernel));
+    std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(kernel);
+    ASSERT_NE(tail, nullptr);
+    std::unique_ptr<Problem> problem = MakeProblem(12, 64, 81);
+    ASSERT_NE(problem, nullptr);
+    TailBuffers b = Counted(*problem);
+    b.row_count_before_upstream = true;
+    const int rows = problem->shape().rows;
+    const size_t latent_bytes = size_t(rows) * b.latent_row_stride * 2;
+    const size_t gate_bytes = size_t(rows) * b.gate_row_stride * 2;
+    const size_t lengths_bytes = size_t(rows) * 4;
+    absl::StatusOr<DeviceMemory> saved =
+        DeviceMemory::Allocate(latent_bytes + gate_bytes + lengths_bytes);
+    ASSERT_TRUE(saved.ok()) << saved.status();
+    char* s = saved->as<char>();
+    ASSERT_EQ(cudaMemcpy(s, b.latent, latent_bytes, cudaMemcpyDeviceToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(s + latent_bytes, b.gate, gate_bytes, cudaMemcpyDeviceToDevice),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(s + latent_bytes + gate_bytes, b.lengths, lengths_bytes,
+                         cudaMemcpyDeviceToDevice),
+              cudaSuccess);
+    for (int live : {rows, rows / 2 + 3}) {
+      SCOPED_TRACE(absl::StrCat("row count ", live));
+      SetCount(live);
+      ASSERT_EQ(cudaMemset(const_cast<mla_tail::bf16*>(b.latent), 0xff, latent_bytes),
+                cudaSuccess);
+      ASSERT_EQ(cudaMemset(const_cast<mla_tail::bf16*>(b.gate), 0xff, gate_bytes), cudaSuccess);
+      ASSERT_EQ(cudaMemset(const_cast<int32_t*>(b.lengths), 0, lengths_bytes), cudaSuccess);
+      ASSERT_OK(problem->PoisonOutput(b.output, stream_));
+      const LateCopy copies[3] = {
+          {s, const_cast<mla_tail::bf16*>(b.latent), latent_bytes},
+          {s + latent_bytes, const_cast<mla_tail::bf16*>(b.gate), gate_bytes},
+          {s + latent_bytes + gate_bytes, const_cast<int32_t*>(b.lengths), lengths_bytes}};
+      ASSERT_EQ(LaunchLateWriter(copies, 50000, stream_), cudaSuccess);
+      ASSERT_OK(tail->Run(problem->shape(), b, stream_, TailPath::kFused));
+      ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+      ASSERT_OK(problem->Check(b.output, problem->SampleRows(8), true, live));
+    }
+  }
+}
+
 // A bucketed replay with the count touches nothing past the batch and needs no
 // ZeroPaddingLengths (the padding keeps length 1); the count changes between replays of one
 // graph, which reads it when it runs.
@@ -233,9 +306,9 @@ TEST_F(RowCountGpuTest, GraphSetSwitchesBetweenGatedAndUngated) {
   }
 }
 
-// Nodes of the caller's graph: the count read at each launch; an update from gated to ungated
-// buffers switches the node's kernel in place, and an update back to gated buffers switches it
-// back; updates without a count make every row live.
+// Nodes of the caller's graph: the count read at each launch (early, then after the wait); an
+// update from gated to ungated buffers switches the node's kernel in place, and an update back
+// to gated buffers switches it back; updates without a count make every row live.
 TEST_F(RowCountGpuTest, NodesServeOnlyTheLiveRows) {
   std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(FusedKernel::kAuto);
   ASSERT_NE(tail, nullptr);
@@ -246,8 +319,10 @@ TEST_F(RowCountGpuTest, NodesServeOnlyTheLiveRows) {
     ASSERT_TRUE(gated != nullptr && ungated != nullptr);
     cudaGraph_t graph = nullptr;
     ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
-    absl::StatusOr<TailNode> node =
-        mla_tail::AddTailNode(*tail, graph, {}, gated->shape(), Counted(*gated));
+    // Added with an early count, then updated to one read after the wait.
+    TailBuffers early = Counted(*gated);
+    early.row_count_before_upstream = true;
+    absl::StatusOr<TailNode> node = mla_tail::AddTailNode(*tail, graph, {}, gated->shape(), early);
     ASSERT_TRUE(node.ok()) << node.status();
     cudaGraphExec_t exec = nullptr;
     ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);

@@ -99,7 +99,8 @@ pdl_order_tests=(ReliabilityGpuTest.ControlPdlWaitSeesLateWrites
                  ReliabilityGpuTest.InputsWrittenUpstreamUntilItsEndAreSeen
                  '*PdlOptionTest.EdgeTypeAndResults/WithPdl'
                  '*GraphOrderGpuTest.*ProgrammaticEdge'
-                 MlaGpuTest.GateAndOutputInterleavedInOneRow)
+                 MlaGpuTest.GateAndOutputInterleavedInOneRow
+                 RowCountGpuTest.AnEarlyCountStillWaitsForTheUpstreamInputs)
 # Tests of streams running at once: under every tool, the replay on another stream did not end
 # while a host function held the first stream, so they wait out their hold (minutes). They run
 # in the plain run only.

@@ -95,11 +95,13 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   }
   device::PrefetchBlockInputsL2<kGated>(p, head, t0, kTileRows, 0, kLatentDim,
                                         chunk * kColumnsPerBlock, kColumnsPerBlock);
+  const int rows_before_wait =
+      device::LiveRowsBeforeWait(p.row_count, p.row_count_early, p.rows);
 
   device::GridDependencyWait();
   MLA_TIMELINE_STAMP(1);
   // Rows at and past the live count are neither read nor written.
-  const int rows = device::LiveRows(p.row_count, p.rows);
+  const int rows = device::LiveRowsAfterWait(p.row_count, rows_before_wait, p.rows);
   if (t0 >= rows) return;
 
   const bf16* latent_head = p.latent + head * kLatentDim;

@@ -28,6 +28,18 @@ __device__ __forceinline__ int LiveRows(const int32_t* count, int rows) {
   return count == nullptr ? rows : max(0, min(*count, rows));
 }
 
+// A count the caller wrote before the upstream kernel began (`early`: TailBuffers::
+// row_count_before_upstream) is read before griddepcontrol.wait, its latency hidden by the wait,
+// and LiveRowsAfterWait then uses it; -1 means not read yet. Any other count is read after the
+// wait.
+__device__ __forceinline__ int LiveRowsBeforeWait(const int32_t* count, bool early, int rows) {
+  return early ? LiveRows(count, rows) : -1;
+}
+__device__ __forceinline__ int LiveRowsAfterWait(const int32_t* count, int rows_before_wait,
+                                                 int rows) {
+  return rows_before_wait >= 0 ? rows_before_wait : LiveRows(count, rows);
+}
+
 // The shared-memory address of a generic pointer into shared memory, as PTX operands take it.
 __device__ __forceinline__ uint32_t SmemAddress(const void* pointer) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(pointer));

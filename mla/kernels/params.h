@@ -38,7 +38,8 @@ struct FusedTailParams {
   int heads;                 // H
   int rows;                  // B
   int q;                     // tokens a request
-  const int32_t* row_count;  // null, or the live rows on the device (read after the wait)
+  const int32_t* row_count;  // null, or the live rows on the device
+  bool row_count_early;      // the count is final before the upstream kernel begins
 };
 
 // The caller's buffers the gate reads and writes on the BMM path. BmmPointersKernel writes them
@@ -104,7 +105,8 @@ inline FusedTailParams MakeFusedTailParams(const TailShape& shape, const TailBuf
           shape.heads,
           shape.rows,
           shape.q,
-          b.row_count};
+          b.row_count,
+          b.row_count_before_upstream};
 }
 
 // `values` is the BMM path's [H, B, 128] scratch; `tables` is kOperandTableBytes of device

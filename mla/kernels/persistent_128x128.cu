@@ -196,11 +196,13 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
     constexpr int kEarly = T::kStages < T::kSteps ? T::kStages : T::kSteps;
 #pragma unroll
     for (int step = 0; step < kEarly; ++step) copy_w(first, step, step);
+    const int rows_before_wait =
+        device::LiveRowsBeforeWait(p.row_count, p.row_count_early, p.rows);
     device::GridDependencyWait();
     // Tiles whose rows all lie at or past the live count are skipped (by the consumers too);
     // `served` counts the tiles served. The early W_UV copies are tile 0's: when the first tile
     // served has another head, they land first and its W_UV is copied anew.
-    rows = device::LiveRows(p.row_count, p.rows);
+    rows = device::LiveRowsAfterWait(p.row_count, rows_before_wait, p.rows);
     const bool early_w_wrong = first.t0 >= rows && tiles > 1;
     if (early_w_wrong) device::CopyAsyncCommitAndWaitAll();
 
@@ -246,8 +248,11 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
 
   // ---- Consumers ----
   device::WarpgroupRegistersUp<T::kConsumerRegisters>();
+  const int rows_before_wait =
+      device::LiveRowsBeforeWait(p.row_count, p.row_count_early, p.rows);
   device::GridDependencyWait();  // orders the output stores after the upstream kernels
-  const int rows = device::LiveRows(p.row_count, p.rows);  // as the producer skips
+  // As the producer skips.
+  const int rows = device::LiveRowsAfterWait(p.row_count, rows_before_wait, p.rows);
   const int consumer = threadIdx.x - T::kProducerThreads;  // 0..255
   const int warpgroup = consumer / 128;
   const int warp = consumer % 128 / 32;  // within the warpgroup

@@ -378,11 +378,13 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   const float4 scales = device::LoadBlockScales<kW>(p, tile.head);
   device::PrefetchBlockInputsL2<kGated>(p, tile.head, tile.t0, kRows, 0, kLatentDim, tile.column0,
                                         kCols);
+  const int rows_before_wait =
+      device::LiveRowsBeforeWait(p.row_count, p.row_count_early, p.rows);
   device::GridDependencyWait();
   MLA_TIMELINE_STAMP(1);
   // Rows at and past the live count are neither read nor written; a block of none of them exits
   // once its W_UV copies have landed.
-  rows = device::LiveRows(p.row_count, p.rows);
+  rows = device::LiveRowsAfterWait(p.row_count, rows_before_wait, p.rows);
   if (tile.t0 >= rows) {
     device::CopyAsyncCommitAndWaitAll();
     return;
