@@ -76,6 +76,8 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   const int column = chunk * kColumnsPerBlock + warp * 8;  // first of the warp's 8 columns
 
   MLA_TIMELINE_STAMP(0);
+  const int rows_before_wait =
+      device::LiveRowsBeforeWait(p.row_count, p.row_count_early, p.rows);
   // W_UV before the wait: weights are written by no upstream kernel.
   const auto* w_column = device::WeightTraits<kW>::Base(p) + head * p.w_head_stride +
                          static_cast<int64_t>(column + group) * p.w_row_stride + 8 * quarter;
@@ -95,8 +97,6 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   }
   device::PrefetchBlockInputsL2<kGated>(p, head, t0, kTileRows, 0, kLatentDim,
                                         chunk * kColumnsPerBlock, kColumnsPerBlock);
-  const int rows_before_wait =
-      device::LiveRowsBeforeWait(p.row_count, p.row_count_early, p.rows);
 
   device::GridDependencyWait();
   MLA_TIMELINE_STAMP(1);

@@ -29,11 +29,15 @@ __device__ __forceinline__ int LiveRows(const int32_t* count, int rows) {
 }
 
 // A count the caller wrote before the upstream kernel began (`early`: TailBuffers::
-// row_count_before_upstream) is read before griddepcontrol.wait, its latency hidden by the wait,
-// and LiveRowsAfterWait then uses it; -1 means not read yet. Any other count is read after the
-// wait.
+// row_count_before_upstream) is read as the kernel starts, ahead of its W_UV loads (an asm
+// volatile load keeps that order: behind them it would return only after their DRAM round trip,
+// which the latent's reads after the wait need not await), and LiveRowsAfterWait then uses it;
+// -1 means not read yet. Any other count is read after griddepcontrol.wait.
 __device__ __forceinline__ int LiveRowsBeforeWait(const int32_t* count, bool early, int rows) {
-  return early ? LiveRows(count, rows) : -1;
+  if (!early) return -1;
+  int n;
+  asm volatile("ld.global.s32 %0, [%1];" : "=r"(n) : "l"(count));
+  return max(0, min(n, rows));
 }
 __device__ __forceinline__ int LiveRowsAfterWait(const int32_t* count, int rows_before_wait,
                                                  int rows) {

@@ -68,6 +68,8 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
   const int chunk0 = warp * kChunks;
 
   MLA_TIMELINE_STAMP(0);
+  const int rows_before_wait =
+      device::LiveRowsBeforeWait(p.row_count, p.row_count_early, p.rows);
   // W_UV before the wait: weights are written by no upstream kernel.
   uint4 w_fragment[kTiles][kChunks];
   if constexpr (kW == WeightType::kBf16) {
@@ -102,8 +104,6 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
     }
   }
   device::PrefetchBlockInputsL2<kGated>(p, head, t0, kRows, 0, kLatentDim, column0, kColumns);
-  const int rows_before_wait =
-      device::LiveRowsBeforeWait(p.row_count, p.row_count_early, p.rows);
 
   device::GridDependencyWait();
   MLA_TIMELINE_STAMP(1);

@@ -193,11 +193,11 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
 
     // W_UV is no upstream kernel's output: the first buffers' share goes before the wait.
     const Tile first = tile_at(0);
+    const int rows_before_wait =
+        device::LiveRowsBeforeWait(p.row_count, p.row_count_early, p.rows);
     constexpr int kEarly = T::kStages < T::kSteps ? T::kStages : T::kSteps;
 #pragma unroll
     for (int step = 0; step < kEarly; ++step) copy_w(first, step, step);
-    const int rows_before_wait =
-        device::LiveRowsBeforeWait(p.row_count, p.row_count_early, p.rows);
     device::GridDependencyWait();
     // Tiles whose rows all lie at or past the live count are skipped (by the consumers too);
     // `served` counts the tiles served. The early W_UV copies are tile 0's: when the first tile

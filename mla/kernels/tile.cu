@@ -371,6 +371,8 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   std::conditional_t<kLeanCopies, RowLengths, Nothing> lengths(p, tile.t0);
 
   MLA_TIMELINE_STAMP(0);
+  const int rows_before_wait =
+      device::LiveRowsBeforeWait(p.row_count, p.row_count_early, p.rows);
   // Prologue: groups 0..kPrologueSteps-1 hold steps 0..kPrologueSteps-1; group 0 also the
   // epilogue's inputs.
 #pragma unroll
@@ -378,8 +380,6 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   const float4 scales = device::LoadBlockScales<kW>(p, tile.head);
   device::PrefetchBlockInputsL2<kGated>(p, tile.head, tile.t0, kRows, 0, kLatentDim, tile.column0,
                                         kCols);
-  const int rows_before_wait =
-      device::LiveRowsBeforeWait(p.row_count, p.row_count_early, p.rows);
   device::GridDependencyWait();
   MLA_TIMELINE_STAMP(1);
   // Rows at and past the live count are neither read nor written; a block of none of them exits
