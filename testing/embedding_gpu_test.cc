@@ -27,7 +27,7 @@
 #include "testing/support/capture_on_another_thread.h"
 #include "testing/support/gpu.h"
 #include "testing/support/gpu_stream_test.h"
-#include "testing/support/late_writer.h"
+#include "testing/support/late_inputs.h"
 #include "testing/support/problem.h"
 #include "testing/support/status_macros.h"
 
@@ -86,58 +86,6 @@ class EmbeddingGpuTest : public GpuStreamTest<> {
   }
 
   std::unique_ptr<mla_tail::MlaTail> tail_;
-};
-
-// A problem whose latent, gate and lengths an upstream kernel writes late: before it, they hold
-// NaN and zero lengths, so a tail that read them before its dependency wait shows it.
-struct LateInputs {
-  DeviceMemory saved;
-  size_t latent_bytes = 0, gate_bytes = 0, lengths_bytes = 0;
-
-  static absl::StatusOr<LateInputs> Save(const Problem& problem) {
-    const mla_tail::TailBuffers b = problem.buffers();
-    const int rows = problem.shape().rows;
-    LateInputs late;
-    late.latent_bytes = size_t(rows) * b.latent_row_stride * 2;
-    late.gate_bytes = size_t(rows) * b.gate_row_stride * 2;
-    late.lengths_bytes = size_t(rows) * 4;
-    absl::StatusOr<DeviceMemory> saved =
-        DeviceMemory::Allocate(late.latent_bytes + late.gate_bytes + late.lengths_bytes);
-    if (!saved.ok()) return saved.status();
-    late.saved = *std::move(saved);
-    char* s = late.saved.as<char>();
-    for (const auto& [dst, src, bytes] :
-         {std::tuple{s, static_cast<const void*>(b.latent), late.latent_bytes},
-          {s + late.latent_bytes, b.gate, late.gate_bytes},
-          {s + late.latent_bytes + late.gate_bytes, b.lengths, late.lengths_bytes}}) {
-      if (cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice) != cudaSuccess) {
-        return absl::InternalError("saving the inputs");
-      }
-    }
-    return late;
-  }
-
-  // Overwrites the inputs with NaN and zero lengths (in stream order).
-  absl::Status Spoil(const Problem& problem, cudaStream_t stream) const {
-    const mla_tail::TailBuffers b = problem.buffers();
-    if (cudaMemsetAsync(const_cast<mla_tail::bf16*>(b.latent), 0xff, latent_bytes, stream) ||
-        cudaMemsetAsync(const_cast<mla_tail::bf16*>(b.gate), 0xff, gate_bytes, stream) ||
-        cudaMemsetAsync(const_cast<int32_t*>(b.lengths), 0, lengths_bytes, stream)) {
-      return absl::InternalError("spoiling the inputs");
-    }
-    return absl::OkStatus();
-  }
-
-  // The upstream kernel: triggers its dependents at once, writes the inputs 50 us later.
-  cudaError_t LaunchWriter(const Problem& problem, cudaStream_t stream) const {
-    const mla_tail::TailBuffers b = problem.buffers();
-    const char* s = saved.as<char>();
-    const LateCopy copies[3] = {
-        {s, const_cast<mla_tail::bf16*>(b.latent), latent_bytes},
-        {s + latent_bytes, const_cast<mla_tail::bf16*>(b.gate), gate_bytes},
-        {s + latent_bytes + gate_bytes, const_cast<int32_t*>(b.lengths), lengths_bytes}};
-    return LaunchLateWriter(copies, 50000, stream);
-  }
 };
 
 // The only node of a graph captured from one kernel launch.

@@ -22,7 +22,7 @@
 #include "mla_tail/mla/tail.h"
 #include "testing/support/gpu.h"
 #include "testing/support/gpu_stream_test.h"
-#include "testing/support/late_writer.h"
+#include "testing/support/late_inputs.h"
 #include "testing/support/problem.h"
 #include "testing/support/status_macros.h"
 
@@ -210,31 +210,14 @@ TEST_F(RowCountGpuTest, AnEarlyCountStillWaitsForTheUpstreamInputs) {
     TailBuffers b = Counted(*problem);
     b.row_count_before_upstream = true;
     const int rows = problem->shape().rows;
-    const size_t latent_bytes = size_t(rows) * b.latent_row_stride * 2;
-    const size_t gate_bytes = size_t(rows) * b.gate_row_stride * 2;
-    const size_t lengths_bytes = size_t(rows) * 4;
-    absl::StatusOr<DeviceMemory> saved =
-        DeviceMemory::Allocate(latent_bytes + gate_bytes + lengths_bytes);
-    ASSERT_TRUE(saved.ok()) << saved.status();
-    char* s = saved->as<char>();
-    ASSERT_EQ(cudaMemcpy(s, b.latent, latent_bytes, cudaMemcpyDeviceToDevice), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(s + latent_bytes, b.gate, gate_bytes, cudaMemcpyDeviceToDevice),
-              cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(s + latent_bytes + gate_bytes, b.lengths, lengths_bytes,
-                         cudaMemcpyDeviceToDevice),
-              cudaSuccess);
+    absl::StatusOr<LateInputs> late = LateInputs::Save(*problem);
+    ASSERT_TRUE(late.ok()) << late.status();
     for (int live : {rows, rows / 2 + 3}) {
       SCOPED_TRACE(absl::StrCat("row count ", live));
       SetCount(live);
-      ASSERT_EQ(cudaMemset(const_cast<mla_tail::bf16*>(b.latent), 0xff, latent_bytes), cudaSuccess);
-      ASSERT_EQ(cudaMemset(const_cast<mla_tail::bf16*>(b.gate), 0xff, gate_bytes), cudaSuccess);
-      ASSERT_EQ(cudaMemset(const_cast<int32_t*>(b.lengths), 0, lengths_bytes), cudaSuccess);
+      ASSERT_OK(late->Spoil(*problem, stream_));
       ASSERT_OK(problem->PoisonOutput(b.output, stream_));
-      const LateCopy copies[3] = {
-          {s, const_cast<mla_tail::bf16*>(b.latent), latent_bytes},
-          {s + latent_bytes, const_cast<mla_tail::bf16*>(b.gate), gate_bytes},
-          {s + latent_bytes + gate_bytes, const_cast<int32_t*>(b.lengths), lengths_bytes}};
-      ASSERT_EQ(LaunchLateWriter(copies, 50000, stream_), cudaSuccess);
+      ASSERT_EQ(late->LaunchWriter(*problem, stream_), cudaSuccess);
       ASSERT_OK(tail->Run(problem->shape(), b, stream_, TailPath::kFused));
       ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
       ASSERT_OK(problem->Check(b.output, problem->SampleRows(8), true, live));
