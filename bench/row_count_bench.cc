@@ -92,6 +92,7 @@ absl::Status DeviceTimes(cudaStream_t stream, FILE* csv) {
       for (int live : {1, bucket / 2, bucket}) {
         MLA_RETURN_IF_CUDA_ERROR(
             cudaMemcpy(count.get(), &live, sizeof(live), cudaMemcpyHostToDevice), "count");
+        MLA_RETURN_IF_CUDA_ERROR(cudaDeviceSynchronize(), "count");
         absl::StatusOr<double> counted_us = PerLayer(**tail, shape, counted, stream);
         if (!counted_us.ok()) return counted_us.status();
         absl::StatusOr<double> early_us = PerLayer(**tail, shape, early, stream);

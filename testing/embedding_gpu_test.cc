@@ -111,7 +111,7 @@ TEST_F(EmbeddingGpuTest, AddedNodesRunAfterTheUpstreamKernel) {
                                 " rows ", rows));
       std::unique_ptr<Problem> problem = MakeProblem(heads, rows, 7 + heads + rows, 0);
       ASSERT_NE(problem, nullptr);
-      absl::StatusOr<LateInputs> late = LateInputs::Save(*problem);
+      absl::StatusOr<LateInputs> late = LateInputs::Save(*problem, stream_);
       ASSERT_TRUE(late.ok()) << late.status();
 
       cudaGraph_t graph = nullptr;
@@ -244,7 +244,7 @@ TEST_F(EmbeddingGpuTest, BadArgumentsAreRefused) {
 TEST_F(EmbeddingGpuTest, RecordTailNodeIntoTheCallersCapture) {
   std::unique_ptr<Problem> problem = MakeProblem(64, 16, 51, 0);
   ASSERT_NE(problem, nullptr);
-  absl::StatusOr<LateInputs> late = LateInputs::Save(*problem);
+  absl::StatusOr<LateInputs> late = LateInputs::Save(*problem, stream_);
   ASSERT_TRUE(late.ok()) << late.status();
   absl::StatusOr<DeviceMemory> other = problem->NewOutput(stream_);
   ASSERT_TRUE(other.ok());
@@ -389,7 +389,7 @@ TEST_P(PdlOptionTest, EdgeTypeAndResults) {
   ASSERT_TRUE(created.ok()) << created.status();
   const Problem& problem = **created;
   const mla_tail::TailBuffers b = problem.buffers();
-  absl::StatusOr<LateInputs> late = LateInputs::Save(problem);
+  absl::StatusOr<LateInputs> late = LateInputs::Save(problem, stream_);
   ASSERT_TRUE(late.ok()) << late.status();
 
   mla_tail::TailOptions tail_options;

@@ -41,11 +41,13 @@ TEST_F(ReliabilityGpuTest, ControlPdlWaitSeesLateWrites) {
   char* zeros = source + kBytes;
   char* target = source + 2 * kBytes;
   char* seen = source + 3 * kBytes;
-  ASSERT_EQ(cudaMemset(source, 0x5a, kBytes), cudaSuccess);
-  ASSERT_EQ(cudaMemset(zeros, 0, kBytes), cudaSuccess);
+  // Every set-up write on the test's stream: a cudaMemset of device memory returns before it has
+  // written, and its legacy stream is not ordered with the non-blocking stream the kernels use.
+  ASSERT_EQ(cudaMemsetAsync(source, 0x5a, kBytes, stream_), cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(zeros, 0, kBytes, stream_), cudaSuccess);
   for (int round = 0; round < 3; ++round) {
-    ASSERT_EQ(cudaMemset(target, 0, kBytes), cudaSuccess);
-    ASSERT_EQ(cudaMemset(seen, 0, kBytes), cudaSuccess);
+    ASSERT_EQ(cudaMemsetAsync(target, 0, kBytes, stream_), cudaSuccess);
+    ASSERT_EQ(cudaMemsetAsync(seen, 0, kBytes, stream_), cudaSuccess);
     const LateCopy copies[3] = {{source, target, kBytes}, {zeros, zeros, 16}, {zeros, zeros, 16}};
     ASSERT_EQ(LaunchLateWriter(copies, 50000, stream_), cudaSuccess);
     ASSERT_EQ(LaunchWaitingCopy({target, seen, kBytes}, stream_), cudaSuccess);
@@ -88,11 +90,14 @@ TEST_F(ReliabilityGpuTest, InputsWrittenUpstreamUntilItsEndAreSeen) {
           DeviceMemory::Allocate(latent_bytes + gate_bytes + lengths_bytes);
       ASSERT_TRUE(saved.ok());
       char* s = saved->as<char>();
-      ASSERT_EQ(cudaMemcpy(s, b.latent, latent_bytes, cudaMemcpyDeviceToDevice), cudaSuccess);
-      ASSERT_EQ(cudaMemcpy(s + latent_bytes, b.gate, gate_bytes, cudaMemcpyDeviceToDevice),
+      // Set-up copies and spoiling on the test's stream (as in the control above).
+      ASSERT_EQ(cudaMemcpyAsync(s, b.latent, latent_bytes, cudaMemcpyDeviceToDevice, stream_),
                 cudaSuccess);
-      ASSERT_EQ(cudaMemcpy(s + latent_bytes + gate_bytes, b.lengths, lengths_bytes,
-                           cudaMemcpyDeviceToDevice),
+      ASSERT_EQ(
+          cudaMemcpyAsync(s + latent_bytes, b.gate, gate_bytes, cudaMemcpyDeviceToDevice, stream_),
+          cudaSuccess);
+      ASSERT_EQ(cudaMemcpyAsync(s + latent_bytes + gate_bytes, b.lengths, lengths_bytes,
+                                cudaMemcpyDeviceToDevice, stream_),
                 cudaSuccess);
 
       mla_tail::TailOptions tail_options;
@@ -103,10 +108,13 @@ TEST_F(ReliabilityGpuTest, InputsWrittenUpstreamUntilItsEndAreSeen) {
       ASSERT_TRUE(tail.ok()) << tail.status();
       ASSERT_OK((*tail)->PrepareBmm((*problem)->shape(), b));
       for (int round = 0; round < ForProfile(3, 1); ++round) {
-        ASSERT_EQ(cudaMemset(const_cast<mla_tail::bf16*>(b.latent), 0xff, latent_bytes),
+        ASSERT_EQ(
+            cudaMemsetAsync(const_cast<mla_tail::bf16*>(b.latent), 0xff, latent_bytes, stream_),
+            cudaSuccess);
+        ASSERT_EQ(cudaMemsetAsync(const_cast<mla_tail::bf16*>(b.gate), 0xff, gate_bytes, stream_),
                   cudaSuccess);
-        ASSERT_EQ(cudaMemset(const_cast<mla_tail::bf16*>(b.gate), 0xff, gate_bytes), cudaSuccess);
-        ASSERT_EQ(cudaMemset(const_cast<int32_t*>(b.lengths), 0, lengths_bytes), cudaSuccess);
+        ASSERT_EQ(cudaMemsetAsync(const_cast<int32_t*>(b.lengths), 0, lengths_bytes, stream_),
+                  cudaSuccess);
         ASSERT_OK((*problem)->PoisonOutput(b.output, stream_));
         const LateCopy copies[3] = {
             {s, const_cast<mla_tail::bf16*>(b.latent), latent_bytes},

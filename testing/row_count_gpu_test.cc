@@ -210,7 +210,7 @@ TEST_F(RowCountGpuTest, AnEarlyCountStillWaitsForTheUpstreamInputs) {
     TailBuffers b = Counted(*problem);
     b.row_count_before_upstream = true;
     const int rows = problem->shape().rows;
-    absl::StatusOr<LateInputs> late = LateInputs::Save(*problem);
+    absl::StatusOr<LateInputs> late = LateInputs::Save(*problem, stream_);
     ASSERT_TRUE(late.ok()) << late.status();
     for (int live : {rows, rows / 2 + 3}) {
       SCOPED_TRACE(absl::StrCat("row count ", live));

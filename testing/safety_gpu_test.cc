@@ -198,7 +198,7 @@ TEST_F(SafetyGpuTest, AllocationsShorterThanTheCallAreRefused) {
   TailBuffers b = problem->buffers();
   absl::StatusOr<DeviceMemory> w = DeviceMemory::Allocate(size_t{63} * 128 * 512 * 2);
   ASSERT_TRUE(w.ok());
-  ASSERT_EQ(cudaMemset(w->get(), 0, w->bytes()), cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(w->get(), 0, w->bytes(), stream_), cudaSuccess);
   b.w_uv = w->as<mla_tail::bf16>();
   ExpectRefused(tail_->Run(problem->shape(), b, stream_), "w_uv", "bytes before");
   ExpectUntouchedThenUsable(*problem);
@@ -224,7 +224,8 @@ TEST_F(SafetyGpuTest, FreedMemoryIsRefused) {
   void* latent = nullptr;
   const size_t latent_bytes = size_t{64} * 12 * 512 * 2;
   ASSERT_EQ(cudaMalloc(&latent, latent_bytes), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(latent, problem->buffers().latent, latent_bytes, cudaMemcpyDeviceToDevice),
+  ASSERT_EQ(cudaMemcpyAsync(latent, problem->buffers().latent, latent_bytes,
+                            cudaMemcpyDeviceToDevice, stream_),
             cudaSuccess);
   TailBuffers b = problem->buffers();
   b.latent = static_cast<const mla_tail::bf16*>(latent);

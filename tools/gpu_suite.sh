@@ -91,29 +91,10 @@ export MLA_TAIL_REQUIRE_GPUS=${MLA_TAIL_REQUIRE_GPUS:-$gpus}
 # Tests that fill the device's memory: beside them, any other run on the GPU would fail to
 # allocate, so they run alone.
 exclusive_tests=('*DeviceFull*' '*DeviceMemoryExhausted*')
-# initcheck does not keep programmatic dependent launch's ordering: under it, even the control
-# test (a bare PDL-launched copy after griddepcontrol.wait) reads the upstream kernel's buffers
-# before that kernel wrote them, while every other tool and a plain run keep the order. The
-# tests that rely on that ordering are left to the other tools.
-pdl_order_tests=(ReliabilityGpuTest.ControlPdlWaitSeesLateWrites
-                 ReliabilityGpuTest.InputsWrittenUpstreamUntilItsEndAreSeen
-                 '*PdlOptionTest.EdgeTypeAndResults/WithPdl'
-                 '*GraphOrderGpuTest.*ProgrammaticEdge'
-                 MlaGpuTest.GateAndOutputInterleavedInOneRow
-                 RowCountGpuTest.AnEarlyCountStillWaitsForTheUpstreamInputs)
 # Tests of streams running at once: under every tool, the replay on another stream did not end
 # while a host function held the first stream, so they wait out their hold (minutes). They run
 # in the plain run only.
 concurrency_tests=(SafetyGpuTest.OnlyDifferentGraphsOfASetRunAtOnce)
-# The late writer ahead of nodes added to a graph by cudaGraphAddNode: under memcheck the tail
-# node reads the writer's inputs before its writes when other sanitizer runs share the GPU (8
-# copies at once: every round failed, behind the programmatic edge and behind a full edge), never
-# alone (5 rounds under each of memcheck, racecheck and synccheck) or in a plain run.
-# graph_order_gpu_test's full-edge cases, the same graphs from two plain kernels, passed every
-# round under the same load. Whether the tools or the tail node are at fault is not known
-# (docs/testing.md); the case runs in the plain run only, and the nodes it adds run under every
-# tool in the other embedding tests.
-graph_order_tests=(EmbeddingGpuTest.AddedNodesRunAfterTheUpstreamKernel)
 started=$SECONDS
 
 # Appends stdin to summary.txt (and prints it) in one piece: concurrent runs append whole
@@ -307,8 +288,7 @@ if [ -n "$sanitize_tools" ]; then
     for t in "${binaries[@]}"; do
       name=$(basename "$t")
       [ -n "${listed[$name]+set}" ] || continue
-      skip=("${graph_order_tests[@]}" "${concurrency_tests[@]}")
-      [ "$tool" != initcheck ] || skip+=("${pdl_order_tests[@]}")
+      skip=("${concurrency_tests[@]}")
       cases=()
       alone=()
       while IFS= read -r c; do

@@ -63,8 +63,11 @@ absl::Status Cuda(cudaError_t error, const char* what) {
 template <typename T>
 absl::Status Upload(const std::vector<T>& host, T** device) {
   MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaMalloc(device, host.size() * sizeof(T)), "cudaMalloc"));
-  return Cuda(cudaMemcpy(*device, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice),
-              "upload");
+  MLA_TAIL_RETURN_IF_ERROR(Cuda(
+      cudaMemcpy(*device, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "upload"));
+  // A copy from pageable memory may return before its data lands, and the legacy stream it runs
+  // on is not ordered with the non-blocking stream the tail runs on: wait for it.
+  return Cuda(cudaDeviceSynchronize(), "upload");
 }
 
 // Downloads the output and compares it with Expected; prints the verdict.

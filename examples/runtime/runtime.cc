@@ -611,6 +611,8 @@ absl::Status Measure(const Options& options, const mla_tail::MlaTail& tail, cuda
                                                  lengths.size() * 4, cudaMemcpyHostToDevice),
                                       "lengths"));
       }
+      // Landed before the non-blocking stream's graphs read them.
+      MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaDeviceSynchronize(), "lengths"));
       std::vector<std::unique_ptr<StepGraph>> graphs;
       for (TailEdge edge : {TailEdge::kProgrammatic, TailEdge::kFull, TailEdge::kNoTail}) {
         absl::StatusOr<std::unique_ptr<StepGraph>> graph =

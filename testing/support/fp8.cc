@@ -69,9 +69,12 @@ float BlockScale(const Fp8WeightOptions& o, int h, int j) {
 template <typename T>
 absl::Status Upload(DeviceMemory& memory, const std::vector<T>& host) {
   MLA_RETURN_IF_ERROR(memory.Reset(host.size() * sizeof(T)));
-  return mla_tail::internal::CudaStatus(
+  MLA_RETURN_IF_CUDA_ERROR(
       cudaMemcpy(memory.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice),
       "upload");
+  // A copy from pageable memory may return before its data lands, and its legacy stream is not
+  // ordered with the tests' non-blocking streams.
+  return mla_tail::internal::CudaStatus(cudaDeviceSynchronize(), "upload");
 }
 
 template <typename T>

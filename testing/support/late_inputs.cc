@@ -11,7 +11,7 @@
 
 namespace mla_tail_testing {
 
-absl::StatusOr<LateInputs> LateInputs::Save(const Problem& problem) {
+absl::StatusOr<LateInputs> LateInputs::Save(const Problem& problem, cudaStream_t stream) {
   const mla_tail::TailBuffers b = problem.buffers();
   const int rows = problem.shape().rows;
   LateInputs late;
@@ -27,10 +27,13 @@ absl::StatusOr<LateInputs> LateInputs::Save(const Problem& problem) {
        {std::tuple{s, static_cast<const void*>(b.latent), late.latent_bytes},
         {s + late.latent_bytes, b.gate, late.gate_bytes},
         {s + late.latent_bytes + late.gate_bytes, b.lengths, late.lengths_bytes}}) {
-    if (cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice) != cudaSuccess) {
+    // On the test's stream: a device-to-device cudaMemcpy returns before it has copied, and the
+    // legacy stream it runs on is not ordered with a non-blocking stream's Spoil.
+    if (cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream) != cudaSuccess) {
       return absl::InternalError("saving the inputs");
     }
   }
+  if (cudaStreamSynchronize(stream) != cudaSuccess) return absl::InternalError("saving the inputs");
   return late;
 }
 

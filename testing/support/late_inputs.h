@@ -18,8 +18,8 @@ struct LateInputs {
   DeviceMemory saved;
   size_t latent_bytes = 0, gate_bytes = 0, lengths_bytes = 0;
 
-  // Copies the problem's inputs aside (synchronously).
-  static absl::StatusOr<LateInputs> Save(const Problem& problem);
+  // Copies the problem's inputs aside, on `stream`, and waits for the copies.
+  static absl::StatusOr<LateInputs> Save(const Problem& problem, cudaStream_t stream);
 
   // Overwrites the inputs with NaN and zero lengths (in stream order).
   absl::Status Spoil(const Problem& problem, cudaStream_t stream) const;

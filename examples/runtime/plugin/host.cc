@@ -140,8 +140,11 @@ class Layer {
  private:
   size_t output_bytes() const { return size_t{kRows} * heads_ * kValueDim * 2; }
   static bool Put(void** device, const void* host, size_t bytes) {
+    // A copy from pageable memory may return before its data lands, and the legacy stream it
+    // runs on is not ordered with the host's non-blocking stream: wait for it.
     return Cuda(cudaMalloc(device, bytes), "cudaMalloc") &&
-           Cuda(cudaMemcpy(*device, host, bytes, cudaMemcpyHostToDevice), "upload");
+           Cuda(cudaMemcpy(*device, host, bytes, cudaMemcpyHostToDevice), "upload") &&
+           Cuda(cudaDeviceSynchronize(), "upload");
   }
 
   int heads_;
