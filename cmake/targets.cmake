@@ -21,7 +21,7 @@ mla_tail_library(//graph:tail_graph_set
   INCLUDE_PREFIX "mla_tail/graph"
   SRCS "graph/tail_graph_set.cc"
   HDRS "graph/tail_graph_set.h"
-  DEPS "//graph:buckets" "//mla:cuda_status" "//mla:fault_hooks" "//mla:padding" "//mla:pointer_checks" "//mla:tail" "//mla:tail_access" "//mla:tail_args" "//mla:tail_extents" "//mla:tail_kernel_node" "CUDA::cudart_static" "absl::status" "absl::statusor" "absl::str_format" "absl::strings" "absl::time")
+  DEPS "//graph:buckets" "//mla:cuda_status" "//mla:fault_hooks" "//mla:padding" "//mla:pointer_checks" "//mla:recent_buffers" "//mla:tail" "//mla:tail_access" "//mla:tail_args" "//mla:tail_extents" "//mla:tail_kernel_node" "CUDA::cudart_static" "absl::status" "absl::statusor" "absl::str_format" "absl::strings" "absl::time")
 
 mla_tail_library(//graph:tail_node
   KIND cc
@@ -29,7 +29,7 @@ mla_tail_library(//graph:tail_node
   INCLUDE_PREFIX "mla_tail/graph"
   SRCS "graph/tail_node.cc"
   HDRS "graph/tail_node.h"
-  DEPS "//mla:cuda_status" "//mla:dispatch" "//mla:kernels" "//mla:pointer_checks" "//mla:tail" "//mla:tail_access" "//mla:tail_args" "//mla:tail_kernel_node" "CUDA::cudart_static" "absl::span" "absl::status" "absl::statusor" "absl::strings")
+  DEPS "//mla:cuda_status" "//mla:dispatch" "//mla:kernels" "//mla:pointer_checks" "//mla:recent_buffers" "//mla:tail" "//mla:tail_access" "//mla:tail_args" "//mla:tail_kernel_node" "CUDA::cudart_static" "absl::span" "absl::status" "absl::statusor" "absl::strings")
 
 mla_tail_library(//mla:cublaslt
   KIND cc
@@ -97,6 +97,13 @@ mla_tail_library(//mla:pointer_checks
   SRCS "mla/internal/pointer_checks.cc"
   HDRS "mla/internal/checked_ranges.h" "mla/internal/pointer_checks.h"
   DEPS "//mla:cuda_status" "//mla:driver" "//mla:errors" "//mla:tail_args" "//mla:tail_extents" "CUDA::cudart_static" "absl::inlined_vector" "absl::span" "absl::status" "absl::str_format" "absl::strings")
+
+mla_tail_library(//mla:recent_buffers
+  KIND cc
+  PACKAGE "mla"
+  SRCS "mla/internal/recent_buffers.cc"
+  HDRS "mla/internal/recent_buffers.h"
+  DEPS "//mla:tail_args")
 
 mla_tail_library(//mla:tail
   KIND cc

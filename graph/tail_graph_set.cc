@@ -12,6 +12,7 @@
 #include "mla/internal/device_guard.h"
 #include "mla/internal/fault_hooks.h"
 #include "mla/internal/pointer_checks.h"
+#include "mla/internal/recent_buffers.h"
 #include "mla/internal/tail_access.h"
 #include "mla/internal/tail_kernel_node.h"
 #include "mla_tail/graph/buckets.h"
@@ -38,19 +39,6 @@ struct TailGraphSet::Entry {
 };
 
 namespace {
-
-bool SameBuffers(const TailBuffers& a, const TailBuffers& b) {
-  return a.latent == b.latent && a.latent_row_stride == b.latent_row_stride && a.w_uv == b.w_uv &&
-         a.w_uv_fp8 == b.w_uv_fp8 && a.w_head_stride == b.w_head_stride &&
-         a.w_row_stride == b.w_row_stride && a.w_uv_scale == b.w_uv_scale &&
-         a.w_uv_scale_head_stride == b.w_uv_scale_head_stride && a.gate == b.gate &&
-         a.gate_row_stride == b.gate_row_stride && a.lengths == b.lengths && a.output == b.output &&
-         a.output_fp8 == b.output_fp8 && a.output_row_stride == b.output_row_stride &&
-         a.output_scale == b.output_scale &&
-         a.output_scale_row_stride == b.output_scale_row_stride &&
-         a.output_scale_head_stride == b.output_scale_head_stride && a.row_count == b.row_count &&
-         a.row_count_before_upstream == b.row_count_before_upstream;
-}
 
 // Whether `a` and `b` run the same kernel instantiation (the weight and output types).
 bool SameTypes(const TailBuffers& a, const TailBuffers& b) {
@@ -117,6 +105,8 @@ TailGraphSet::TailGraphSet(int device, GraphSetOptions options, std::unique_ptr<
       tail_(std::move(tail)),
       layers_(options_.layers),
       layer_set_(options_.layers, false),
+      checked_(options_.layers),
+      checked_count_(options_.layers, 0),
       entries_(size_t(options_.layers) * options_.buckets.size()) {}
 
 TailGraphSet::~TailGraphSet() {
@@ -166,14 +156,22 @@ absl::Status TailGraphSet::SetLayer(int layer, const TailBuffers& buffers) {
         absl::StrCat("layer = ", layer, " is outside [0, ", options_.layers, ")"));
   }
   const TailShape shape{options_.heads, max_rows(), options_.q};
-  MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
-  MLA_RETURN_IF_ERROR(MlaTail::CheckPathTakes(options_.path, buffers));
+  // A set that passed before passes again (the answers depend on the shape, the path and the
+  // buffers alone), but for full pointer checks, which ask CUDA anew.
+  const bool checked = internal::IsRecent(checked_[layer], checked_count_[layer], buffers);
+  if (!checked) {
+    MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
+    MLA_RETURN_IF_ERROR(MlaTail::CheckPathTakes(options_.path, buffers));
+  }
+  const internal::PointerCheck pointer_check = internal::TailAccess::PointerCheckOf(*tail_);
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device_));
-  MLA_RETURN_IF_ERROR(internal::CheckTailBuffers(device_, shape, buffers,
-                                                 internal::TailAccess::PointerCheckOf(*tail_)));
+  if (!checked || pointer_check == internal::PointerCheck::kEveryCall) {
+    MLA_RETURN_IF_ERROR(internal::CheckTailBuffers(device_, shape, buffers, pointer_check));
+  }
   layers_[layer] = buffers;
   layer_set_[layer] = true;
+  internal::MakeRecent(checked_[layer], checked_count_[layer], buffers);
   return absl::OkStatus();
 }
 
@@ -277,7 +275,7 @@ absl::Status TailGraphSet::CaptureAll() {
 absl::Status TailGraphSet::Apply(int layer, int bucket_index) {
   Entry& entry = EntryFor(layer, bucket_index);
   const TailBuffers& want = layers_[layer];
-  if (SameBuffers(entry.applied, want)) return absl::OkStatus();
+  if (internal::SameBuffers(entry.applied, want)) return absl::OkStatus();
 
   // The GEMM's descriptors hold the latent and W_UV row strides, and a gate's presence and the
   // weight and output types pick the kernels' form: a change of any re-captures.

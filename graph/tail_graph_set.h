@@ -49,6 +49,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -103,7 +104,8 @@ class TailGraphSet {
   // Sets a layer's pointers and strides, checked for the most rows a Replay can run (the
   // largest bucket, or max_eager_rows when larger): latent, gate and output hold that many rows,
   // lengths that many requests, in memory this set's device can reach (MlaTail::Run's pointer
-  // checks, made here and not at Replay). Takes effect at the layer's next Replay; on error the
+  // checks, made here and not at Replay; not again for one of the layer's last two sets that
+  // passed, but for full pointer checks). Takes effect at the layer's next Replay; on error the
   // layer keeps what it had.
   absl::Status SetLayer(int layer, const TailBuffers& buffers);
 
@@ -152,6 +154,10 @@ class TailGraphSet {
   cudaStream_t capture_stream_ = nullptr;
   std::vector<TailBuffers> layers_;
   std::vector<bool> layer_set_;
+  // Each layer's last buffer sets validated and checked, most recent first: SetLayer with one of
+  // them again skips ValidateTail and the cached pointer checks.
+  std::vector<std::array<TailBuffers, 2>> checked_;
+  std::vector<int> checked_count_;
   std::vector<Entry> entries_;  // [layer][bucket]
   GraphSetStats stats_;
 };

@@ -34,6 +34,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -70,7 +72,8 @@ class TailNode {
   // no re-instantiation. Launches of `exec` already enqueued keep what they had. On error
   // nothing changed: FailedPrecondition for an empty handle, InvalidArgument for bad buffers,
   // buffers whose W_UV or output type (bf16 or e4m3) is not the node's, or an `exec` that was not
-  // instantiated from the node's graph.
+  // instantiated from the node's graph. One of the node's last two sets of buffers that passed is
+  // not validated or checked again, but for full pointer checks (docs/spec.md).
   absl::Status Update(cudaGraphExec_t exec, const TailBuffers& buffers);
 
   // Also rewrites the node in the graph itself, so that later instantiations and clones of it
@@ -92,6 +95,10 @@ class TailNode {
   TailShape shape_;
   TailBuffers buffers_;
   FusedKernel kernel_ = FusedKernel::kAuto;
+  // The last buffer sets validated and checked for this node, most recent first: an update with
+  // one of them again skips ValidateTail and the cached pointer checks.
+  std::array<TailBuffers, 2> checked_{};
+  int checked_count_ = 0;
 };
 
 // Adds `tail`'s fused kernel for `shape` over `buffers` to `graph`, after `dependencies` (nodes

@@ -357,6 +357,63 @@ TEST_F(SafetyGpuTest, EveryCallThatTakesBuffersRefuses) {
   ExpectUntouchedThenUsable(*problem);
 }
 
+// A node or graph-set layer passed a set of buffers it checked before (a runtime alternating two
+// sets) skips that set's validation and cached pointer checks; with full pointer checks it asks
+// CUDA again, so memory freed since is refused, and nothing is written.
+TEST_F(SafetyGpuTest, FullChecksAskAgainForASetCheckedBefore) {
+  std::unique_ptr<Problem> problem = MakeProblem(12, 16, 6);
+  ASSERT_NE(problem, nullptr);
+  const TailBuffers b = problem->buffers();
+  const size_t latent_bytes = size_t{16} * b.latent_row_stride * 2;
+  void* latent = nullptr;
+  ASSERT_EQ(cudaMalloc(&latent, latent_bytes), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(latent, b.latent, latent_bytes, cudaMemcpyDeviceToDevice, stream_),
+            cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  TailBuffers a = b;
+  a.latent = static_cast<const mla_tail::bf16*>(latent);
+
+  GraphSetOptions options;
+  options.heads = 12;
+  options.layers = 1;
+  options.buckets = {16};
+  options.full_pointer_checks = true;
+  absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
+  ASSERT_TRUE(set.ok()) << set.status();
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
+  absl::StatusOr<TailNode> node = AddTailNode(*full_, graph, {}, problem->shape(), a);
+  ASSERT_TRUE(node.ok()) << node.status();
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int i = 0; i < 4; ++i) {  // both sets, twice each
+    const TailBuffers& x = i % 2 == 0 ? b : a;
+    ASSERT_OK(node->Update(exec, x));
+    ASSERT_OK((*set)->SetLayer(0, x));
+    ASSERT_OK((*set)->Replay(0, 16, stream_));
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    ASSERT_OK(problem->Check(b.output, problem->SampleRows(), true));
+    ASSERT_OK(problem->PoisonOutput(b.output, stream_));
+  }
+  ASSERT_OK(node->Update(exec, b));
+  ASSERT_OK((*set)->SetLayer(0, b));
+  ASSERT_EQ(cudaFree(latent), cudaSuccess);
+  ExpectRefused(node->Update(exec, a), "latent", "not memory CUDA knows");
+  ExpectRefused(node->UpdateGraph(a), "latent", "not memory CUDA knows");
+  ExpectRefused((*set)->SetLayer(0, a), "latent", "not memory CUDA knows");
+  EXPECT_EQ(node->buffers().latent, b.latent);
+  ASSERT_OK(problem->PoisonOutput(b.output, stream_));
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ExpectUntouchedThenUsable(*problem);
+  // The node and the layer kept b and still run it.
+  ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+  ASSERT_OK((*set)->Replay(0, 16, stream_));
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ASSERT_OK(problem->Check(b.output, problem->SampleRows(), true));
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+}
+
 // ZeroPaddingLengths is bounded like every call: no bucket past kMaxRows, q within [1, 64].
 TEST_F(SafetyGpuTest, ZeroPaddingLengthsIsBounded) {
   absl::StatusOr<DeviceMemory> lengths = DeviceMemory::Allocate(size_t{1} << 20);
