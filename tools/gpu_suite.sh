@@ -5,11 +5,15 @@
 # Every verdict (a binary, a test case, a sanitizer run) is appended to summary.txt the moment
 # it is known, so a run cut short by a time limit keeps what it finished.
 #
-#   run.sh [--out=DIR] [--filter=GTEST_FILTER] [--profile=full|sanitize] [--timeout=S]
+#   run.sh [--out=DIR] [--filter=GTEST_FILTER] [--binaries=LIST] [--skip-binaries=LIST]
+#          [--profile=full|sanitize] [--timeout=S]
 #          [--sanitize[=TOOLS]] [--sanitize-filter=FILTER] [--sanitize-shards=N|case]
 #          [--sanitize-jobs=N] [--sanitize-profile] [--no-tests] [--bin="NAME ARGS"]...
 #     --out             where logs and summary.txt go (default $OUT, else ./gpu-results)
 #     --filter          gtest filter for the plain run (default all)
+#     --binaries        only these staged test binaries (comma-separated names; default all)
+#     --skip-binaries   not these (comma-separated names), e.g. to split a sanitizer run by
+#                       binary over several time-limited calls
 #     --profile         MLA_TAIL_TEST_PROFILE for every test run (testing/support/gpu.h): full (default)
 #                       or sanitize (smaller shapes and loops, every code path still run)
 #     --timeout         stop any one test binary or sanitizer run after S seconds (it fails)
@@ -41,11 +45,15 @@ sanitize_shards=''
 sanitize_jobs=''
 sanitize_profile=0
 run_tests=''
+only_binaries=''
+skip_binaries=''
 bins=()
 for arg in "$@"; do
   case $arg in
     --out=*) out=${arg#*=} ;;
     --filter=*) filter=${arg#*=} ;;
+    --binaries=*) only_binaries=${arg#*=} ;;
+    --skip-binaries=*) skip_binaries=${arg#*=} ;;
     --profile=*) profile=${arg#*=} ;;
     --timeout=*) timeout_s=${arg#*=} ;;
     --sanitize) sanitize_tools=memcheck,racecheck,initcheck,synccheck ;;
@@ -78,6 +86,19 @@ case $profile in
   *) echo "run.sh: unknown profile $profile (full or sanitize)" >&2; exit 2 ;;
 esac
 [ -z "$profile" ] || export MLA_TAIL_TEST_PROFILE=$profile
+
+# The staged test binaries this run takes.
+test_binaries=()
+for name in ${only_binaries//,/ } ${skip_binaries//,/ }; do
+  [ -x "$here/tests/$name" ] || { echo "run.sh: no staged test binary $name" >&2; exit 2; }
+done
+for t in "$here"/tests/*; do
+  name=$(basename "$t")
+  [ -z "$only_binaries" ] || [[ ",$only_binaries," == *",$name,"* ]] || continue
+  [[ ",$skip_binaries," != *",$name,"* ]] || continue
+  test_binaries+=("$t")
+done
+[ ${#test_binaries[@]} -gt 0 ] || { echo "run.sh: no test binary selected" >&2; exit 2; }
 
 mkdir -p "$out"
 summary=$out/summary.txt
@@ -191,7 +212,7 @@ with_negative() {  # filter patterns...: the filter minus the patterns
 } | append
 
 if [ "$run_tests" = 1 ]; then
-  for t in "$here"/tests/*; do
+  for t in "${test_binaries[@]}"; do
     name=$(basename "$t")
     run_binary "$name" "$out/$name.log" "$t" --gtest_filter="$filter"
   done
@@ -257,9 +278,9 @@ if [ -n "$sanitize_tools" ]; then
   done
   binaries=()
   for name in mla_gpu_test graph_gpu_test reliability_gpu_test; do
-    [ -x "$here/tests/$name" ] && binaries+=("$here/tests/$name")
+    matches_any "$here/tests/$name" "${test_binaries[@]}" && binaries+=("$here/tests/$name")
   done
-  for t in "$here"/tests/*; do
+  for t in "${test_binaries[@]}"; do
     matches_any "$t" "${binaries[@]}" || binaries+=("$t")
   done
 
@@ -353,7 +374,7 @@ if [ -n "$sanitize_tools" ]; then
     printf '%-24s' "sanitizer runs passed"
     for tool in ${sanitize_tools//,/ }; do printf ' %11s' "$tool"; done
     echo
-    for t in "$here"/tests/*; do
+    for t in "${test_binaries[@]}"; do
       name=$(basename "$t")
       printf '%-24s' "$name"
       for tool in ${sanitize_tools//,/ }; do
