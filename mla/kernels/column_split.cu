@@ -1,11 +1,11 @@
 // ColumnSplit: the fused W_UV projection and sigmoid gate.
 //
-// One 128-thread block per (32 output columns, head, 8, 16 or 32 rows). Warp w owns columns
-// 8w..8w+7 of the block's 32 over the whole latent: its W_UV B-fragments (16 x 16 bytes a
-// thread) are loaded into registers before the dependency wait, since no upstream kernel writes
-// weights (the block's latent, gate and lengths only get an L2 prefetch hint there,
-// prefetch.cuh); then each thread loads its latent A-fragments into registers (8 rows) or the
-// block stages its rows in padded shared memory (16 or 32), and runs m16n8k16 BF16 MMAs with
+// One 128-thread block per (32 output columns, head, 8, 16 or 32 rows); 64 columns with e4m3
+// W_UV (below). Warp w owns columns 8w..8w+7 of the block's 32 over the whole latent: its W_UV
+// B-fragments (16 x 16 bytes a thread) are loaded into registers before the dependency wait, since
+// no upstream kernel writes weights (the block's latent, gate and lengths only get an L2 prefetch
+// hint there, prefetch.cuh); then each thread loads its latent A-fragments into registers (8 rows)
+// or the block stages its rows in padded shared memory (16 or 32), and runs m16n8k16 BF16 MMAs with
 // FP32 accumulation: two chains per tile, four with 8 rows (below).
 //
 // k permutation: thread (group g, quarter p) loads latent indices 32c + 8p .. 32c + 8p + 7 of
@@ -14,11 +14,14 @@
 // fragment is loaded with the same permutation (16 bytes per row at the same offset), so the
 // products pair the same latent index on both sides: a dot product is order-free.
 //
-// e4m3 W_UV (fp8.cuh): the same fragments from 8 bytes a word, dequantized to bf16 in registers
-// before the dependency wait with their block's scale (chunk c lies in latent block c / 4), so
-// the conversion overlaps the upstream kernel; the MMAs are the bf16 ones.
+// e4m3 W_UV (fp8.cuh): a warp owns two groups of 8 columns (16w..16w+15 of the block's 64), so
+// that a block holds as many W_UV bytes as the bf16 form's (16 x 8 bytes a group a thread) and
+// the grid has half the blocks. The words stay e4m3 in registers until their chunk's MMAs, where
+// each is dequantized to a bf16 fragment with its block's scale (chunk c lies in latent block
+// c / 4): dequantized ahead, the two groups' fragments would take 128 registers. The MMAs are the
+// bf16 ones.
 //
-// e4m3 output: a head's 128 columns are its 4 column blocks, launched as one cluster
+// e4m3 output: a head's 128 columns are its 4 (e4m3 W_UV: 2) column blocks, launched as one cluster
 // (ColumnSplitE4m3OutputKernel; blocks of one cluster share their rows, so they run or leave
 // together). Each block's rows' amax over its 32 columns (a group's 4 lanes, then its 4 warps in
 // shared memory) is read by the other blocks of the cluster through distributed shared memory;
@@ -43,7 +46,6 @@ namespace mla_tail::internal {
 namespace {
 
 constexpr int kThreads = 128;
-constexpr int kColumnsPerBlock = 32;
 constexpr int kChunks = kLatentDim / 32;   // 16 chunks of 32 latent values
 constexpr int kSmemRow = kLatentDim + 32;  // padded row (elements): rows g and g+1 hit other banks
 constexpr int kWordsPerRow = kLatentDim / 8;  // 16-byte words per latent row
@@ -56,9 +58,17 @@ constexpr size_t SmemBytes() {
   return kTileRows == 8 ? 0 : size_t{kTileRows} * kSmemRow * sizeof(bf16);
 }
 
+// Groups of 8 columns a warp owns: with e4m3 W_UV two, so that a block reads the bf16 form's bytes.
+template <WeightType kW>
+constexpr int kGroupsOf = kW == WeightType::kE4m3 ? 2 : 1;
+template <WeightType kW>
+constexpr int kColumnsOf = 32 * kGroupsOf<kW>;  // a block's columns (4 warps)
+
 // kGated false: the tail without a gate (out = bf16(v)), which loads none.
 template <int kTileRows, bool kGated, WeightType kW, OutputType kO>
 __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
+  constexpr int kGroups = kGroupsOf<kW>;
+  constexpr int kColumns = kColumnsOf<kW>;
   constexpr int kRowTiles = kTileRows == 32 ? 2 : 1;
   constexpr int kRows = 16 * kRowTiles;
   constexpr bool kDirect = kTileRows == 8;
@@ -73,29 +83,32 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   const int warp = threadIdx.x / 32;
   const int group = lane / 4;
   const int quarter = lane % 4;
-  const int column = chunk * kColumnsPerBlock + warp * 8;  // first of the warp's 8 columns
+  const int column = chunk * kColumns + warp * 8 * kGroups;  // first of the warp's columns
 
   MLA_TIMELINE_STAMP(0);
   const int rows_before_wait = device::LiveRowsPinned(p.row_count, p.row_count_early, p.rows);
-  // W_UV before the wait: weights are written by no upstream kernel.
+  // W_UV before the wait: weights are written by no upstream kernel. bf16 as the MMAs' fragments;
+  // e4m3 as loaded (dequantized at their chunk's MMAs), with the head's block scales.
   const auto* w_column = device::WeightTraits<kW>::Base(p) + head * p.w_head_stride +
                          static_cast<int64_t>(column + group) * p.w_row_stride + 8 * quarter;
-  uint4 w_fragment[kChunks];
+  uint4 w_fragment[kW == WeightType::kBf16 ? kChunks : 1];
+  uint2 w_raw[kGroups][kW == WeightType::kE4m3 ? kChunks : 1];
+  float4 scales;
   if constexpr (kW == WeightType::kBf16) {
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) w_fragment[c] = device::LoadWeight16(w_column + 32 * c);
   } else {
-    const float4 scales = device::LoadBlockScales<kW>(p, head);
-    uint2 raw[kChunks];
+    scales = device::LoadBlockScales<kW>(p, head);
 #pragma unroll
-    for (int c = 0; c < kChunks; ++c) raw[c] = device::LoadWeight8(w_column + 32 * c);
+    for (int j = 0; j < kGroups; ++j) {
 #pragma unroll
-    for (int c = 0; c < kChunks; ++c) {
-      w_fragment[c] = device::DequantizeE4m3x8(raw[c], device::BlockScale(scales, c / 4));
+      for (int c = 0; c < kChunks; ++c) {
+        w_raw[j][c] = device::LoadWeight8(w_column + 8 * j * p.w_row_stride + 32 * c);
+      }
     }
   }
-  device::PrefetchBlockInputsL2<kGated>(p, head, t0, kTileRows, 0, kLatentDim,
-                                        chunk * kColumnsPerBlock, kColumnsPerBlock);
+  device::PrefetchBlockInputsL2<kGated>(p, head, t0, kTileRows, 0, kLatentDim, chunk * kColumns,
+                                        kColumns);
 
   device::GridDependencyWait();
   MLA_TIMELINE_STAMP(1);
@@ -128,19 +141,23 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   // row, whose result is not stored) and first used in the epilogue, so that all of them are in
   // flight together: loads under `if (t < rows)` would each be waited for inside their branch,
   // one memory round trip per half.
+  // Group j's columns start 8j past out_column.
   const int out_column = head * kValueDim + column + 2 * quarter;
-  uint32_t gate_word[kRowTiles][kHalves];
+  uint32_t gate_word[kGroups][kRowTiles][kHalves];
   int32_t length[kRowTiles][kHalves];
 #pragma unroll
   for (int tile = 0; tile < kRowTiles; ++tile) {
 #pragma unroll
     for (int half = 0; half < kHalves; ++half) {
       const int t = min(t0 + tile * 16 + group + 8 * half, rows - 1);
-      if constexpr (kGated) {
-        gate_word[tile][half] =
-            *reinterpret_cast<const uint32_t*>(p.gate + t * p.gate_row_stride + out_column);
-      } else {
-        gate_word[tile][half] = 0;
+#pragma unroll
+      for (int j = 0; j < kGroups; ++j) {
+        if constexpr (kGated) {
+          gate_word[j][tile][half] = *reinterpret_cast<const uint32_t*>(
+              p.gate + t * p.gate_row_stride + out_column + 8 * j);
+        } else {
+          gate_word[j][tile][half] = 0;
+        }
       }
       length[tile][half] = p.lengths[t / p.q];
     }
@@ -156,13 +173,23 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
     MLA_TIMELINE_STAMP_AFTER(2, a_rows[0].x ^ a_rows[kChunks - 1].w);
   }
 
-  // Accumulator chains: one per MMA of a chunk, and with 8 rows one per chunk parity as well:
-  // there nothing else runs beside the MMAs to hide their latency (with shared-memory reads in
-  // the loop, four chains measured no faster with one row tile and slower with two).
-  constexpr int kParities = kDirect ? 2 : 1;
-  float acc[kRowTiles][kParities][2][4] = {};
+  // Accumulator chains: one per MMA of a chunk and column group, and with 8 rows and one group
+  // one per chunk parity as well: there nothing else runs beside the MMAs to hide their latency
+  // (with shared-memory reads in the loop, four chains measured no faster with one row tile and
+  // slower with two).
+  constexpr int kParities = kDirect && kGroups == 1 ? 2 : 1;
+  float acc[kGroups][kRowTiles][kParities][2][4] = {};
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
+    uint4 w[kGroups];
+#pragma unroll
+    for (int j = 0; j < kGroups; ++j) {
+      if constexpr (kW == WeightType::kBf16) {
+        w[j] = w_fragment[c];
+      } else {
+        w[j] = device::DequantizeE4m3x8(w_raw[j][c], device::BlockScale(scales, c / 4));
+      }
+    }
 #pragma unroll
     for (int tile = 0; tile < kRowTiles; ++tile) {
       uint4 x, y;
@@ -174,76 +201,96 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
         x = *reinterpret_cast<const uint4*>(row_lo);
         y = *reinterpret_cast<const uint4*>(row_lo + 8 * kSmemRow);
       }
-      float(&chain)[2][4] = acc[tile][c % kParities];
-      device::MmaBf16(chain[0], x.x, y.x, x.y, y.y, w_fragment[c].x, w_fragment[c].y);
-      device::MmaBf16(chain[1], x.z, y.z, x.w, y.w, w_fragment[c].z, w_fragment[c].w);
+#pragma unroll
+      for (int j = 0; j < kGroups; ++j) {
+        float(&chain)[2][4] = acc[j][tile][c % kParities];
+        device::MmaBf16(chain[0], x.x, y.x, x.y, y.y, w[j].x, w[j].y);
+        device::MmaBf16(chain[1], x.z, y.z, x.w, y.w, w[j].z, w[j].w);
+      }
     }
   }
 
-  // Pair (tile, half): accumulator e of the m16n8 tile is row group (+8 for e >= 2), column
-  // 2q + (e & 1).
-  const auto sum = [&](int tile, int e) {
-    float s0 = acc[tile][0][0][e];
-    float s1 = acc[tile][0][1][e];
+  // Pair (group, tile, half): accumulator e of the m16n8 tile is row group (+8 for e >= 2),
+  // column 2q + (e & 1) of the group's 8.
+  const auto sum = [&](int j, int tile, int e) {
+    float s0 = acc[j][tile][0][0][e];
+    float s1 = acc[j][tile][0][1][e];
 #pragma unroll
     for (int parity = 1; parity < kParities; ++parity) {
-      s0 += acc[tile][parity][0][e];
-      s1 += acc[tile][parity][1][e];
+      s0 += acc[j][tile][parity][0][e];
+      s1 += acc[j][tile][parity][1][e];
     }
     return s0 + s1;
   };
-  MLA_TIMELINE_STAMP_AFTER(10, __float_as_uint(acc[0][0][0][0] + acc[0][kParities - 1][1][0]));
-  constexpr int kPairs = kRowTiles * kHalves;
+  MLA_TIMELINE_STAMP_AFTER(10,
+                           __float_as_uint(acc[0][0][0][0][0] + acc[0][0][kParities - 1][1][0]));
+  constexpr int kRowPairs = kRowTiles * kHalves;  // a group's pairs
+  constexpr int kPairs = kGroups * kRowPairs;     // pair i: group i / kRowPairs
   float v[2 * kPairs];
   uint32_t gates[kPairs];
   bool active[kPairs];
   uint32_t out[kPairs];
 #pragma unroll
-  for (int tile = 0; tile < kRowTiles; ++tile) {
+  for (int j = 0; j < kGroups; ++j) {
 #pragma unroll
-    for (int half = 0; half < kHalves; ++half) {
-      const int i = kHalves * tile + half;
-      v[2 * i] = __bfloat162float(__float2bfloat16_rn(sum(tile, 2 * half)));
-      v[2 * i + 1] = __bfloat162float(__float2bfloat16_rn(sum(tile, 2 * half + 1)));
-      gates[i] = gate_word[tile][half];
-      active[i] = length[tile][half] > 0;
+    for (int tile = 0; tile < kRowTiles; ++tile) {
+#pragma unroll
+      for (int half = 0; half < kHalves; ++half) {
+        const int i = kRowPairs * j + kHalves * tile + half;
+        v[2 * i] = __bfloat162float(__float2bfloat16_rn(sum(j, tile, 2 * half)));
+        v[2 * i + 1] = __bfloat162float(__float2bfloat16_rn(sum(j, tile, 2 * half + 1)));
+        gates[i] = gate_word[j][tile][half];
+        active[i] = length[tile][half] > 0;
+      }
     }
   }
   device::EpiloguePairs<kGated>(v, gates, active, out);
   MLA_TIMELINE_STAMP_AFTER(11, out[0] ^ out[kPairs - 1]);
   if constexpr (kO == OutputType::kBf16) {
 #pragma unroll
-    for (int tile = 0; tile < kRowTiles; ++tile) {
+    for (int j = 0; j < kGroups; ++j) {
 #pragma unroll
-      for (int half = 0; half < kHalves; ++half) {
-        const int t = t0 + tile * 16 + group + 8 * half;
-        if (t >= rows) continue;
-        *reinterpret_cast<uint32_t*>(p.output + t * p.output_row_stride + out_column) =
-            out[kHalves * tile + half];
+      for (int tile = 0; tile < kRowTiles; ++tile) {
+#pragma unroll
+        for (int half = 0; half < kHalves; ++half) {
+          const int t = t0 + tile * 16 + group + 8 * half;
+          if (t >= rows) continue;
+          *reinterpret_cast<uint32_t*>(p.output + t * p.output_row_stride + out_column + 8 * j) =
+              out[kRowPairs * j + kHalves * tile + half];
+        }
       }
     }
   } else {
-    // Row r of the block: component w of amax_part[r] is warp w's amax over its 8 columns.
+    // Row r of the block: component w of amax_part[r] is warp w's amax over its columns.
     __shared__ uint4 amax_part[kTileRows];
 #pragma unroll
-    for (int i = 0; i < kPairs; ++i) {
+    for (int i = 0; i < kRowPairs; ++i) {
       const int r = (i / kHalves) * 16 + group + 8 * (i % kHalves);
-      const uint32_t m = device::GroupMax<4>(device::Bf16x2MagnitudeMax(out[i]));
+      uint32_t m = 0;
+#pragma unroll
+      for (int j = 0; j < kGroups; ++j) {
+        m = max(m, device::Bf16x2MagnitudeMax(out[kRowPairs * j + i]));
+      }
+      m = device::GroupMax<4>(m);
       if (quarter == 0) reinterpret_cast<uint32_t*>(&amax_part[r])[warp] = m;
     }
     device::ClusterSync();
     const bool scale_writer = device::ClusterRank() == 0 && warp == 0 && quarter == 0;
 #pragma unroll
-    for (int i = 0; i < kPairs; ++i) {
+    for (int i = 0; i < kRowPairs; ++i) {
       const int r = (i / kHalves) * 16 + group + 8 * (i % kHalves);
       const device::OutputScale scale =
-          device::OutputScaleOf(device::ClusterMax<kValueDim / kColumnsPerBlock>(&amax_part[r]));
-      const float2 x = device::Bf16x2ToFloat2(out[i]);
-      const uint16_t q = device::QuantizeE4m3x2(x.x, x.y, scale.inverse, scale.zero);
+          device::OutputScaleOf(device::ClusterMax<kValueDim / kColumns>(&amax_part[r]));
       const int t = t0 + r;
-      if (t >= rows) continue;
-      *reinterpret_cast<uint16_t*>(p.output_fp8 + t * p.output_row_stride + out_column) = q;
-      if (scale_writer) {
+#pragma unroll
+      for (int j = 0; j < kGroups; ++j) {
+        const float2 x = device::Bf16x2ToFloat2(out[kRowPairs * j + i]);
+        const uint16_t q = device::QuantizeE4m3x2(x.x, x.y, scale.inverse, scale.zero);
+        if (t >= rows) continue;
+        *reinterpret_cast<uint16_t*>(p.output_fp8 + t * p.output_row_stride + out_column + 8 * j) =
+            q;
+      }
+      if (t < rows && scale_writer) {
         p.output_scale[t * p.output_scale_row_stride + head * p.output_scale_head_stride] =
             scale.scale;
       }
@@ -258,17 +305,17 @@ __global__ void __launch_bounds__(kThreads) ColumnSplitKernel(const FusedTailPar
   ColumnSplitBlock<kTileRows, kGated, kW, OutputType::kBf16>(p);
 }
 
-// The e4m3 output: a head's 4 column blocks in one cluster.
+// The e4m3 output: a head's column blocks in one cluster.
 template <int kTileRows, bool kGated, WeightType kW>
-__global__ void __launch_bounds__(kThreads) __cluster_dims__(kValueDim / kColumnsPerBlock, 1, 1)
+__global__ void __launch_bounds__(kThreads) __cluster_dims__(kValueDim / kColumnsOf<kW>, 1, 1)
     ColumnSplitE4m3OutputKernel(const FusedTailParams p) {
   ColumnSplitBlock<kTileRows, kGated, kW, OutputType::kE4m3>(p);
 }
 
 // 8 rows: held to 144 registers a thread, so that three blocks still fit beside an upstream
-// kernel's (docs/design.md). e4m3 W_UV's dequantization and the e4m3 output's epilogue hold a
-// few more (144 spilled; 160 still fit three). The timeline stamps, where compiled in, take their
-// own on top.
+// kernel's (docs/design.md). e4m3 W_UV (two groups' 8-byte words held to their MMAs) and the
+// e4m3 output's epilogue hold a few more (144 spilled; 160 still fit three). The timeline
+// stamps, where compiled in, take their own on top.
 template <WeightType kW, OutputType kO>
 constexpr int kDirectMaxRegisters =
     (kW == WeightType::kBf16 && kO == OutputType::kBf16 ? 144 : 160) + MLA_TIMELINE_STAMP_REGISTERS;
@@ -281,7 +328,7 @@ __global__ void __maxnreg__((kDirectMaxRegisters<kW, OutputType::kBf16>))
 
 template <bool kGated, WeightType kW>
 __global__ void __maxnreg__((kDirectMaxRegisters<kW, OutputType::kE4m3>))
-    __cluster_dims__(kValueDim / kColumnsPerBlock, 1, 1)
+    __cluster_dims__(kValueDim / kColumnsOf<kW>, 1, 1)
         ColumnSplitDirectE4m3OutputKernel(const FusedTailParams p) {
   ColumnSplitBlock<8, kGated, kW, OutputType::kE4m3>(p);
 }
@@ -307,7 +354,7 @@ KernelLaunch LaunchOf(int heads, int rows, bool gated) {
   KernelLaunch launch;
   launch.function = gated ? reinterpret_cast<const void*>(KernelOf<kTileRows, true, kW, kO>())
                           : reinterpret_cast<const void*>(KernelOf<kTileRows, false, kW, kO>());
-  launch.grid = dim3(kValueDim / kColumnsPerBlock, heads, (rows + kTileRows - 1) / kTileRows);
+  launch.grid = dim3(kValueDim / kColumnsOf<kW>, heads, (rows + kTileRows - 1) / kTileRows);
   launch.block = dim3(kThreads);
   launch.smem_bytes = SmemBytes<kTileRows>();
   return launch;
@@ -315,16 +362,23 @@ KernelLaunch LaunchOf(int heads, int rows, bool gated) {
 
 }  // namespace
 
-int ColumnSplitBlockRows(int heads, int rows, int multiprocessors) {
-  const int blocks_per_row_block = (kValueDim / kColumnsPerBlock) * heads;
+int ColumnSplitBlockRows(int heads, int rows, int multiprocessors, WeightType weight) {
+  const int blocks_per_row_block =
+      (kValueDim / (weight == WeightType::kE4m3 ? kColumnsOf<WeightType::kE4m3>
+                                                : kColumnsOf<WeightType::kBf16>)) *
+      heads;
   // 8 rows (the measurements behind both cases: docs/design.md):
   // - up to 8 rows while the grid fits the multiprocessors at the three blocks a multiprocessor
-  //   their registers allow (132 on an H200: up to 99 heads); past that they take two waves;
-  // - at 9-32 rows, ceil(rows / 8) a column block, each reading W_UV, while the grid has at most
-  //   one block a multiprocessor (up to 16 heads at 16 rows, 8 at 32).
-  static_assert(kValueDim / kColumnsPerBlock == 4, "EightRowBlocksFitOneWave counts 4 a head");
+  //   their registers allow (132 on an H200: up to 99 heads, 198 with e4m3 W_UV); past that
+  //   they take two waves;
+  // - bf16 W_UV at 9-32 rows: ceil(rows / 8) a column block, each reading W_UV, while the grid
+  //   has at most one block a multiprocessor (up to 16 heads at 16 rows, 8 at 32). e4m3 blocks,
+  //   which dequantize their W_UV after the wait, each do that again: 16 heads x 32 rows took
+  //   3.37 us in 8-row blocks against 2.67 in 32-column 16-row blocks.
   if (rows <= 8 && blocks_per_row_block <= 3 * multiprocessors) return 8;
-  if (EightRowBlocksFitOneWave(heads, rows, multiprocessors)) return 8;
+  if (weight == WeightType::kBf16 && EightRowBlocksFitOneWave(heads, rows, multiprocessors)) {
+    return 8;
+  }
   // 32 while the grid of 32-row blocks still has two blocks per multiprocessor. 64 rows (69 KB of
   // shared memory a block) measured 2-3x slower per row on the H200, and such batches take other
   // kernels anyway.
@@ -351,7 +405,7 @@ cudaError_t LoadColumnSplit() {
 
 template <WeightType kW, OutputType kO>
 KernelLaunch PlanColumnSplit(int heads, int rows, int multiprocessors, bool gated) {
-  switch (ColumnSplitBlockRows(heads, rows, multiprocessors)) {
+  switch (ColumnSplitBlockRows(heads, rows, multiprocessors, kW)) {
     case 8:
       return LaunchOf<8, kW, kO>(heads, rows, gated);
     case 16:

@@ -62,9 +62,10 @@ FusedKernel ResolveFusedKernel(FusedKernel kernel, int heads, int rows, int mult
                                WeightType weight = WeightType::kBf16);
 
 // Rows of latent per ColumnSplit block: 8 (loaded into registers), 16 or 32 (staged in shared
-// memory). Each block keeps its 32 W_UV columns in registers across its rows, so larger blocks
-// re-read W_UV less often.
-int ColumnSplitBlockRows(int heads, int rows, int multiprocessors);
+// memory). Each block keeps its 32 W_UV columns (64 with e4m3 W_UV) in registers across its
+// rows, so larger blocks re-read W_UV less often.
+int ColumnSplitBlockRows(int heads, int rows, int multiprocessors,
+                         WeightType weight = WeightType::kBf16);
 
 // The fused kernel's launch for `params` on a GPU of `multiprocessors` SMs: the one mapping from
 // (FusedKernel, shape, gate or none) to a kernel, used by the eager launch and by every graph
