@@ -94,8 +94,9 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
     return FusedKernel::kLatentSplit;
   }
   if (weight == WeightType::kE4m3) {
-    if (rows <= 8 && heads <= 32) return FusedKernel::kLatentSplit;
-    if (rows <= 16 || (rows <= 64 && work <= 512)) return FusedKernel::kColumnSplit;
+    if (rows <= 16 || work <= 1024 || (rows <= 32 && work <= 2048)) {
+      return FusedKernel::kColumnSplit;
+    }
     if (tiles_64 <= 32) return FusedKernel::kTile64x32AllSteps;
     if (persistent_tiles) return FusedKernel::kPersistent128x128;
     if (Tile64x128FillsOneWave(tiles_64, multiprocessors)) return FusedKernel::kTile64x128;

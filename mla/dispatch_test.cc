@@ -105,8 +105,8 @@ TEST(DispatchTest, FollowsTheMeasurements) {
 }
 
 // The e4m3 rule against the H200 grid with every kernel forced on e4m3 W_UV: the kernel it
-// picks was the fastest or within 3% of it at 76 of the 77 shapes (96 x 32: the 6-stage
-// pipeline, 4% behind ColumnSplit).
+// picks was the fastest or within 3% of it at 76 of the 77 shapes (96 x 64: the 6-stage
+// pipeline, 3.7% behind the 64 x 128 tiles).
 TEST(DispatchTest, E4m3FollowsTheMeasurements) {
   using K = FusedKernel;
   const struct {
@@ -114,20 +114,22 @@ TEST(DispatchTest, E4m3FollowsTheMeasurements) {
     K kernel;
   } measured[] = {
       {8, 1, K::kLatentSplit},           {8, 32, K::kLatentSplit},
-      {8, 64, K::kColumnSplit},          {8, 128, K::kTile64x32AllSteps},
+      {8, 64, K::kColumnSplit},          {8, 128, K::kColumnSplit},
       {8, 256, K::kTile64x32AllSteps},   {8, 512, K::kTile64x64Pipeline6},
       {8, 1024, K::kTile64x128},         {12, 32, K::kColumnSplit},
-      {12, 64, K::kTile64x32AllSteps},   {16, 32, K::kColumnSplit},
-      {16, 128, K::kTile64x32AllSteps},  {32, 1, K::kLatentSplit},
-      {32, 8, K::kLatentSplit},          {32, 16, K::kColumnSplit},
-      {32, 32, K::kTile64x32AllSteps},   {32, 64, K::kTile64x32AllSteps},
-      {32, 128, K::kTile64x64Pipeline6}, {64, 1, K::kColumnSplit},
-      {64, 16, K::kColumnSplit},         {64, 32, K::kTile64x64Pipeline6},
+      {12, 64, K::kColumnSplit},         {16, 32, K::kColumnSplit},
+      {16, 64, K::kColumnSplit},         {16, 128, K::kTile64x32AllSteps},
+      {32, 1, K::kColumnSplit},          {32, 8, K::kColumnSplit},
+      {32, 16, K::kColumnSplit},         {32, 32, K::kColumnSplit},
+      {32, 64, K::kTile64x32AllSteps},   {32, 128, K::kTile64x64Pipeline6},
+      {64, 1, K::kColumnSplit},          {64, 16, K::kColumnSplit},
+      {64, 32, K::kColumnSplit},         {64, 64, K::kTile64x64Pipeline6},
       {64, 128, K::kTile64x128},         {64, 256, K::kPersistent128x128},
       {96, 8, K::kColumnSplit},          {96, 16, K::kColumnSplit},
-      {96, 128, K::kTile64x64Pipeline4}, {128, 1, K::kColumnSplit},
-      {128, 16, K::kColumnSplit},        {128, 32, K::kTile64x128},
-      {128, 64, K::kTile64x128},         {128, 128, K::kPersistent128x128},
+      {96, 32, K::kTile64x64Pipeline6},  {96, 128, K::kTile64x64Pipeline4},
+      {128, 1, K::kColumnSplit},         {128, 16, K::kColumnSplit},
+      {128, 32, K::kTile64x128},         {128, 64, K::kTile64x128},
+      {128, 128, K::kPersistent128x128},
   };
   for (const auto& m : measured) {
     EXPECT_EQ(DispatchFusedKernel(m.heads, m.rows, kH200, WeightType::kE4m3), m.kernel)
@@ -145,8 +147,9 @@ TEST(DispatchTest, E4m3WeightsArePlannedByTheE4m3Rule) {
   EXPECT_NE(KernelFunction(128, 16, K::kAuto, kH200, e4m3),
             KernelFunction(128, 16, K::kTile64x64Pipeline6, kH200, e4m3));
   EXPECT_EQ(KernelFunction(128, 16), KernelFunction(128, 16, K::kTile64x64Pipeline6));
-  EXPECT_EQ(KernelFunction(32, 32, K::kAuto, kH200, e4m3),
-            KernelFunction(32, 32, K::kTile64x32AllSteps, kH200, e4m3));
+  EXPECT_EQ(KernelFunction(32, 64, K::kAuto, kH200, e4m3),
+            KernelFunction(32, 64, K::kTile64x32AllSteps, kH200, e4m3));
+  EXPECT_EQ(KernelFunction(32, 64), KernelFunction(32, 64, K::kTile64x64AllSteps));
   EXPECT_EQ(KernelFunction(32, 32), KernelFunction(32, 32, K::kTile64x64AllSteps));
 }
 
