@@ -116,7 +116,7 @@ TEST(DispatchTest, E4m3FollowsTheMeasurements) {
       {8, 1, K::kLatentSplit},           {8, 32, K::kLatentSplit},
       {8, 64, K::kColumnSplit},          {8, 128, K::kColumnSplit},
       {8, 256, K::kTile64x32AllSteps},   {8, 512, K::kTile64x64Pipeline6},
-      {8, 1024, K::kTile64x128},         {12, 32, K::kColumnSplit},
+      {8, 1024, K::kTile64x128},         {12, 32, K::kLatentSplit},
       {12, 64, K::kColumnSplit},         {16, 32, K::kColumnSplit},
       {16, 64, K::kColumnSplit},         {16, 128, K::kTile64x32AllSteps},
       {32, 1, K::kColumnSplit},          {32, 8, K::kColumnSplit},

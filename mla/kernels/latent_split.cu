@@ -17,8 +17,10 @@
 // 32c + 8p .. 32c + 8p + 7 of W_UV column g as one 16-byte word per 32-wide chunk c, and the A
 // fragment with the same permutation, so the products pair the same latent index on both sides.
 //
-// e4m3 W_UV (fp8.cuh): the same fragments from 8 bytes a word, dequantized to bf16 in registers
-// before the dependency wait with their block's scale (a warp's chunks lie in one latent block).
+// e4m3 W_UV (fp8.cuh): the same fragments from 8 bytes a word, kept as loaded until their chunk's
+// MMAs and dequantized to bf16 there with their block's scale (a warp's chunks lie in one latent
+// block): the dependency wait and the latent's loads are not held up behind the conversion, which
+// then overlaps the latent's round trip.
 //
 // e4m3 output: a head's 8 column blocks are one cluster (LatentSplitE4m3OutputKernel; they share
 // their rows, so they run or leave together); each block's rows' amax over its 16 columns (a
@@ -69,7 +71,9 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
 
   MLA_TIMELINE_STAMP(0);
   // W_UV before the wait: weights are written by no upstream kernel.
-  uint4 w_fragment[kTiles][kChunks];
+  uint4 w_fragment[kTiles][kW == WeightType::kBf16 ? kChunks : 1];
+  uint2 raw[kTiles][kW == WeightType::kE4m3 ? kChunks : 1];
+  float scale = 0.0f;
   if constexpr (kW == WeightType::kBf16) {
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) {
@@ -81,7 +85,6 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
     }
   } else {
     const float4 scales = device::LoadBlockScales<kW>(p, head);
-    uint2 raw[kTiles][kChunks];
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) {
       const fp8_e4m3* w_column = p.w_uv_fp8 + head * p.w_head_stride +
@@ -92,14 +95,7 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
     }
     // A warp's chunks lie in one latent block: kChunks (2 or 4) consecutive ones from a multiple.
     static_assert(4 % kChunks == 0, "a warp's chunks within one block");
-    const float scale = device::BlockScale(scales, chunk0 / 4);
-#pragma unroll
-    for (int j = 0; j < kTiles; ++j) {
-#pragma unroll
-      for (int c = 0; c < kChunks; ++c) {
-        w_fragment[j][c] = device::DequantizeE4m3x8(raw[j][c], scale);
-      }
-    }
+    scale = device::BlockScale(scales, chunk0 / 4);
   }
   device::PrefetchBlockInputsL2<kGated>(p, head, t0, kRows, 0, kLatentDim, column0, kColumns);
   const int rows_before_wait = device::LiveRowsBeforeWait(p.row_count, p.row_count_early, p.rows);
@@ -149,9 +145,15 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
     const uint4 y = kHalves == 2 ? a_rows[kHalves - 1][c] : make_uint4(0, 0, 0, 0);
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) {
+      uint4 w;
+      if constexpr (kW == WeightType::kBf16) {
+        w = w_fragment[j][c];
+      } else {
+        w = device::DequantizeE4m3x8(raw[j][c], scale);
+      }
       float(&chain)[2][4] = acc[j];
-      device::MmaBf16(chain[0], x.x, y.x, x.y, y.y, w_fragment[j][c].x, w_fragment[j][c].y);
-      device::MmaBf16(chain[1], x.z, y.z, x.w, y.w, w_fragment[j][c].z, w_fragment[j][c].w);
+      device::MmaBf16(chain[0], x.x, y.x, x.y, y.y, w.x, w.y);
+      device::MmaBf16(chain[1], x.z, y.z, x.w, y.w, w.z, w.w);
     }
   }
   // Accumulator e of an m16n8 tile: row group (+8 for e >= 2), column 2q + (e & 1).
