@@ -23,8 +23,8 @@
 //
 // e4m3 output: a head's 128 columns are its 4 (e4m3 W_UV: 2) column blocks, launched as one cluster
 // (ColumnSplitE4m3OutputKernel; blocks of one cluster share their rows, so they run or leave
-// together). Each block's rows' amax over its 32 columns (a group's 4 lanes, then its 4 warps in
-// shared memory) is read by the other blocks of the cluster through distributed shared memory;
+// together). Each block's rows' amax over its 32 (64) columns (a group's 4 lanes, then its 4 warps
+// in shared memory) is read by the other blocks of the cluster through distributed shared memory;
 // each thread then quantizes its own gated values.
 
 #include <cuda_bf16.h>
