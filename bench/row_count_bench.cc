@@ -7,6 +7,8 @@
 //            (row_count_before_upstream: the kernels read it before their dependency wait);
 //   padded   the same bucket without a count (every row computed, as a padded replay is today);
 //   exact    the tail of exactly the live rows, no padding.
+// The four are measured in turn, --rounds times (the median of each is reported), so that the
+// comparison does not depend on the order of the measurements.
 // The goals: counted (and early) <= padded + 0.1 us everywhere, and within 0.1 us of padded when
 // every row is live. With --gate=false the same without a gate, against the gated tail.
 //
@@ -39,6 +41,7 @@ ABSL_FLAG(std::string, heads, "12,64", "head counts");
 ABSL_FLAG(std::string, buckets, "16,64", "bucket rows");
 ABSL_FLAG(bool, gate, true, "with a gate (false: the tail without one, DeepSeek-V3 style)");
 ABSL_FLAG(int, replays, 20, "graph replays timed (the median is reported)");
+ABSL_FLAG(int, rounds, 5, "rounds of the four tails in turn (the median of each is reported)");
 ABSL_FLAG(int, host_calls, 20000, "calls timed for each host-time figure");
 ABSL_FLAG(std::string, csv, "", "append the device-time rows to this CSV file");
 ABSL_FLAG(std::string, commit, "unknown", "the commit measured, for the record");
@@ -47,6 +50,13 @@ namespace mla_tail_bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+constexpr int kTails = 4;  // counted, early, padded, exact
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
 
 // The per-layer time of `layers` tails of `shape`, captured into one graph (L2 cold).
 absl::StatusOr<double> PerLayer(mla_tail::MlaTail& tail, const mla_tail::TailShape& shape,
@@ -87,25 +97,34 @@ absl::Status DeviceTimes(cudaStream_t stream, FILE* csv) {
         b.row_count_before_upstream = true;
         early.push_back(b);
       }
-      absl::StatusOr<double> padded_us = PerLayer(**tail, shape, padded, stream);
-      if (!padded_us.ok()) return padded_us.status();
       for (int live : {1, bucket / 2, bucket}) {
         MLA_RETURN_IF_CUDA_ERROR(
             cudaMemcpy(count.get(), &live, sizeof(live), cudaMemcpyHostToDevice), "count");
         MLA_RETURN_IF_CUDA_ERROR(cudaDeviceSynchronize(), "count");
-        absl::StatusOr<double> counted_us = PerLayer(**tail, shape, counted, stream);
-        if (!counted_us.ok()) return counted_us.status();
-        absl::StatusOr<double> early_us = PerLayer(**tail, shape, early, stream);
-        if (!early_us.ok()) return early_us.status();
-        absl::StatusOr<double> exact_us = PerLayer(**tail, {heads, live, 1}, padded, stream);
-        if (!exact_us.ok()) return exact_us.status();
+        // The four tails in turn, each round starting one further on, so that a drift of the
+        // GPU's clocks over the run falls on each alike; the median of each tail's rounds.
+        const std::vector<mla_tail::TailBuffers>* buffers[kTails] = {&counted, &early, &padded,
+                                                                     &padded};
+        const mla_tail::TailShape shapes[kTails] = {shape, shape, shape, {heads, live, 1}};
+        std::vector<double> us[kTails];
+        const int rounds = std::max(1, absl::GetFlag(FLAGS_rounds));
+        for (int round = 0; round < rounds; ++round) {
+          for (int i = 0; i < kTails; ++i) {
+            const int which = (round + i) % kTails;
+            absl::StatusOr<double> t = PerLayer(**tail, shapes[which], *buffers[which], stream);
+            if (!t.ok()) return t.status();
+            us[which].push_back(*t);
+          }
+        }
+        double median[kTails];
+        for (int i = 0; i < kTails; ++i) median[i] = Median(us[i]);
         const char* kernel = mla_tail::FusedKernelName((*tail)->FusedKernelFor(shape));
         std::printf("%-6d %-7d %-5d %-11.2f %-10.2f %-10.2f %-10.2f %-10s\n", heads, bucket, live,
-                    *counted_us, *early_us, *padded_us, *exact_us, kernel);
+                    median[0], median[1], median[2], median[3], kernel);
         if (csv != nullptr) {
           std::fprintf(csv, "%s,%s,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%s\n",
                        absl::GetFlag(FLAGS_commit).c_str(), gated ? "gated" : "no_gate", heads,
-                       bucket, live, *counted_us, *early_us, *padded_us, *exact_us, kernel);
+                       bucket, live, median[0], median[1], median[2], median[3], kernel);
         }
       }
     }

@@ -104,9 +104,6 @@ TailGraphSet::TailGraphSet(int device, GraphSetOptions options, std::unique_ptr<
       options_(std::move(options)),
       tail_(std::move(tail)),
       layers_(options_.layers),
-      layer_set_(options_.layers, false),
-      checked_(options_.layers),
-      checked_count_(options_.layers, 0),
       entries_(size_t(options_.layers) * options_.buckets.size()) {}
 
 TailGraphSet::~TailGraphSet() {
@@ -130,7 +127,7 @@ absl::Status TailGraphSet::CheckLayer(int layer) const {
     return absl::InvalidArgumentError(
         absl::StrCat("layer = ", layer, " is outside [0, ", options_.layers, ")"));
   }
-  if (!layer_set_[layer]) {
+  if (!layers_[layer].set) {
     return absl::FailedPreconditionError(
         absl::StrCat("layer ", layer, " has no buffers: call SetLayer first"));
   }
@@ -158,7 +155,8 @@ absl::Status TailGraphSet::SetLayer(int layer, const TailBuffers& buffers) {
   const TailShape shape{options_.heads, max_rows(), options_.q};
   // A set that passed before passes again (the answers depend on the shape, the path and the
   // buffers alone), but for full pointer checks, which ask CUDA anew.
-  const bool checked = internal::IsRecent(checked_[layer], checked_count_[layer], buffers);
+  const bool checked =
+      internal::IsRecent(layers_[layer].checked, layers_[layer].checked_count, buffers);
   if (!checked) {
     MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
     MLA_RETURN_IF_ERROR(MlaTail::CheckPathTakes(options_.path, buffers));
@@ -169,9 +167,10 @@ absl::Status TailGraphSet::SetLayer(int layer, const TailBuffers& buffers) {
   if (!checked || pointer_check == internal::PointerCheck::kEveryCall) {
     MLA_RETURN_IF_ERROR(internal::CheckTailBuffers(device_, shape, buffers, pointer_check));
   }
-  layers_[layer] = buffers;
-  layer_set_[layer] = true;
-  internal::MakeRecent(checked_[layer], checked_count_[layer], buffers);
+  LayerState& l = layers_[layer];
+  l.buffers = buffers;
+  l.set = true;
+  internal::MakeRecent(l.checked, l.checked_count, buffers);
   return absl::OkStatus();
 }
 
@@ -185,7 +184,7 @@ absl::StatusOr<int> TailGraphSet::BucketRows(int rows) const {
 
 absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bucket_index) {
   const TailShape shape{options_.heads, options_.buckets[bucket_index], options_.q};
-  const TailBuffers& buffers = layers_[layer];
+  const TailBuffers& buffers = layers_[layer].buffers;
   Entry entry;
   entry.applied = buffers;
   // cuBLASLt's heuristic runs here, outside the capture.
@@ -274,7 +273,7 @@ absl::Status TailGraphSet::CaptureAll() {
 
 absl::Status TailGraphSet::Apply(int layer, int bucket_index) {
   Entry& entry = EntryFor(layer, bucket_index);
-  const TailBuffers& want = layers_[layer];
+  const TailBuffers& want = layers_[layer].buffers;
   if (internal::SameBuffers(entry.applied, want)) return absl::OkStatus();
 
   // The GEMM's descriptors hold the latent and W_UV row strides, and a gate's presence and the
@@ -322,12 +321,13 @@ absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
       return EagerOutOfRange(bucket.status(), options_.max_eager_rows);
     }
     ++stats_.eager_runs;
-    return tail_->Run({options_.heads, rows, options_.q}, layers_[layer], stream, options_.path);
+    return tail_->Run({options_.heads, rows, options_.q}, layers_[layer].buffers, stream,
+                      options_.path);
   }
   if (*capturing) {
     // CUDA refuses a graph launch into a capture: record the bucket's tail there instead.
     const TailShape shape{options_.heads, options_.buckets[*bucket], options_.q};
-    return tail_->Run(shape, layers_[layer], stream, options_.path);
+    return tail_->Run(shape, layers_[layer].buffers, stream, options_.path);
   }
   Entry& entry = EntryFor(layer, *bucket);
   if (!entry.captured()) MLA_RETURN_IF_ERROR(CaptureMeasured(layer, *bucket));

@@ -152,12 +152,15 @@ class TailGraphSet {
   std::optional<cudaStream_t> accepted_stream_;  // the last stream MlaTail::CheckStream accepted
   std::unique_ptr<MlaTail> tail_;                // the eager tail, whose launches are captured
   cudaStream_t capture_stream_ = nullptr;
-  std::vector<TailBuffers> layers_;
-  std::vector<bool> layer_set_;
-  // Each layer's last buffer sets validated and checked, most recent first: SetLayer with one of
-  // them again skips ValidateTail and the cached pointer checks.
-  std::vector<std::array<TailBuffers, 2>> checked_;
-  std::vector<int> checked_count_;
+  struct LayerState {
+    TailBuffers buffers;  // valid once `set`
+    bool set = false;
+    // The last buffer sets validated and checked, most recent first: SetLayer with one of them
+    // again skips ValidateTail and the cached pointer checks.
+    std::array<TailBuffers, 2> checked{};
+    int checked_count = 0;
+  };
+  std::vector<LayerState> layers_;
   std::vector<Entry> entries_;  // [layer][bucket]
   GraphSetStats stats_;
 };
