@@ -51,6 +51,24 @@ __device__ __forceinline__ int LiveRowsAfterWait(const int32_t* count, int rows_
   return rows_before_wait >= 0 ? rows_before_wait : LiveRows(count, rows);
 }
 
+// The pinned early count as loaded, clamped only after the wait. LiveRowsPinned clamps it before
+// the wait, so a warp waits there for the load, with the L2 prefetches and the wait behind it;
+// where the count alone stands between the wait and the latent's copies, that wait showed (the
+// Tile kernels without a gate: +0.10 us with every row live). Elsewhere the clamped form
+// measured faster (docs/design.md).
+struct EarlyCount {
+  int value;  // as loaded
+  bool read;
+};
+__device__ __forceinline__ EarlyCount EarlyCountPinned(const int32_t* count, bool early) {
+  int n = 0;
+  if (early) asm volatile("ld.global.s32 %0, [%1];" : "=r"(n) : "l"(count));
+  return {n, early};
+}
+__device__ __forceinline__ int LiveRowsAfterWait(const int32_t* count, EarlyCount early, int rows) {
+  return early.read ? max(0, min(early.value, rows)) : LiveRows(count, rows);
+}
+
 // The shared-memory address of a generic pointer into shared memory, as PTX operands take it.
 __device__ __forceinline__ uint32_t SmemAddress(const void* pointer) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(pointer));

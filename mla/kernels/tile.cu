@@ -370,7 +370,14 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   std::conditional_t<kLeanCopies, RowLengths, Nothing> lengths(p, tile.t0);
 
   MLA_TIMELINE_STAMP(0);
-  const int rows_before_wait = device::LiveRowsPinned(p.row_count, p.row_count_early, p.rows);
+  // The early count clamped before the wait with a gate, after it without one (device.cuh).
+  const auto early_count = [&] {
+    if constexpr (kGated) {
+      return device::LiveRowsPinned(p.row_count, p.row_count_early, p.rows);
+    } else {
+      return device::EarlyCountPinned(p.row_count, p.row_count_early);
+    }
+  }();
   // Prologue: groups 0..kPrologueSteps-1 hold steps 0..kPrologueSteps-1; group 0 also the
   // epilogue's inputs.
 #pragma unroll
@@ -382,7 +389,7 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   MLA_TIMELINE_STAMP(1);
   // Rows at and past the live count are neither read nor written; a block of none of them exits
   // once its W_UV copies have landed.
-  rows = device::LiveRowsAfterWait(p.row_count, rows_before_wait, p.rows);
+  rows = device::LiveRowsAfterWait(p.row_count, early_count, p.rows);
   if (tile.t0 >= rows) {
     device::CopyAsyncCommitAndWaitAll();
     return;
