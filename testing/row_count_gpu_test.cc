@@ -151,7 +151,7 @@ TEST_F(RowCountGpuTest, EveryKernelServesOnlyTheLiveRows) {
 }
 
 // Without a gate: out = bf16(v) on active rows, +0.0 on inactive ones, on every kernel and the
-// BMM path, with and without a row count.
+// BMM path, without a row count and with one read after the wait or early.
 TEST_F(RowCountGpuTest, EveryKernelRunsWithoutAGate) {
   for (const auto& [kernel, path] : EveryPath()) {
     std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(kernel);
@@ -166,9 +166,13 @@ TEST_F(RowCountGpuTest, EveryKernelRunsWithoutAGate) {
         ASSERT_OK(tail->Run(problem->shape(), problem->buffers(), stream_, path));
         ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
         ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(8), true));
-        const TailBuffers counted = Counted(*problem);
-        ForEachCount(*problem, {rows, rows / 2, 0},
-                     [&] { return tail->Run(problem->shape(), counted, stream_, path); });
+        TailBuffers counted = Counted(*problem);
+        for (bool early : {false, true}) {
+          SCOPED_TRACE(early ? "count read early" : "count read after the wait");
+          counted.row_count_before_upstream = early;
+          ForEachCount(*problem, {rows, rows / 2, 0},
+                       [&] { return tail->Run(problem->shape(), counted, stream_, path); });
+        }
       }
     }
   }
@@ -197,30 +201,32 @@ TEST_F(RowCountGpuTest, EveryKernelReadsAnEarlyCount) {
 }
 
 // The early count changes only when the count is read: the latent, gate and lengths are still
-// read after the wait. The count is written in stream order before an upstream kernel that lets
-// the tail launch at once and writes those inputs 50 us later; the tail, launched with PDL,
-// must serve the live rows from the late writes.
+// read after the wait, with a gate and without one. The count is written in stream order before an
+// upstream kernel that lets the tail launch at once and writes those inputs 50 us later; the tail,
+// launched with PDL, must serve the live rows from the late writes.
 TEST_F(RowCountGpuTest, AnEarlyCountStillWaitsForTheUpstreamInputs) {
   for (FusedKernel kernel : mla_tail::kFusedKernels) {
-    SCOPED_TRACE(mla_tail::FusedKernelName(kernel));
     std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(kernel);
     ASSERT_NE(tail, nullptr);
-    std::unique_ptr<Problem> problem = MakeProblem(12, 64, 81);
-    ASSERT_NE(problem, nullptr);
-    TailBuffers b = Counted(*problem);
-    b.row_count_before_upstream = true;
-    const int rows = problem->shape().rows;
-    absl::StatusOr<LateInputs> late = LateInputs::Save(*problem, stream_);
-    ASSERT_TRUE(late.ok()) << late.status();
-    for (int live : {rows, rows / 2 + 3}) {
-      SCOPED_TRACE(absl::StrCat("row count ", live));
-      SetCount(live);
-      ASSERT_OK(late->Spoil(*problem, stream_));
-      ASSERT_OK(problem->PoisonOutput(b.output, stream_));
-      ASSERT_EQ(late->LaunchWriter(*problem, stream_), cudaSuccess);
-      ASSERT_OK(tail->Run(problem->shape(), b, stream_, TailPath::kFused));
-      ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-      ASSERT_OK(problem->Check(b.output, problem->SampleRows(8), true, live));
+    for (bool gated : {true, false}) {
+      SCOPED_TRACE(absl::StrCat(mla_tail::FusedKernelName(kernel), gated ? " gated" : " no gate"));
+      std::unique_ptr<Problem> problem = MakeProblem(12, 64, 81, gated);
+      ASSERT_NE(problem, nullptr);
+      TailBuffers b = Counted(*problem);
+      b.row_count_before_upstream = true;
+      const int rows = problem->shape().rows;
+      absl::StatusOr<LateInputs> late = LateInputs::Save(*problem, stream_);
+      ASSERT_TRUE(late.ok()) << late.status();
+      for (int live : {rows, rows / 2 + 3}) {
+        SCOPED_TRACE(absl::StrCat("row count ", live));
+        SetCount(live);
+        ASSERT_OK(late->Spoil(*problem, stream_));
+        ASSERT_OK(problem->PoisonOutput(b.output, stream_));
+        ASSERT_EQ(late->LaunchWriter(*problem, stream_), cudaSuccess);
+        ASSERT_OK(tail->Run(problem->shape(), b, stream_, TailPath::kFused));
+        ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+        ASSERT_OK(problem->Check(b.output, problem->SampleRows(8), true, live));
+      }
     }
   }
 }

@@ -16,7 +16,7 @@ absl::StatusOr<LateInputs> LateInputs::Save(const Problem& problem, cudaStream_t
   const int rows = problem.shape().rows;
   LateInputs late;
   late.latent_bytes = size_t(rows) * b.latent_row_stride * 2;
-  late.gate_bytes = size_t(rows) * b.gate_row_stride * 2;
+  late.gate_bytes = b.gate == nullptr ? 0 : size_t(rows) * b.gate_row_stride * 2;  // none without
   late.lengths_bytes = size_t(rows) * 4;
   absl::StatusOr<DeviceMemory> saved =
       DeviceMemory::Allocate(late.latent_bytes + late.gate_bytes + late.lengths_bytes);
@@ -29,6 +29,7 @@ absl::StatusOr<LateInputs> LateInputs::Save(const Problem& problem, cudaStream_t
         {s + late.latent_bytes + late.gate_bytes, b.lengths, late.lengths_bytes}}) {
     // On the test's stream: a device-to-device cudaMemcpy returns before it has copied, and the
     // legacy stream it runs on is not ordered with a non-blocking stream's Spoil.
+    if (bytes == 0) continue;
     if (cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream) != cudaSuccess) {
       return absl::InternalError("saving the inputs");
     }
@@ -40,7 +41,8 @@ absl::StatusOr<LateInputs> LateInputs::Save(const Problem& problem, cudaStream_t
 absl::Status LateInputs::Spoil(const Problem& problem, cudaStream_t stream) const {
   const mla_tail::TailBuffers b = problem.buffers();
   if (cudaMemsetAsync(const_cast<mla_tail::bf16*>(b.latent), 0xff, latent_bytes, stream) ||
-      cudaMemsetAsync(const_cast<mla_tail::bf16*>(b.gate), 0xff, gate_bytes, stream) ||
+      (gate_bytes > 0 &&
+       cudaMemsetAsync(const_cast<mla_tail::bf16*>(b.gate), 0xff, gate_bytes, stream)) ||
       cudaMemsetAsync(const_cast<int32_t*>(b.lengths), 0, lengths_bytes, stream)) {
     return absl::InternalError("spoiling the inputs");
   }
