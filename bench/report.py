@@ -15,6 +15,9 @@ bound max(limit / 0.8, limit + 1 us) (printed as "bound") and the streaming floo
 bytes with the dispatched time over it (when the run measured it: bench/stream_floor.h), then a
 line counting the shapes within that bound, within 1.15x the floor, at least 2x faster than
 PyTorch, and dispatched within 3% of the fastest kernel.
+With tail_bench_no_gate.csv in the folder: the tail without a gate against the gated one, each
+the median of the runs alternated in that file (auto and nogate-auto), per shape, and the
+no-gate rule against the fastest forced kernel without a gate (print_no_gate).
 With tail_bench_upstream_exceptions.csv in the folder (benchmarks.sh's upstream_exceptions step),
 or alone with --exceptions: the tail's added time after the stand-in upstream kernel with every
 fused kernel forced, and the rule's choice, at the shapes of the dispatch rule's exceptions.
@@ -135,6 +138,66 @@ def print_grids(ours, torch, shapes):
         for b in rows:
             print(f"| {b} | " + " | ".join(cell(h, b) for h in heads) + " |")
         print()
+
+
+def load_runs(path):
+    """{(heads, rows, q, mode): [us_per_layer, ...]}: every run of a mode, where load keeps the
+    last (a CSV may hold a mode several times, alternated with another)."""
+    runs, header = {}, None
+    with open(path) as f:
+        for r in csv.reader(f):
+            if not r or r[0].startswith("#"):
+                continue
+            if r[0] == "heads":
+                header = r
+                continue
+            values = dict(zip(header, r))
+            runs.setdefault((int(r[0]), int(r[1]), int(r[2]), r[3]), []).append(
+                float(values["us_per_layer"]))
+    return runs
+
+
+def median(values):
+    v = sorted(values)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+
+def print_no_gate(folder):
+    """From tail_bench_no_gate.csv: the dispatched tail without a gate over the gated one (the
+    median of each mode's alternated runs in that one process) as a rows x heads grid, the shapes
+    where it is slower, and the no-gate rule against the fastest kernel forced without a gate."""
+    path = os.path.join(folder, "tail_bench_no_gate.csv")
+    if not os.path.exists(path):
+        return
+    runs = load_runs(path)
+    shapes = sorted({(h, b) for h, b, q, m in runs
+                     if q == 1 and m == "nogate-auto" and (h, b, 1, "auto") in runs})
+    if not shapes:
+        return
+    heads = sorted({h for h, _ in shapes})
+    ratio = {(h, b): median(runs[(h, b, 1, "nogate-auto")]) / median(runs[(h, b, 1, "auto")])
+             for h, b in shapes}
+    counts = {len(runs[(h, b, 1, m)]) for h, b in shapes for m in ("auto", "nogate-auto")}
+    print(f"\n**Without a gate over gated (the dispatched tails, medians of {max(counts)} "
+          "alternated runs each):**\n")
+    print("| rows \\ heads | " + " | ".join(str(h) for h in heads) + " |")
+    print("|---:|" + "---:|" * len(heads))
+    for b in sorted({b for _, b in shapes}):
+        print(f"| {b} | " + " | ".join(f"{ratio[(h, b)]:.2f}×" if (h, b) in ratio else "–"
+                                       for h in heads) + " |")
+    slower = [(h, b) for h, b in shapes if ratio[(h, b)] > 1.0]
+    values = sorted(ratio.values())
+    print(f"\nWithout a gate: {values[0]:.2f}-{values[-1]:.2f}× the gated tail (median "
+          f"{median(values):.2f}×); slower at {len(slower)} of {len(shapes)} shapes" +
+          (": " + ", ".join(f"{h} × {b} ({ratio[(h, b)]:.3f}×)" for h, b in slower)
+           if slower else "") + ".")
+    within = 0
+    for h, b in shapes:
+        forced = [median(v) for (hh, bb, q, m), v in runs.items()
+                  if (hh, bb, q) == (h, b, 1) and m.startswith("nogate-fused-")]
+        within += bool(forced) and median(runs[(h, b, 1, "nogate-auto")]) <= 1.03 * min(forced)
+    print(f"The rule's kernel without a gate is within 3% of the fastest kernel forced without a "
+          f"gate at {within} of {len(shapes)} shapes.")
 
 
 def print_fp8(folder):
@@ -293,6 +356,7 @@ def main():
     if os.path.exists(exceptions):
         print()
         print_exceptions(exceptions)
+    print_no_gate(folder)
     print_fp8(folder)
     heads = sorted({h for h, _ in shapes})
     lines = {h: [(b, 100 * ours[(h, b, 1, "auto")]["limit_us"] /

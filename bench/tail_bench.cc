@@ -17,6 +17,9 @@
 // fp8o-<mode> with the e4m3 output, fp8w-fp8o-<mode> with both; fp8o-pair (and fp8w-fp8o-pair)
 // is the unfused peer of the e4m3 output: the dispatched bf16-output tail, then
 // bench/group_quant.cu's quantization kernel, both with PDL. Their limits count e4m3 bytes.
+// Without a gate: nogate-<mode> runs any mode but peer and the pairs with gate == nullptr (its
+// limits count no gate bytes), so that gated and ungated tails alternate in one process:
+// --modes=auto,nogate-auto,auto,nogate-auto.
 //
 //   tail_bench --heads=8,12,64 --rows=1,16,256 --modes=fused,auto,auto-replay --csv=out.csv
 //   tail_bench --heads=12,64,128 --rows=64,256,1024
@@ -83,9 +86,6 @@ ABSL_FLAG(std::string, fused_kernel, "auto",
           "the fused kernel of the auto and up modes: auto (the rule) or a kernel's name "
           "(ColumnSplit, Tile64x64Pipeline4, ...)");
 ABSL_FLAG(bool, pdl, true, "launch the tail's kernels with PDL (the library's default)");
-ABSL_FLAG(bool, gate, true,
-          "with the output gate (false: the fused tail without one; not with the peer or bmm "
-          "modes)");
 ABSL_FLAG(bool, upstream_pdl, true, "launch the upstream kernel itself with PDL (after a tail)");
 ABSL_FLAG(bool, stream_floor, true,
           "measure each shape's streaming floor of the bytes each mode moves "
@@ -128,7 +128,17 @@ E4m3Mode ParseE4m3Mode(absl::string_view mode) {
   return m;
 }
 
+// A mode without its nogate- prefix; `gated` says whether it had none.
+absl::string_view WithoutNoGate(absl::string_view mode, bool* gated) {
+  *gated = !absl::ConsumePrefix(&mode, "nogate-");
+  return mode;
+}
+
 bool IsKnownMode(absl::string_view mode) {
+  bool gated = true;
+  mode = WithoutNoGate(mode, &gated);
+  // The peer's gate kernel and the pair's quantization read a gate.
+  if (!gated && (mode == "peer" || absl::EndsWith(mode, "pair"))) return false;
   const E4m3Mode e4m3 = ParseE4m3Mode(mode);
   if (e4m3.any()) {
     // The fused path, embedded; the pair needs the e4m3 output.
@@ -236,11 +246,6 @@ int Main() {
   for (const std::string& mode : modes) {
     if (!absl::GetFlag(FLAGS_upstream) && !IsKnownMode(mode)) {
       std::fprintf(stderr, "tail_bench: unknown mode '%s' (see --help)\n", mode.c_str());
-      return 1;
-    }
-    if (!absl::GetFlag(FLAGS_gate) && (mode == "peer" || mode == "bmm")) {
-      std::fprintf(stderr, "tail_bench: --gate=false measures the fused kernels, not '%s'\n",
-                   mode.c_str());
       return 1;
     }
   }
@@ -363,18 +368,16 @@ int Main() {
           std::fprintf(stderr, "layers: %s\n", layers.status().ToString().c_str());
           return 1;
         }
-        if (!absl::GetFlag(FLAGS_gate)) {
-          for (Layer& layer : *layers) layer.buffers.gate = nullptr;
-        }
         const double flop_us = TailFlops(shape) / *matrix_rate * 1e6;
         // The bytes of a mode's types: e4m3 W_UV or output move a byte a value; without a gate
         // none is read.
         auto mode_bytes = [&](absl::string_view mode) {
-          const E4m3Mode e4m3 = ParseE4m3Mode(mode);
+          bool gated = true;
+          const E4m3Mode e4m3 = ParseE4m3Mode(WithoutNoGate(mode, &gated));
           return TailBytes(shape,
                            e4m3.weight ? mla_tail::WeightType::kE4m3 : mla_tail::WeightType::kBf16,
                            e4m3.output ? mla_tail::OutputType::kE4m3 : mla_tail::OutputType::kBf16,
-                           absl::GetFlag(FLAGS_gate));
+                           gated);
         };
         // The streaming floor of each byte count the modes move, measured beside the shape's
         // tails.
@@ -426,7 +429,13 @@ int Main() {
         };
         // The layers' e4m3 tensors, made when a mode first needs them.
         std::vector<Fp8Layer> fp8_layers;
-        for (const std::string& mode : modes) {
+        for (const std::string& name : modes) {
+          // `name` is recorded; `mode` is what runs, with or without the layers' gates.
+          bool gated = true;
+          const std::string mode(WithoutNoGate(name, &gated));
+          for (Layer& layer : *layers) {
+            layer.buffers.gate = gated ? layer.gate.as<mla_tail::bf16>() : nullptr;
+          }
           const E4m3Mode e4m3 = ParseE4m3Mode(mode);
           if (e4m3.any() && fp8_layers.empty()) {
             absl::StatusOr<std::vector<Fp8Layer>> made = MakeFp8Layers(shape, layer_count, stream);
@@ -477,16 +486,16 @@ int Main() {
                 },
                 absl::GetFlag(FLAGS_replays));
             if (!us.ok()) {
-              std::fprintf(stderr, "%s heads %d rows %d: %s\n", mode.c_str(), heads, rows,
+              std::fprintf(stderr, "%s heads %d rows %d: %s\n", name.c_str(), heads, rows,
                            us.status().ToString().c_str());
               ++failures;
               continue;
             }
-            record(mode, *us / layer_count, std::nullopt);
+            record(name, *us / layer_count, std::nullopt);
             if (const absl::Status s =
                     CheckFp8Outputs(shape, *layers, fp8_layers, e4m3.weight, e4m3.output, stream);
                 !s.ok()) {
-              std::fprintf(stderr, "tail_bench: MISMATCH in mode %s: %s\n", mode.c_str(),
+              std::fprintf(stderr, "tail_bench: MISMATCH in mode %s: %s\n", name.c_str(),
                            s.ToString().c_str());
               ++failures;
             }
@@ -501,13 +510,13 @@ int Main() {
                 TimeBackToBackReplays(shape, ModePath(mode), ModeKernel(mode), *layers,
                                       absl::GetFlag(FLAGS_replays), stream);
             if (!timing.ok()) {
-              std::fprintf(stderr, "%s heads %d rows %d: %s\n", mode.c_str(), heads, rows,
+              std::fprintf(stderr, "%s heads %d rows %d: %s\n", name.c_str(), heads, rows,
                            timing.status().ToString().c_str());
               ++failures;
               continue;
             }
-            record(mode, timing->gpu_us_per_layer, timing->host_us_per_replay);
-            check(mode);
+            record(name, timing->gpu_us_per_layer, timing->host_us_per_replay);
+            check(name);
             continue;
           }
           if (mode == "peer" && peer == nullptr) {
@@ -554,13 +563,13 @@ int Main() {
               },
               absl::GetFlag(FLAGS_replays));
           if (!us.ok()) {
-            std::fprintf(stderr, "%s heads %d rows %d: %s\n", mode.c_str(), heads, rows,
+            std::fprintf(stderr, "%s heads %d rows %d: %s\n", name.c_str(), heads, rows,
                          us.status().ToString().c_str());
             ++failures;
             continue;
           }
-          record(mode, *us / layer_count, std::nullopt);
-          check(mode);
+          record(name, *us / layer_count, std::nullopt);
+          check(name);
         }
       }
     }

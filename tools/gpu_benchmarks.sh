@@ -80,9 +80,12 @@ step row_count 60 row_count_bench.log "$bin/row_count_bench" --commit="$commit" 
   --csv="$out/row_count_bench.csv"
 step row_count 60 row_count_bench.log "$bin/row_count_bench" --commit="$commit" \
   --csv="$out/row_count_bench.csv" --gate=false --host_calls=1000
-# The tail without a gate over the grid, every fused kernel forced: against the gated grid next.
-step no_gate 170 tail_bench_no_gate.log "$bin/tail_bench" --commit="$commit" --gate=false \
-  --csv="$out/tail_bench_no_gate.csv" --modes=$kernels,auto
+# The tail without a gate over the grid, every fused kernel forced, and the rule's choice gated
+# and ungated alternated three times in one process (the same kernels, the same layers).
+nogate_kernels=${kernels//fused-/nogate-fused-}
+step no_gate 240 tail_bench_no_gate.log "$bin/tail_bench" --commit="$commit" \
+  --csv="$out/tail_bench_no_gate.csv" \
+  --modes=$nogate_kernels,auto,nogate-auto,auto,nogate-auto,auto,nogate-auto
 step grid 170 tail_bench.log "$bin/tail_bench" --commit="$commit" --csv="$out/tail_bench.csv" \
   --modes=$kernels,bmm,auto,peer,auto-replay
 # e4m3 W_UV on the grid (every kernel forced, and the rule), and the e4m3 output beside the
