@@ -75,6 +75,10 @@ ABSL_FLAG(std::string, commit, "unknown", "the commit measured, for the record")
 ABSL_FLAG(bool, upstream, false,
           "instead of the grid: the tail's added time after an upstream kernel (modes up, "
           "up+pdl, up+nopdl), heads and rows from the flags");
+ABSL_FLAG(std::string, upstream_modes, "up,up+pdl,up+nopdl",
+          "with --upstream, comma-separated: up (the upstream kernel alone), up+pdl and up+nopdl "
+          "(then the dispatched tail, with PDL and without), each also as nogate-up+pdl and "
+          "nogate-up+nopdl");
 ABSL_FLAG(int, upstream_busy_ns, 4000, "the upstream kernel's work before launch_dependents");
 ABSL_FLAG(int, upstream_epilogue_ns, 1000, "the upstream kernel's work after launch_dependents");
 ABSL_FLAG(int, upstream_smem_bytes, 100 << 10,
@@ -149,6 +153,12 @@ bool IsKnownMode(absl::string_view mode) {
   if (mode == "peer" || ModeKernel(mode) != mla_tail::FusedKernel::kAuto) return true;
   absl::ConsumeSuffix(&mode, kReplaySuffix);
   return absl::c_linear_search(kPathModes, mode);
+}
+
+bool IsUpstreamMode(absl::string_view mode) {
+  bool gated = true;
+  mode = WithoutNoGate(mode, &gated);
+  return mode == "up+pdl" || mode == "up+nopdl" || (gated && mode == "up");
 }
 
 // The path a mode runs: fused (any kernel) and bmm, with or without -replay, force one; the
@@ -239,12 +249,11 @@ absl::StatusOr<ReplayTiming> TimeBackToBackReplays(const mla_tail::TailShape& sh
 }
 
 int Main() {
-  const std::vector<std::string> modes =
-      absl::GetFlag(FLAGS_upstream)
-          ? std::vector<std::string>{"up", "up+pdl", "up+nopdl"}
-          : std::vector<std::string>(absl::StrSplit(absl::GetFlag(FLAGS_modes), ','));
+  const bool upstream_run = absl::GetFlag(FLAGS_upstream);
+  const std::vector<std::string> modes = absl::StrSplit(
+      absl::GetFlag(upstream_run ? FLAGS_upstream_modes : FLAGS_modes), ',');
   for (const std::string& mode : modes) {
-    if (!absl::GetFlag(FLAGS_upstream) && !IsKnownMode(mode)) {
+    if (!(upstream_run ? IsUpstreamMode(mode) : IsKnownMode(mode))) {
       std::fprintf(stderr, "tail_bench: unknown mode '%s' (see --help)\n", mode.c_str());
       return 1;
     }
