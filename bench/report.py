@@ -198,6 +198,45 @@ def print_no_gate(folder):
         within += bool(forced) and median(runs[(h, b, 1, "nogate-auto")]) <= 1.03 * min(forced)
     print(f"The rule's kernel without a gate is within 3% of the fastest kernel forced without a "
           f"gate at {within} of {len(shapes)} shapes.")
+    print_no_gate_embeddings(os.path.join(folder, "tail_bench_no_gate_embeddings.csv"))
+
+
+def print_no_gate_embeddings(path):
+    """From tail_bench_no_gate_embeddings.csv (sections: back to back without PDL; after the
+    upstream kernel with and without shared memory): without a gate over gated per shape, the
+    medians of the alternated runs; after the upstream kernel, of the time each adds to it."""
+    if not os.path.exists(path):
+        return
+    sections, title, header = [], None, None
+    with open(path) as f:
+        for r in csv.reader(f):
+            if not r:
+                continue
+            if r[0].startswith("# ") and not r[0].startswith("# commit"):
+                title = ",".join(r)[2:]
+                sections.append((title, {}))
+                continue
+            if r[0].startswith("#"):
+                continue
+            if r[0] == "heads":
+                header = r
+                continue
+            values = dict(zip(header, r))
+            sections[-1][1].setdefault((int(r[0]), int(r[1]), r[3]), []).append(
+                float(values["us_per_layer"]))
+    for title, runs in sections:
+        shapes = sorted({(h, b) for h, b, _ in runs})
+        upstream = any(m == "up" for _, _, m in runs)
+        gated, ungated = ("up+pdl", "nogate-up+pdl") if upstream else ("auto", "nogate-auto")
+        cells = []
+        for h, b in shapes:
+            base = median(runs[(h, b, "up")]) if upstream else 0.0
+            g = median(runs[(h, b, gated)]) - base
+            n = median(runs[(h, b, ungated)]) - base
+            cells.append(f"{h} × {b} {n / g:.3f}×{' (slower)' if n > g else ''}")
+        print(f"\nWithout a gate over gated, {title}"
+              f"{' (the time each adds to the upstream kernel)' if upstream else ''}: " +
+              "; ".join(cells) + ".")
 
 
 def print_fp8(folder):

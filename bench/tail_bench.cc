@@ -250,8 +250,8 @@ absl::StatusOr<ReplayTiming> TimeBackToBackReplays(const mla_tail::TailShape& sh
 
 int Main() {
   const bool upstream_run = absl::GetFlag(FLAGS_upstream);
-  const std::vector<std::string> modes = absl::StrSplit(
-      absl::GetFlag(upstream_run ? FLAGS_upstream_modes : FLAGS_modes), ',');
+  const std::vector<std::string> modes =
+      absl::StrSplit(absl::GetFlag(upstream_run ? FLAGS_upstream_modes : FLAGS_modes), ',');
   for (const std::string& mode : modes) {
     if (!(upstream_run ? IsUpstreamMode(mode) : IsKnownMode(mode))) {
       std::fprintf(stderr, "tail_bench: unknown mode '%s' (see --help)\n", mode.c_str());
@@ -383,10 +383,9 @@ int Main() {
         auto mode_bytes = [&](absl::string_view mode) {
           bool gated = true;
           const E4m3Mode e4m3 = ParseE4m3Mode(WithoutNoGate(mode, &gated));
-          return TailBytes(shape,
-                           e4m3.weight ? mla_tail::WeightType::kE4m3 : mla_tail::WeightType::kBf16,
-                           e4m3.output ? mla_tail::OutputType::kE4m3 : mla_tail::OutputType::kBf16,
-                           gated);
+          return TailBytes(
+              shape, e4m3.weight ? mla_tail::WeightType::kE4m3 : mla_tail::WeightType::kBf16,
+              e4m3.output ? mla_tail::OutputType::kE4m3 : mla_tail::OutputType::kBf16, gated);
         };
         // The streaming floor of each byte count the modes move, measured beside the shape's
         // tails.

@@ -15,8 +15,8 @@
 #              ./gpu-benchmarks); files of the same names there are appended to
 #     --after  a command run after each step (e.g. packing the folder, so that a run cut off
 #              keeps what it had)
-#     --skip   steps not to run: graph_bench, row_count, no_gate, grid, fp8, fp8_output, q, torch,
-#              upstream, upstream_kernels, upstream_exceptions, upstream_no_smem, large,
+#     --skip   steps not to run: graph_bench, row_count, no_gate, no_gate_embeddings, grid, fp8,
+#              fp8_output, q, torch, upstream, upstream_kernels, upstream_exceptions, upstream_no_smem, large,
 #              pdl_probe, timeline, sm_ingest, demo, runtime, consumers
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -86,6 +86,24 @@ nogate_kernels=${kernels//fused-/nogate-fused-}
 step no_gate 240 tail_bench_no_gate.log "$bin/tail_bench" --commit="$commit" \
   --csv="$out/tail_bench_no_gate.csv" \
   --modes=$nogate_kernels,auto,nogate-auto,auto,nogate-auto,auto,nogate-auto
+# The same comparison where the tails run in other embeddings, at 8-96 heads x 1-8 rows: back to
+# back without PDL, and after the stand-in upstream kernel (100 KiB of shared memory a block, and
+# none), gated and ungated alternated three times each.
+no_gate_embeddings() {
+  local f=$out/tail_bench_no_gate_embeddings.csv shapes="--heads=8,12,16,64,96 --rows=1,2,4,8"
+  local alt=auto,nogate-auto,auto,nogate-auto,auto,nogate-auto
+  local up=up+pdl,nogate-up+pdl,up+pdl,nogate-up+pdl,up+pdl,nogate-up+pdl,up
+  echo "# back to back without PDL" >>"$f"
+  timeout 60 "$bin/tail_bench" --commit="$commit" $shapes --modes=$alt --pdl=false --csv="$f" ||
+    return 1
+  echo "# after the upstream kernel, 100 KiB of shared memory a block" >>"$f"
+  timeout 60 "$bin/tail_bench" --commit="$commit" $shapes --upstream --upstream_modes=$up \
+    --csv="$f" || return 1
+  echo "# after the upstream kernel without shared memory" >>"$f"
+  timeout 60 "$bin/tail_bench" --commit="$commit" $shapes --upstream --upstream_modes=$up \
+    --upstream_smem_bytes=0 --csv="$f"
+}
+step no_gate_embeddings 200 tail_bench_no_gate_embeddings.log no_gate_embeddings
 step grid 170 tail_bench.log "$bin/tail_bench" --commit="$commit" --csv="$out/tail_bench.csv" \
   --modes=$kernels,bmm,auto,peer,auto-replay
 # e4m3 W_UV on the grid (every kernel forced, and the rule), and the e4m3 output beside the
