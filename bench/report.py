@@ -35,21 +35,30 @@ def is_kernel_mode(mode):
     return (mode in ("fused", "bmm") or mode.startswith("fused-")) and not mode.endswith("-replay")
 
 
-def load(path):
-    """{(heads, rows, q, mode): {column: float or None}}, by each section's own header line (the
-    CSVs are appended to, one header per run, and newer runs add columns at the end)."""
-    rows, header = {}, None
+def records(path):
+    """Each data row of a tail_bench CSV as (section, (heads, rows, q, mode), {column: float or
+    None}), by each section's own header line (the CSVs are appended to, one header per run, and
+    newer runs add columns at the end); section is the last "# ..." line that is not a run's
+    "# commit ..." header, or None."""
+    header, section = None, None
     with open(path) as f:
         for r in csv.reader(f):
-            if not r or r[0].startswith("#"):
+            if not r:
+                continue
+            if r[0].startswith("#"):
+                if not r[0].startswith("# commit"):
+                    section = ",".join(r)[2:]
                 continue
             if r[0] == "heads":
                 header = r
                 continue
             values = {k: float(v) if v else None for k, v in zip(header[4:], r[4:])}
-            rows[(int(r[0]), int(r[1]), int(r[2]), r[3])] = values
-    return rows
+            yield section, (int(r[0]), int(r[1]), int(r[2]), r[3]), values
 
+
+def load(path):
+    """{(heads, rows, q, mode): {column: float or None}}: a mode's last run."""
+    return {key: values for _, key, values in records(path)}
 
 def floor_cell(ours, h, b, q, mode="auto"):
     """The shape's time over its streaming floor, or – where the run did not measure the floor."""
@@ -66,22 +75,8 @@ EXCEPTION_KERNELS = ("auto", "ColumnSplit", "LatentSplit", "Tile64x32AllSteps",
 def load_by_kernel(path):
     """{(kernel, heads, rows, mode): us_per_layer} from a CSV whose sections each start with a
     "# ..., fused kernel K" line (tail_bench --upstream runs, one per forced kernel)."""
-    rows, header, kernel = {}, None, None
-    with open(path) as f:
-        for r in csv.reader(f):
-            if not r:
-                continue
-            if r[0].startswith("#"):
-                line = ",".join(r)
-                if "fused kernel " in line:
-                    kernel = line.rsplit("fused kernel ", 1)[1].strip()
-                continue
-            if r[0] == "heads":
-                header = r
-                continue
-            values = dict(zip(header, r))
-            rows[(kernel, int(r[0]), int(r[1]), r[3])] = float(values["us_per_layer"])
-    return rows
+    return {(section.rsplit("fused kernel ", 1)[1].strip(), h, b, mode): values["us_per_layer"]
+            for section, (h, b, _, mode), values in records(path)}
 
 
 def print_exceptions(path):
@@ -143,19 +138,10 @@ def print_grids(ours, torch, shapes):
 def load_runs(path):
     """{(heads, rows, q, mode): [us_per_layer, ...]}: every run of a mode, where load keeps the
     last (a CSV may hold a mode several times, alternated with another)."""
-    runs, header = {}, None
-    with open(path) as f:
-        for r in csv.reader(f):
-            if not r or r[0].startswith("#"):
-                continue
-            if r[0] == "heads":
-                header = r
-                continue
-            values = dict(zip(header, r))
-            runs.setdefault((int(r[0]), int(r[1]), int(r[2]), r[3]), []).append(
-                float(values["us_per_layer"]))
+    runs = {}
+    for _, key, values in records(path):
+        runs.setdefault(key, []).append(values["us_per_layer"])
     return runs
-
 
 def median(values):
     v = sorted(values)
@@ -207,24 +193,11 @@ def print_no_gate_embeddings(path):
     medians of the alternated runs; after the upstream kernel, of the time each adds to it."""
     if not os.path.exists(path):
         return
-    sections, title, header = [], None, None
-    with open(path) as f:
-        for r in csv.reader(f):
-            if not r:
-                continue
-            if r[0].startswith("# ") and not r[0].startswith("# commit"):
-                title = ",".join(r)[2:]
-                sections.append((title, {}))
-                continue
-            if r[0].startswith("#"):
-                continue
-            if r[0] == "heads":
-                header = r
-                continue
-            values = dict(zip(header, r))
-            sections[-1][1].setdefault((int(r[0]), int(r[1]), r[3]), []).append(
-                float(values["us_per_layer"]))
-    for title, runs in sections:
+    sections = {}
+    for title, (h, b, _, mode), values in records(path):
+        sections.setdefault(title, {}).setdefault((h, b, mode), []).append(
+            values["us_per_layer"])
+    for title, runs in sections.items():
         shapes = sorted({(h, b) for h, b, _ in runs})
         upstream = any(m == "up" for _, _, m in runs)
         gated, ungated = ("up+pdl", "nogate-up+pdl") if upstream else ("auto", "nogate-auto")
