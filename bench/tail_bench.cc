@@ -73,8 +73,8 @@ ABSL_FLAG(int, replays, 20,
 ABSL_FLAG(std::string, csv, "", "append results to this CSV file");
 ABSL_FLAG(std::string, commit, "unknown", "the commit measured, for the record");
 ABSL_FLAG(bool, upstream, false,
-          "instead of the grid: the tail's added time after an upstream kernel (modes up, "
-          "up+pdl, up+nopdl), heads and rows from the flags");
+          "instead of the grid: the tail's added time after an upstream kernel (the modes of "
+          "--upstream_modes), heads and rows from the flags");
 ABSL_FLAG(std::string, upstream_modes, "up,up+pdl,up+nopdl",
           "with --upstream, comma-separated: up (the upstream kernel alone), up+pdl and up+nopdl "
           "(then the dispatched tail, with PDL and without), each also as nogate-up+pdl and "

@@ -65,7 +65,8 @@ upstream() {
   local file=$1 title=$2
   shift 2
   echo "# $title" >>"$out/$file.csv"
-  timeout 30 "$bin/tail_bench" --commit="$commit" --upstream --modes=up,up+pdl,up+nopdl \
+  timeout 30 "$bin/tail_bench" --commit="$commit" --upstream \
+    --upstream_modes=up,up+pdl,up+nopdl \
     --csv="$out/$file.csv" "$@" >>"$out/$file.log" 2>&1
 }
 
@@ -152,8 +153,9 @@ upstream_exceptions() {
       Tile64x64Pipeline4 Tile64x128 Persistent128x128; do
     for heads in 32,48 64,96 128; do
       echo "# $title, fused kernel $k" >>"$out/tail_bench_upstream_exceptions.csv"
-      timeout 60 "$bin/tail_bench" --commit="$commit" --upstream --modes=up,up+pdl,up+nopdl \
-        --csv="$out/tail_bench_upstream_exceptions.csv" --heads=$heads --rows=1,2,4,8,16 \
+      timeout 60 "$bin/tail_bench" --commit="$commit" --upstream \
+        --upstream_modes=up,up+pdl,up+nopdl --csv="$out/tail_bench_upstream_exceptions.csv" \
+        --heads=$heads --rows=1,2,4,8,16 \
         --upstream_epilogue_ns=5000 --fused_kernel=$k >>"$out/tail_bench_upstream_exceptions.log" \
         2>&1 || rc=1
     done
