@@ -53,9 +53,9 @@ __device__ __forceinline__ int LiveRowsAfterWait(const int32_t* count, int rows_
 
 // The pinned early count as loaded, clamped only after the wait. LiveRowsPinned clamps it before
 // the wait, so a warp waits there for the load, with the L2 prefetches and the wait behind it;
-// where the count alone stands between the wait and the latent's copies, that wait showed (the
-// Tile kernels without a gate: +0.10 us with every row live). Elsewhere the clamped form
-// measured faster (docs/design.md).
+// that shows where the count alone stands between the wait and the latent's copies (the Tile
+// kernels without a gate). Elsewhere the clamped form measured faster (docs/design.md, with the
+// numbers).
 struct EarlyCount {
   int value;  // as loaded
   bool read;
