@@ -310,6 +310,44 @@ struct EarlySigmoids<T, true> {
   }
 };
 
+// A thread's output words of a tile (word threadIdx.x % kGateWordsPerRow of rows
+// threadIdx.x / kGateWordsPerRow + n * kGateRowsPerPass): the bf16 sums of `value_tile` gated with
+// the words of `gate_tile` at the same offsets, for the rows below `rows` (t0 + r); the others
+// are left as the sums (not stored). A thread's rows increase with n: all of them live, gated in
+// one batch, or the first few, one word at a time.
+template <typename T>
+__device__ __forceinline__ void GatedOutputWords(const uint8_t* value_tile,
+                                                 const uint8_t* gate_tile, int t0, int rows,
+                                                 uint4 (&x)[T::kGateCopies]) {
+  constexpr int kN = T::kGateCopies;
+  const int word = threadIdx.x % T::kGateWordsPerRow;
+  const int r0 = threadIdx.x / T::kGateWordsPerRow;
+#pragma unroll
+  for (int n = 0; n < kN; ++n) {
+    x[n] = *reinterpret_cast<const uint4*>(value_tile +
+                                           T::GateWord(r0 + n * T::kGateRowsPerPass, word));
+  }
+  if (t0 + r0 + (kN - 1) * T::kGateRowsPerPass < rows) {
+    uint4 g[kN];
+#pragma unroll
+    for (int n = 0; n < kN; ++n) {
+      g[n] = *reinterpret_cast<const uint4*>(gate_tile +
+                                             T::GateWord(r0 + n * T::kGateRowsPerPass, word));
+    }
+    device::GateWords(x, g);
+  } else {
+#pragma unroll
+    for (int n = 0; n < kN; ++n) {
+      const int r = r0 + n * T::kGateRowsPerPass;
+      if (t0 + r >= rows) break;
+      uint4 one[1] = {x[n]};
+      const uint4 g[1] = {*reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word))};
+      device::GateWords(one, g);
+      x[n] = one[0];
+    }
+  }
+}
+
 // kGated false: the tail without a gate (out = bf16(v)), which loads none. kLeanCopies: the
 // copies' addresses from TileSources, the lengths from RowLengths, and with one warpgroup
 // warp-uniform descriptors; otherwise each copy's address computed at the copy
@@ -464,12 +502,23 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   }
   MLA_TIMELINE_STAMP(2 + kSteps);
 
+  // Where the epilogue leaves the tile's bf16 sums for the store phase: over the gate tile when
+  // the sigmoids are already applied (EarlySigmoids) or there is no gate; otherwise the W_UV area
+  // of step kSteps - 3's stage, whose MMAs every thread finished before the last step's barrier
+  // (clear of the e4m3 output's amax exchange in stage 0), so that the store phase gates only
+  // the live rows (below).
+  constexpr bool kGateInStores = kGated && !kEarlySigmoids;
+  uint8_t* const value_tile =
+      kGateInStores ? smem + (kSteps - 3) % kStages * T::kStageBytes : gate_tile;
+  static_assert(
+      !kGateInStores || ((kSteps - 3) % kStages != 0 && T::kWBytes >= kRows * T::kGateRowBytes),
+      "the sums' tile in a free stage's W_UV area");
   if constexpr (kEarlySigmoids) {
     early.Gate(acc, gate_tile, reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset));
   } else {
     // Accumulator 4j + e of the warpgroup's m64 x kWgCols tile: row 16 * warp + group (+8 for
-    // e >= 2), column 8j + 2 * quarter + (e & 1); gate word j of the warpgroup's columns is
-    // word wg * kOutTiles + j of the tile's.
+    // e >= 2), column 8j + 2 * quarter + (e & 1); word j of the warpgroup's columns is word
+    // wg * kOutTiles + j of the tile's.
     constexpr int kOutTiles = kWgCols / 8;
     const float* out = acc;
     const int lane = threadIdx.x % 32;
@@ -478,17 +527,15 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
     const int group = lane / 4;
     const int quarter = lane % 4;
     const int32_t* smem_lengths = reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset);
-    // Pair kOutTiles * half + j, gated a batch of halves at once (both for 64 columns; one at a
-    // time for 128, which keeps 32 pairs in registers beside the accumulators, not 64), then
-    // written over the gate words read.
+    // Pair kOutTiles * half + j, rounded a batch of halves at once (both for 64 columns; one at a
+    // time for 128), then written to the sums' tile.
     constexpr int kHalvesPerBatch = kOutTiles <= 8 ? 2 : 1;
     constexpr int kPairs = kHalvesPerBatch * kOutTiles;
 #pragma unroll
     for (int half0 = 0; half0 < 2; half0 += kHalvesPerBatch) {
       float v[2 * kPairs];
-      uint32_t gates[kPairs];
       bool active[kPairs];
-      uint32_t gated[kPairs];
+      uint32_t values[kPairs];
 #pragma unroll
       for (int b = 0; b < kHalvesPerBatch; ++b) {
         const int half = half0 + b;
@@ -498,8 +545,6 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
           const int n = kOutTiles * b + j;
           v[2 * n] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half]));
           v[2 * n + 1] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half + 1]));
-          gates[n] = *reinterpret_cast<const uint32_t*>(gate_tile + T::GateWord(row, word0 + j) +
-                                                        4 * quarter);
           if constexpr (kLeanCopies) {
             active[n] = lengths.length[half] > 0;
           } else {
@@ -507,22 +552,41 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
           }
         }
       }
-      device::EpiloguePairs<kGated>(v, gates, active, gated);
+      device::ValuePairs(v, active, values);
 #pragma unroll
       for (int b = 0; b < kHalvesPerBatch; ++b) {
         const int row = 16 * warp + 8 * (half0 + b) + group;
 #pragma unroll
         for (int j = 0; j < kOutTiles; ++j) {
-          *reinterpret_cast<uint32_t*>(gate_tile + T::GateWord(row, word0 + j) + 4 * quarter) =
-              gated[kOutTiles * b + j];
+          const int n = kOutTiles * b + j;
+          const int offset = T::GateWord(row, word0 + j) + 4 * quarter;
+          *reinterpret_cast<uint32_t*>(value_tile + offset) = values[n];
+          // An inactive row's +0.0 sums stay +0.0 under a gate of 0, whatever it held (this
+          // thread's own gate word: no other thread touches it before the barrier).
+          if (kGateInStores && !active[n]) *reinterpret_cast<uint32_t*>(gate_tile + offset) = 0u;
         }
       }
     }
   }
   __syncthreads();
   MLA_TIMELINE_STAMP(3 + kSteps);
-  // The output tile, 16 bytes a thread and copy: word w of row r.
-  if constexpr (kO == OutputType::kBf16) {
+  // The output tile, 16 bytes a thread and copy: word w of row r. With kGateInStores the sums are
+  // gated here, the live rows' only: rows are spread four a warp a pass, so a tile of few live
+  // rows computes few sigmoids on every warp, where the epilogue's layout (16 rows a warp)
+  // computes every row's, and the first warp its whole share whatever the count.
+  if constexpr (kO == OutputType::kBf16 && kGateInStores) {
+    uint4 x[T::kGateCopies];
+    GatedOutputWords<T>(value_tile, gate_tile, tile.t0, rows, x);
+#pragma unroll
+    for (int n = 0; n < T::kGateCopies; ++n) {
+      const int r = threadIdx.x / T::kGateWordsPerRow + n * T::kGateRowsPerPass;
+      const int word = threadIdx.x % T::kGateWordsPerRow;
+      const int t = tile.t0 + r;
+      if (t >= rows) continue;
+      *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + tile.head * kValueDim +
+                                tile.column0 + 8 * word) = x[n];
+    }
+  } else if constexpr (kO == OutputType::kBf16) {
 #pragma unroll
     for (int n = 0; n < T::kGateCopies; ++n) {
       const int r = threadIdx.x / T::kGateWordsPerRow + n * T::kGateRowsPerPass;
@@ -541,10 +605,13 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
     const int word = threadIdx.x % kLanes;
     uint4 x[T::kGateCopies];
     uint32_t m[T::kGateCopies];
+    if constexpr (kGateInStores) GatedOutputWords<T>(value_tile, gate_tile, tile.t0, rows, x);
 #pragma unroll
     for (int n = 0; n < T::kGateCopies; ++n) {
       const int r = threadIdx.x / kLanes + n * T::kGateRowsPerPass;
-      x[n] = *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
+      if constexpr (!kGateInStores) {
+        x[n] = *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
+      }
       m[n] = device::GroupMax<kLanes>(device::Bf16x8MagnitudeMax(x[n]));
       if constexpr (kClusterBlocks > 1) {
         if (word == 0) amax_part[r] = m[n];
