@@ -34,10 +34,14 @@
 //
 // Epilogue: a tile's gate arrives in shared memory with its first copies, and each thread's two
 // rows' lengths in its registers (in shared memory beside the gate for the 4-stage pipeline).
-// Each thread rounds its sums to bf16, applies the gate, and writes the result over the gate
-// word it read (its own word: no other thread touches it); after a barrier the tile leaves in
-// 16-byte stores, whole rows at a time. The 4-stage pipeline computes the gate's sigmoids during
-// the K steps instead (EarlySigmoids, where it measured faster), the others in the epilogue.
+// Each thread rounds its sums to bf16 and writes them to a free stage's W_UV area (an inactive
+// row's as +0.0, its gate words set to 0); after a barrier the tile leaves in 16-byte stores,
+// whole rows at a time, each word gated as it leaves, and only the live rows' words: a warp
+// holds 16 rows of wgmma's layout, so gating in the epilogue cost a tile of one live row the
+// sigmoids of all 64, and its first warp its whole share, where the stores give a warp four rows
+// a pass. The 4-stage pipeline computes the gate's sigmoids during the K steps instead
+// (EarlySigmoids, where it measured faster) and gates in the epilogue; without a gate the sums go
+// over the gate tile and leave as they are.
 //
 // e4m3 W_UV (fp8.cuh, tile_copy.cuh): each step's slice is copied as e4m3 into its stage buffer's
 // W_UV area and, once this thread's copies of the step have landed, dequantized in place into the
