@@ -507,13 +507,17 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   MLA_TIMELINE_STAMP(2 + kSteps);
 
   // Where the epilogue leaves the tile's bf16 sums for the store phase: over the gate tile when
-  // the sigmoids are already applied (EarlySigmoids) or there is no gate; otherwise the W_UV area
-  // of step kSteps - 3's stage, whose MMAs every thread finished before the last step's barrier
-  // (clear of the e4m3 output's amax exchange in stage 0), so that the store phase gates only
-  // the live rows (below).
+  // it gates them itself (EarlySigmoids, a tile of live rows only) or there is no gate;
+  // otherwise the W_UV area of step kSteps - 3's stage, whose MMAs every thread finished before
+  // the last step's barrier (clear of the e4m3 output's amax exchange in stage 0), so that the
+  // store phase gates only the live rows (below).
   constexpr bool kGateInStores = kGated && !kEarlySigmoids;
+  // A tile whose rows are all below the count gates in the epilogue, as measured fastest there
+  // (block-uniform); the 64 x 128 tiles always in the stores (with both, the division's slow
+  // path spilled at their 128 registers a thread).
+  const bool gate_in_stores = kGateInStores && (kWarpgroups == 2 || tile.t0 + kRows > rows);
   uint8_t* const value_tile =
-      kGateInStores ? smem + (kSteps - 3) % kStages * T::kStageBytes : gate_tile;
+      gate_in_stores ? smem + (kSteps - 3) % kStages * T::kStageBytes : gate_tile;
   static_assert(
       !kGateInStores || ((kSteps - 3) % kStages != 0 && T::kWBytes >= kRows * T::kGateRowBytes),
       "the sums' tile in a free stage's W_UV area");
@@ -538,6 +542,7 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
 #pragma unroll
     for (int half0 = 0; half0 < 2; half0 += kHalvesPerBatch) {
       float v[2 * kPairs];
+      uint32_t gates[kPairs];
       bool active[kPairs];
       uint32_t values[kPairs];
 #pragma unroll
@@ -549,6 +554,8 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
           const int n = kOutTiles * b + j;
           v[2 * n] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half]));
           v[2 * n + 1] = __bfloat162float(__float2bfloat16_rn(out[4 * j + 2 * half + 1]));
+          gates[n] = *reinterpret_cast<const uint32_t*>(gate_tile + T::GateWord(row, word0 + j) +
+                                                        4 * quarter);
           if constexpr (kLeanCopies) {
             active[n] = lengths.length[half] > 0;
           } else {
@@ -556,7 +563,11 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
           }
         }
       }
-      device::ValuePairs(v, active, values);
+      if (kGated && !gate_in_stores) {
+        device::EpiloguePairs<kGated>(v, gates, active, values);
+      } else {
+        device::ValuePairs(v, active, values);
+      }
 #pragma unroll
       for (int b = 0; b < kHalvesPerBatch; ++b) {
         const int row = 16 * warp + 8 * (half0 + b) + group;
@@ -567,7 +578,7 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
           *reinterpret_cast<uint32_t*>(value_tile + offset) = values[n];
           // An inactive row's +0.0 sums stay +0.0 under a gate of 0, whatever it held (this
           // thread's own gate word: no other thread touches it before the barrier).
-          if (kGateInStores && !active[n]) *reinterpret_cast<uint32_t*>(gate_tile + offset) = 0u;
+          if (gate_in_stores && !active[n]) *reinterpret_cast<uint32_t*>(gate_tile + offset) = 0u;
         }
       }
     }
@@ -578,28 +589,18 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   // gated here, the live rows' only: rows are spread four a warp a pass, so a tile of few live
   // rows computes few sigmoids on every warp, where the epilogue's layout (16 rows a warp)
   // computes every row's, and the first warp its whole share whatever the count.
-  if constexpr (kO == OutputType::kBf16 && kGateInStores) {
+  if constexpr (kO == OutputType::kBf16) {
+    const int word = threadIdx.x % T::kGateWordsPerRow;
     uint4 x[T::kGateCopies];
-    GatedOutputWords<T>(value_tile, gate_tile, tile.t0, rows, x);
+    if (gate_in_stores) GatedOutputWords<T>(value_tile, gate_tile, tile.t0, rows, x);
 #pragma unroll
     for (int n = 0; n < T::kGateCopies; ++n) {
       const int r = threadIdx.x / T::kGateWordsPerRow + n * T::kGateRowsPerPass;
-      const int word = threadIdx.x % T::kGateWordsPerRow;
-      const int t = tile.t0 + r;
-      if (t >= rows) continue;
-      *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + tile.head * kValueDim +
-                                tile.column0 + 8 * word) = x[n];
-    }
-  } else if constexpr (kO == OutputType::kBf16) {
-#pragma unroll
-    for (int n = 0; n < T::kGateCopies; ++n) {
-      const int r = threadIdx.x / T::kGateWordsPerRow + n * T::kGateRowsPerPass;
-      const int word = threadIdx.x % T::kGateWordsPerRow;
       const int t = tile.t0 + r;
       if (t >= rows) continue;
       *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + tile.head * kValueDim +
                                 tile.column0 + 8 * word) =
-          *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
+          gate_in_stores ? x[n] : *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
     }
   } else {
     // A row's kGateWordsPerRow words are held by as many consecutive lanes.
@@ -609,11 +610,11 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
     const int word = threadIdx.x % kLanes;
     uint4 x[T::kGateCopies];
     uint32_t m[T::kGateCopies];
-    if constexpr (kGateInStores) GatedOutputWords<T>(value_tile, gate_tile, tile.t0, rows, x);
+    if (gate_in_stores) GatedOutputWords<T>(value_tile, gate_tile, tile.t0, rows, x);
 #pragma unroll
     for (int n = 0; n < T::kGateCopies; ++n) {
       const int r = threadIdx.x / kLanes + n * T::kGateRowsPerPass;
-      if constexpr (!kGateInStores) {
+      if (!gate_in_stores) {
         x[n] = *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
       }
       m[n] = device::GroupMax<kLanes>(device::Bf16x8MagnitudeMax(x[n]));
