@@ -227,33 +227,6 @@ __device__ __forceinline__ void GatePairs(const float (&v)[2 * kN], const uint32
   }
 }
 
-// x[i] = the 8 bf16 sums of x[i] gated with the 8 bf16 gates of g[i] (GatePairs), for kN 16-byte
-// words of active rows.
-template <int kN>
-__device__ __forceinline__ void GateWords(uint4 (&x)[kN], const uint4 (&g)[kN]) {
-  float v[8 * kN];
-  uint32_t gate[4 * kN];
-  bool active[4 * kN];
-  uint32_t out[4 * kN];
-#pragma unroll
-  for (int i = 0; i < kN; ++i) {
-    const uint32_t xs[4] = {x[i].x, x[i].y, x[i].z, x[i].w};
-    const uint32_t gs[4] = {g[i].x, g[i].y, g[i].z, g[i].w};
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const float2 pair = Bf16x2ToFloat2(xs[k]);
-      v[8 * i + 2 * k] = pair.x;
-      v[8 * i + 2 * k + 1] = pair.y;
-      gate[4 * i + k] = gs[k];
-      active[4 * i + k] = true;
-    }
-  }
-  GatePairs(v, gate, active, out);
-#pragma unroll
-  for (int i = 0; i < kN; ++i)
-    x[i] = make_uint4(out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]);
-}
-
 // out[i] = ValuePair(v[2i], v[2i + 1], active[i]): the tail without a gate, which loads none.
 template <int kN>
 __device__ __forceinline__ void ValuePairs(const float (&v)[2 * kN], const bool (&active)[kN],

@@ -34,14 +34,10 @@
 //
 // Epilogue: a tile's gate arrives in shared memory with its first copies, and each thread's two
 // rows' lengths in its registers (in shared memory beside the gate for the 4-stage pipeline).
-// Each thread rounds its sums to bf16 and writes them to a free stage's W_UV area (an inactive
-// row's as +0.0, its gate words set to 0); after a barrier the tile leaves in 16-byte stores,
-// whole rows at a time, each word gated as it leaves, and only the live rows' words: a warp
-// holds 16 rows of wgmma's layout, so gating in the epilogue cost a tile of one live row the
-// sigmoids of all 64, and its first warp its whole share, where the stores give a warp four rows
-// a pass. The 4-stage pipeline computes the gate's sigmoids during the K steps instead
-// (EarlySigmoids, where it measured faster) and gates in the epilogue; without a gate the sums go
-// over the gate tile and leave as they are.
+// Each thread rounds its sums to bf16, applies the gate, and writes the result over the gate
+// word it read (its own word: no other thread touches it); after a barrier the tile leaves in
+// 16-byte stores, whole rows at a time. The 4-stage pipeline computes the gate's sigmoids during
+// the K steps instead (EarlySigmoids, where it measured faster), the others in the epilogue.
 //
 // e4m3 W_UV (fp8.cuh, tile_copy.cuh): each step's slice is copied as e4m3 into its stage buffer's
 // W_UV area and, once this thread's copies of the step have landed, dequantized in place into the
@@ -314,44 +310,6 @@ struct EarlySigmoids<T, true> {
   }
 };
 
-// A thread's output words of a tile (word threadIdx.x % kGateWordsPerRow of rows
-// threadIdx.x / kGateWordsPerRow + n * kGateRowsPerPass): the bf16 sums of `value_tile` gated with
-// the words of `gate_tile` at the same offsets, for the rows below `rows` (t0 + r); the others
-// are left as the sums (not stored). A thread's rows increase with n: all of them live, gated in
-// one batch, or the first few, one word at a time.
-template <typename T>
-__device__ __forceinline__ void GatedOutputWords(const uint8_t* value_tile,
-                                                 const uint8_t* gate_tile, int t0, int rows,
-                                                 uint4 (&x)[T::kGateCopies]) {
-  constexpr int kN = T::kGateCopies;
-  const int word = threadIdx.x % T::kGateWordsPerRow;
-  const int r0 = threadIdx.x / T::kGateWordsPerRow;
-#pragma unroll
-  for (int n = 0; n < kN; ++n) {
-    x[n] = *reinterpret_cast<const uint4*>(value_tile +
-                                           T::GateWord(r0 + n * T::kGateRowsPerPass, word));
-  }
-  if (t0 + r0 + (kN - 1) * T::kGateRowsPerPass < rows) {
-    uint4 g[kN];
-#pragma unroll
-    for (int n = 0; n < kN; ++n) {
-      g[n] = *reinterpret_cast<const uint4*>(gate_tile +
-                                             T::GateWord(r0 + n * T::kGateRowsPerPass, word));
-    }
-    device::GateWords(x, g);
-  } else {
-#pragma unroll
-    for (int n = 0; n < kN; ++n) {
-      const int r = r0 + n * T::kGateRowsPerPass;
-      if (t0 + r >= rows) break;
-      uint4 one[1] = {x[n]};
-      const uint4 g[1] = {*reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word))};
-      device::GateWords(one, g);
-      x[n] = one[0];
-    }
-  }
-}
-
 // kGated false: the tail without a gate (out = bf16(v)), which loads none. kLeanCopies: the
 // copies' addresses from TileSources, the lengths from RowLengths, and with one warpgroup
 // warp-uniform descriptors; otherwise each copy's address computed at the copy
@@ -506,27 +464,12 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   }
   MLA_TIMELINE_STAMP(2 + kSteps);
 
-  // Where the epilogue leaves the tile's bf16 sums for the store phase: over the gate tile when
-  // it gates them itself (EarlySigmoids, a tile of live rows only) or there is no gate;
-  // otherwise the W_UV area of step kSteps - 3's stage, whose MMAs every thread finished before
-  // the last step's barrier (clear of the e4m3 output's amax exchange in stage 0), so that the
-  // store phase gates only the live rows (below).
-  constexpr bool kGateInStores = kGated && !kEarlySigmoids;
-  // A tile whose rows are all below the count gates in the epilogue, as measured fastest there
-  // (block-uniform); the 64 x 128 tiles always in the stores (with both, the division's slow
-  // path spilled at their 128 registers a thread).
-  const bool gate_in_stores = kGateInStores && (kWarpgroups == 2 || tile.t0 + kRows > rows);
-  uint8_t* const value_tile =
-      gate_in_stores ? smem + (kSteps - 3) % kStages * T::kStageBytes : gate_tile;
-  static_assert(
-      !kGateInStores || ((kSteps - 3) % kStages != 0 && T::kWBytes >= kRows * T::kGateRowBytes),
-      "the sums' tile in a free stage's W_UV area");
   if constexpr (kEarlySigmoids) {
     early.Gate(acc, gate_tile, reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset));
   } else {
     // Accumulator 4j + e of the warpgroup's m64 x kWgCols tile: row 16 * warp + group (+8 for
-    // e >= 2), column 8j + 2 * quarter + (e & 1); word j of the warpgroup's columns is word
-    // wg * kOutTiles + j of the tile's.
+    // e >= 2), column 8j + 2 * quarter + (e & 1); gate word j of the warpgroup's columns is
+    // word wg * kOutTiles + j of the tile's.
     constexpr int kOutTiles = kWgCols / 8;
     const float* out = acc;
     const int lane = threadIdx.x % 32;
@@ -535,8 +478,9 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
     const int group = lane / 4;
     const int quarter = lane % 4;
     const int32_t* smem_lengths = reinterpret_cast<const int32_t*>(smem + T::kLengthsOffset);
-    // Pair kOutTiles * half + j, rounded a batch of halves at once (both for 64 columns; one at a
-    // time for 128), then written to the sums' tile.
+    // Pair kOutTiles * half + j, gated a batch of halves at once (both for 64 columns; one at a
+    // time for 128, which keeps 32 pairs in registers beside the accumulators, not 64), then
+    // written over the gate words read.
     constexpr int kHalvesPerBatch = kOutTiles <= 8 ? 2 : 1;
     constexpr int kPairs = kHalvesPerBatch * kOutTiles;
 #pragma unroll
@@ -544,7 +488,7 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
       float v[2 * kPairs];
       uint32_t gates[kPairs];
       bool active[kPairs];
-      uint32_t values[kPairs];
+      uint32_t gated[kPairs];
 #pragma unroll
       for (int b = 0; b < kHalvesPerBatch; ++b) {
         const int half = half0 + b;
@@ -563,44 +507,31 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
           }
         }
       }
-      if (kGated && !gate_in_stores) {
-        device::EpiloguePairs<kGated>(v, gates, active, values);
-      } else {
-        device::ValuePairs(v, active, values);
-      }
+      device::EpiloguePairs<kGated>(v, gates, active, gated);
 #pragma unroll
       for (int b = 0; b < kHalvesPerBatch; ++b) {
         const int row = 16 * warp + 8 * (half0 + b) + group;
 #pragma unroll
         for (int j = 0; j < kOutTiles; ++j) {
-          const int n = kOutTiles * b + j;
-          const int offset = T::GateWord(row, word0 + j) + 4 * quarter;
-          *reinterpret_cast<uint32_t*>(value_tile + offset) = values[n];
-          // An inactive row's +0.0 sums stay +0.0 under a gate of 0, whatever it held (this
-          // thread's own gate word: no other thread touches it before the barrier).
-          if (gate_in_stores && !active[n]) *reinterpret_cast<uint32_t*>(gate_tile + offset) = 0u;
+          *reinterpret_cast<uint32_t*>(gate_tile + T::GateWord(row, word0 + j) + 4 * quarter) =
+              gated[kOutTiles * b + j];
         }
       }
     }
   }
   __syncthreads();
   MLA_TIMELINE_STAMP(3 + kSteps);
-  // The output tile, 16 bytes a thread and copy: word w of row r. With kGateInStores the sums are
-  // gated here, the live rows' only: rows are spread four a warp a pass, so a tile of few live
-  // rows computes few sigmoids on every warp, where the epilogue's layout (16 rows a warp)
-  // computes every row's, and the first warp its whole share whatever the count.
+  // The output tile, 16 bytes a thread and copy: word w of row r.
   if constexpr (kO == OutputType::kBf16) {
-    const int word = threadIdx.x % T::kGateWordsPerRow;
-    uint4 x[T::kGateCopies];
-    if (gate_in_stores) GatedOutputWords<T>(value_tile, gate_tile, tile.t0, rows, x);
 #pragma unroll
     for (int n = 0; n < T::kGateCopies; ++n) {
       const int r = threadIdx.x / T::kGateWordsPerRow + n * T::kGateRowsPerPass;
+      const int word = threadIdx.x % T::kGateWordsPerRow;
       const int t = tile.t0 + r;
       if (t >= rows) continue;
       *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + tile.head * kValueDim +
                                 tile.column0 + 8 * word) =
-          gate_in_stores ? x[n] : *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
+          *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
     }
   } else {
     // A row's kGateWordsPerRow words are held by as many consecutive lanes.
@@ -610,13 +541,10 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
     const int word = threadIdx.x % kLanes;
     uint4 x[T::kGateCopies];
     uint32_t m[T::kGateCopies];
-    if (gate_in_stores) GatedOutputWords<T>(value_tile, gate_tile, tile.t0, rows, x);
 #pragma unroll
     for (int n = 0; n < T::kGateCopies; ++n) {
       const int r = threadIdx.x / kLanes + n * T::kGateRowsPerPass;
-      if (!gate_in_stores) {
-        x[n] = *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
-      }
+      x[n] = *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
       m[n] = device::GroupMax<kLanes>(device::Bf16x8MagnitudeMax(x[n]));
       if constexpr (kClusterBlocks > 1) {
         if (word == 0) amax_part[r] = m[n];
