@@ -230,18 +230,17 @@ TEST(ColumnSplitBlockRowsTest, EightRowsWhereTheyFitOneWave) {
             KernelFunction(128, 32, FusedKernel::kColumnSplit));
 }
 
-// e4m3 W_UV: 64 columns a block, so 2 blocks a head: 8-row blocks (two a multiprocessor) up to
-// 8 rows while 2 heads <= 264 (132 heads), never past 8 rows; 32-row blocks from
-// 2 heads (rows / 32) >= 264.
+// e4m3 W_UV: 64 columns a block, so 2 blocks a head: 8-row blocks up to 8 rows while 2 heads <=
+// 396 (198 heads), never past 8 rows; 32-row blocks from 2 heads (rows / 32) >= 264.
 TEST(ColumnSplitBlockRowsTest, E4m3BlocksCountTwoAHead) {
   constexpr WeightType kE4m3 = WeightType::kE4m3;
-  for (int heads : {1, 64, 128, 132}) {
+  for (int heads : {1, 64, 128, 198}) {
     for (int rows : {1, 8}) {
       EXPECT_EQ(internal::ColumnSplitBlockRows(heads, rows, kH200, kE4m3), 8)
           << heads << " x " << rows;
     }
   }
-  EXPECT_EQ(internal::ColumnSplitBlockRows(133, 8, kH200, kE4m3), 16);
+  EXPECT_EQ(internal::ColumnSplitBlockRows(199, 8, kH200, kE4m3), 16);
   for (int heads : {1, 8, 16}) {
     for (int rows : {9, 16, 32})
       EXPECT_EQ(internal::ColumnSplitBlockRows(heads, rows, kH200, kE4m3), 16) << heads;

@@ -45,6 +45,7 @@
 namespace mla_tail::internal {
 namespace {
 
+constexpr int kThreads = 128;
 constexpr int kChunks = kLatentDim / 32;   // 16 chunks of 32 latent values
 constexpr int kSmemRow = kLatentDim + 32;  // padded row (elements): rows g and g+1 hit other banks
 constexpr int kWordsPerRow = kLatentDim / 8;  // 16-byte words per latent row
@@ -57,23 +58,16 @@ constexpr size_t SmemBytes() {
   return kTileRows == 8 ? 0 : size_t{kTileRows} * kSmemRow * sizeof(bf16);
 }
 
-// Groups of 8 columns a warp owns, and warps a block: with e4m3 W_UV a block reads the bf16
-// form's bytes over 64 columns, one group a warp in 8 warps.
+// Groups of 8 columns a warp owns: with e4m3 W_UV two, so that a block reads the bf16 form's bytes.
 template <WeightType kW>
-constexpr int kGroupsOf = 1;
+constexpr int kGroupsOf = kW == WeightType::kE4m3 ? 2 : 1;
 template <WeightType kW>
-constexpr int kWarpsOf = kW == WeightType::kE4m3 ? 8 : 4;
-template <WeightType kW>
-constexpr int kThreadsOf = 32 * kWarpsOf<kW>;
-template <WeightType kW>
-constexpr int kColumnsOf = 8 * kGroupsOf<kW> * kWarpsOf<kW>;  // a block's columns
+constexpr int kColumnsOf = 32 * kGroupsOf<kW>;  // a block's columns (4 warps)
 
 // kGated false: the tail without a gate (out = bf16(v)), which loads none.
 template <int kTileRows, bool kGated, WeightType kW, OutputType kO>
 __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   constexpr int kGroups = kGroupsOf<kW>;
-  constexpr int kWarps = kWarpsOf<kW>;
-  constexpr int kThreads = kThreadsOf<kW>;
   constexpr int kColumns = kColumnsOf<kW>;
   constexpr int kRowTiles = kTileRows == 32 ? 2 : 1;
   constexpr int kRows = 16 * kRowTiles;
@@ -267,11 +261,8 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
       }
     }
   } else {
-    // Row r of the block: word w of amax_part[r] is warp w's amax over its columns.
-    struct alignas(16) WarpAmax {
-      uint32_t warp[kWarps];
-    };
-    __shared__ WarpAmax amax_part[kTileRows];
+    // Row r of the block: component w of amax_part[r] is warp w's amax over its columns.
+    __shared__ uint4 amax_part[kTileRows];
 #pragma unroll
     for (int i = 0; i < kRowPairs; ++i) {
       const int r = (i / kHalves) * 16 + group + 8 * (i % kHalves);
@@ -281,7 +272,7 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
         m = max(m, device::Bf16x2MagnitudeMax(out[kRowPairs * j + i]));
       }
       m = device::GroupMax<4>(m);
-      if (quarter == 0) amax_part[r].warp[warp] = m;
+      if (quarter == 0) reinterpret_cast<uint32_t*>(&amax_part[r])[warp] = m;
     }
     device::ClusterSync();
     const bool scale_writer = device::ClusterRank() == 0 && warp == 0 && quarter == 0;
@@ -310,29 +301,24 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
 }
 
 template <int kTileRows, bool kGated, WeightType kW>
-__global__ void __launch_bounds__(kThreadsOf<kW>) ColumnSplitKernel(const FusedTailParams p) {
+__global__ void __launch_bounds__(kThreads) ColumnSplitKernel(const FusedTailParams p) {
   ColumnSplitBlock<kTileRows, kGated, kW, OutputType::kBf16>(p);
 }
 
 // The e4m3 output: a head's column blocks in one cluster.
 template <int kTileRows, bool kGated, WeightType kW>
-__global__ void __launch_bounds__(kThreadsOf<kW>) __cluster_dims__(kValueDim / kColumnsOf<kW>, 1, 1)
+__global__ void __launch_bounds__(kThreads) __cluster_dims__(kValueDim / kColumnsOf<kW>, 1, 1)
     ColumnSplitE4m3OutputKernel(const FusedTailParams p) {
   ColumnSplitBlock<kTileRows, kGated, kW, OutputType::kE4m3>(p);
 }
 
 // 8 rows: held to 144 registers a thread, so that three blocks still fit beside an upstream
-// kernel's (docs/design.md); the e4m3 output's epilogue holds a few more (144 spilled; 160 still
-// fit three). e4m3 W_UV's 8-warp blocks: 128, two a multiprocessor. The timeline stamps, where
-// compiled in, take their own on top.
+// kernel's (docs/design.md). e4m3 W_UV (two groups' 8-byte words held to their MMAs) and the
+// e4m3 output's epilogue hold a few more (144 spilled; 160 still fit three). The timeline
+// stamps, where compiled in, take their own on top.
 template <WeightType kW, OutputType kO>
-constexpr int kDirectMaxRegisters = (kW == WeightType::kE4m3          ? 128
-                                     : kO == OutputType::kBf16 ? 144
-                                                               : 160) +
-                                    MLA_TIMELINE_STAMP_REGISTERS;
-// Blocks of 8 rows a multiprocessor holds (the registers above).
-template <WeightType kW>
-constexpr int kDirectBlocksPerMultiprocessor = kW == WeightType::kE4m3 ? 2 : 3;
+constexpr int kDirectMaxRegisters =
+    (kW == WeightType::kBf16 && kO == OutputType::kBf16 ? 144 : 160) + MLA_TIMELINE_STAMP_REGISTERS;
 
 template <bool kGated, WeightType kW>
 __global__ void __maxnreg__((kDirectMaxRegisters<kW, OutputType::kBf16>))
@@ -369,7 +355,7 @@ KernelLaunch LaunchOf(int heads, int rows, bool gated) {
   launch.function = gated ? reinterpret_cast<const void*>(KernelOf<kTileRows, true, kW, kO>())
                           : reinterpret_cast<const void*>(KernelOf<kTileRows, false, kW, kO>());
   launch.grid = dim3(kValueDim / kColumnsOf<kW>, heads, (rows + kTileRows - 1) / kTileRows);
-  launch.block = dim3(kThreadsOf<kW>);
+  launch.block = dim3(kThreads);
   launch.smem_bytes = SmemBytes<kTileRows>();
   return launch;
 }
@@ -382,17 +368,14 @@ int ColumnSplitBlockRows(int heads, int rows, int multiprocessors, WeightType we
                                                 : kColumnsOf<WeightType::kBf16>)) *
       heads;
   // 8 rows (the measurements behind both cases: docs/design.md):
-  // - up to 8 rows while the grid fits the multiprocessors at the blocks a multiprocessor their
-  //   registers allow (132 on an H200, three: up to 99 heads; e4m3 W_UV's 8-warp blocks, two: up
-  //   to 132); past that they take two waves;
+  // - up to 8 rows while the grid fits the multiprocessors at the three blocks a multiprocessor
+  //   their registers allow (132 on an H200: up to 99 heads, 198 with e4m3 W_UV); past that
+  //   they take two waves;
   // - bf16 W_UV at 9-32 rows: ceil(rows / 8) a column block, each reading W_UV, while the grid
   //   has at most one block a multiprocessor (up to 16 heads at 16 rows, 8 at 32). e4m3 blocks,
   //   which dequantize their W_UV after the wait, each do that again: 16 heads x 32 rows took
   //   3.37 us in 8-row blocks against 2.67 in 32-column 16-row blocks.
-  const int direct_blocks = weight == WeightType::kE4m3
-                                ? kDirectBlocksPerMultiprocessor<WeightType::kE4m3>
-                                : kDirectBlocksPerMultiprocessor<WeightType::kBf16>;
-  if (rows <= 8 && blocks_per_row_block <= direct_blocks * multiprocessors) return 8;
+  if (rows <= 8 && blocks_per_row_block <= 3 * multiprocessors) return 8;
   if (weight == WeightType::kBf16 && EightRowBlocksFitOneWave(heads, rows, multiprocessors)) {
     return 8;
   }
