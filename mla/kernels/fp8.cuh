@@ -64,6 +64,17 @@ __device__ __forceinline__ float4 LoadBlockScales(const FusedTailParams& p, int 
   }
 }
 
+// Head `head`'s scale of latent block `block` (0..3), one 4-byte read-only load: for a thread whose
+// block is a runtime value, so that nothing selects among loaded scales before the dependency
+// wait (a select there holds the warp until the load has landed).
+__device__ __forceinline__ float LoadBlockScale(const FusedTailParams& p, int head, int block) {
+  float s;
+  asm volatile("ld.global.nc.f32 %0, [%1];"
+               : "=f"(s)
+               : "l"(p.w_uv_scale + head * p.w_uv_scale_head_stride + block));
+  return s;
+}
+
 // Scale j (0..3) of a head's four, j known once loops are unrolled.
 __device__ __forceinline__ float BlockScale(const float4& s, int j) {
   return j == 0 ? s.x : j == 1 ? s.y : j == 2 ? s.z : s.w;

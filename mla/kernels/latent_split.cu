@@ -84,7 +84,6 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
       for (int c = 0; c < kChunks; ++c) w_fragment[j][c] = device::LoadWeight16(w_column + 32 * c);
     }
   } else {
-    const float4 scales = device::LoadBlockScales<kW>(p, head);
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) {
       const fp8_e4m3* w_column = p.w_uv_fp8 + head * p.w_head_stride +
@@ -95,7 +94,7 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
     }
     // A warp's chunks lie in one latent block: kChunks (2 or 4) consecutive ones from a multiple.
     static_assert(4 % kChunks == 0, "a warp's chunks within one block");
-    scale = device::BlockScale(scales, chunk0 / 4);
+    scale = device::LoadBlockScale(p, head, chunk0 / 4);
   }
   device::PrefetchBlockInputsL2<kGated>(p, head, t0, kRows, 0, kLatentDim, column0, kColumns);
   const int rows_before_wait = device::LiveRowsBeforeWait(p.row_count, p.row_count_early, p.rows);
