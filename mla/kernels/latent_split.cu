@@ -84,6 +84,13 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
       for (int c = 0; c < kChunks; ++c) w_fragment[j][c] = device::LoadWeight16(w_column + 32 * c);
     }
   } else {
+    // The warp's block scale is read alone, and first used after the dependency wait: a select
+    // among the head's four scales before the wait held the warp there until they had landed
+    // (0.81-0.89x the time at 8-16 heads x 1-8 rows without it). The 16-row e4m3-output kernel
+    // keeps that select, which measured 2-7% faster there (docs/design.md).
+    constexpr bool kSelectBeforeWait = kRows == 16 && kO == OutputType::kE4m3;
+    float4 scales;
+    if constexpr (kSelectBeforeWait) scales = device::LoadBlockScales<kW>(p, head);
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) {
       const fp8_e4m3* w_column = p.w_uv_fp8 + head * p.w_head_stride +
@@ -94,7 +101,11 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
     }
     // A warp's chunks lie in one latent block: kChunks (2 or 4) consecutive ones from a multiple.
     static_assert(4 % kChunks == 0, "a warp's chunks within one block");
-    scale = device::LoadBlockScale(p, head, chunk0 / 4);
+    if constexpr (kSelectBeforeWait) {
+      scale = device::BlockScale(scales, chunk0 / 4);
+    } else {
+      scale = device::LoadBlockScale(p, head, chunk0 / 4);
+    }
   }
   device::PrefetchBlockInputsL2<kGated>(p, head, t0, kRows, 0, kLatentDim, column0, kColumns);
   const int rows_before_wait = device::LiveRowsBeforeWait(p.row_count, p.row_count_early, p.rows);
