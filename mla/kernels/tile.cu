@@ -385,6 +385,17 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   const float4 scales = device::LoadBlockScales<kW>(p, tile.head);
   device::PrefetchBlockInputsL2<kGated>(p, tile.head, tile.t0, kRows, 0, kLatentDim, tile.column0,
                                         kCols);
+  // e4m3 W_UV: the prologue steps' slices land and are dequantized before the wait, in a group of
+  // their own (complete before any other is committed, so the waits below count as before).
+  constexpr bool kDequantizeBeforeWait = kW == WeightType::kE4m3;
+  if constexpr (kDequantizeBeforeWait) {
+    device::CopyAsyncCommit();
+    device::CopyAsyncWait<0>();
+#pragma unroll
+    for (int step = 0; step < T::kPrologueSteps; ++step) {
+      Copier::DequantizeW(smem, step, step, scales);
+    }
+  }
   device::GridDependencyWait();
   MLA_TIMELINE_STAMP(1);
   // Rows at and past the live count are neither read nor written; a block of none of them exits
@@ -428,7 +439,9 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
     } else {
       device::CopyAsyncWait<T::kPrologueSteps - 1>();
     }
-    Copier::DequantizeW(smem, step, stage, scales);  // e4m3 W_UV: this thread's words of the step
+    if (!kDequantizeBeforeWait || step >= T::kPrologueSteps) {
+      Copier::DequantizeW(smem, step, stage, scales);  // e4m3 W_UV: this thread's words of the step
+    }
     device::FenceProxyAsyncShared();
     __syncthreads();
     MLA_TIMELINE_STAMP(2 + step);
