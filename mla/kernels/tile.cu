@@ -42,7 +42,9 @@
 // e4m3 W_UV (fp8.cuh, tile_copy.cuh): each step's slice is copied as e4m3 into its stage buffer's
 // W_UV area and, once this thread's copies of the step have landed, dequantized in place into the
 // bf16 swizzled layout by the thread that copied it, before the barrier that publishes the step
-// to the MMAs; the head's 4 block scales are loaded before the dependency wait.
+// to the MMAs; the head's 4 block scales are loaded before the dependency wait. In the
+// all-in-flight tiles and the 6-stage ring the prologue's steps (all 8, or 5) are dequantized
+// before the wait, their copies awaited there.
 //
 // e4m3 output: the store phase reads the gated bf16 tile as before; a row's amax over the tile's
 // columns is a shuffle over the lanes that hold the row, and with tiles narrower than a head
@@ -385,9 +387,12 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   const float4 scales = device::LoadBlockScales<kW>(p, tile.head);
   device::PrefetchBlockInputsL2<kGated>(p, tile.head, tile.t0, kRows, 0, kLatentDim, tile.column0,
                                         kCols);
-  // e4m3 W_UV: the prologue steps' slices land and are dequantized before the wait, in a group of
-  // their own (complete before any other is committed, so the waits below count as before).
-  constexpr bool kDequantizeBeforeWait = kW == WeightType::kE4m3;
+  // e4m3 W_UV in the all-in-flight tiles and the 6-stage ring: the prologue steps' slices land and
+  // are dequantized before the wait (no upstream kernel writes weights), in a group of their own,
+  // complete before any other is committed, so the waits below count as before. The 4-stage
+  // rings keep dequantizing each step after its copies, which measured faster at their shapes
+  // (docs/design.md).
+  constexpr bool kDequantizeBeforeWait = kW == WeightType::kE4m3 && kStages >= 6;
   if constexpr (kDequantizeBeforeWait) {
     device::CopyAsyncCommit();
     device::CopyAsyncWait<0>();
