@@ -95,7 +95,7 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
   }
   if (weight == WeightType::kE4m3) {
     if (rows <= 32 && heads <= 12) return FusedKernel::kLatentSplit;
-    if (rows <= 16 || work <= 1024 || (rows <= 32 && work <= 2048)) {
+    if (rows <= 16 || (rows <= 32 && work <= 2048)) {
       return FusedKernel::kColumnSplit;
     }
     if (tiles_64 <= 32) return FusedKernel::kTile64x32AllSteps;
