@@ -390,8 +390,8 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   // e4m3 W_UV in the all-in-flight tiles and the 6-stage ring: the prologue steps' slices land and
   // are dequantized before the wait (no upstream kernel writes weights), in a group of their own,
   // complete before any other is committed, so the waits below count as before. The 4-stage
-  // rings keep dequantizing each step after its copies, which measured faster at their shapes
-  // (docs/design.md).
+  // rings keep dequantizing each step after its copies: there this measured mixed, slower where
+  // the rule runs the 64 x 128 tiles (docs/design.md).
   constexpr bool kDequantizeBeforeWait = kW == WeightType::kE4m3 && kStages >= 6;
   if constexpr (kDequantizeBeforeWait) {
     device::CopyAsyncCommit();
