@@ -1,16 +1,18 @@
 // The live row count and the pointer checks, measured.
 //
-// Device time: at each (heads, bucket, live rows), three tails side by side, each the per-layer
+// Device time: at each (heads, bucket, live rows), these tails side by side, each the per-layer
 // time of the tails of enough layers to keep L2 cold, captured into one graph and replayed:
-//   counted  the bucket's tail with TailBuffers::row_count = live (the rows past it skipped);
-//   early    the same, the count marked as written before the upstream kernel
-//            (row_count_before_upstream: the kernels read it before their dependency wait);
-//   padded   the same bucket without a count (every row computed, as a padded replay is today);
-//   exact    the tail of exactly the live rows, no padding.
-// The four are measured in turn, --rounds times (the median of each is reported), so that the
+//   counted   the bucket's tail with TailBuffers::row_count = live (the rows past it skipped);
+//   early     the same, the count marked as written before the upstream kernel
+//             (row_count_before_upstream: the kernels read it before their dependency wait);
+//   readable  counted, with rows_past_count_readable (rows past the count may be read, so the
+//             count is read beside the latent rather than before it);
+//   padded    the same bucket without a count (every row computed, as a padded replay is);
+//   exact     the tail of exactly the live rows, no padding.
+// The five are measured in turn, --rounds times (the median of each is reported), so that the
 // comparison does not depend on the order of the measurements.
-// The goals: counted (and early) <= padded + 0.1 us everywhere, and within 0.1 us of padded when
-// every row is live. With --gate=false the same without a gate, against the gated tail.
+// The goals: a counted tail <= padded + 0.1 us everywhere, and within 0.1 us of padded when
+// every row is live. With --gate=false the same without a gate.
 //
 // Host time: MlaTail::Run at 12 x 1, TailGraphSet::SetLayer and TailNode::Update, each with the
 // cached pointer checks and with full checks (TailOptions::full_pointer_checks), and the checks
@@ -51,7 +53,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kTails = 4;  // counted, early, padded, exact
+constexpr int kTails = 5;  // counted, early, readable, padded, exact
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -79,21 +81,24 @@ absl::Status DeviceTimes(cudaStream_t stream, FILE* csv) {
   if (!tail.ok()) return tail.status();
   mla_tail_testing::DeviceMemory count;
   MLA_RETURN_IF_ERROR(count.Reset(sizeof(int32_t)));
-  std::printf("%-6s %-7s %-5s %-11s %-10s %-10s %-10s %-10s\n", "heads", "bucket", "live",
-              "counted_us", "early_us", "padded_us", "exact_us", "kernel");
+  std::printf("%-6s %-7s %-5s %-11s %-10s %-12s %-10s %-10s %-10s\n", "heads", "bucket", "live",
+              "counted_us", "early_us", "readable_us", "padded_us", "exact_us", "kernel");
   for (int heads : ParseIntList(absl::GetFlag(FLAGS_heads))) {
     for (int bucket : ParseIntList(absl::GetFlag(FLAGS_buckets))) {
       const mla_tail::TailShape shape{heads, bucket, 1};
       const int count_layers = LayersForColdL2(shape, 16, 256);
       absl::StatusOr<std::vector<Layer>> layers = MakeLayers(shape, count_layers, stream);
       if (!layers.ok()) return layers.status();
-      std::vector<mla_tail::TailBuffers> padded, counted, early;
+      std::vector<mla_tail::TailBuffers> padded, counted, early, readable;
       for (const Layer& l : *layers) {
         mla_tail::TailBuffers b = l.buffers;
         if (!gated) b.gate = nullptr;
         padded.push_back(b);
         b.row_count = count.as<int32_t>();
         counted.push_back(b);
+        b.rows_past_count_readable = true;
+        readable.push_back(b);
+        b.rows_past_count_readable = false;
         b.row_count_before_upstream = true;
         early.push_back(b);
       }
@@ -101,11 +106,11 @@ absl::Status DeviceTimes(cudaStream_t stream, FILE* csv) {
         MLA_RETURN_IF_CUDA_ERROR(
             cudaMemcpy(count.get(), &live, sizeof(live), cudaMemcpyHostToDevice), "count");
         MLA_RETURN_IF_CUDA_ERROR(cudaDeviceSynchronize(), "count");
-        // The four tails in turn, each round starting one further on, so that a drift of the
+        // The tails in turn, each round starting one further on, so that a drift of the
         // GPU's clocks over the run falls on each alike; the median of each tail's rounds.
-        const std::vector<mla_tail::TailBuffers>* buffers[kTails] = {&counted, &early, &padded,
-                                                                     &padded};
-        const mla_tail::TailShape shapes[kTails] = {shape, shape, shape, {heads, live, 1}};
+        const std::vector<mla_tail::TailBuffers>* buffers[kTails] = {&counted, &early, &readable,
+                                                                     &padded, &padded};
+        const mla_tail::TailShape shapes[kTails] = {shape, shape, shape, shape, {heads, live, 1}};
         std::vector<double> us[kTails];
         const int rounds = std::max(1, absl::GetFlag(FLAGS_rounds));
         for (int round = 0; round < rounds; ++round) {
@@ -119,12 +124,13 @@ absl::Status DeviceTimes(cudaStream_t stream, FILE* csv) {
         double median[kTails];
         for (int i = 0; i < kTails; ++i) median[i] = Median(us[i]);
         const char* kernel = mla_tail::FusedKernelName((*tail)->FusedKernelFor(shape));
-        std::printf("%-6d %-7d %-5d %-11.2f %-10.2f %-10.2f %-10.2f %-10s\n", heads, bucket, live,
-                    median[0], median[1], median[2], median[3], kernel);
+        std::printf("%-6d %-7d %-5d %-11.2f %-10.2f %-12.2f %-10.2f %-10.2f %-10s\n", heads,
+                    bucket, live, median[0], median[1], median[2], median[3], median[4], kernel);
         if (csv != nullptr) {
-          std::fprintf(csv, "%s,%s,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%s\n",
+          std::fprintf(csv, "%s,%s,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%s\n",
                        absl::GetFlag(FLAGS_commit).c_str(), gated ? "gated" : "no_gate", heads,
-                       bucket, live, median[0], median[1], median[2], median[3], kernel);
+                       bucket, live, median[0], median[1], median[2], median[3], median[4],
+                       kernel);
         }
       }
     }

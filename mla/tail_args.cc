@@ -175,6 +175,9 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
   } else if (b.row_count_before_upstream) {
     return absl::InvalidArgumentError(
         "row_count_before_upstream is set without row_count: there is no count to read early");
+  } else if (b.rows_past_count_readable) {
+    return absl::InvalidArgumentError(
+        "rows_past_count_readable is set without row_count: there is no count to read past");
   }
   if (fp8_weight) {
     MLA_TAIL_CHECK(CheckPointer(b.w_uv_scale, "w_uv_scale", kAlign));

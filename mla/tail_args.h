@@ -78,6 +78,14 @@ struct TailBuffers {
   // wait for the upstream kernel, instead of after: one memory round trip less on the path after
   // it. Unset: an upstream kernel may write the count, and it is read after the wait.
   bool row_count_before_upstream = false;
+  // Set when the latent, gate and lengths of rows [n, B) are readable memory whatever n is, as a
+  // bucket's buffers are (the pointer checks require all B rows allocated). The fused kernels
+  // then load rows below B without waiting for the count, and use it only to decide which rows
+  // they write and which blocks go on: rows t >= n may be read (their values change no output)
+  // and are never written. That takes the count's load off the path before the latent's, where
+  // it is one dependent memory round trip after the upstream kernel. No effect with
+  // row_count_before_upstream (the count is then known before any load) or on the BMM path.
+  bool rows_past_count_readable = false;
 };
 
 // The weight and output types of a tail's buffers (which of each pair is set).

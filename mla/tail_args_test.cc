@@ -222,6 +222,19 @@ TEST(ValidateTailTest, AnEarlyCountNeedsACount) {
   EXPECT_TRUE(ValidateTail(f.shape, b).ok()) << ValidateTail(f.shape, b);
 }
 
+TEST(ValidateTailTest, ReadableRowsPastTheCountNeedACount) {
+  Fixture f({4, 16, 1});
+  TailBuffers b = f.buffers;
+  b.rows_past_count_readable = true;
+  const absl::Status status = ValidateTail(f.shape, b);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("rows_past_count_readable is set without row_count"));
+  int32_t count = 0;
+  b.row_count = &count;
+  EXPECT_TRUE(ValidateTail(f.shape, b).ok()) << ValidateTail(f.shape, b);
+}
+
 TEST(ValidateTailTest, OneHeadMayUseAnyHeadStride) {
   Fixture f({1, 16, 1});
   f.buffers.w_head_stride = 0;

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -203,6 +204,36 @@ TEST_F(RowCountGpuTest, EveryKernelReadsAnEarlyCount) {
   }
 }
 
+// Rows past the count readable (rows_past_count_readable): the kernels may load them (they hold
+// NaN latent and gate and length 1, as padding does) but write only the live rows, whose values
+// are the reference's; with the count read after the wait and early, gated and without a gate.
+TEST_F(RowCountGpuTest, EveryKernelWritesOnlyLiveRowsWhenPaddingIsReadable) {
+  for (const auto& [kernel, path] : EveryPath()) {
+    std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(kernel);
+    ASSERT_NE(tail, nullptr);
+    for (int heads : {12, 64}) {
+      for (int rows : ForProfile<int>({16, 64, 200}, {16, 200})) {
+        for (bool gated : {true, false}) {
+          for (bool early : {false, true}) {
+            SCOPED_TRACE(absl::StrCat(mla_tail::FusedKernelName(kernel), " ",
+                                      mla_tail::TailPathName(path), " heads ", heads, " rows ",
+                                      rows, gated ? " gated" : " no gate",
+                                      early ? ", count read early" : ""));
+            std::unique_ptr<Problem> problem =
+                MakeProblem(heads, rows, heads * 3000 + rows + gated, gated);
+            ASSERT_NE(problem, nullptr);
+            TailBuffers b = Counted(*problem);
+            b.rows_past_count_readable = true;
+            b.row_count_before_upstream = early;
+            ForEachCount(*problem, Counts(rows),
+                         [&] { return tail->Run(problem->shape(), b, stream_, path); });
+          }
+        }
+      }
+    }
+  }
+}
+
 // The early count changes only when the count is read: the latent, gate and lengths are still
 // read after the wait, with a gate and without one. The count is written in stream order before an
 // upstream kernel that lets the tail launch at once and writes those inputs 50 us later; the tail,
@@ -239,10 +270,14 @@ TEST_F(RowCountGpuTest, AnEarlyCountStillWaitsForTheUpstreamInputs) {
 // graph, which reads it when it runs.
 TEST_F(RowCountGpuTest, GraphSetReplaysServeOnlyTheLiveRows) {
   for (TailPath path : {TailPath::kFused, TailPath::kBmm}) {
-    for (bool gated : {true, false}) {
-      SCOPED_TRACE(absl::StrCat(mla_tail::TailPathName(path), gated ? " gated" : " no gate"));
+    for (const auto [gated, readable] : {std::pair{true, false}, std::pair{false, false},
+                                         std::pair{true, true}, std::pair{false, true}}) {
+      SCOPED_TRACE(absl::StrCat(mla_tail::TailPathName(path), gated ? " gated" : " no gate",
+                                readable ? ", rows past the count readable" : ""));
       std::unique_ptr<Problem> problem = MakeProblem(12, 64, 31, gated);
       ASSERT_NE(problem, nullptr);
+      TailBuffers b = Counted(*problem);
+      b.rows_past_count_readable = readable;
       GraphSetOptions options;
       options.heads = 12;
       options.layers = 1;
@@ -250,7 +285,7 @@ TEST_F(RowCountGpuTest, GraphSetReplaysServeOnlyTheLiveRows) {
       options.path = path;
       absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
       ASSERT_TRUE(set.ok()) << set.status();
-      ASSERT_OK((*set)->SetLayer(0, Counted(*problem)));
+      ASSERT_OK((*set)->SetLayer(0, b));
       ASSERT_OK((*set)->CaptureAll());
       const int64_t captured = (*set)->stats().graphs_captured;
       // Descending counts; each replays the bucket that holds it (64 down to 33, then 16).

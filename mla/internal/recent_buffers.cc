@@ -18,7 +18,8 @@ bool SameBuffers(const TailBuffers& a, const TailBuffers& b) {
          a.output_scale == b.output_scale &&
          a.output_scale_row_stride == b.output_scale_row_stride &&
          a.output_scale_head_stride == b.output_scale_head_stride && a.row_count == b.row_count &&
-         a.row_count_before_upstream == b.row_count_before_upstream;
+         a.row_count_before_upstream == b.row_count_before_upstream &&
+         a.rows_past_count_readable == b.rows_past_count_readable;
 }
 
 bool IsRecent(const RecentBufferSets& sets, int count, const TailBuffers& buffers) {

@@ -21,6 +21,9 @@ TEST(SameBuffersTest, EveryFieldCounts) {
   b.row_count_before_upstream = true;
   EXPECT_FALSE(SameBuffers(a, b));
   b = a;
+  b.rows_past_count_readable = true;
+  EXPECT_FALSE(SameBuffers(a, b));
+  b = a;
   b.output_scale_head_stride = 2;
   EXPECT_FALSE(SameBuffers(a, b));
   b = a;

@@ -112,9 +112,11 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
 
   device::GridDependencyWait();
   MLA_TIMELINE_STAMP(1);
-  // Rows at and past the live count are neither read nor written.
-  const int rows = device::LiveRowsAfterWait(p.row_count, rows_before_wait, p.rows);
-  if (t0 >= rows) return;
+  // Rows at and past the live count are neither read nor written, except that rows below
+  // read_rows may be read where rows past the count are readable.
+  const int read_rows = device::ReadRowsAfterWait(p.row_count, rows_before_wait,
+                                                  p.rows_past_count_readable, p.rows);
+  if (t0 >= read_rows) return;
 
   const bf16* latent_head = p.latent + head * kLatentDim;
   // 8 rows: each thread loads its A fragments (row `group`, the k permutation of W_UV) straight
@@ -123,14 +125,15 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   // multiprocessors an upstream kernel has configured for its own (docs/design.md).
   uint4 a_rows[kDirect ? kChunks : 1];
   if constexpr (kDirect) {
-    const bf16* row = latent_head + min(t0 + group, rows - 1) * p.latent_row_stride + 8 * quarter;
+    const bf16* row =
+        latent_head + min(t0 + group, read_rows - 1) * p.latent_row_stride + 8 * quarter;
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) a_rows[c] = *reinterpret_cast<const uint4*>(row + 32 * c);
   } else {
     for (int i = threadIdx.x; i < kRows * kWordsPerRow; i += kThreads) {
       const int r = i / kWordsPerRow;
       const int word = i % kWordsPerRow;
-      const bool valid = t0 + r < rows;
+      const bool valid = t0 + r < read_rows;
       const bf16* src = valid ? latent_head + (t0 + r) * p.latent_row_stride + word * 8 : p.latent;
       device::CopyAsync16(rows_smem + r * kSmemRow + word * 8, src, valid);
     }
@@ -149,7 +152,7 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   for (int tile = 0; tile < kRowTiles; ++tile) {
 #pragma unroll
     for (int half = 0; half < kHalves; ++half) {
-      const int t = min(t0 + tile * 16 + group + 8 * half, rows - 1);
+      const int t = min(t0 + tile * 16 + group + 8 * half, read_rows - 1);
 #pragma unroll
       for (int j = 0; j < kGroups; ++j) {
         if constexpr (kGated) {
@@ -172,6 +175,9 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   } else {
     MLA_TIMELINE_STAMP_AFTER(2, a_rows[0].x ^ a_rows[kChunks - 1].w);
   }
+  const int rows = device::LiveRowsAfterReads(p.row_count, p.row_count_early,
+                                              p.rows_past_count_readable, p.rows, read_rows);
+  if (t0 >= rows) return;
 
   // Accumulator chains: one per MMA of a chunk and column group, and with 8 rows and one group
   // one per chunk parity as well: there nothing else runs beside the MMAs to hide their latency

@@ -30,7 +30,7 @@ __device__ __forceinline__ int LiveRows(const int32_t* count, int rows) {
 
 // A count the caller wrote before the upstream kernel began (`early`: TailBuffers::
 // row_count_before_upstream) is read before griddepcontrol.wait, its latency hidden by the wait,
-// and LiveRowsAfterWait then uses it; -1 means not read yet. Any other count is read after the
+// and ReadRowsAfterWait then uses it; -1 means not read yet. Any other count is read after the
 // wait. LiveRowsBeforeWait leaves the load's place to the compiler; LiveRowsPinned keeps it where
 // it stands (an asm volatile load), which at a kernel's start puts it ahead of the W_UV loads:
 // behind them it returns only after their DRAM round trip, which the latent's reads after the
@@ -45,10 +45,6 @@ __device__ __forceinline__ int LiveRowsPinned(const int32_t* count, bool early, 
   int n;
   asm volatile("ld.global.s32 %0, [%1];" : "=r"(n) : "l"(count));
   return max(0, min(n, rows));
-}
-__device__ __forceinline__ int LiveRowsAfterWait(const int32_t* count, int rows_before_wait,
-                                                 int rows) {
-  return rows_before_wait >= 0 ? rows_before_wait : LiveRows(count, rows);
 }
 
 // The pinned early count as loaded, clamped only after the wait. LiveRowsPinned clamps it before
@@ -65,8 +61,28 @@ __device__ __forceinline__ EarlyCount EarlyCountPinned(const int32_t* count, boo
   if (early) asm volatile("ld.global.s32 %0, [%1];" : "=r"(n) : "l"(count));
   return {n, early};
 }
-__device__ __forceinline__ int LiveRowsAfterWait(const int32_t* count, EarlyCount early, int rows) {
-  return early.read ? max(0, min(early.value, rows)) : LiveRows(count, rows);
+
+// After the wait, the rows a block's loads may touch: the early count, once read; else all `rows`
+// where rows past the count are readable (TailBuffers::rows_past_count_readable); else the count,
+// read here: one dependent load before the latent's.
+__device__ __forceinline__ int ReadRowsAfterWait(const int32_t* count, int rows_before_wait,
+                                                 bool past_count_readable, int rows) {
+  if (rows_before_wait >= 0) return rows_before_wait;
+  return past_count_readable ? rows : LiveRows(count, rows);
+}
+__device__ __forceinline__ int ReadRowsAfterWait(const int32_t* count, EarlyCount early,
+                                                 bool past_count_readable, int rows) {
+  if (early.read) return max(0, min(early.value, rows));
+  return past_count_readable ? rows : LiveRows(count, rows);
+}
+// The live rows, which a block writes and below which it goes on: `read_rows`, or where rows past
+// the count are readable and the count was not read early, the count, read here, once the
+// block's loads are issued, so that its round trip overlaps theirs. A block calls it after those
+// loads and leaves when its rows all lie at or past the result.
+__device__ __forceinline__ int LiveRowsAfterReads(const int32_t* count, bool early,
+                                                  bool past_count_readable, int rows,
+                                                  int read_rows) {
+  return past_count_readable && !early ? LiveRows(count, rows) : read_rows;
 }
 
 // The shared-memory address of a generic pointer into shared memory, as PTX operands take it.

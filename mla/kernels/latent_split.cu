@@ -112,16 +112,19 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
 
   device::GridDependencyWait();
   MLA_TIMELINE_STAMP(1);
-  // Rows at and past the live count are neither read nor written.
-  const int rows = device::LiveRowsAfterWait(p.row_count, rows_before_wait, p.rows);
-  if (t0 >= rows) return;
+  // Rows at and past the live count are neither read nor written, except that rows below
+  // read_rows may be read where rows past the count are readable.
+  const int read_rows = device::ReadRowsAfterWait(p.row_count, rows_before_wait,
+                                                  p.rows_past_count_readable, p.rows);
+  if (t0 >= read_rows) return;
 
   // Rows past the end read the last row, whose products are never stored.
   const bf16* latent_head = p.latent + head * kLatentDim + 32 * chunk0 + 8 * quarter;
   uint4 a_rows[kHalves][kChunks];
 #pragma unroll
   for (int half = 0; half < kHalves; ++half) {
-    const bf16* row = latent_head + min(t0 + group + 8 * half, rows - 1) * p.latent_row_stride;
+    const bf16* row =
+        latent_head + min(t0 + group + 8 * half, read_rows - 1) * p.latent_row_stride;
 #pragma unroll
     for (int c = 0; c < kChunks; ++c)
       a_rows[half][c] = *reinterpret_cast<const uint4*>(row + 32 * c);
@@ -134,7 +137,7 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
   if (warp < kTiles) {
 #pragma unroll
     for (int half = 0; half < kHalves; ++half) {
-      const int t = min(t0 + group + 8 * half, rows - 1);
+      const int t = min(t0 + group + 8 * half, read_rows - 1);
       if constexpr (kGated) {
         gate_word[half] =
             *reinterpret_cast<const uint32_t*>(p.gate + t * p.gate_row_stride + out_column);
@@ -144,6 +147,9 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
   }
   // All of this grid's upstream-written inputs are in flight: the next kernel may start.
   device::LaunchDependents();
+  const int rows = device::LiveRowsAfterReads(p.row_count, p.row_count_early,
+                                              p.rows_past_count_readable, p.rows, read_rows);
+  if (t0 >= rows) return;
 
   MLA_TIMELINE_STAMP_AFTER(2, a_rows[0][0].x ^ a_rows[kHalves - 1][kChunks - 1].w);
 

@@ -40,6 +40,7 @@ struct FusedTailParams {
   int q;                     // tokens a request
   const int32_t* row_count;  // null, or the live rows on the device
   bool row_count_early;      // the count is final before the upstream kernel begins
+  bool rows_past_count_readable;  // rows [count, B) may be read (never written)
 };
 
 // The caller's buffers the gate reads and writes on the BMM path. BmmPointersKernel writes them
@@ -106,7 +107,8 @@ inline FusedTailParams MakeFusedTailParams(const TailShape& shape, const TailBuf
           shape.rows,
           shape.q,
           b.row_count,
-          b.row_count_before_upstream};
+          b.row_count_before_upstream,
+          b.rows_past_count_readable};
 }
 
 // `values` is the BMM path's [H, B, 128] scratch; `tables` is kOperandTableBytes of device

@@ -180,7 +180,7 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
     // ---- Producer ----
     device::WarpgroupRegistersDown<T::kProducerRegisters>();
     const device::TileCopier<T, false, kW> copier(p);
-    int rows = p.rows;  // the live rows, once known (after the dependency wait)
+    int rows = p.rows;  // the rows its copies may touch, once known (after the dependency wait)
     auto copy_w = [&](const Tile& c, int step, int stage) { copier.W(p, smem, c, step, stage); };
     auto copy_latent = [&](const Tile& c, int step, int stage) {
       copier.Latent(p, rows, smem, c, step, stage);
@@ -197,10 +197,12 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
 #pragma unroll
     for (int step = 0; step < kEarly; ++step) copy_w(first, step, step);
     device::GridDependencyWait();
-    // Tiles whose rows all lie at or past the live count are skipped (by the consumers too);
-    // `served` counts the tiles served. The early W_UV copies are tile 0's: when the first tile
-    // served has another head, they land first and its W_UV is copied anew.
-    rows = device::LiveRowsAfterWait(p.row_count, rows_before_wait, p.rows);
+    // Tiles whose rows all lie at or past the live count are skipped (by the consumers too),
+    // where rows past it may not be read; `served` counts the tiles served. The early W_UV
+    // copies are tile 0's: when the first tile served has another head, they land first and its
+    // W_UV is copied anew.
+    rows = device::ReadRowsAfterWait(p.row_count, rows_before_wait, p.rows_past_count_readable,
+                                     p.rows);
     const bool early_w_wrong = first.t0 >= rows && tiles > 1;
     if (early_w_wrong) device::CopyAsyncCommitAndWaitAll();
 
@@ -248,8 +250,11 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
   device::WarpgroupRegistersUp<T::kConsumerRegisters>();
   const int rows_before_wait = device::LiveRowsPinned(p.row_count, p.row_count_early, p.rows);
   device::GridDependencyWait();  // orders the output stores after the upstream kernels
-  // As the producer skips.
-  const int rows = device::LiveRowsAfterWait(p.row_count, rows_before_wait, p.rows);
+  // As the producer skips (read_rows); rows at and past `rows` are not stored.
+  const int read_rows = device::ReadRowsAfterWait(p.row_count, rows_before_wait,
+                                                  p.rows_past_count_readable, p.rows);
+  const int rows = device::LiveRowsAfterReads(p.row_count, p.row_count_early,
+                                              p.rows_past_count_readable, p.rows, read_rows);
   const int consumer = threadIdx.x - T::kProducerThreads;  // 0..255
   const int warpgroup = consumer / 128;
   const int warp = consumer % 128 / 32;  // within the warpgroup
@@ -263,7 +268,7 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
   int served = 0;  // tiles served
   for (int i = 0; i < tiles; ++i) {
     const Tile tile = tile_at(i);
-    if (tile.t0 >= rows) continue;
+    if (tile.t0 >= read_rows) continue;
     const float4 scales = device::LoadBlockScales<kW>(p, tile.head);
     float acc[T::kCols / 2];
 #pragma unroll

@@ -22,7 +22,7 @@
 // slower). The first tile's W_UV copies are issued before the dependency wait: no upstream
 // kernel writes weights (its latent, gate and lengths only get an L2 prefetch hint,
 // prefetch.cuh). Latent rows at and past the live row count (read after the wait) are not
-// copied: their products land in output rows that are never stored. Every copy's address is
+// copied, unless rows past it are readable: their products land in output rows never stored. Every copy's address is
 // computed before the dependency wait (TileSources): after it a block only issues copies, one
 // cp.async from a register and a constant offset each (a latent or gate row's tested against the
 // live row count), since one warp a scheduler issues everything a block does after the wait
@@ -346,7 +346,7 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   using Copier = device::TileCopier<typename T::L, true, kW>;
   const Sources sources(p, tile, smem_base);
   const std::conditional_t<kLeanCopies, Nothing, Copier> copier(p);
-  int rows = p.rows;  // the live rows, once known (after the dependency wait)
+  int read_rows = p.rows;  // the rows its copies may touch, once known (after the wait)
   auto copy_w = [&](int step, int stage) {
     if constexpr (kLeanCopies) {
       sources.W(step, stage);
@@ -356,17 +356,18 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   };
   auto copy_latent = [&](int step, int stage) {
     if constexpr (kLeanCopies) {
-      sources.Latent(step, stage, rows);
+      sources.Latent(step, stage, read_rows);
     } else {
-      copier.Latent(p, rows, smem, tile, step, stage);
+      copier.Latent(p, read_rows, smem, tile, step, stage);
     }
   };
   uint8_t* const gate_tile = smem + T::kGateOffset;
   auto copy_epilogue_inputs = [&]() {
     if constexpr (kLeanCopies) {
-      sources.Gate(T::kGateOffset, rows);
+      sources.Gate(T::kGateOffset, read_rows);
     } else {
-      copier.template EpilogueInputs<kGated>(p, rows, tile, gate_tile, smem + T::kLengthsOffset);
+      copier.template EpilogueInputs<kGated>(p, read_rows, tile, gate_tile,
+                                             smem + T::kLengthsOffset);
     }
   };
   std::conditional_t<kLeanCopies, RowLengths, Nothing> lengths(p, tile.t0);
@@ -403,14 +404,16 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   }
   device::GridDependencyWait();
   MLA_TIMELINE_STAMP(1);
-  // Rows at and past the live count are neither read nor written; a block of none of them exits
+  // Rows at and past the live count are neither read nor written, except that rows below
+  // read_rows may be read where rows past the count are readable; a block of none of them exits
   // once its W_UV copies have landed.
-  rows = device::LiveRowsAfterWait(p.row_count, early_count, p.rows);
-  if (tile.t0 >= rows) {
+  read_rows =
+      device::ReadRowsAfterWait(p.row_count, early_count, p.rows_past_count_readable, p.rows);
+  if (tile.t0 >= read_rows) {
     device::CopyAsyncCommitAndWaitAll();
     return;
   }
-  if constexpr (kLeanCopies) lengths.Load(rows);
+  if constexpr (kLeanCopies) lengths.Load(read_rows);
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) {
     copy_latent(step, step);
@@ -420,6 +423,12 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   // Every read of upstream-written data is in flight once the last step's copies are issued:
   // dependents may launch (their prologues would compete with these copies before that).
   if (T::kAllInFlight) device::LaunchDependents();
+  const int rows = device::LiveRowsAfterReads(p.row_count, p.row_count_early,
+                                              p.rows_past_count_readable, p.rows, read_rows);
+  if (tile.t0 >= rows) {
+    device::CopyAsyncCommitAndWaitAll();
+    return;
+  }
 
   // Warpgroup wg multiplies by W_UV rows (output columns) [wg, wg + 1) * kWgCols of the slice
   // (with one warpgroup, a constant: the descriptors stay warp-uniform values).
