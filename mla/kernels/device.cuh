@@ -75,14 +75,17 @@ __device__ __forceinline__ int ReadRowsAfterWait(const int32_t* count, EarlyCoun
   if (early.read) return max(0, min(early.value, rows));
   return past_count_readable ? rows : LiveRows(count, rows);
 }
-// The live rows, which a block writes and below which it goes on: `read_rows`, or where rows past
-// the count are readable and the count was not read early, the count, read here, once the
-// block's loads are issued, so that its round trip overlaps theirs. A block calls it after those
-// loads and leaves when its rows all lie at or past the result.
-__device__ __forceinline__ int LiveRowsAfterReads(const int32_t* count, bool early,
-                                                  bool past_count_readable, int rows,
-                                                  int read_rows) {
-  return past_count_readable && !early ? LiveRows(count, rows) : read_rows;
+// The live rows, which a block writes: `read_rows`, or where rows past the count are readable
+// and the count was not read early, the count, loaded here (pinned: right after the wait, ahead of
+// the latent's loads, so that it has landed by the time a block first uses it, after those loads
+// are issued).
+__device__ __forceinline__ int LiveRowsAfterWait(const int32_t* count, bool early,
+                                                 bool past_count_readable, int rows,
+                                                 int read_rows) {
+  if (!past_count_readable || early) return read_rows;
+  int n;
+  asm volatile("ld.global.s32 %0, [%1];" : "=r"(n) : "l"(count));
+  return max(0, min(n, rows));
 }
 
 // The shared-memory address of a generic pointer into shared memory, as PTX operands take it.

@@ -413,6 +413,10 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
     device::CopyAsyncCommitAndWaitAll();
     return;
   }
+  // The rows stored. Where rows past the count are readable, the count is loaded here and first
+  // used at the stores: the block computes all its rows, as without a count.
+  const int rows = device::LiveRowsAfterWait(p.row_count, p.row_count_early,
+                                             p.rows_past_count_readable, p.rows, read_rows);
   if constexpr (kLeanCopies) lengths.Load(read_rows);
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) {
@@ -423,12 +427,6 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   // Every read of upstream-written data is in flight once the last step's copies are issued:
   // dependents may launch (their prologues would compete with these copies before that).
   if (T::kAllInFlight) device::LaunchDependents();
-  const int rows = device::LiveRowsAfterReads(p.row_count, p.row_count_early,
-                                              p.rows_past_count_readable, p.rows, read_rows);
-  if (tile.t0 >= rows) {
-    device::CopyAsyncCommitAndWaitAll();
-    return;
-  }
 
   // Warpgroup wg multiplies by W_UV rows (output columns) [wg, wg + 1) * kWgCols of the slice
   // (with one warpgroup, a constant: the descriptors stay warp-uniform values).
