@@ -117,8 +117,8 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   const int read_rows = device::ReadRowsAfterWait(p.row_count, rows_before_wait,
                                                   p.rows_past_count_readable, p.rows);
   if (t0 >= read_rows) return;
-  const int rows = device::LiveRowsAfterWait(p.row_count, p.row_count_early,
-                                             p.rows_past_count_readable, p.rows, read_rows);
+  const int rows_as_loaded = device::LiveRowsAsLoaded(p.row_count, p.row_count_early,
+                                                      p.rows_past_count_readable, read_rows);
 
   const bf16* latent_head = p.latent + head * kLatentDim;
   // 8 rows: each thread loads its A fragments (row `group`, the k permutation of W_UV) straight
@@ -180,6 +180,7 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   // A block of none of the live rows leaves once its loads are issued. The branch also keeps
   // ptxas from scheduling MMAs, which wait for the latent, ahead of launch_dependents: without
   // it the trigger waited for the latent's round trip (docs/design.md).
+  const int rows = device::ClampRows(rows_as_loaded, p.rows);
   if (t0 >= rows) return;
 
   // Accumulator chains: one per MMA of a chunk and column group, and with 8 rows and one group

@@ -117,8 +117,8 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
   const int read_rows = device::ReadRowsAfterWait(p.row_count, rows_before_wait,
                                                   p.rows_past_count_readable, p.rows);
   if (t0 >= read_rows) return;
-  const int rows = device::LiveRowsAfterWait(p.row_count, p.row_count_early,
-                                             p.rows_past_count_readable, p.rows, read_rows);
+  const int rows_as_loaded = device::LiveRowsAsLoaded(p.row_count, p.row_count_early,
+                                                      p.rows_past_count_readable, read_rows);
 
   // Rows past the end read the last row, whose products are never stored.
   const bf16* latent_head = p.latent + head * kLatentDim + 32 * chunk0 + 8 * quarter;
@@ -152,6 +152,7 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
   // A block of none of the live rows leaves once its loads are issued. The branch also keeps
   // ptxas from scheduling MMAs, which wait for the latent, ahead of launch_dependents: without
   // it the trigger waited for the latent's round trip (docs/design.md).
+  const int rows = device::ClampRows(rows_as_loaded, p.rows);
   if (t0 >= rows) return;
 
   MLA_TIMELINE_STAMP_AFTER(2, a_rows[0][0].x ^ a_rows[kHalves - 1][kChunks - 1].w);

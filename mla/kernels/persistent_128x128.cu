@@ -253,8 +253,8 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
   // As the producer skips (read_rows); rows at and past `rows` are not stored.
   const int read_rows = device::ReadRowsAfterWait(p.row_count, rows_before_wait,
                                                   p.rows_past_count_readable, p.rows);
-  const int rows = device::LiveRowsAfterWait(p.row_count, p.row_count_early,
-                                             p.rows_past_count_readable, p.rows, read_rows);
+  const int rows_as_loaded = device::LiveRowsAsLoaded(p.row_count, p.row_count_early,
+                                                      p.rows_past_count_readable, read_rows);
   const int consumer = threadIdx.x - T::kProducerThreads;  // 0..255
   const int warpgroup = consumer / 128;
   const int warp = consumer % 128 / 32;  // within the warpgroup
@@ -343,6 +343,7 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
       }
     }
     device::NamedBarrier(1 + warpgroup, 128);
+    const int rows = device::ClampRows(rows_as_loaded, p.rows);
     // The warpgroup's 64 rows leave in 16-byte stores: word w of row r.
     const int k = consumer % 128;
     const int word = k % T::kGateWordsPerRow;

@@ -415,8 +415,8 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   }
   // The rows stored. Where rows past the count are readable, the count is loaded here and first
   // used at the stores: the block computes all its rows, as without a count.
-  const int rows = device::LiveRowsAfterWait(p.row_count, p.row_count_early,
-                                             p.rows_past_count_readable, p.rows, read_rows);
+  const int rows_as_loaded = device::LiveRowsAsLoaded(p.row_count, p.row_count_early,
+                                                      p.rows_past_count_readable, read_rows);
   if constexpr (kLeanCopies) lengths.Load(read_rows);
 #pragma unroll
   for (int step = 0; step < T::kPrologueSteps; ++step) {
@@ -546,6 +546,7 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   }
   __syncthreads();
   MLA_TIMELINE_STAMP(3 + kSteps);
+  const int rows = device::ClampRows(rows_as_loaded, p.rows);
   // The output tile, 16 bytes a thread and copy: word w of row r.
   if constexpr (kO == OutputType::kBf16) {
 #pragma unroll
