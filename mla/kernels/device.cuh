@@ -88,6 +88,16 @@ __device__ __forceinline__ int LiveRowsAsLoaded(const int32_t* count, bool early
   return n;
 }
 __device__ __forceinline__ int ClampRows(int n, int rows) { return max(0, min(n, rows)); }
+// The same, clamped here: where the compiler's schedule puts the clamp after the block's loads
+// anyway (the Tile rings), clamping at the first use measured slower (docs/design.md).
+__device__ __forceinline__ int LiveRowsAfterWait(const int32_t* count, bool early,
+                                                 bool past_count_readable, int rows,
+                                                 int read_rows) {
+  if (!past_count_readable || early) return read_rows;
+  int n;
+  asm volatile("ld.global.s32 %0, [%1];" : "=r"(n) : "l"(count));
+  return max(0, min(n, rows));
+}
 
 // The shared-memory address of a generic pointer into shared memory, as PTX operands take it.
 __device__ __forceinline__ uint32_t SmemAddress(const void* pointer) {
