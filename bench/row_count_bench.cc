@@ -124,13 +124,12 @@ absl::Status DeviceTimes(cudaStream_t stream, FILE* csv) {
         double median[kTails];
         for (int i = 0; i < kTails; ++i) median[i] = Median(us[i]);
         const char* kernel = mla_tail::FusedKernelName((*tail)->FusedKernelFor(shape));
-        std::printf("%-6d %-7d %-5d %-11.2f %-10.2f %-12.2f %-10.2f %-10.2f %-10s\n", heads,
-                    bucket, live, median[0], median[1], median[2], median[3], median[4], kernel);
+        std::printf("%-6d %-7d %-5d %-11.2f %-10.2f %-12.2f %-10.2f %-10.2f %-10s\n", heads, bucket,
+                    live, median[0], median[1], median[2], median[3], median[4], kernel);
         if (csv != nullptr) {
           std::fprintf(csv, "%s,%s,%d,%d,%d,%.3f,%.3f,%.3f,%.3f,%.3f,%s\n",
                        absl::GetFlag(FLAGS_commit).c_str(), gated ? "gated" : "no_gate", heads,
-                       bucket, live, median[0], median[1], median[2], median[3], median[4],
-                       kernel);
+                       bucket, live, median[0], median[1], median[2], median[3], median[4], kernel);
         }
       }
     }

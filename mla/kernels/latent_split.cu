@@ -114,8 +114,8 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
   MLA_TIMELINE_STAMP(1);
   // Rows at and past the live count are neither read nor written, except that rows below
   // read_rows may be read where rows past the count are readable.
-  const int read_rows = device::ReadRowsAfterWait(p.row_count, rows_before_wait,
-                                                  p.rows_past_count_readable, p.rows);
+  const int read_rows =
+      device::ReadRowsAfterWait(p.row_count, rows_before_wait, p.rows_past_count_readable, p.rows);
   if (t0 >= read_rows) return;
   const int rows_as_loaded = device::LiveRowsAsLoaded(p.row_count, p.row_count_early,
                                                       p.rows_past_count_readable, read_rows);
@@ -125,8 +125,7 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
   uint4 a_rows[kHalves][kChunks];
 #pragma unroll
   for (int half = 0; half < kHalves; ++half) {
-    const bf16* row =
-        latent_head + min(t0 + group + 8 * half, read_rows - 1) * p.latent_row_stride;
+    const bf16* row = latent_head + min(t0 + group + 8 * half, read_rows - 1) * p.latent_row_stride;
 #pragma unroll
     for (int c = 0; c < kChunks; ++c)
       a_rows[half][c] = *reinterpret_cast<const uint4*>(row + 32 * c);

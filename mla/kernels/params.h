@@ -35,11 +35,11 @@ struct FusedTailParams {
   float* output_scale;  // with output_fp8: (t, h) at t * row stride + h * head stride
   int64_t output_scale_row_stride;
   int64_t output_scale_head_stride;
-  int heads;                 // H
-  int rows;                  // B
-  int q;                     // tokens a request
-  const int32_t* row_count;  // null, or the live rows on the device
-  bool row_count_early;      // the count is final before the upstream kernel begins
+  int heads;                      // H
+  int rows;                       // B
+  int q;                          // tokens a request
+  const int32_t* row_count;       // null, or the live rows on the device
+  bool row_count_early;           // the count is final before the upstream kernel begins
   bool rows_past_count_readable;  // rows [count, B) may be read (never written)
 };
 

@@ -251,8 +251,8 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
   const int rows_before_wait = device::LiveRowsPinned(p.row_count, p.row_count_early, p.rows);
   device::GridDependencyWait();  // orders the output stores after the upstream kernels
   // As the producer skips (read_rows); rows at and past `rows` are not stored.
-  const int read_rows = device::ReadRowsAfterWait(p.row_count, rows_before_wait,
-                                                  p.rows_past_count_readable, p.rows);
+  const int read_rows =
+      device::ReadRowsAfterWait(p.row_count, rows_before_wait, p.rows_past_count_readable, p.rows);
   const int rows_as_loaded = device::LiveRowsAsLoaded(p.row_count, p.row_count_early,
                                                       p.rows_past_count_readable, read_rows);
   const int consumer = threadIdx.x - T::kProducerThreads;  // 0..255

@@ -22,11 +22,11 @@
 // slower). The first tile's W_UV copies are issued before the dependency wait: no upstream
 // kernel writes weights (its latent, gate and lengths only get an L2 prefetch hint,
 // prefetch.cuh). Latent rows at and past the live row count (read after the wait) are not
-// copied, unless rows past it are readable: their products land in output rows never stored. Every copy's address is
-// computed before the dependency wait (TileSources): after it a block only issues copies, one
-// cp.async from a register and a constant offset each (a latent or gate row's tested against the
-// live row count), since one warp a scheduler issues everything a block does after the wait
-// (docs/benchmarks.md). The 4-stage 64 x 64 pipeline keeps computing them at each copy.
+// copied, unless rows past it are readable: their products land in output rows never stored. Every
+// copy's address is computed before the dependency wait (TileSources): after it a block only issues
+// copies, one cp.async from a register and a constant offset each (a latent or gate row's tested
+// against the live row count), since one warp a scheduler issues everything a block does after the
+// wait (docs/benchmarks.md). The 4-stage 64 x 64 pipeline keeps computing them at each copy.
 //
 // Shared operand layout: the canonical K-major 128-byte swizzle of wgmma. Row r of a tile is
 // 128 bytes at r * 128; its 16-byte word w is stored at word w ^ (r % 8). Tiles start on
