@@ -209,30 +209,23 @@ TEST(ValidateTailTest, TheGateAndTheRowCountAreOptional) {
               HasSubstr("output overlaps row_count"));
 }
 
-TEST(ValidateTailTest, AnEarlyCountNeedsACount) {
-  Fixture f({4, 16, 1});
-  TailBuffers b = f.buffers;
-  b.row_count_before_upstream = true;
-  const absl::Status status = ValidateTail(f.shape, b);
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(status.message()),
-              HasSubstr("row_count_before_upstream is set without row_count"));
-  int32_t count = 0;
-  b.row_count = &count;
-  EXPECT_TRUE(ValidateTail(f.shape, b).ok()) << ValidateTail(f.shape, b);
-}
-
-TEST(ValidateTailTest, ReadableRowsPastTheCountNeedACount) {
-  Fixture f({4, 16, 1});
-  TailBuffers b = f.buffers;
-  b.rows_past_count_readable = true;
-  const absl::Status status = ValidateTail(f.shape, b);
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(status.message()),
-              HasSubstr("rows_past_count_readable is set without row_count"));
-  int32_t count = 0;
-  b.row_count = &count;
-  EXPECT_TRUE(ValidateTail(f.shape, b).ok()) << ValidateTail(f.shape, b);
+// Each flag about the count (read early; rows past it readable) needs a count.
+TEST(ValidateTailTest, TheCountsFlagsNeedACount) {
+  for (const auto& [flag, name] :
+       {std::pair{&TailBuffers::row_count_before_upstream, "row_count_before_upstream"},
+        std::pair{&TailBuffers::rows_past_count_readable, "rows_past_count_readable"}}) {
+    SCOPED_TRACE(name);
+    Fixture f({4, 16, 1});
+    TailBuffers b = f.buffers;
+    b.*flag = true;
+    const absl::Status status = ValidateTail(f.shape, b);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(status.message()),
+                HasSubstr(std::string(name) + " is set without row_count"));
+    int32_t count = 0;
+    b.row_count = &count;
+    EXPECT_TRUE(ValidateTail(f.shape, b).ok()) << ValidateTail(f.shape, b);
+  }
 }
 
 TEST(ValidateTailTest, OneHeadMayUseAnyHeadStride) {
