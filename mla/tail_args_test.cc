@@ -2,6 +2,8 @@
 
 #include <climits>
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
