@@ -94,9 +94,7 @@ __device__ __forceinline__ int LiveRowsAfterWait(const int32_t* count, bool earl
                                                  bool past_count_readable, int rows,
                                                  int read_rows) {
   if (!past_count_readable || early) return read_rows;
-  int n;
-  asm volatile("ld.global.s32 %0, [%1];" : "=r"(n) : "l"(count));
-  return max(0, min(n, rows));
+  return ClampRows(LiveRowsAsLoaded(count, false, true, read_rows), rows);
 }
 
 // The shared-memory address of a generic pointer into shared memory, as PTX operands take it.
