@@ -180,13 +180,13 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
     // ---- Producer ----
     device::WarpgroupRegistersDown<T::kProducerRegisters>();
     const device::TileCopier<T, false, kW> copier(p);
-    int rows = p.rows;  // the rows its copies may touch, once known (after the dependency wait)
+    int read_rows = p.rows;  // the rows its copies may touch, once known (after the wait)
     auto copy_w = [&](const Tile& c, int step, int stage) { copier.W(p, smem, c, step, stage); };
     auto copy_latent = [&](const Tile& c, int step, int stage) {
-      copier.Latent(p, rows, smem, c, step, stage);
+      copier.Latent(p, read_rows, smem, c, step, stage);
     };
     auto copy_epilogue_inputs = [&](const Tile& c) {
-      copier.template EpilogueInputs<kGated>(p, rows, c, gate_tile,
+      copier.template EpilogueInputs<kGated>(p, read_rows, c, gate_tile,
                                              reinterpret_cast<uint8_t*>(lengths));
     };
 
@@ -201,9 +201,9 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
     // where rows past it may not be read; `served` counts the tiles served. The early W_UV
     // copies are tile 0's: when the first tile served has another head, they land first and its
     // W_UV is copied anew.
-    rows = device::ReadRowsAfterWait(p.row_count, rows_before_wait, p.rows_past_count_readable,
-                                     p.rows);
-    const bool early_w_wrong = first.t0 >= rows && tiles > 1;
+    read_rows = device::ReadRowsAfterWait(p.row_count, rows_before_wait, p.rows_past_count_readable,
+                                          p.rows);
+    const bool early_w_wrong = first.t0 >= read_rows && tiles > 1;
     if (early_w_wrong) device::CopyAsyncCommitAndWaitAll();
 
     int stage = 0;
@@ -211,7 +211,7 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
     int served = 0;
     for (int i = 0; i < tiles; ++i) {
       const Tile tile = tile_at(i);
-      if (tile.t0 >= rows) continue;
+      if (tile.t0 >= read_rows) continue;
 #pragma unroll 1
       for (int step = 0; step < T::kSteps; ++step) {
         // The gate buffer is free once the previous tile's epilogue is done, which is when
