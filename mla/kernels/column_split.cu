@@ -64,7 +64,11 @@ constexpr int kGroupsOf = kW == WeightType::kE4m3 ? 2 : 1;
 template <WeightType kW>
 constexpr int kColumnsOf = 32 * kGroupsOf<kW>;  // a block's columns (4 warps)
 
-// kGated false: the tail without a gate (out = bf16(v)), which loads none.
+// kGated false: the tail without a gate (out = bf16(v)), which loads none. The 8-row kernels
+// take the gated form only and serve both: without a gate (p.gate null) they load none and gate
+// with kNoGateWord, whose sigmoid is 1 (device.cuh), because a kernel compiled apart for the
+// ungated tail measured up to 20% slower than this one at the same shapes (docs/design.md,
+// "No gate").
 template <int kTileRows, bool kGated, WeightType kW, OutputType kO>
 __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   constexpr int kGroups = kGroupsOf<kW>;
@@ -72,6 +76,8 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   constexpr int kRowTiles = kTileRows == 32 ? 2 : 1;
   constexpr int kRows = 16 * kRowTiles;
   constexpr bool kDirect = kTileRows == 8;
+  constexpr bool kGateMayBeNull = kDirect;
+  static_assert(kGated || !kGateMayBeNull, "the 8-row kernels take the gated form");
   constexpr int kHalves = kDirect ? 1 : 2;  // of each m16 tile: rows group and group + 8
   extern __shared__ uint4 smem_words[];
   bf16* rows_smem = reinterpret_cast<bf16*>(smem_words);  // [kRows][kSmemRow]
@@ -107,8 +113,8 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
       }
     }
   }
-  device::PrefetchBlockInputsL2<kGated>(p, head, t0, kTileRows, 0, kLatentDim, chunk * kColumns,
-                                        kColumns);
+  device::PrefetchBlockInputsL2<kGated, kGateMayBeNull>(p, head, t0, kTileRows, 0, kLatentDim,
+                                                        chunk * kColumns, kColumns);
 
   device::GridDependencyWait();
   MLA_TIMELINE_STAMP(1);
@@ -157,7 +163,10 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
       const int t = min(t0 + tile * 16 + group + 8 * half, read_rows - 1);
 #pragma unroll
       for (int j = 0; j < kGroups; ++j) {
-        if constexpr (kGated) {
+        if constexpr (kGateMayBeNull) {
+          gate_word[j][tile][half] =
+              device::GateWordOrNone(p.gate, t * p.gate_row_stride + out_column + 8 * j);
+        } else if constexpr (kGated) {
           gate_word[j][tile][half] = *reinterpret_cast<const uint32_t*>(
               p.gate + t * p.gate_row_stride + out_column + 8 * j);
         } else {
@@ -331,29 +340,31 @@ template <WeightType kW, OutputType kO>
 constexpr int kDirectMaxRegisters =
     (kW == WeightType::kBf16 && kO == OutputType::kBf16 ? 144 : 160) + MLA_TIMELINE_STAMP_REGISTERS;
 
-template <bool kGated, WeightType kW>
+template <WeightType kW>
 __global__ void __maxnreg__((kDirectMaxRegisters<kW, OutputType::kBf16>))
     ColumnSplitDirectKernel(const FusedTailParams p) {
-  ColumnSplitBlock<8, kGated, kW, OutputType::kBf16>(p);
+  ColumnSplitBlock<8, true, kW, OutputType::kBf16>(p);
 }
 
-template <bool kGated, WeightType kW>
+template <WeightType kW>
 __global__ void __maxnreg__((kDirectMaxRegisters<kW, OutputType::kE4m3>))
     __cluster_dims__(kValueDim / kColumnsOf<kW>, 1, 1)
         ColumnSplitDirectE4m3OutputKernel(const FusedTailParams p) {
-  ColumnSplitBlock<8, kGated, kW, OutputType::kE4m3>(p);
+  ColumnSplitBlock<8, true, kW, OutputType::kE4m3>(p);
 }
 
+// The kernel of kTileRows rows a block, with a gate (kGated) or without; the 8-row kernels are
+// one for both.
 template <int kTileRows, bool kGated, WeightType kW, OutputType kO>
 constexpr void (*KernelOf())(const FusedTailParams) {
   if constexpr (kO == OutputType::kE4m3) {
     if constexpr (kTileRows == 8) {
-      return ColumnSplitDirectE4m3OutputKernel<kGated, kW>;
+      return ColumnSplitDirectE4m3OutputKernel<kW>;
     } else {
       return ColumnSplitE4m3OutputKernel<kTileRows, kGated, kW>;
     }
   } else if constexpr (kTileRows == 8) {
-    return ColumnSplitDirectKernel<kGated, kW>;
+    return ColumnSplitDirectKernel<kW>;
   } else {
     return ColumnSplitKernel<kTileRows, kGated, kW>;
   }
@@ -405,7 +416,6 @@ cudaError_t LoadColumnSplit() {
          {+[] { return LoadKernel(KernelOf<8, true, kW, kO>(), SmemBytes<8>()); },
           +[] { return LoadKernel(KernelOf<16, true, kW, kO>(), SmemBytes<16>()); },
           +[] { return LoadKernel(KernelOf<32, true, kW, kO>(), SmemBytes<32>()); },
-          +[] { return LoadKernel(KernelOf<8, false, kW, kO>(), SmemBytes<8>()); },
           +[] { return LoadKernel(KernelOf<16, false, kW, kO>(), SmemBytes<16>()); },
           +[] { return LoadKernel(KernelOf<32, false, kW, kO>(), SmemBytes<32>()); }}) {
       if (e == cudaSuccess) e = load();

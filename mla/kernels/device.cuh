@@ -255,6 +255,16 @@ __device__ __forceinline__ void GatePairs(const float (&v)[2 * kN], const uint32
   }
 }
 
+// bf16 +inf twice: the gate word of a tail without a gate in kernels that take the gate's presence
+// at run time. Its sigmoid is exactly 1 (1 + expf(-inf) = 1, whose reciprocal is 1), so
+// GatePair(v, kNoGateWord) is ValuePair(v) bit for bit, NaN, infinities and -0.0 included.
+inline constexpr uint32_t kNoGateWord = 0x7F807F80u;
+
+// The gate word at gate + offset, or kNoGateWord where there is no gate (gate == nullptr).
+__device__ __forceinline__ uint32_t GateWordOrNone(const __nv_bfloat16* gate, int64_t offset) {
+  return gate != nullptr ? *reinterpret_cast<const uint32_t*>(gate + offset) : kNoGateWord;
+}
+
 // out[i] = ValuePair(v[2i], v[2i + 1], active[i]): the tail without a gate, which loads none.
 template <int kN>
 __device__ __forceinline__ void ValuePairs(const float (&v)[2 * kN], const bool (&active)[kN],

@@ -26,9 +26,10 @@ __device__ __forceinline__ void PrefetchL2(const void* pointer) {
 }
 
 // Rows [t0, t0 + rows) (clipped to p.rows) of head `head`: latent elements [k0, k0 + k) and
-// gate columns [c0, c0 + columns) of each row (none without a gate: kGated false), the rows'
-// lengths, and the live row count when there is one. All threads of the block take part.
-template <bool kGated = true>
+// gate columns [c0, c0 + columns) of each row (none without a gate: kGated false, or with
+// kGateMayBeNull where p.gate is null), the rows' lengths, and the live row count when there is
+// one. All threads of the block take part.
+template <bool kGated = true, bool kGateMayBeNull = false>
 __device__ __forceinline__ void PrefetchBlockInputsL2(const FusedTailParams& p, int head, int t0,
                                                       int rows, int k0, int k, int c0, int columns,
                                                       long long max_work = kMaxPrefetchWork) {
@@ -37,7 +38,8 @@ __device__ __forceinline__ void PrefetchBlockInputsL2(const FusedTailParams& p, 
   constexpr int kLine = 128;
   const int n = min(rows, p.rows - t0);
   const int latent_lines = (k * int(sizeof(bf16)) + kLine - 1) / kLine;
-  const int gate_lines = kGated ? (columns * int(sizeof(bf16)) + kLine - 1) / kLine : 0;
+  const bool gate = kGated && (!kGateMayBeNull || p.gate != nullptr);
+  const int gate_lines = gate ? (columns * int(sizeof(bf16)) + kLine - 1) / kLine : 0;
   const int per_row = latent_lines + gate_lines;
   for (int i = threadIdx.x; i < n * per_row; i += blockDim.x) {
     const int t = t0 + i / per_row;
