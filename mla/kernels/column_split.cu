@@ -64,20 +64,26 @@ constexpr int kGroupsOf = kW == WeightType::kE4m3 ? 2 : 1;
 template <WeightType kW>
 constexpr int kColumnsOf = 32 * kGroupsOf<kW>;  // a block's columns (4 warps)
 
-// kGated false: the tail without a gate (out = bf16(v)), which loads none. The 8-row kernels
-// take the gated form only and serve both: without a gate (p.gate null) they load none and gate
-// with kNoGateWord, whose sigmoid is 1 (device.cuh), because a kernel compiled apart for the
-// ungated tail measured up to 20% slower than this one at the same shapes (docs/design.md,
-// "No gate").
+// Whether one kernel serves the tail with a gate and without: the bf16 8-row kernel takes the
+// gated form only, and without a gate (p.gate null) loads none and gates with kNoGateWord, whose
+// sigmoid is 1 (device.cuh). A kernel compiled apart for the ungated tail measured up to 20%
+// slower than this one at the same shapes; with e4m3 W_UV, the gated kernel with the null check
+// measured up to 22% slower than without it, and with 16 or 32 rows the ungated kernel leads
+// (docs/design.md, "No gate").
+template <int kTileRows, WeightType kW, OutputType kO>
+constexpr bool kOneKernelForBothGates =
+    kTileRows == 8 && kW == WeightType::kBf16 && kO == OutputType::kBf16;
+
+// kGated false: the tail without a gate (out = bf16(v)), which loads none.
 template <int kTileRows, bool kGated, WeightType kW, OutputType kO>
 __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
+  constexpr bool kGateMayBeNull = kOneKernelForBothGates<kTileRows, kW, kO>;
+  static_assert(kGated || !kGateMayBeNull, "one kernel for both: the gated form");
   constexpr int kGroups = kGroupsOf<kW>;
   constexpr int kColumns = kColumnsOf<kW>;
   constexpr int kRowTiles = kTileRows == 32 ? 2 : 1;
   constexpr int kRows = 16 * kRowTiles;
   constexpr bool kDirect = kTileRows == 8;
-  constexpr bool kGateMayBeNull = kDirect;
-  static_assert(kGated || !kGateMayBeNull, "the 8-row kernels take the gated form");
   constexpr int kHalves = kDirect ? 1 : 2;  // of each m16 tile: rows group and group + 8
   extern __shared__ uint4 smem_words[];
   bf16* rows_smem = reinterpret_cast<bf16*>(smem_words);  // [kRows][kSmemRow]
@@ -340,31 +346,32 @@ template <WeightType kW, OutputType kO>
 constexpr int kDirectMaxRegisters =
     (kW == WeightType::kBf16 && kO == OutputType::kBf16 ? 144 : 160) + MLA_TIMELINE_STAMP_REGISTERS;
 
-template <WeightType kW>
+template <bool kGated, WeightType kW>
 __global__ void __maxnreg__((kDirectMaxRegisters<kW, OutputType::kBf16>))
     ColumnSplitDirectKernel(const FusedTailParams p) {
-  ColumnSplitBlock<8, true, kW, OutputType::kBf16>(p);
+  ColumnSplitBlock<8, kGated, kW, OutputType::kBf16>(p);
 }
 
-template <WeightType kW>
+template <bool kGated, WeightType kW>
 __global__ void __maxnreg__((kDirectMaxRegisters<kW, OutputType::kE4m3>))
     __cluster_dims__(kValueDim / kColumnsOf<kW>, 1, 1)
         ColumnSplitDirectE4m3OutputKernel(const FusedTailParams p) {
-  ColumnSplitBlock<8, true, kW, OutputType::kE4m3>(p);
+  ColumnSplitBlock<8, kGated, kW, OutputType::kE4m3>(p);
 }
 
-// The kernel of kTileRows rows a block, with a gate (kGated) or without; the 8-row kernels are
-// one for both.
-template <int kTileRows, bool kGated, WeightType kW, OutputType kO>
+// The kernel for the tail with a gate (kGated) or without; the same one where
+// kOneKernelForBothGates.
+template <int kTileRows, bool kGatedArg, WeightType kW, OutputType kO>
 constexpr void (*KernelOf())(const FusedTailParams) {
+  constexpr bool kGated = kGatedArg || kOneKernelForBothGates<kTileRows, kW, kO>;
   if constexpr (kO == OutputType::kE4m3) {
     if constexpr (kTileRows == 8) {
-      return ColumnSplitDirectE4m3OutputKernel<kW>;
+      return ColumnSplitDirectE4m3OutputKernel<kGated, kW>;
     } else {
       return ColumnSplitE4m3OutputKernel<kTileRows, kGated, kW>;
     }
   } else if constexpr (kTileRows == 8) {
-    return ColumnSplitDirectKernel<kW>;
+    return ColumnSplitDirectKernel<kGated, kW>;
   } else {
     return ColumnSplitKernel<kTileRows, kGated, kW>;
   }
@@ -416,6 +423,7 @@ cudaError_t LoadColumnSplit() {
          {+[] { return LoadKernel(KernelOf<8, true, kW, kO>(), SmemBytes<8>()); },
           +[] { return LoadKernel(KernelOf<16, true, kW, kO>(), SmemBytes<16>()); },
           +[] { return LoadKernel(KernelOf<32, true, kW, kO>(), SmemBytes<32>()); },
+          +[] { return LoadKernel(KernelOf<8, false, kW, kO>(), SmemBytes<8>()); },
           +[] { return LoadKernel(KernelOf<16, false, kW, kO>(), SmemBytes<16>()); },
           +[] { return LoadKernel(KernelOf<32, false, kW, kO>(), SmemBytes<32>()); }}) {
       if (e == cudaSuccess) e = load();

@@ -63,9 +63,9 @@ KernelLaunch PlanColumnSplit(int heads, int rows, int multiprocessors, bool gate
 cudaError_t LoadColumnSplit();
 
 // LatentSplit (latent_split.cu): 8-row blocks of 8 warps up to 8 rows, else 16-row
-// blocks of 4; one kernel with a gate and without.
+// blocks of 4.
 template <WeightType kW, OutputType kO>
-KernelLaunch PlanLatentSplit(int heads, int rows);
+KernelLaunch PlanLatentSplit(int heads, int rows, bool gated);
 cudaError_t LoadLatentSplit();
 
 // Tile (tile.cu) in the configuration a kTile* kernel names;

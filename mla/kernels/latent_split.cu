@@ -47,12 +47,20 @@ namespace {
 
 constexpr int kColumns = 16;  // two n8 tiles
 
-// kRows: 8 (one m16 tile whose rows 8-15 are zeros) or 16. Without a gate (p.gate null) the
-// block loads none and gates with kNoGateWord, whose sigmoid is 1 (device.cuh): one kernel serves
-// both forms, because a kernel compiled apart for the ungated tail measured up to 13% slower than
-// this one at the same shapes (docs/design.md, "No gate").
-template <int kRows, int kWarps, WeightType kW, OutputType kO>
+// Whether one kernel serves the tail with a gate and without: the bf16 kernels take the gated
+// form only, and without a gate (p.gate null) load none and gate with kNoGateWord, whose sigmoid
+// is 1 (device.cuh). A kernel compiled apart for the ungated tail measured up to 10% slower than
+// this one at the same shapes; with e4m3 W_UV or output, the gated kernel with the null check
+// measured up to 5% slower than without it (docs/design.md, "No gate").
+template <WeightType kW, OutputType kO>
+constexpr bool kOneKernelForBothGates = kW == WeightType::kBf16 && kO == OutputType::kBf16;
+
+// kRows: 8 (one m16 tile whose rows 8-15 are zeros) or 16. kGated false: the tail without a
+// gate (out = bf16(v)), which loads none.
+template <int kRows, int kWarps, bool kGated, WeightType kW, OutputType kO>
 __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
+  constexpr bool kGateMayBeNull = kOneKernelForBothGates<kW, kO>;
+  static_assert(kGated || !kGateMayBeNull, "one kernel for both: the gated form");
   constexpr int kHalves = kRows / 8;  // of the m16 tile: rows group and group + 8
   constexpr int kTiles = kColumns / 8;
   constexpr int kChunks = kLatentDim / 32 / kWarps;  // 32-value chunks a warp
@@ -109,7 +117,8 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
       scale = device::LoadBlockScale(p, head, chunk0 / 4);
     }
   }
-  device::PrefetchBlockInputsL2<true, true>(p, head, t0, kRows, 0, kLatentDim, column0, kColumns);
+  device::PrefetchBlockInputsL2<kGated, kGateMayBeNull>(p, head, t0, kRows, 0, kLatentDim, column0,
+                                                        kColumns);
   const int rows_before_wait = device::LiveRowsBeforeWait(p.row_count, p.row_count_early, p.rows);
 
   device::GridDependencyWait();
@@ -141,7 +150,12 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
 #pragma unroll
     for (int half = 0; half < kHalves; ++half) {
       const int t = min(t0 + group + 8 * half, read_rows - 1);
-      gate_word[half] = device::GateWordOrNone(p.gate, t * p.gate_row_stride + out_column);
+      if constexpr (kGateMayBeNull) {
+        gate_word[half] = device::GateWordOrNone(p.gate, t * p.gate_row_stride + out_column);
+      } else if constexpr (kGated) {
+        gate_word[half] =
+            *reinterpret_cast<const uint32_t*>(p.gate + t * p.gate_row_stride + out_column);
+      }
       length[half] = p.lengths[t / p.q];
     }
   }
@@ -214,7 +228,7 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
     v[2 * half + 1] = __bfloat162float(__float2bfloat16_rn(sum[2 * half + 1]));
     active[half] = length[half] > 0;
   }
-  device::GatePairs(v, gate_word, active, out);
+  device::EpiloguePairs<kGated>(v, gate_word, active, out);
   MLA_TIMELINE_STAMP_AFTER(11, out[0] ^ out[kHalves - 1]);
   if constexpr (kO == OutputType::kBf16) {
 #pragma unroll
@@ -254,16 +268,16 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
   MLA_TIMELINE_STAMP(12);
 }
 
-template <int kRows, int kWarps, WeightType kW>
+template <int kRows, int kWarps, bool kGated, WeightType kW>
 __global__ void __launch_bounds__(32 * kWarps) LatentSplitKernel(const FusedTailParams p) {
-  LatentSplitBlock<kRows, kWarps, kW, OutputType::kBf16>(p);
+  LatentSplitBlock<kRows, kWarps, kGated, kW, OutputType::kBf16>(p);
 }
 
 // The e4m3 output: a head's 8 column blocks in one cluster.
-template <int kRows, int kWarps, WeightType kW>
+template <int kRows, int kWarps, bool kGated, WeightType kW>
 __global__ void __launch_bounds__(32 * kWarps) __cluster_dims__(kValueDim / kColumns, 1, 1)
     LatentSplitE4m3OutputKernel(const FusedTailParams p) {
-  LatentSplitBlock<kRows, kWarps, kW, OutputType::kE4m3>(p);
+  LatentSplitBlock<kRows, kWarps, kGated, kW, OutputType::kE4m3>(p);
 }
 
 // 8 rows: 8 warps of 2 chunks each; 16 rows (twice the A fragments and partial sums): 4 warps
@@ -271,19 +285,24 @@ __global__ void __launch_bounds__(32 * kWarps) __cluster_dims__(kValueDim / kCol
 template <int kRows>
 constexpr int kWarpsFor = kRows == 8 ? 8 : 4;
 
-template <int kRows, WeightType kW, OutputType kO>
+// The kernel for the tail with a gate (kGated) or without; the same one where
+// kOneKernelForBothGates.
+template <int kRows, bool kGated, WeightType kW, OutputType kO>
 constexpr void (*LatentSplitKernelOf())(const FusedTailParams) {
+  constexpr bool kGatedForm = kGated || kOneKernelForBothGates<kW, kO>;
   if constexpr (kO == OutputType::kE4m3) {
-    return LatentSplitE4m3OutputKernel<kRows, kWarpsFor<kRows>, kW>;
+    return LatentSplitE4m3OutputKernel<kRows, kWarpsFor<kRows>, kGatedForm, kW>;
   } else {
-    return LatentSplitKernel<kRows, kWarpsFor<kRows>, kW>;
+    return LatentSplitKernel<kRows, kWarpsFor<kRows>, kGatedForm, kW>;
   }
 }
 
 template <int kRows, WeightType kW, OutputType kO>
-KernelLaunch LatentSplitLaunch(int heads, int rows) {
+KernelLaunch LatentSplitLaunch(int heads, int rows, bool gated) {
   KernelLaunch launch;
-  launch.function = reinterpret_cast<const void*>(LatentSplitKernelOf<kRows, kW, kO>());
+  launch.function =
+      gated ? reinterpret_cast<const void*>(LatentSplitKernelOf<kRows, true, kW, kO>())
+            : reinterpret_cast<const void*>(LatentSplitKernelOf<kRows, false, kW, kO>());
   launch.grid = dim3(kValueDim / kColumns, heads, (rows + kRows - 1) / kRows);
   launch.block = dim3(32 * kWarpsFor<kRows>);
   launch.smem_bytes = 0;  // static only
@@ -293,14 +312,14 @@ KernelLaunch LatentSplitLaunch(int heads, int rows) {
 }  // namespace
 
 template <WeightType kW, OutputType kO>
-KernelLaunch PlanLatentSplit(int heads, int rows) {
-  return rows <= 8 ? LatentSplitLaunch<8, kW, kO>(heads, rows)
-                   : LatentSplitLaunch<16, kW, kO>(heads, rows);
+KernelLaunch PlanLatentSplit(int heads, int rows, bool gated) {
+  return rows <= 8 ? LatentSplitLaunch<8, kW, kO>(heads, rows, gated)
+                   : LatentSplitLaunch<16, kW, kO>(heads, rows, gated);
 }
-template KernelLaunch PlanLatentSplit<WeightType::kBf16, OutputType::kBf16>(int, int);
-template KernelLaunch PlanLatentSplit<WeightType::kE4m3, OutputType::kBf16>(int, int);
-template KernelLaunch PlanLatentSplit<WeightType::kBf16, OutputType::kE4m3>(int, int);
-template KernelLaunch PlanLatentSplit<WeightType::kE4m3, OutputType::kE4m3>(int, int);
+template KernelLaunch PlanLatentSplit<WeightType::kBf16, OutputType::kBf16>(int, int, bool);
+template KernelLaunch PlanLatentSplit<WeightType::kE4m3, OutputType::kBf16>(int, int, bool);
+template KernelLaunch PlanLatentSplit<WeightType::kBf16, OutputType::kE4m3>(int, int, bool);
+template KernelLaunch PlanLatentSplit<WeightType::kE4m3, OutputType::kE4m3>(int, int, bool);
 
 cudaError_t LoadLatentSplit() {
   cudaError_t e = cudaSuccess;
@@ -308,8 +327,10 @@ cudaError_t LoadLatentSplit() {
     constexpr WeightType kW = decltype(w)::value;
     constexpr OutputType kO = decltype(o)::value;
     for (const void* kernel :
-         {reinterpret_cast<const void*>(LatentSplitKernelOf<8, kW, kO>()),
-          reinterpret_cast<const void*>(LatentSplitKernelOf<16, kW, kO>())}) {
+         {reinterpret_cast<const void*>(LatentSplitKernelOf<8, true, kW, kO>()),
+          reinterpret_cast<const void*>(LatentSplitKernelOf<16, true, kW, kO>()),
+          reinterpret_cast<const void*>(LatentSplitKernelOf<8, false, kW, kO>()),
+          reinterpret_cast<const void*>(LatentSplitKernelOf<16, false, kW, kO>())}) {
       if (e == cudaSuccess) e = LoadKernel(kernel, 0);
     }
   });

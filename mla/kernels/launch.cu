@@ -101,7 +101,7 @@ cudaError_t PlanFusedKernel(const FusedTailParams& p, FusedKernel kernel, int mu
       return cudaSuccess;
     }
     if (resolved == FusedKernel::kLatentSplit) {
-      *launch = PlanLatentSplit<kW, kO>(p.heads, p.rows);
+      *launch = PlanLatentSplit<kW, kO>(p.heads, p.rows, gated);
       return cudaSuccess;
     }
     if (IsTileKernel(resolved)) return PlanTile<kW, kO>(p.heads, p.rows, resolved, gated, launch);
