@@ -111,14 +111,6 @@ class RowCountGpuTest : public GpuStreamTest<> {
     }
   }
 
-  // The BMM path, the rule's choice and every fused kernel forced.
-  static std::vector<std::pair<FusedKernel, TailPath>> EveryPath() {
-    std::vector<std::pair<FusedKernel, TailPath>> paths = {{FusedKernel::kAuto, TailPath::kBmm},
-                                                           {FusedKernel::kAuto, TailPath::kAuto}};
-    for (FusedKernel kernel : mla_tail::kFusedKernels) paths.push_back({kernel, TailPath::kFused});
-    return paths;
-  }
-
   static std::vector<int> Counts(int rows) {
     return {rows + 5, rows, rows - 1, rows / 2 + 3, rows / 2, 1, 0, -3};
   }
@@ -132,51 +124,67 @@ class RowCountGpuTest : public GpuStreamTest<> {
   DeviceMemory count_;
 };
 
+// A path through the tail: the BMM path, the rule's choice, or a fused kernel forced.
+using PathCase = std::pair<FusedKernel, TailPath>;
+
+std::vector<PathCase> EveryPath() {
+  std::vector<PathCase> paths = {{FusedKernel::kAuto, TailPath::kBmm},
+                                 {FusedKernel::kAuto, TailPath::kAuto}};
+  for (FusedKernel kernel : mla_tail::kFusedKernels) paths.push_back({kernel, TailPath::kFused});
+  return paths;
+}
+
+// The every-path tests, a case per path (Bmm, Auto, ColumnSplit, ...), so that a sanitizer run
+// can take the fused kernels without cuBLASLt's (racecheck takes minutes over those).
+class RowCountPathTest : public RowCountGpuTest, public ::testing::WithParamInterface<PathCase> {};
+
+std::string PathCaseName(const ::testing::TestParamInfo<PathCase>& info) {
+  return info.param.second == TailPath::kBmm ? "Bmm" : mla_tail::FusedKernelName(info.param.first);
+}
+
 // Every fused kernel forced and the BMM path, eagerly: 0, 1, half, all and more rows live.
-TEST_F(RowCountGpuTest, EveryKernelServesOnlyTheLiveRows) {
-  for (const auto& [kernel, path] : EveryPath()) {
-    std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(kernel);
-    ASSERT_NE(tail, nullptr);
-    for (int heads : {12, 64}) {
-      for (int rows : ForProfile<int>({8, 16, 64, 200, 384}, {16, 200})) {
-        SCOPED_TRACE(absl::StrCat(mla_tail::FusedKernelName(kernel), " ",
-                                  mla_tail::TailPathName(path), " heads ", heads, " rows ", rows));
-        std::unique_ptr<Problem> problem = MakeProblem(heads, rows, heads * 1000 + rows);
-        ASSERT_NE(problem, nullptr);
-        const TailBuffers b = Counted(*problem);
-        ForEachCount(*problem, Counts(rows),
-                     [&] { return tail->Run(problem->shape(), b, stream_, path); });
-      }
+TEST_P(RowCountPathTest, EveryKernelServesOnlyTheLiveRows) {
+  const auto& [kernel, path] = GetParam();
+  std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(kernel);
+  ASSERT_NE(tail, nullptr);
+  for (int heads : {12, 64}) {
+    for (int rows : ForProfile<int>({8, 16, 64, 200, 384}, {16, 200})) {
+      SCOPED_TRACE(absl::StrCat(mla_tail::FusedKernelName(kernel), " ",
+                                mla_tail::TailPathName(path), " heads ", heads, " rows ", rows));
+      std::unique_ptr<Problem> problem = MakeProblem(heads, rows, heads * 1000 + rows);
+      ASSERT_NE(problem, nullptr);
+      const TailBuffers b = Counted(*problem);
+      ForEachCount(*problem, Counts(rows),
+                   [&] { return tail->Run(problem->shape(), b, stream_, path); });
     }
   }
 }
 
 // Without a gate: out = bf16(v) on active rows, +0.0 on inactive ones, on every kernel and the
 // BMM path, without a row count and with one read after the wait or early.
-TEST_F(RowCountGpuTest, EveryKernelRunsWithoutAGate) {
-  for (const auto& [kernel, path] : EveryPath()) {
-    std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(kernel);
-    ASSERT_NE(tail, nullptr);
-    for (int heads : {1, 12, 64}) {
-      for (int rows : ForProfile<int>({1, 8, 17, 64, 200, 384}, {8, 200})) {
-        SCOPED_TRACE(absl::StrCat(mla_tail::FusedKernelName(kernel), " ",
-                                  mla_tail::TailPathName(path), " heads ", heads, " rows ", rows));
-        // A problem for each way of reading the count: ForEachCount pads it as the count falls.
-        for (bool early : {false, true}) {
-          SCOPED_TRACE(early ? "count read early" : "count read after the wait");
-          std::unique_ptr<Problem> problem = MakeProblem(heads, rows, 7 + rows, /*gated=*/false);
-          ASSERT_NE(problem, nullptr);
-          ASSERT_EQ(problem->buffers().gate, nullptr);
-          if (!early) {
-            ASSERT_OK(tail->Run(problem->shape(), problem->buffers(), stream_, path));
-            ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-            ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(8), true));
-          }
-          TailBuffers counted = Counted(*problem);
-          counted.row_count_before_upstream = early;
-          ForEachCount(*problem, {rows, rows / 2, 0},
-                       [&] { return tail->Run(problem->shape(), counted, stream_, path); });
+TEST_P(RowCountPathTest, EveryKernelRunsWithoutAGate) {
+  const auto& [kernel, path] = GetParam();
+  std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(kernel);
+  ASSERT_NE(tail, nullptr);
+  for (int heads : {1, 12, 64}) {
+    for (int rows : ForProfile<int>({1, 8, 17, 64, 200, 384}, {8, 200})) {
+      SCOPED_TRACE(absl::StrCat(mla_tail::FusedKernelName(kernel), " ",
+                                mla_tail::TailPathName(path), " heads ", heads, " rows ", rows));
+      // A problem for each way of reading the count: ForEachCount pads it as the count falls.
+      for (bool early : {false, true}) {
+        SCOPED_TRACE(early ? "count read early" : "count read after the wait");
+        std::unique_ptr<Problem> problem = MakeProblem(heads, rows, 7 + rows, /*gated=*/false);
+        ASSERT_NE(problem, nullptr);
+        ASSERT_EQ(problem->buffers().gate, nullptr);
+        if (!early) {
+          ASSERT_OK(tail->Run(problem->shape(), problem->buffers(), stream_, path));
+          ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+          ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(8), true));
         }
+        TailBuffers counted = Counted(*problem);
+        counted.row_count_before_upstream = early;
+        ForEachCount(*problem, {rows, rows / 2, 0},
+                     [&] { return tail->Run(problem->shape(), counted, stream_, path); });
       }
     }
   }
@@ -185,21 +193,20 @@ TEST_F(RowCountGpuTest, EveryKernelRunsWithoutAGate) {
 // A count written before the upstream kernel (row_count_before_upstream) is read as the kernels
 // start: every fused kernel forced, the rule and the BMM path (which reads it after the wait
 // regardless), with 0, 1, half, all and more rows live.
-TEST_F(RowCountGpuTest, EveryKernelReadsAnEarlyCount) {
-  for (const auto& [kernel, path] : EveryPath()) {
-    std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(kernel);
-    ASSERT_NE(tail, nullptr);
-    for (int heads : {12, 64}) {
-      for (int rows : ForProfile<int>({16, 200}, {16})) {
-        SCOPED_TRACE(absl::StrCat(mla_tail::FusedKernelName(kernel), " ",
-                                  mla_tail::TailPathName(path), " heads ", heads, " rows ", rows));
-        std::unique_ptr<Problem> problem = MakeProblem(heads, rows, heads * 2000 + rows);
-        ASSERT_NE(problem, nullptr);
-        TailBuffers b = Counted(*problem);
-        b.row_count_before_upstream = true;
-        ForEachCount(*problem, Counts(rows),
-                     [&] { return tail->Run(problem->shape(), b, stream_, path); });
-      }
+TEST_P(RowCountPathTest, EveryKernelReadsAnEarlyCount) {
+  const auto& [kernel, path] = GetParam();
+  std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(kernel);
+  ASSERT_NE(tail, nullptr);
+  for (int heads : {12, 64}) {
+    for (int rows : ForProfile<int>({16, 200}, {16})) {
+      SCOPED_TRACE(absl::StrCat(mla_tail::FusedKernelName(kernel), " ",
+                                mla_tail::TailPathName(path), " heads ", heads, " rows ", rows));
+      std::unique_ptr<Problem> problem = MakeProblem(heads, rows, heads * 2000 + rows);
+      ASSERT_NE(problem, nullptr);
+      TailBuffers b = Counted(*problem);
+      b.row_count_before_upstream = true;
+      ForEachCount(*problem, Counts(rows),
+                   [&] { return tail->Run(problem->shape(), b, stream_, path); });
     }
   }
 }
@@ -207,27 +214,26 @@ TEST_F(RowCountGpuTest, EveryKernelReadsAnEarlyCount) {
 // Rows past the count readable (rows_past_count_readable): the kernels may load them (they hold
 // NaN latent and gate and length 1, as padding does) but write only the live rows, whose values
 // are the reference's; with the count read after the wait and early, gated and without a gate.
-TEST_F(RowCountGpuTest, EveryKernelWritesOnlyLiveRowsWhenPaddingIsReadable) {
-  for (const auto& [kernel, path] : EveryPath()) {
-    std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(kernel);
-    ASSERT_NE(tail, nullptr);
-    for (int heads : {12, 64}) {
-      for (int rows : ForProfile<int>({16, 64, 200}, {16, 200})) {
-        for (bool gated : {true, false}) {
-          for (bool early : {false, true}) {
-            SCOPED_TRACE(absl::StrCat(mla_tail::FusedKernelName(kernel), " ",
-                                      mla_tail::TailPathName(path), " heads ", heads, " rows ",
-                                      rows, gated ? " gated" : " no gate",
-                                      early ? ", count read early" : ""));
-            std::unique_ptr<Problem> problem =
-                MakeProblem(heads, rows, heads * 3000 + rows + gated, gated);
-            ASSERT_NE(problem, nullptr);
-            TailBuffers b = Counted(*problem);
-            b.rows_past_count_readable = true;
-            b.row_count_before_upstream = early;
-            ForEachCount(*problem, Counts(rows),
-                         [&] { return tail->Run(problem->shape(), b, stream_, path); });
-          }
+TEST_P(RowCountPathTest, EveryKernelWritesOnlyLiveRowsWhenPaddingIsReadable) {
+  const auto& [kernel, path] = GetParam();
+  std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(kernel);
+  ASSERT_NE(tail, nullptr);
+  for (int heads : {12, 64}) {
+    for (int rows : ForProfile<int>({16, 64, 200}, {16, 200})) {
+      for (bool gated : {true, false}) {
+        for (bool early : {false, true}) {
+          SCOPED_TRACE(absl::StrCat(mla_tail::FusedKernelName(kernel), " ",
+                                    mla_tail::TailPathName(path), " heads ", heads, " rows ", rows,
+                                    gated ? " gated" : " no gate",
+                                    early ? ", count read early" : ""));
+          std::unique_ptr<Problem> problem =
+              MakeProblem(heads, rows, heads * 3000 + rows + gated, gated);
+          ASSERT_NE(problem, nullptr);
+          TailBuffers b = Counted(*problem);
+          b.rows_past_count_readable = true;
+          b.row_count_before_upstream = early;
+          ForEachCount(*problem, Counts(rows),
+                       [&] { return tail->Run(problem->shape(), b, stream_, path); });
         }
       }
     }
@@ -392,6 +398,9 @@ TEST_F(RowCountGpuTest, TheCountIsValidatedLikeEveryBuffer) {
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
   ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(), true, 0));
 }
+
+INSTANTIATE_TEST_SUITE_P(EveryPath, RowCountPathTest, ::testing::ValuesIn(EveryPath()),
+                         PathCaseName);
 
 }  // namespace
 }  // namespace mla_tail_testing
