@@ -361,19 +361,19 @@ __global__ void __maxnreg__((kDirectMaxRegisters<kW, OutputType::kE4m3>))
 
 // The kernel for the tail with a gate (kGated) or without; the same one where
 // kOneKernelForBothGates.
-template <int kTileRows, bool kGatedArg, WeightType kW, OutputType kO>
+template <int kTileRows, bool kGated, WeightType kW, OutputType kO>
 constexpr void (*KernelOf())(const FusedTailParams) {
-  constexpr bool kGated = kGatedArg || kOneKernelForBothGates<kTileRows, kW, kO>;
+  constexpr bool kGatedForm = kGated || kOneKernelForBothGates<kTileRows, kW, kO>;
   if constexpr (kO == OutputType::kE4m3) {
     if constexpr (kTileRows == 8) {
-      return ColumnSplitDirectE4m3OutputKernel<kGated, kW>;
+      return ColumnSplitDirectE4m3OutputKernel<kGatedForm, kW>;
     } else {
-      return ColumnSplitE4m3OutputKernel<kTileRows, kGated, kW>;
+      return ColumnSplitE4m3OutputKernel<kTileRows, kGatedForm, kW>;
     }
   } else if constexpr (kTileRows == 8) {
-    return ColumnSplitDirectKernel<kGated, kW>;
+    return ColumnSplitDirectKernel<kGatedForm, kW>;
   } else {
-    return ColumnSplitKernel<kTileRows, kGated, kW>;
+    return ColumnSplitKernel<kTileRows, kGatedForm, kW>;
   }
 }
 
