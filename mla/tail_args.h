@@ -70,8 +70,8 @@ struct TailBuffers {
   // Optional: one int32 on the device, the number of live rows n (written by the caller, upstream
   // of the tail or in stream order). Rows t >= n are neither read (but see
   // rows_past_count_readable) nor written (their output rows keep what they held); rows below it
-  // keep their meaning, lengths included. Read when the tail
-  // runs, clamped to [0, B]. Null: all B rows are live.
+  // keep their meaning, lengths included. Read when the tail runs, clamped to [0, B]. Null: all B
+  // rows are live.
   const int32_t* row_count = nullptr;
   // Set when the count is final before the tail's upstream kernel begins: written by a copy or
   // kernel that completed before it (as a runtime copies its batch's metadata to the device
