@@ -71,7 +71,8 @@ constexpr int kColumnsOf = 32 * kGroupsOf<kW>;  // a block's columns (4 warps)
 // measured up to 22% slower than without it, and with 16 or 32 rows the ungated kernel leads
 // (docs/design.md, "No gate").
 template <int kTileRows, WeightType kW, OutputType kO>
-constexpr bool kOneKernelForBothGates = (kW == WeightType::kBf16) && (kO == OutputType::kBf16);
+constexpr bool kOneKernelForBothGates = kTileRows == 8 && (kW == WeightType::kBf16) &&
+                                        (kO == OutputType::kBf16);
 
 // kGated false: the tail without a gate (out = bf16(v)), which loads none.
 template <int kTileRows, bool kGated, WeightType kW, OutputType kO>
