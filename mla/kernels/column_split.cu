@@ -71,8 +71,7 @@ constexpr int kColumnsOf = 32 * kGroupsOf<kW>;  // a block's columns (4 warps)
 // measured up to 22% slower than without it, and with 16 or 32 rows the ungated kernel leads
 // (docs/design.md, "No gate").
 template <int kTileRows, WeightType kW, OutputType kO>
-constexpr bool kOneKernelForBothGates = kTileRows == 8 && (kW == WeightType::kBf16) &&
-                                        (kO == OutputType::kBf16);
+constexpr bool kOneKernelForBothGates = (kW == WeightType::kBf16) && (kO == OutputType::kBf16);
 
 // kGated false: the tail without a gate (out = bf16(v)), which loads none.
 template <int kTileRows, bool kGated, WeightType kW, OutputType kO>
@@ -162,6 +161,7 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   const int out_column = head * kValueDim + column + 2 * quarter;
   uint32_t gate_word[kGroups][kRowTiles][kHalves];
   int32_t length[kRowTiles][kHalves];
+  const device::GateWords gate_words = device::GateWords::Of(p.gate, p.gate_row_stride);
 #pragma unroll
   for (int tile = 0; tile < kRowTiles; ++tile) {
 #pragma unroll
@@ -169,7 +169,9 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
       const int t = min(t0 + tile * 16 + group + 8 * half, read_rows - 1);
 #pragma unroll
       for (int j = 0; j < kGroups; ++j) {
-        if constexpr (kGateMayBeNull) {
+        if constexpr (kGateMayBeNull && !kDirect) {
+          gate_word[j][tile][half] = gate_words.Load(t, out_column + 8 * j);
+        } else if constexpr (kGateMayBeNull) {
           gate_word[j][tile][half] =
               device::GateWordOrNone(p.gate, t * p.gate_row_stride + out_column + 8 * j);
         } else if constexpr (kGated) {

@@ -265,6 +265,25 @@ __device__ __forceinline__ uint32_t GateWordOrNone(const __nv_bfloat16* gate, in
   return gate != nullptr ? *reinterpret_cast<const uint32_t*>(gate + offset) : kNoGateWord;
 }
 
+// kNoGateWord in global memory, for loads that read it where there is no gate.
+static __device__ const uint32_t kNoGateWordInMemory = kNoGateWord;
+
+// A thread's gate words without a branch at each load: from the gate, or, without one, every load
+// reads kNoGateWordInMemory (one cached word).
+struct GateWords {
+  const __nv_bfloat16* base;
+  int64_t row_stride;  // elements; 0 without a gate
+  int column_scale;    // 1, or 0 without a gate
+
+  __device__ __forceinline__ static GateWords Of(const __nv_bfloat16* gate, int64_t row_stride) {
+    if (gate != nullptr) return {gate, row_stride, 1};
+    return {reinterpret_cast<const __nv_bfloat16*>(&kNoGateWordInMemory), 0, 0};
+  }
+  __device__ __forceinline__ uint32_t Load(int row, int column) const {
+    return *reinterpret_cast<const uint32_t*>(base + row * row_stride + column * column_scale);
+  }
+};
+
 // out[i] = ValuePair(v[2i], v[2i + 1], active[i]): the tail without a gate, which loads none.
 template <int kN>
 __device__ __forceinline__ void ValuePairs(const float (&v)[2 * kN], const bool (&active)[kN],
