@@ -64,14 +64,17 @@ constexpr int kGroupsOf = kW == WeightType::kE4m3 ? 2 : 1;
 template <WeightType kW>
 constexpr int kColumnsOf = 32 * kGroupsOf<kW>;  // a block's columns (4 warps)
 
-// Whether one kernel serves the tail with a gate and without: the bf16 8-row kernel takes the
-// gated form only, and without a gate (p.gate null) loads none and gates with kNoGateWord, whose
-// sigmoid is 1 (device.cuh). A kernel compiled apart for the ungated tail measured up to 20%
-// slower than this one at the same shapes; with e4m3 W_UV, the gated kernel with the null check
-// measured up to 22% slower than without it, and with 16 or 32 rows the ungated kernel leads
-// (docs/design.md, "No gate").
+// Whether one kernel serves the tail with a gate and without: the bf16 8- and 16-row kernels take
+// the gated form only, and without a gate (p.gate null) gate with kNoGateWord, whose sigmoid is 1
+// (device.cuh): the 8-row kernel in place of its gate loads (GateWordOrNone), the 16-row one
+// through loads of that word from memory (GateWords), since a null check at each load made its
+// gated form up to 1.1x slower. Compiled apart, the ungated kernels had schedules of their own
+// and ran slower than the gated ones at the same shapes (8 rows up to 1.10x, 16 rows up to
+// 1.03x). The 32-row kernel with GateWords measured up to 1.31x slower, gated and not, and with
+// e4m3 W_UV the null check up to 1.22x: those keep two kernels (docs/design.md, "No gate").
 template <int kTileRows, WeightType kW, OutputType kO>
-constexpr bool kOneKernelForBothGates = (kW == WeightType::kBf16) && (kO == OutputType::kBf16);
+constexpr bool kOneKernelForBothGates = kTileRows <= 16 && (kW == WeightType::kBf16) &&
+                                        (kO == OutputType::kBf16);
 
 // kGated false: the tail without a gate (out = bf16(v)), which loads none.
 template <int kTileRows, bool kGated, WeightType kW, OutputType kO>
