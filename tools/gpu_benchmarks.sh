@@ -87,11 +87,11 @@ nogate_kernels=${kernels//fused-/nogate-fused-}
 step no_gate 240 tail_bench_no_gate.log "$bin/tail_bench" --commit="$commit" \
   --csv="$out/tail_bench_no_gate.csv" \
   --modes=$nogate_kernels,auto,nogate-auto,auto,nogate-auto,auto,nogate-auto
-# The same comparison where the tails run in other embeddings, at 8-96 heads x 1-8 rows: back to
+# The same comparison where the tails run in other embeddings, at 8-128 heads x 1-16 rows: back to
 # back without PDL, and after the stand-in upstream kernel (100 KiB of shared memory a block, and
 # none), gated and ungated alternated three times each.
 no_gate_embeddings() {
-  local f=$out/tail_bench_no_gate_embeddings.csv shapes="--heads=8,12,16,64,96 --rows=1,2,4,8"
+  local f=$out/tail_bench_no_gate_embeddings.csv shapes="--heads=8,12,16,64,96,128 --rows=1,2,4,8,16"
   local alt=auto,nogate-auto,auto,nogate-auto,auto,nogate-auto
   local up=up+pdl,nogate-up+pdl,up+pdl,nogate-up+pdl,up+pdl,nogate-up+pdl,up
   echo "# back to back without PDL" >>"$f"
