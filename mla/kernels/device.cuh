@@ -260,6 +260,11 @@ __device__ __forceinline__ void GatePairs(const float (&v)[2 * kN], const uint32
 // GatePair(v, kNoGateWord) is ValuePair(v) bit for bit, NaN, infinities and -0.0 included.
 inline constexpr uint32_t kNoGateWord = 0x7F807F80u;
 
+// The gate word at gate + offset, or kNoGateWord where there is no gate (gate == nullptr).
+__device__ __forceinline__ uint32_t GateWordOrNone(const __nv_bfloat16* gate, int64_t offset) {
+  return gate != nullptr ? *reinterpret_cast<const uint32_t*>(gate + offset) : kNoGateWord;
+}
+
 // kNoGateWord in global memory, for loads that read it where there is no gate.
 static __device__ const uint32_t kNoGateWordInMemory = kNoGateWord;
 

@@ -48,8 +48,8 @@ namespace {
 constexpr int kColumns = 16;  // two n8 tiles
 
 // Whether one kernel serves the tail with a gate and without: the bf16 kernels take the gated
-// form only, and without a gate (p.gate null) load kNoGateWord, whose sigmoid is 1, from memory in
-// place of each gate word (device::GateWords), so both tails run the same loads. A kernel compiled apart for the ungated tail measured up to 10% slower than
+// form only, and without a gate (p.gate null) load none and gate with kNoGateWord, whose sigmoid
+// is 1 (device.cuh). A kernel compiled apart for the ungated tail measured up to 10% slower than
 // this one at the same shapes. With the e4m3 output the null check measured 1.02-1.05x slower at
 // 8-16 heads x 1-8 rows; the e4m3 W_UV forms keep the code their rule was drawn from
 // (docs/design.md, "No gate").
@@ -147,13 +147,12 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
   const int out_column = head * kValueDim + column0 + 8 * warp + 2 * quarter;
   uint32_t gate_word[kHalves] = {};
   int32_t length[kHalves] = {};
-  const device::GateWords gate_words = device::GateWords::Of(p.gate, p.gate_row_stride);
   if (warp < kTiles) {
 #pragma unroll
     for (int half = 0; half < kHalves; ++half) {
       const int t = min(t0 + group + 8 * half, read_rows - 1);
       if constexpr (kGateMayBeNull) {
-        gate_word[half] = gate_words.Load(t, out_column);
+        gate_word[half] = device::GateWordOrNone(p.gate, t * p.gate_row_stride + out_column);
       } else if constexpr (kGated) {
         gate_word[half] =
             *reinterpret_cast<const uint32_t*>(p.gate + t * p.gate_row_stride + out_column);
