@@ -65,11 +65,12 @@ template <WeightType kW>
 constexpr int kColumnsOf = 32 * kGroupsOf<kW>;  // a block's columns (4 warps)
 
 // Whether one kernel serves the tail with a gate and without: the bf16 8- and 16-row kernels take
-// the gated form only, and without a gate (p.gate null) load kNoGateWord, whose sigmoid is 1,
-// from memory in place of each gate word (device::GateWords; a null check at each load made the
-// gated 16-row form up to 1.1x slower). Compiled apart, the ungated kernels had schedules of their
-// own and ran slower than the gated ones at the same shapes (8 rows up to 1.10x, 16 rows up to
-// 1.04x). The 32-row kernel with GateWords measured up to 1.31x slower, gated and not, and with
+// the gated form only, and without a gate (p.gate null) gate with kNoGateWord, whose sigmoid is 1
+// (device.cuh): the 8-row kernel in place of its gate loads (GateWordOrNone), the 16-row one
+// through loads of that word from memory (GateWords), since a null check at each load made its
+// gated form up to 1.1x slower. Compiled apart, the ungated kernels had schedules of their own
+// and ran slower than the gated ones at the same shapes (8 rows up to 1.10x, 16 rows up to
+// 1.03x). The 32-row kernel with GateWords measured up to 1.31x slower, gated and not, and with
 // e4m3 W_UV the null check up to 1.22x: those keep two kernels (docs/design.md, "No gate").
 template <int kTileRows, WeightType kW, OutputType kO>
 constexpr bool kOneKernelForBothGates = kTileRows <= 16 && (kW == WeightType::kBf16) &&
@@ -171,8 +172,11 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
       const int t = min(t0 + tile * 16 + group + 8 * half, read_rows - 1);
 #pragma unroll
       for (int j = 0; j < kGroups; ++j) {
-        if constexpr (kGateMayBeNull) {
+        if constexpr (kGateMayBeNull && !kDirect) {
           gate_word[j][tile][half] = gate_words.Load(t, out_column + 8 * j);
+        } else if constexpr (kGateMayBeNull) {
+          gate_word[j][tile][half] =
+              device::GateWordOrNone(p.gate, t * p.gate_row_stride + out_column + 8 * j);
         } else if constexpr (kGated) {
           gate_word[j][tile][half] = *reinterpret_cast<const uint32_t*>(
               p.gate + t * p.gate_row_stride + out_column + 8 * j);

@@ -265,35 +265,22 @@ __device__ __forceinline__ uint32_t GateWordOrNone(const __nv_bfloat16* gate, in
   return gate != nullptr ? *reinterpret_cast<const uint32_t*>(gate + offset) : kNoGateWord;
 }
 
-// kNoGateWord in global memory, 1 KB of it, for loads that read it where there is no gate: the
-// loads of different columns read different lines, as a gate's do, rather than all of a grid's
-// reading one word (which measured slower than the gated tail's loads).
-struct NoGateRow {
-  static constexpr int kColumns = 512;  // bf16 columns; a power of two
-  uint32_t words[kColumns / 2];
-};
-constexpr NoGateRow MakeNoGateRow() {
-  NoGateRow row{};
-  for (uint32_t& word : row.words) word = kNoGateWord;
-  return row;
-}
-static __device__ const NoGateRow kNoGateRowInMemory = MakeNoGateRow();
+// kNoGateWord in global memory, for loads that read it where there is no gate.
+static __device__ const uint32_t kNoGateWordInMemory = kNoGateWord;
 
-// A thread's gate words without a branch at each load: from the gate, or, without one, from
-// kNoGateRowInMemory (row stride 0, columns taken modulo its width).
+// A thread's gate words without a branch at each load: from the gate, or, without one, every load
+// reads kNoGateWordInMemory (one cached word).
 struct GateWords {
   const __nv_bfloat16* base;
   int64_t row_stride;  // elements; 0 without a gate
-  int column_mask;     // all ones, or NoGateRow::kColumns - 1 without a gate
+  int column_scale;    // 1, or 0 without a gate
 
   __device__ __forceinline__ static GateWords Of(const __nv_bfloat16* gate, int64_t row_stride) {
-    if (gate != nullptr) return {gate, row_stride, ~0};
-    return {reinterpret_cast<const __nv_bfloat16*>(&kNoGateRowInMemory), 0,
-            NoGateRow::kColumns - 1};
+    if (gate != nullptr) return {gate, row_stride, 1};
+    return {reinterpret_cast<const __nv_bfloat16*>(&kNoGateWordInMemory), 0, 0};
   }
-  // `column` even: a word's first column.
   __device__ __forceinline__ uint32_t Load(int row, int column) const {
-    return *reinterpret_cast<const uint32_t*>(base + row * row_stride + (column & column_mask));
+    return *reinterpret_cast<const uint32_t*>(base + row * row_stride + column * column_scale);
   }
 };
 
