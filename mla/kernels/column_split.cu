@@ -70,7 +70,7 @@ constexpr int kColumnsOf = 32 * kGroupsOf<kW>;  // a block's columns (4 warps)
 // through loads of that word from memory (GateWords), since a null check at each load made its
 // gated form up to 1.1x slower. Compiled apart, the ungated kernels had schedules of their own
 // and ran slower than the gated ones at the same shapes (8 rows up to 1.10x, 16 rows up to
-// 1.03x). The 32-row kernel with GateWords measured up to 1.31x slower, gated and not, and with
+// 1.04x). The 32-row kernel with GateWords measured up to 1.31x slower, gated and not, and with
 // e4m3 W_UV the null check up to 1.22x: those keep two kernels (docs/design.md, "No gate").
 template <int kTileRows, WeightType kW, OutputType kO>
 constexpr bool kOneKernelForBothGates = kTileRows <= 16 && (kW == WeightType::kBf16) &&
