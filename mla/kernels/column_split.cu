@@ -64,23 +64,35 @@ constexpr int kGroupsOf = kW == WeightType::kE4m3 ? 2 : 1;
 template <WeightType kW>
 constexpr int kColumnsOf = 32 * kGroupsOf<kW>;  // a block's columns (4 warps)
 
-// Whether one kernel serves the tail with a gate and without: the bf16 8- and 16-row kernels take
-// the gated form only, and without a gate (p.gate null) gate with kNoGateWord, whose sigmoid is 1
-// (device.cuh): the 8-row kernel in place of its gate loads (GateWordOrNone), the 16-row one
-// through loads of that word from memory (GateWords), since a null check at each load made its
-// gated form up to 1.1x slower. Compiled apart, the ungated kernels had schedules of their own
-// and ran slower than the gated ones at the same shapes (8 rows up to 1.10x, 16 rows up to
-// 1.04x). The 32-row kernel with GateWords measured up to 1.31x slower, gated and not, and with
-// e4m3 W_UV the null check up to 1.22x: those keep two kernels (docs/design.md, "No gate").
-template <int kTileRows, WeightType kW, OutputType kO>
-constexpr bool kOneKernelForBothGates = kTileRows <= 16 && (kW == WeightType::kBf16) &&
-                                        (kO == OutputType::kBf16);
+// How a kernel loads its gate words. The bf16 8- and 16-row kernels (bf16 output) serve the tail
+// without a gate (p.gate null) with gate words of kNoGateWord, whose sigmoid is 1 (device.cuh):
+// compiled apart, without gate loads, they had schedules of their own and ran slower than the
+// gated ones at the same shapes (8 rows up to 1.10x, 16 rows up to 1.04x).
+// - kNone: no gate; none loaded (every other kernel's ungated form).
+// - kPlain: loads from p.gate (every other kernel's gated form).
+// - kOrNone: kNoGateWord in place of the loads where p.gate is null, a null check at each load:
+//   the 8-row kernel without a gate.
+// - kWords: loads through GateWords, which without a gate reads kNoGateWord from memory, no
+//   branch at the loads: the 16-row kernel with and without a gate, the 8-row kernel with one.
+// The null check made the gated 16-row kernel up to 1.1x slower and the gated 8-row one up to
+// 1.22x (0.82-0.96x its time with kWords), while the ungated 8-row kernel took 1.02-1.08x its
+// time with kWords; the 32-row kernel measured up to 1.31x slower with kWords, gated and not, and
+// the e4m3 forms with the null check up to 1.22x (docs/design.md, "No gate").
+enum class GateLoads { kNone, kPlain, kOrNone, kWords };
 
-// kGated false: the tail without a gate (out = bf16(v)), which loads none.
 template <int kTileRows, bool kGated, WeightType kW, OutputType kO>
+constexpr GateLoads kGateLoadsOf = [] {
+  if (kW != WeightType::kBf16 || kO != OutputType::kBf16 || kTileRows == 32) {
+    return kGated ? GateLoads::kPlain : GateLoads::kNone;
+  }
+  return kTileRows == 8 && !kGated ? GateLoads::kOrNone : GateLoads::kWords;
+}();
+
+// kGate kNone: the tail without a gate (out = bf16(v)); every other form gates.
+template <int kTileRows, GateLoads kGate, WeightType kW, OutputType kO>
 __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
-  constexpr bool kGateMayBeNull = kOneKernelForBothGates<kTileRows, kW, kO>;
-  static_assert(kGated || !kGateMayBeNull, "one kernel for both: the gated form");
+  constexpr bool kGated = kGate != GateLoads::kNone;
+  constexpr bool kGateMayBeNull = kGate == GateLoads::kOrNone || kGate == GateLoads::kWords;
   constexpr int kGroups = kGroupsOf<kW>;
   constexpr int kColumns = kColumnsOf<kW>;
   constexpr int kRowTiles = kTileRows == 32 ? 2 : 1;
@@ -172,12 +184,12 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
       const int t = min(t0 + tile * 16 + group + 8 * half, read_rows - 1);
 #pragma unroll
       for (int j = 0; j < kGroups; ++j) {
-        if constexpr (kGateMayBeNull && !kDirect) {
+        if constexpr (kGate == GateLoads::kWords) {
           gate_word[j][tile][half] = gate_words.Load(t, out_column + 8 * j);
-        } else if constexpr (kGateMayBeNull) {
+        } else if constexpr (kGate == GateLoads::kOrNone) {
           gate_word[j][tile][half] =
               device::GateWordOrNone(p.gate, t * p.gate_row_stride + out_column + 8 * j);
-        } else if constexpr (kGated) {
+        } else if constexpr (kGate == GateLoads::kPlain) {
           gate_word[j][tile][half] = *reinterpret_cast<const uint32_t*>(
               p.gate + t * p.gate_row_stride + out_column + 8 * j);
         } else {
@@ -331,16 +343,16 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   MLA_TIMELINE_STAMP(12);
 }
 
-template <int kTileRows, bool kGated, WeightType kW>
+template <int kTileRows, GateLoads kGate, WeightType kW>
 __global__ void __launch_bounds__(kThreads) ColumnSplitKernel(const FusedTailParams p) {
-  ColumnSplitBlock<kTileRows, kGated, kW, OutputType::kBf16>(p);
+  ColumnSplitBlock<kTileRows, kGate, kW, OutputType::kBf16>(p);
 }
 
 // The e4m3 output: a head's column blocks in one cluster.
-template <int kTileRows, bool kGated, WeightType kW>
+template <int kTileRows, GateLoads kGate, WeightType kW>
 __global__ void __launch_bounds__(kThreads) __cluster_dims__(kValueDim / kColumnsOf<kW>, 1, 1)
     ColumnSplitE4m3OutputKernel(const FusedTailParams p) {
-  ColumnSplitBlock<kTileRows, kGated, kW, OutputType::kE4m3>(p);
+  ColumnSplitBlock<kTileRows, kGate, kW, OutputType::kE4m3>(p);
 }
 
 // 8 rows: held to 144 registers a thread, so that three blocks still fit beside an upstream
@@ -351,34 +363,33 @@ template <WeightType kW, OutputType kO>
 constexpr int kDirectMaxRegisters =
     (kW == WeightType::kBf16 && kO == OutputType::kBf16 ? 144 : 160) + MLA_TIMELINE_STAMP_REGISTERS;
 
-template <bool kGated, WeightType kW>
+template <GateLoads kGate, WeightType kW>
 __global__ void __maxnreg__((kDirectMaxRegisters<kW, OutputType::kBf16>))
     ColumnSplitDirectKernel(const FusedTailParams p) {
-  ColumnSplitBlock<8, kGated, kW, OutputType::kBf16>(p);
+  ColumnSplitBlock<8, kGate, kW, OutputType::kBf16>(p);
 }
 
-template <bool kGated, WeightType kW>
+template <GateLoads kGate, WeightType kW>
 __global__ void __maxnreg__((kDirectMaxRegisters<kW, OutputType::kE4m3>))
     __cluster_dims__(kValueDim / kColumnsOf<kW>, 1, 1)
         ColumnSplitDirectE4m3OutputKernel(const FusedTailParams p) {
-  ColumnSplitBlock<8, kGated, kW, OutputType::kE4m3>(p);
+  ColumnSplitBlock<8, kGate, kW, OutputType::kE4m3>(p);
 }
 
-// The kernel for the tail with a gate (kGated) or without; the same one where
-// kOneKernelForBothGates.
+// The kernel for the tail with a gate (kGated) or without; the 16-row bf16 one is the same one.
 template <int kTileRows, bool kGated, WeightType kW, OutputType kO>
 constexpr void (*KernelOf())(const FusedTailParams) {
-  constexpr bool kGatedForm = kGated || kOneKernelForBothGates<kTileRows, kW, kO>;
+  constexpr GateLoads kGate = kGateLoadsOf<kTileRows, kGated, kW, kO>;
   if constexpr (kO == OutputType::kE4m3) {
     if constexpr (kTileRows == 8) {
-      return ColumnSplitDirectE4m3OutputKernel<kGatedForm, kW>;
+      return ColumnSplitDirectE4m3OutputKernel<kGate, kW>;
     } else {
-      return ColumnSplitE4m3OutputKernel<kTileRows, kGatedForm, kW>;
+      return ColumnSplitE4m3OutputKernel<kTileRows, kGate, kW>;
     }
   } else if constexpr (kTileRows == 8) {
-    return ColumnSplitDirectKernel<kGatedForm, kW>;
+    return ColumnSplitDirectKernel<kGate, kW>;
   } else {
-    return ColumnSplitKernel<kTileRows, kGatedForm, kW>;
+    return ColumnSplitKernel<kTileRows, kGate, kW>;
   }
 }
 
