@@ -64,20 +64,30 @@ constexpr int kGroupsOf = kW == WeightType::kE4m3 ? 2 : 1;
 template <WeightType kW>
 constexpr int kColumnsOf = 32 * kGroupsOf<kW>;  // a block's columns (4 warps)
 
-// The gate loads of each form (device::GateLoads): kWords for the 16-row bf16 kernel with a gate,
-// kOrNone for the 8- and 16-row bf16 kernels without one, kPlain and kNone for the others.
-// Measured (docs/design.md, "No gate"): with a gate, the 8-row kernel took 0.81-0.97x the null
-// check's time with kPlain (0.82-0.96x with kWords), and the null check made the 16-row kernel up to
-// 1.1x slower; without a gate, kWords took 1.02-1.08x the null check's time in the 8-row kernel. The
-// 32-row kernel with kWords took up to 1.31x the time, gated and not, and the e4m3 forms up to
-// 1.22x with the null check.
-using device::GateLoads;
+// How a kernel loads its gate words. The bf16 8- and 16-row kernels (bf16 output) serve the tail
+// without a gate (p.gate null) with gate words of kNoGateWord, whose sigmoid is 1 (device.cuh):
+// compiled apart, without gate loads, they had schedules of their own and ran slower than the
+// gated ones at the same shapes (8 rows up to 1.10x, 16 rows up to 1.04x).
+// - kNone: no gate; none loaded (the ungated form of the 32-row and e4m3 kernels).
+// - kPlain: loads from p.gate (the gated form of the 8- and 32-row and e4m3 kernels).
+// - kOrNone: kNoGateWord in place of the loads where p.gate is null, a null check at each load:
+//   the 8-row kernel without a gate.
+// - kWords: loads through GateWords, which without a gate reads kNoGateWord from memory, no
+//   branch at the loads: the 16-row kernel, with and without a gate.
+// Measured (docs/design.md, "No gate"): the gated 8-row kernel took 0.81-0.97x kOrNone's time
+// with kPlain (0.82-0.96x with kWords); without a gate kWords took 1.02-1.08x kOrNone's. The
+// null check made the gated 16-row kernel up to 1.1x slower; kWords made the 32-row kernel up to
+// 1.31x slower, gated and not, and the null check the e4m3 forms up to 1.22x.
+enum class GateLoads { kNone, kPlain, kOrNone, kWords };
 
 template <int kTileRows, bool kGated, WeightType kW, OutputType kO>
 constexpr GateLoads kGateLoadsOf = [] {
-  constexpr bool kBf16 = kW == WeightType::kBf16 && kO == OutputType::kBf16;
-  if (kGated) return kTileRows == 16 && kBf16 ? GateLoads::kWords : GateLoads::kPlain;
-  return kTileRows <= 16 && kBf16 ? GateLoads::kOrNone : GateLoads::kNone;
+  if (kTileRows == 16 && kW == WeightType::kBf16 && kO == OutputType::kBf16) {
+    return GateLoads::kWords;
+  }
+  if (kGated) return GateLoads::kPlain;
+  return kTileRows == 8 && kW == WeightType::kBf16 && kO == OutputType::kBf16 ? GateLoads::kOrNone
+                                                                                : GateLoads::kNone;
 }();
 
 // kGate kNone: the tail without a gate (out = bf16(v)); every other form gates.
@@ -368,7 +378,7 @@ __global__ void __maxnreg__((kDirectMaxRegisters<kW, OutputType::kE4m3>))
   ColumnSplitBlock<8, kGate, kW, OutputType::kE4m3>(p);
 }
 
-// The kernel for the tail with a gate (kGated) or without.
+// The kernel for the tail with a gate (kGated) or without (the same one for 16-row bf16 blocks).
 template <int kTileRows, bool kGated, WeightType kW, OutputType kO>
 constexpr void (*KernelOf())(const FusedTailParams) {
   constexpr GateLoads kGate = kGateLoadsOf<kTileRows, kGated, kW, kO>;
