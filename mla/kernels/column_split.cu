@@ -74,7 +74,7 @@ constexpr int kColumnsOf = 32 * kGroupsOf<kW>;  // a block's columns (4 warps)
 //   the 8-row kernel without a gate.
 // - kWords: loads through GateWords, which without a gate reads kNoGateWord from memory, no
 //   branch at the loads: the 16-row kernel, with and without a gate.
-// Measured (docs/design.md, "No gate"): the gated 8-row kernel took 0.81-0.97x kOrNone's time
+// Measured (docs/design.md, "No gate"): the gated 8-row kernel took 0.81-1.02x kOrNone's time
 // with kPlain (0.82-0.96x with kWords); without a gate kWords took 1.02-1.08x kOrNone's. The
 // null check made the gated 16-row kernel up to 1.1x slower; kWords made the 32-row kernel up to
 // 1.31x slower, gated and not, and the null check the e4m3 forms up to 1.22x.
