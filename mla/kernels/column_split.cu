@@ -87,7 +87,7 @@ constexpr GateLoads kGateLoadsOf = [] {
   }
   if (kGated) return GateLoads::kPlain;
   return kTileRows == 8 && kW == WeightType::kBf16 && kO == OutputType::kBf16 ? GateLoads::kOrNone
-                                                                                : GateLoads::kNone;
+                                                                              : GateLoads::kNone;
 }();
 
 // kGate kNone: the tail without a gate (out = bf16(v)); every other form gates.
