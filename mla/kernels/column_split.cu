@@ -64,21 +64,14 @@ constexpr int kGroupsOf = kW == WeightType::kE4m3 ? 2 : 1;
 template <WeightType kW>
 constexpr int kColumnsOf = 32 * kGroupsOf<kW>;  // a block's columns (4 warps)
 
-// How a kernel loads its gate words. The bf16 8- and 16-row kernels (bf16 output) serve the tail
-// without a gate (p.gate null) with gate words of kNoGateWord, whose sigmoid is 1 (device.cuh):
-// compiled apart, without gate loads, they had schedules of their own and ran slower than the
-// gated ones at the same shapes (8 rows up to 1.10x, 16 rows up to 1.04x).
-// - kNone: no gate; none loaded (the ungated form of the 32-row and e4m3 kernels).
-// - kPlain: loads from p.gate (the gated form of the 8- and 32-row and e4m3 kernels).
-// - kOrNone: kNoGateWord in place of the loads where p.gate is null, a null check at each load:
-//   the 8-row kernel without a gate.
-// - kWords: loads through GateWords, which without a gate reads kNoGateWord from memory, no
-//   branch at the loads: the 16-row kernel, with and without a gate.
-// Measured (docs/design.md, "No gate"): the gated 8-row kernel took 0.81-1.02x kOrNone's time
-// with kPlain (0.82-0.96x with kWords); without a gate kWords took 1.02-1.08x kOrNone's. The
-// null check made the gated 16-row kernel up to 1.1x slower; kWords made the 32-row kernel up to
-// 1.31x slower, gated and not, and the null check the e4m3 forms up to 1.22x.
-enum class GateLoads { kNone, kPlain, kOrNone, kWords };
+// The gate loads of each form (device::GateLoads): kWords for the 16-row bf16 kernel, with a gate
+// and without; kPlain for the gated 8-row bf16 kernel and kOrNone for the ungated one; kPlain and
+// kNone for the 32-row and e4m3 kernels. Measured (docs/design.md, "No gate"): the gated 8-row
+// kernel took 0.81-1.02x kOrNone's time with kPlain (0.82-0.96x with kWords); without a gate
+// kWords took 1.02-1.08x kOrNone's in the 8-row kernel, kOrNone 1.07x kWords's in the 16-row one.
+// The null check made the gated 16-row kernel up to 1.1x slower; kWords made the 32-row kernel
+// up to 1.31x slower, gated and not, and the null check the e4m3 forms up to 1.22x.
+using device::GateLoads;
 
 template <int kTileRows, bool kGated, WeightType kW, OutputType kO>
 constexpr GateLoads kGateLoadsOf = [] {

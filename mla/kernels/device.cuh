@@ -265,6 +265,15 @@ __device__ __forceinline__ uint32_t GateWordOrNone(const __nv_bfloat16* gate, in
   return gate != nullptr ? *reinterpret_cast<const uint32_t*>(gate + offset) : kNoGateWord;
 }
 
+// How a kernel with gate words in registers loads them (ColumnSplit, LatentSplit).
+// - kNone: the tail without a gate; none loaded.
+// - kPlain: a gate, loaded from p.gate.
+// - kOrNone: p.gate, or kNoGateWord without one (a null check at each load: GateWordOrNone).
+// - kWords: p.gate, or kNoGateWordInMemory without one (no branch at the loads: GateWords).
+// The last two serve the tail without a gate with the gated form's code: compiled apart, without
+// gate loads, the ungated kernels measured slower than the gated ones (docs/design.md, "No gate").
+enum class GateLoads { kNone, kPlain, kOrNone, kWords };
+
 // kNoGateWord in global memory, for loads that read it where there is no gate.
 static __device__ const uint32_t kNoGateWordInMemory = kNoGateWord;
 

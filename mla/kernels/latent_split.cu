@@ -47,21 +47,28 @@ namespace {
 
 constexpr int kColumns = 16;  // two n8 tiles
 
-// Whether one kernel serves the tail with a gate and without: the bf16 kernels take the gated
-// form only, and without a gate (p.gate null) load none and gate with kNoGateWord, whose sigmoid
-// is 1 (device.cuh). A kernel compiled apart for the ungated tail measured up to 10% slower than
-// this one at the same shapes. With the e4m3 output the null check measured 1.02-1.05x slower at
-// 8-16 heads x 1-8 rows; the e4m3 W_UV forms keep the code their rule was drawn from
-// (docs/design.md, "No gate").
-template <WeightType kW, OutputType kO>
-constexpr bool kOneKernelForBothGates = (kW == WeightType::kBf16) && (kO == OutputType::kBf16);
+// The gate loads of each form (device::GateLoads): the bf16 kernels serve the tail with a gate and
+// without as one kernel, which without a gate (p.gate null) loads none and gates with
+// kNoGateWord, whose sigmoid is 1 (kOrNone); the others load plainly (kPlain) or, without a gate,
+// none (kNone). Compiled apart, the ungated bf16 kernel measured up to 10% slower than the gated
+// one at the same shapes, and the gated one with plain loads 0.90-1.04x the time; with the e4m3
+// output the null check measured 1.02-1.05x slower at 8-16 heads x 1-8 rows, and the e4m3 W_UV
+// forms keep the code their rule was drawn from (docs/design.md, "No gate").
+using device::GateLoads;
+
+template <bool kGated, WeightType kW, OutputType kO>
+constexpr GateLoads kGateLoadsOf = (kW == WeightType::kBf16 && kO == OutputType::kBf16)
+                                       ? GateLoads::kOrNone
+                                   : kGated ? GateLoads::kPlain
+                                            : GateLoads::kNone;
 
 // kRows: 8 (one m16 tile whose rows 8-15 are zeros) or 16. kGated false: the tail without a
 // gate (out = bf16(v)), which loads none.
-template <int kRows, int kWarps, bool kGated, WeightType kW, OutputType kO>
+template <int kRows, int kWarps, GateLoads kGate, WeightType kW, OutputType kO>
 __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
-  constexpr bool kGateMayBeNull = kOneKernelForBothGates<kW, kO>;
-  static_assert(kGated || !kGateMayBeNull, "one kernel for both: the gated form");
+  static_assert(kGate != GateLoads::kWords, "not a LatentSplit form");
+  constexpr bool kGated = kGate != GateLoads::kNone;
+  constexpr bool kGateMayBeNull = kGate == GateLoads::kOrNone;
   constexpr int kHalves = kRows / 8;  // of the m16 tile: rows group and group + 8
   constexpr int kTiles = kColumns / 8;
   constexpr int kChunks = kLatentDim / 32 / kWarps;  // 32-value chunks a warp
@@ -151,9 +158,9 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
 #pragma unroll
     for (int half = 0; half < kHalves; ++half) {
       const int t = min(t0 + group + 8 * half, read_rows - 1);
-      if constexpr (kGateMayBeNull) {
+      if constexpr (kGate == GateLoads::kOrNone) {
         gate_word[half] = device::GateWordOrNone(p.gate, t * p.gate_row_stride + out_column);
-      } else if constexpr (kGated) {
+      } else if constexpr (kGate == GateLoads::kPlain) {
         gate_word[half] =
             *reinterpret_cast<const uint32_t*>(p.gate + t * p.gate_row_stride + out_column);
       }
@@ -269,16 +276,16 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
   MLA_TIMELINE_STAMP(12);
 }
 
-template <int kRows, int kWarps, bool kGated, WeightType kW>
+template <int kRows, int kWarps, GateLoads kGate, WeightType kW>
 __global__ void __launch_bounds__(32 * kWarps) LatentSplitKernel(const FusedTailParams p) {
-  LatentSplitBlock<kRows, kWarps, kGated, kW, OutputType::kBf16>(p);
+  LatentSplitBlock<kRows, kWarps, kGate, kW, OutputType::kBf16>(p);
 }
 
 // The e4m3 output: a head's 8 column blocks in one cluster.
-template <int kRows, int kWarps, bool kGated, WeightType kW>
+template <int kRows, int kWarps, GateLoads kGate, WeightType kW>
 __global__ void __launch_bounds__(32 * kWarps) __cluster_dims__(kValueDim / kColumns, 1, 1)
     LatentSplitE4m3OutputKernel(const FusedTailParams p) {
-  LatentSplitBlock<kRows, kWarps, kGated, kW, OutputType::kE4m3>(p);
+  LatentSplitBlock<kRows, kWarps, kGate, kW, OutputType::kE4m3>(p);
 }
 
 // 8 rows: 8 warps of 2 chunks each; 16 rows (twice the A fragments and partial sums): 4 warps
@@ -286,15 +293,14 @@ __global__ void __launch_bounds__(32 * kWarps) __cluster_dims__(kValueDim / kCol
 template <int kRows>
 constexpr int kWarpsFor = kRows == 8 ? 8 : 4;
 
-// The kernel for the tail with a gate (kGated) or without; the same one where
-// kOneKernelForBothGates.
+// The kernel for the tail with a gate (kGated) or without.
 template <int kRows, bool kGated, WeightType kW, OutputType kO>
 constexpr void (*LatentSplitKernelOf())(const FusedTailParams) {
-  constexpr bool kGatedForm = kGated || kOneKernelForBothGates<kW, kO>;
+  constexpr GateLoads kGate = kGateLoadsOf<kGated, kW, kO>;
   if constexpr (kO == OutputType::kE4m3) {
-    return LatentSplitE4m3OutputKernel<kRows, kWarpsFor<kRows>, kGatedForm, kW>;
+    return LatentSplitE4m3OutputKernel<kRows, kWarpsFor<kRows>, kGate, kW>;
   } else {
-    return LatentSplitKernel<kRows, kWarpsFor<kRows>, kGatedForm, kW>;
+    return LatentSplitKernel<kRows, kWarpsFor<kRows>, kGate, kW>;
   }
 }
 
