@@ -86,8 +86,8 @@ constexpr GateLoads kGateLoadsOf = [] {
 // kGate kNone: the tail without a gate (out = bf16(v)); every other form gates.
 template <int kTileRows, GateLoads kGate, WeightType kW, OutputType kO>
 __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
-  constexpr bool kGated = kGate != GateLoads::kNone;
-  constexpr bool kGateMayBeNull = kGate == GateLoads::kOrNone || kGate == GateLoads::kWords;
+  constexpr bool kGated = device::Gated(kGate);
+  constexpr bool kGateMayBeNull = device::GateMayBeNull(kGate);
   constexpr int kGroups = kGroupsOf<kW>;
   constexpr int kColumns = kColumnsOf<kW>;
   constexpr int kRowTiles = kTileRows == 32 ? 2 : 1;

@@ -273,6 +273,11 @@ __device__ __forceinline__ uint32_t GateWordOrNone(const __nv_bfloat16* gate, in
 // The last two serve the tail without a gate with the gated form's code: compiled apart, without
 // gate loads, the ungated kernels measured slower than the gated ones (docs/design.md, "No gate").
 enum class GateLoads { kNone, kPlain, kOrNone, kWords };
+__host__ __device__ constexpr bool Gated(GateLoads g) { return g != GateLoads::kNone; }
+// Whether the form runs without a gate as well (p.gate null: kNoGateWord).
+__host__ __device__ constexpr bool GateMayBeNull(GateLoads g) {
+  return g == GateLoads::kOrNone || g == GateLoads::kWords;
+}
 
 // kNoGateWord in global memory, for loads that read it where there is no gate.
 static __device__ const uint32_t kNoGateWordInMemory = kNoGateWord;

@@ -62,13 +62,13 @@ constexpr GateLoads kGateLoadsOf = (kW == WeightType::kBf16 && kO == OutputType:
                                    : kGated ? GateLoads::kPlain
                                             : GateLoads::kNone;
 
-// kRows: 8 (one m16 tile whose rows 8-15 are zeros) or 16. kGated false: the tail without a
+// kRows: 8 (one m16 tile whose rows 8-15 are zeros) or 16. kGate kNone: the tail without a
 // gate (out = bf16(v)), which loads none.
 template <int kRows, int kWarps, GateLoads kGate, WeightType kW, OutputType kO>
 __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
   static_assert(kGate != GateLoads::kWords, "not a LatentSplit form");
-  constexpr bool kGated = kGate != GateLoads::kNone;
-  constexpr bool kGateMayBeNull = kGate == GateLoads::kOrNone;
+  constexpr bool kGated = device::Gated(kGate);
+  constexpr bool kGateMayBeNull = device::GateMayBeNull(kGate);
   constexpr int kHalves = kRows / 8;  // of the m16 tile: rows group and group + 8
   constexpr int kTiles = kColumns / 8;
   constexpr int kChunks = kLatentDim / 32 / kWarps;  // 32-value chunks a warp
