@@ -32,7 +32,7 @@ class TailNodeBuilder {
     made.smem_bytes_ = node.launches[0].smem_bytes;
     made.shape_ = node.shape;
     made.buffers_ = buffers;
-    made.kernel_ = tail.FusedKernelFor(node.shape, WeightTypeOf(buffers));
+    made.kernel_ = tail.FusedKernelFor(node.shape, WeightTypeOf(buffers), OutputTypeOf(buffers));
     internal::MakeRecent(made.checked_, made.checked_count_, buffers);
     return made;
   }

@@ -78,13 +78,49 @@ constexpr bool Tile64x128FillsOneWave(long long tiles, int multiprocessors) {
   return 10 * tiles > 9LL * multiprocessors && tiles <= multiprocessors;
 }
 
+// The rule for the e4m3 output, drawn from the grid with every kernel forced on it (bf16 and
+// e4m3 W_UV): a head split over blocks (every kernel but the 64 x 128 tiles and
+// Persistent128x128) exchanges its amax through a cluster, so the tiles that hold whole heads
+// lead from fewer tiles than with the bf16 output, and ColumnSplit's clusters of 4 (2 with e4m3
+// W_UV) before LatentSplit's of 8 at 1-8 rows (docs/design.md, "The dispatch rule"). T counts
+// 64-row tiles; its thresholds are measured crossovers on 132 SMs.
+constexpr FusedKernel DispatchE4m3OutputKernel(int heads, int rows, int multiprocessors,
+                                               WeightType weight) {
+  const long long tiles_64 = heads * ((rows + 63LL) / 64);
+  const bool latent_split_fits = LatentSplitBlocksFitOneWave(heads, rows, multiprocessors);
+  if (weight == WeightType::kE4m3) {
+    if (rows <= 16 && latent_split_fits && (heads <= 12 || rows > 8)) {
+      return FusedKernel::kLatentSplit;
+    }
+    if (rows <= 16 || (rows <= 32 && heads >= 64 && heads * rows <= 2048)) {
+      return FusedKernel::kColumnSplit;
+    }
+    if (tiles_64 >= 384) return FusedKernel::kPersistent128x128;
+    if (tiles_64 >= 96) return FusedKernel::kTile64x128;
+    if (tiles_64 >= 64) return FusedKernel::kTile64x64Pipeline6;
+    return 4 * tiles_64 <= 96 ? FusedKernel::kTile64x32AllSteps : FusedKernel::kTile64x64AllSteps;
+  }
+  if (rows <= 8 && heads <= 64) return FusedKernel::kColumnSplit;
+  if (rows <= 16 && latent_split_fits) return FusedKernel::kLatentSplit;
+  if (EightRowBlocksFitOneWave(heads, rows, multiprocessors)) return FusedKernel::kColumnSplit;
+  if (tiles_64 >= 512) return FusedKernel::kPersistent128x128;
+  if (tiles_64 >= 48) return FusedKernel::kTile64x128;
+  return rows <= 16 || 4 * tiles_64 <= 96 ? FusedKernel::kTile64x32AllSteps
+                                          : FusedKernel::kTile64x64AllSteps;
+}
+
 // The rule, for a GPU with `multiprocessors` SMs (measured on H200s, 132). T counts 64-row
 // tiles; the block-count thresholds (96, 256) are measured crossovers, not SM counts. e4m3 W_UV
 // has a rule of its own, drawn from the grid with every kernel forced on e4m3 weights: the
 // kernels that convert W_UV in registers (ColumnSplit, LatentSplit) lead further, and the
-// tiles that convert it in shared memory lead later (docs/design.md, "The dispatch rule").
+// tiles that convert it in shared memory lead later; so has the e4m3 output (above)
+// (docs/design.md, "The dispatch rule").
 constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocessors,
-                                          WeightType weight = WeightType::kBf16) {
+                                          WeightType weight = WeightType::kBf16,
+                                          OutputType output = OutputType::kBf16) {
+  if (output == OutputType::kE4m3) {
+    return DispatchE4m3OutputKernel(heads, rows, multiprocessors, weight);
+  }
   const long long work = static_cast<long long>(heads) * rows;
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
   // 128 x 128 tiles, one a multiprocessor, at least 128 of them.

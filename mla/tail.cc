@@ -233,9 +233,10 @@ absl::Status MlaTail::CheckPathTakes(TailPath path, const TailBuffers& buffers) 
   return absl::OkStatus();
 }
 
-FusedKernel MlaTail::FusedKernelFor(const TailShape& shape, WeightType weight) const {
+FusedKernel MlaTail::FusedKernelFor(const TailShape& shape, WeightType weight,
+                                    OutputType output) const {
   return internal::ResolveFusedKernel(impl_->options.fused_kernel, shape.heads, shape.rows,
-                                      impl_->multiprocessors, weight);
+                                      impl_->multiprocessors, weight, output);
 }
 
 namespace {

@@ -97,8 +97,10 @@ class MlaTail {
   // fused path alone takes them. OK otherwise (nothing else is checked).
   static absl::Status CheckPathTakes(TailPath path, const TailBuffers& buffers);
 
-  // The fused kernel Run() launches for `shape` and W_UV of `weight` on this instance's device.
-  FusedKernel FusedKernelFor(const TailShape& shape, WeightType weight = WeightType::kBf16) const;
+  // The fused kernel Run() launches for `shape`, W_UV of `weight` and an output of `output` on
+  // this instance's device.
+  FusedKernel FusedKernelFor(const TailShape& shape, WeightType weight = WeightType::kBf16,
+                             OutputType output = OutputType::kBf16) const;
 
   // OK when `stream` may carry this instance's work: the legacy or per-thread default stream,
   // or a stream of this instance's device (not checked while the stream is capturing, where CUDA

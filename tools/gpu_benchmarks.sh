@@ -108,13 +108,14 @@ step no_gate_embeddings 200 tail_bench_no_gate_embeddings.log no_gate_embeddings
 step grid 170 tail_bench.log "$bin/tail_bench" --commit="$commit" --csv="$out/tail_bench.csv" \
   --modes=$kernels,bmm,auto,peer,auto-replay
 # e4m3 W_UV on the grid (every kernel forced, and the rule), and the e4m3 output beside the
-# unfused pair, each against the bf16 tail (auto) of the same run.
+# unfused pair with every kernel forced on it (bf16 and e4m3 W_UV), each against the bf16 tail
+# (auto) of the same run.
 fp8_kernels=${kernels//fused-/fp8w-fused-}
 step fp8 240 tail_bench_fp8.log "$bin/tail_bench" --commit="$commit" \
   --csv="$out/tail_bench_fp8.csv" --modes=auto,fp8w-auto,$fp8_kernels
 step fp8_output 240 tail_bench_fp8_output.log "$bin/tail_bench" --commit="$commit" \
   --csv="$out/tail_bench_fp8_output.csv" \
-  --modes=auto,fp8o-auto,fp8o-pair,fp8w-fp8o-auto,fp8w-fp8o-pair
+  --modes=auto,fp8o-auto,fp8o-pair,fp8w-fp8o-auto,fp8w-fp8o-pair,${kernels//fused-/fp8o-fused-},${kernels//fused-/fp8w-fp8o-fused-}
 step q 40 tail_bench_q.log "$bin/tail_bench" --commit="$commit" --q=2,4 --heads=12,64,128 \
   --rows=16,64,256 --modes=$kernels,bmm,auto,peer --csv="$out/tail_bench_q.csv"
 step torch 110 torch_peer.log python3 "$here/scripts/torch_peer.py" --commit="$commit" \

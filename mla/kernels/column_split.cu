@@ -23,9 +23,10 @@
 //
 // e4m3 output: a head's 128 columns are its 4 (e4m3 W_UV: 2) column blocks, launched as one cluster
 // (ColumnSplitE4m3OutputKernel; blocks of one cluster share their rows, so they run or leave
-// together). Each block's rows' amax over its 32 (64) columns (a group's 4 lanes, then its 4 warps
-// in shared memory) is read by the other blocks of the cluster through distributed shared memory;
-// each thread then quantizes its own gated values.
+// together). Each warp's amax of a row over its 8 (16) columns (a group's 4 lanes) is written
+// into every block of the cluster through distributed shared memory (device::ClusterRowAmax);
+// after one cluster barrier each thread reads its rows' amax locally and quantizes its own gated
+// values.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -106,6 +107,9 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   const int quarter = lane % 4;
   const int column = chunk * kColumns + warp * 8 * kGroups;  // first of the warp's columns
 
+  // The e4m3 output's amax exchange (below).
+  using RowAmax = device::ClusterRowAmax<kValueDim / kColumns, kThreads / 32, kTileRows>;
+  if constexpr (kO == OutputType::kE4m3) RowAmax::ArriveAtStart();
   MLA_TIMELINE_STAMP(0);
   const int rows_before_wait = device::LiveRowsPinned(p.row_count, p.row_count_early, p.rows);
   // W_UV before the wait: weights are written by no upstream kernel. bf16 as the MMAs' fragments;
@@ -299,8 +303,9 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
       }
     }
   } else {
-    // Row r of the block: component w of amax_part[r] is warp w's amax over its columns.
-    __shared__ uint4 amax_part[kTileRows];
+    // Row r's parts: each warp's amax over its columns, from each block of the cluster.
+    __shared__ RowAmax amax;
+    RowAmax::AwaitStarts();
 #pragma unroll
     for (int i = 0; i < kRowPairs; ++i) {
       const int r = (i / kHalves) * 16 + group + 8 * (i % kHalves);
@@ -310,15 +315,14 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
         m = max(m, device::Bf16x2MagnitudeMax(out[kRowPairs * j + i]));
       }
       m = device::GroupMax<4>(m);
-      if (quarter == 0) reinterpret_cast<uint32_t*>(&amax_part[r])[warp] = m;
+      if (quarter == 0) amax.Publish(r, warp, m);
     }
     device::ClusterSync();
     const bool scale_writer = device::ClusterRank() == 0 && warp == 0 && quarter == 0;
 #pragma unroll
     for (int i = 0; i < kRowPairs; ++i) {
       const int r = (i / kHalves) * 16 + group + 8 * (i % kHalves);
-      const device::OutputScale scale =
-          device::OutputScaleOf(device::ClusterMax<kValueDim / kColumns>(&amax_part[r]));
+      const device::OutputScale scale = device::OutputScaleOf(amax.Max(r));
       const int t = t0 + r;
 #pragma unroll
       for (int j = 0; j < kGroups; ++j) {
@@ -333,7 +337,6 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
             scale.scale;
       }
     }
-    device::ClusterSync();  // no block leaves while another reads its amax_part
   }
   MLA_TIMELINE_STAMP(12);
 }

@@ -117,14 +117,19 @@ __device__ __forceinline__ uint32_t Bf16x2MagnitudeMax(uint32_t word) {
 // The (row, head) scale and the multiplier of its values, from amax's bf16 magnitude bits:
 // scale = amax / 448, inverse = 448 / amax (each one IEEE FP32 division, rounded to nearest even);
 // the values are zeros where the inverse is infinite (amax = 0, or below 448 / FLT_MAX).
+// amax = 0 (inactive rows, rows past the count in a tile) divides 1 instead and selects the
+// results: a zero divisor or dividend takes the division's slow path, a subroutine call per
+// thread that cost the 64-row tiles 1.5 us at one live row (docs/design.md).
 struct OutputScale {
   float scale, inverse;
   bool zero;
 };
 __device__ __forceinline__ OutputScale OutputScaleOf(uint32_t amax_bits) {
-  const float amax = __uint_as_float(amax_bits << 16);
+  const bool amax_zero = amax_bits == 0;
+  const float amax = amax_zero ? 1.0f : __uint_as_float(amax_bits << 16);
   const float inverse = __fdiv_rn(448.0f, amax);
-  return {__fdiv_rn(amax, 448.0f), inverse, inverse == __int_as_float(0x7f800000)};
+  const float scale = __fdiv_rn(amax, 448.0f);
+  return {amax_zero ? 0.0f : scale, inverse, amax_zero || inverse == __int_as_float(0x7f800000)};
 }
 
 // amax over the lanes of an aligned group of kLanes (a power of two up to 32) of a warp; every
@@ -164,6 +169,44 @@ __device__ __forceinline__ uint32_t ClusterMax(const Word* local) {
   }
   return m;
 }
+
+// The partial amax of each row of a cluster's kBlocks blocks, kParts parts a block (its warps or
+// tiles), in every block's shared memory: each block writes its parts into every block's copy
+// (distributed shared memory), so that after one ClusterSync each block reads the rows' amax
+// from its own copy. No block touches another's shared memory after that barrier, so none waits
+// at a second one before it leaves. The array is the object's own: a block's pushes land while
+// the receiving block may still be computing.
+//
+// Distributed shared memory may be written only once its block has started: every thread calls
+// ArriveAtStart() first thing and AwaitStarts() before its first Publish (the cluster barrier's
+// first phase, which by then has long completed).
+template <int kBlocks, int kParts, int kRows>
+struct ClusterRowAmax {
+  alignas(16) uint32_t parts[kRows][kBlocks * kParts];
+
+  static __device__ __forceinline__ void ArriveAtStart() {
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+  }
+  static __device__ __forceinline__ void AwaitStarts() {
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+  }
+
+  // This block's part `part` of row `row`, into every block's copy.
+  __device__ __forceinline__ void Publish(int row, int part, uint32_t m) {
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    uint32_t* slot = &parts[row][cluster.block_rank() * kParts + part];
+#pragma unroll
+    for (int rank = 0; rank < kBlocks; ++rank) *cluster.map_shared_rank(slot, rank) = m;
+  }
+
+  // Row `row`'s amax bits, after a ClusterSync that follows every block's Publish calls.
+  __device__ __forceinline__ uint32_t Max(int row) const {
+    uint32_t m = 0;
+#pragma unroll
+    for (int i = 0; i < kBlocks * kParts; ++i) m = max(m, parts[row][i]);
+    return m;
+  }
+};
 
 // 8 bf16 values (one 16-byte word) of a (row, head) as 8 e4m3 bytes.
 __device__ __forceinline__ uint2 QuantizeBf16x8(const uint4& x, const OutputScale& s) {

@@ -23,10 +23,10 @@
 // then overlaps the latent's round trip.
 //
 // e4m3 output: a head's 8 column blocks are one cluster (LatentSplitE4m3OutputKernel; they share
-// their rows, so they run or leave together); each block's rows' amax over its 16 columns (a
-// group's 4 lanes, then its 2 tile warps in shared memory) is read by the others through
-// distributed shared memory. Every warp stays to the end: the cluster's barriers count all
-// threads.
+// their rows, so they run or leave together); each tile warp's amax of a row over its 8 columns
+// (a group's 4 lanes) is written into every block of the cluster through distributed shared
+// memory (device::ClusterRowAmax), and read locally after one cluster barrier. Every warp stays
+// to the end: the cluster's barrier counts all threads.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -87,6 +87,9 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
   const int quarter = lane % 4;
   const int chunk0 = warp * kChunks;
 
+  // The e4m3 output's amax exchange (below).
+  using RowAmax = device::ClusterRowAmax<kValueDim / kColumns, kTiles, kRows>;
+  if constexpr (kO == OutputType::kE4m3) RowAmax::ArriveAtStart();
   MLA_TIMELINE_STAMP(0);
   // W_UV before the wait: weights are written by no upstream kernel.
   uint4 w_fragment[kTiles][kW == WeightType::kBf16 ? kChunks : 1];
@@ -246,21 +249,19 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
       *reinterpret_cast<uint32_t*>(p.output + t * p.output_row_stride + out_column) = out[half];
     }
   } else {
-    // Row r of the block: component j of amax_part[r] is tile j's amax over its 8 columns.
-    __shared__ uint2 amax_part[kRows];
+    // Row r's parts: each tile's amax over its 8 columns, from each block of the cluster.
+    __shared__ RowAmax amax;
+    RowAmax::AwaitStarts();
 #pragma unroll
     for (int half = 0; half < kHalves; ++half) {
       const uint32_t m = device::GroupMax<4>(device::Bf16x2MagnitudeMax(out[half]));
-      if (warp < kTiles && quarter == 0) {
-        reinterpret_cast<uint32_t*>(&amax_part[group + 8 * half])[warp] = m;
-      }
+      if (warp < kTiles && quarter == 0) amax.Publish(group + 8 * half, warp, m);
     }
     device::ClusterSync();
     const bool scale_writer = device::ClusterRank() == 0 && warp == 0 && quarter == 0;
 #pragma unroll
     for (int half = 0; half < kHalves; ++half) {
-      const device::OutputScale scale = device::OutputScaleOf(
-          device::ClusterMax<kValueDim / kColumns>(&amax_part[group + 8 * half]));
+      const device::OutputScale scale = device::OutputScaleOf(amax.Max(group + 8 * half));
       const float2 x = device::Bf16x2ToFloat2(out[half]);
       const uint16_t q = device::QuantizeE4m3x2(x.x, x.y, scale.inverse, scale.zero);
       const int t = t0 + group + 8 * half;
@@ -271,7 +272,6 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
             scale.scale;
       }
     }
-    device::ClusterSync();  // no block leaves while another reads its amax_part
   }
   MLA_TIMELINE_STAMP(12);
 }

@@ -81,16 +81,18 @@ cudaError_t MultiprocessorCount(int device, int* count) {
 }
 
 FusedKernel ResolveFusedKernel(FusedKernel kernel, int heads, int rows, int multiprocessors,
-                               WeightType weight) {
-  return kernel != FusedKernel::kAuto ? kernel
-                                      : DispatchFusedKernel(heads, rows, multiprocessors, weight);
+                               WeightType weight, OutputType output) {
+  return kernel != FusedKernel::kAuto
+             ? kernel
+             : DispatchFusedKernel(heads, rows, multiprocessors, weight, output);
 }
 
 cudaError_t PlanFusedKernel(const FusedTailParams& p, FusedKernel kernel, int multiprocessors,
                             KernelLaunch* launch) {
   const WeightType weight = p.w_uv_fp8 != nullptr ? WeightType::kE4m3 : WeightType::kBf16;
   const OutputType output = p.output_fp8 != nullptr ? OutputType::kE4m3 : OutputType::kBf16;
-  const FusedKernel resolved = ResolveFusedKernel(kernel, p.heads, p.rows, multiprocessors, weight);
+  const FusedKernel resolved =
+      ResolveFusedKernel(kernel, p.heads, p.rows, multiprocessors, weight, output);
   // The one place the gate's presence and the weight and output types pick a kernel's form.
   const bool gated = p.gate != nullptr;
   return WithTypes(weight, output, [&](auto w, auto o) {

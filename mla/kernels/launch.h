@@ -56,10 +56,11 @@ cudaError_t LoadKernel(void (*kernel)(Params), size_t smem_bytes) {
 // The multiprocessors of `device`, asked of CUDA once per device.
 cudaError_t MultiprocessorCount(int device, int* count);
 
-// The kernel that `kernel` runs for a shape and weight type on a GPU of `multiprocessors` SMs:
-// `kernel` itself, or for kAuto the rule's choice (mla/dispatch.h).
+// The kernel that `kernel` runs for a shape, weight and output type on a GPU of
+// `multiprocessors` SMs: `kernel` itself, or for kAuto the rule's choice (mla/dispatch.h).
 FusedKernel ResolveFusedKernel(FusedKernel kernel, int heads, int rows, int multiprocessors,
-                               WeightType weight = WeightType::kBf16);
+                               WeightType weight = WeightType::kBf16,
+                               OutputType output = OutputType::kBf16);
 
 // Rows of latent per ColumnSplit block: 8 (loaded into registers), 16 or 32 (staged in shared
 // memory). Each block keeps its 32 W_UV columns (64 with e4m3 W_UV) in registers across its
