@@ -228,6 +228,52 @@ __device__ __forceinline__ uint32_t Bf16x8MagnitudeMax(const uint4& x) {
              max(Bf16x2MagnitudeMax(x.z), Bf16x2MagnitudeMax(x.w)));
 }
 
+// The e4m3 output's quantization from a tile's gated bf16 values in shared memory (the gate
+// tile's layout L: row r's 16-byte word w at word w ^ swizzle(r)): a row's words split over
+// kLanes consecutive lanes, kWords consecutive words each, so that a warp gathers a row's amax
+// in log2(kLanes) shuffles and works out its scale once for kWords * 8 values (with 16 lanes of
+// one word each the shuffles and the two divisions took most of the quantization's
+// instructions). A lane's words are one physical kWords-word chunk of the swizzled row, read from
+// offset (i + part + r) % kWords on: a quarter warp's lanes (two consecutive rows, the first
+// even, where a row holds 16 words in 4 lanes) then read 8 distinct 16-byte bank groups.
+template <typename L, int kWords>
+struct GatedRowWords {
+  static_assert(kWords > 0 && (kWords & (kWords - 1)) == 0 && L::kGateWordsPerRow % kWords == 0,
+                "a row splits into whole power-of-two chunks");
+  static_assert(L::kGateSwizzle <= L::kGateWordsPerRow, "the swizzle stays within a row");
+  static constexpr int kLanes = L::kGateWordsPerRow / kWords;
+  uint4 x[kWords];  // the values of logical words word[i]
+  int word[kWords];
+
+  // Row r's logical words [kWords * part, kWords * (part + 1)).
+  __device__ __forceinline__ void Load(const uint8_t* gate_tile, int r, int part) {
+    const int swizzle = r / L::kGateRowsPerLine % L::kGateSwizzle;
+    const int chunk = part ^ (swizzle / kWords);
+#pragma unroll
+    for (int i = 0; i < kWords; ++i) {
+      const int physical = kWords * chunk + (i + part + r) % kWords;
+      word[i] = physical ^ swizzle;
+      x[i] = *reinterpret_cast<const uint4*>(gate_tile + r * L::kGateRowBytes + 16 * physical);
+    }
+  }
+
+  // amax bits of this lane's values.
+  __device__ __forceinline__ uint32_t MagnitudeMax() const {
+    uint32_t m = Bf16x8MagnitudeMax(x[0]);
+#pragma unroll
+    for (int i = 1; i < kWords; ++i) m = max(m, Bf16x8MagnitudeMax(x[i]));
+    return m;
+  }
+
+  // This lane's values quantized with `scale`, into the row's e4m3 output (its column 0).
+  __device__ __forceinline__ void Store(fp8_e4m3* row_out, const OutputScale& scale) const {
+#pragma unroll
+    for (int i = 0; i < kWords; ++i) {
+      *reinterpret_cast<uint2*>(row_out + 8 * word[i]) = QuantizeBf16x8(x[i], scale);
+    }
+  }
+};
+
 }  // namespace mla_tail::internal::device
 
 #endif  // MLA_TAIL_MLA_KERNELS_FP8_CUH_

@@ -31,8 +31,8 @@
 // the bf16 swizzled layout (two words each), fence, and meet at a named barrier before the MMAs:
 // both consumer warpgroups read every column of the slice.
 //
-// e4m3 output: a tile holds whole heads' rows, so a row's amax is a shuffle over the 16 lanes that
-// store it; each thread quantizes its 8 values and stores 8 bytes.
+// e4m3 output: a tile holds whole heads' rows, so a row's amax is a shuffle over the 4 lanes that
+// store it (fp8.cuh, GatedRowWords); each lane quantizes 32 values.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -344,28 +344,35 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
     }
     device::NamedBarrier(1 + warpgroup, 128);
     const int rows = device::ClampRows(rows_as_loaded, p.rows);
-    // The warpgroup's 64 rows leave in 16-byte stores: word w of row r.
     const int k = consumer % 128;
-    const int word = k % T::kGateWordsPerRow;
+    if constexpr (kO == OutputType::kBf16) {
+      // The warpgroup's 64 rows leave in 16-byte stores: word w of row r.
+      const int word = k % T::kGateWordsPerRow;
 #pragma unroll
-    for (int n = 0; n < 64 / 8; ++n) {
-      const int r = 64 * warpgroup + k / T::kGateWordsPerRow + 8 * n;
-      const int t = tile.t0 + r;
-      if constexpr (kO == OutputType::kBf16) {
+      for (int n = 0; n < 64 / 8; ++n) {
+        const int r = 64 * warpgroup + k / T::kGateWordsPerRow + 8 * n;
+        const int t = tile.t0 + r;
         if (t >= rows) continue;
         *reinterpret_cast<uint4*>(p.output + t * p.output_row_stride + tile.head * kValueDim +
                                   8 * word) =
             *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
-      } else {
-        // The row's 16 words are held by 16 consecutive lanes: every lane shuffles.
-        const uint4 x = *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
-        const device::OutputScale scale = device::OutputScaleOf(
-            device::GroupMax<T::kGateWordsPerRow>(device::Bf16x8MagnitudeMax(x)));
-        const uint2 q = device::QuantizeBf16x8(x, scale);
+      }
+    } else {
+      // Four lanes a row, four words each: the row's amax in two shuffles, its scale once.
+      using Words = device::GatedRowWords<T, 4>;
+      constexpr int kRowsPerPass = 128 / Words::kLanes;
+      const int part = k % Words::kLanes;
+#pragma unroll
+      for (int n = 0; n < 64 / kRowsPerPass; ++n) {
+        const int r = 64 * warpgroup + k / Words::kLanes + kRowsPerPass * n;
+        const int t = tile.t0 + r;
+        Words words;
+        words.Load(gate_tile, r, part);
+        const device::OutputScale scale =
+            device::OutputScaleOf(device::GroupMax<Words::kLanes>(words.MagnitudeMax()));
         if (t >= rows) continue;
-        *reinterpret_cast<uint2*>(p.output_fp8 + t * p.output_row_stride + tile.head * kValueDim +
-                                  8 * word) = q;
-        if (word == 0) {
+        words.Store(p.output_fp8 + t * p.output_row_stride + tile.head * kValueDim, scale);
+        if (part == 0) {
           p.output_scale[t * p.output_scale_row_stride + tile.head * p.output_scale_head_stride] =
               scale.scale;
         }

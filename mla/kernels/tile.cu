@@ -50,8 +50,8 @@
 // columns is a shuffle over the lanes that hold the row, and with tiles narrower than a head
 // (32 or 64 columns) the head's column blocks are one cluster (TileE4m3OutputKernel; they share
 // their rows, so they run or leave together) that exchanges the rows' amax through distributed
-// shared memory (in stage 0, free once the MMAs are done). Each thread quantizes its 8 values
-// and stores 8 bytes.
+// shared memory (in stage 0, free once the MMAs are done). A lane quantizes 2-4 words of a row
+// (fp8.cuh, GatedRowWords).
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -566,38 +566,44 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
           *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
     }
   } else {
-    // A row's kGateWordsPerRow words are held by as many consecutive lanes.
-    constexpr int kLanes = T::kGateWordsPerRow;
+    // A row's words split over kLanes consecutive lanes, 4 words each where the tile has 64
+    // columns or more (fp8.cuh, GatedRowWords): one pass over the tile.
+    constexpr int kWords = T::kGateWordsPerRow * kRows / T::kCopyThreads < 4
+                               ? T::kGateWordsPerRow * kRows / T::kCopyThreads
+                               : 4;
+    using Words = device::GatedRowWords<T, kWords>;
+    constexpr int kRowsPerPass = T::kCopyThreads / Words::kLanes;
+    constexpr int kPasses = kRows / kRowsPerPass;
+    static_assert(kPasses * kRowsPerPass == kRows, "every lane has whole chunks of rows");
     constexpr int kClusterBlocks = kValueDim / kCols;
     uint32_t* const amax_part = reinterpret_cast<uint32_t*>(smem);  // [kRows], in stage 0
-    const int word = threadIdx.x % kLanes;
-    uint4 x[T::kGateCopies];
-    uint32_t m[T::kGateCopies];
+    const int part = threadIdx.x % Words::kLanes;
+    Words words[kPasses];
+    uint32_t m[kPasses];
 #pragma unroll
-    for (int n = 0; n < T::kGateCopies; ++n) {
-      const int r = threadIdx.x / kLanes + n * T::kGateRowsPerPass;
-      x[n] = *reinterpret_cast<const uint4*>(gate_tile + T::GateWord(r, word));
-      m[n] = device::GroupMax<kLanes>(device::Bf16x8MagnitudeMax(x[n]));
+    for (int n = 0; n < kPasses; ++n) {
+      const int r = threadIdx.x / Words::kLanes + n * kRowsPerPass;
+      words[n].Load(gate_tile, r, part);
+      m[n] = device::GroupMax<Words::kLanes>(words[n].MagnitudeMax());
       if constexpr (kClusterBlocks > 1) {
-        if (word == 0) amax_part[r] = m[n];
+        if (part == 0) amax_part[r] = m[n];
       }
     }
-    bool scale_writer = word == 0;
+    bool scale_writer = part == 0;
     if constexpr (kClusterBlocks > 1) {
       device::ClusterSync();
       scale_writer = scale_writer && device::ClusterRank() == 0;
     }
 #pragma unroll
-    for (int n = 0; n < T::kGateCopies; ++n) {
-      const int r = threadIdx.x / kLanes + n * T::kGateRowsPerPass;
+    for (int n = 0; n < kPasses; ++n) {
+      const int r = threadIdx.x / Words::kLanes + n * kRowsPerPass;
       uint32_t amax = m[n];
       if constexpr (kClusterBlocks > 1) amax = device::ClusterMax<kClusterBlocks>(&amax_part[r]);
       const device::OutputScale scale = device::OutputScaleOf(amax);
-      const uint2 q = device::QuantizeBf16x8(x[n], scale);
       const int t = tile.t0 + r;
       if (t >= rows) continue;
-      *reinterpret_cast<uint2*>(p.output_fp8 + t * p.output_row_stride + tile.head * kValueDim +
-                                tile.column0 + 8 * word) = q;
+      words[n].Store(p.output_fp8 + t * p.output_row_stride + tile.head * kValueDim + tile.column0,
+                     scale);
       if (scale_writer) {
         p.output_scale[t * p.output_scale_row_stride + tile.head * p.output_scale_head_stride] =
             scale.scale;
