@@ -230,30 +230,73 @@ __device__ __forceinline__ uint32_t Bf16x8MagnitudeMax(const uint4& x) {
 
 // The e4m3 output's quantization from a tile's gated bf16 values in shared memory (the gate
 // tile's layout L: row r's 16-byte word w at word w ^ swizzle(r)): a row's words split over
-// kLanes consecutive lanes, kWords consecutive words each, so that a warp gathers a row's amax
-// in log2(kLanes) shuffles and works out its scale once for kWords * 8 values (with 16 lanes of
-// one word each the shuffles and the two divisions took most of the quantization's
-// instructions). A lane's words are one physical kWords-word chunk of the swizzled row, read from
-// offset (i + part + r) % kWords on: a quarter warp's lanes (two consecutive rows, the first
-// even, where a row holds 16 words in 4 lanes) then read 8 distinct 16-byte bank groups.
+// kLanes consecutive lanes, kWords each, so that a warp gathers a row's amax in log2(kLanes)
+// shuffles and works out its scale once for kWords * 8 values (with 16 lanes of one word each,
+// the shuffles and the two divisions took most of the quantization's instructions).
+//   - Lane `part` of a row holds words part + kLanes * i: at each load and store the row's lanes
+//     take kLanes consecutive words, so a store writes whole 32-byte sectors (kLanes = 4) where
+//     a lane's own consecutive words would leave partial ones.
+//   - A warp's kRowsPerWarp rows are ordered by a permutation of the row index's bits
+//     (RowInWarp), found at compile time, such that the 8 lanes of each quarter warp read 8
+//     distinct 16-byte bank groups at every load: consecutive rows would read the same ones.
 template <typename L, int kWords>
 struct GatedRowWords {
-  static_assert(kWords > 0 && (kWords & (kWords - 1)) == 0 && L::kGateWordsPerRow % kWords == 0,
-                "a row splits into whole power-of-two chunks");
-  static_assert(L::kGateSwizzle <= L::kGateWordsPerRow, "the swizzle stays within a row");
+  static_assert(kWords > 0 && L::kGateWordsPerRow % kWords == 0, "a row splits evenly");
   static constexpr int kLanes = L::kGateWordsPerRow / kWords;
-  uint4 x[kWords];  // the values of logical words word[i]
-  int word[kWords];
+  static_assert(kLanes > 0 && 32 % kLanes == 0 && (kLanes & (kLanes - 1)) == 0,
+                "a row's lanes are an aligned power-of-two group of a warp");
+  static constexpr int kRowsPerWarp = 32 / kLanes;
+  static constexpr int kRowBits = kRowsPerWarp == 8 ? 3 : kRowsPerWarp == 16 ? 4 : 5;
+  static_assert(1 << kRowBits == kRowsPerWarp, "rows a warp: 8, 16 or 32");
 
-  // Row r's logical words [kWords * part, kWords * (part + 1)).
+  // The 16-byte bank group of word w of the gate tile's row r.
+  static constexpr int BankGroup(int r, int w) {
+    return (r * (L::kGateRowBytes / 16) + (w ^ (r / L::kGateRowsPerLine % L::kGateSwizzle))) % 8;
+  }
+  // Row (of a warp's kRowsPerWarp) of slot s under the bit permutation `code` (bit b of s goes to
+  // bit (code >> 3b) & 7 of the row).
+  static constexpr int Permuted(int s, int code) {
+    int r = 0;
+    for (int b = 0; b < kRowBits; ++b) r |= ((s >> b) & 1) << ((code >> (3 * b)) & 7);
+    return r;
+  }
+  static constexpr bool ConflictFree(int code) {
+    int used = 0;  // the code is a permutation
+    for (int b = 0; b < kRowBits; ++b) used |= 1 << ((code >> (3 * b)) & 7);
+    if (used != (1 << kRowBits) - 1) return false;
+    for (int base = 0; base < L::kRows; base += kRowsPerWarp) {
+      for (int i = 0; i < kWords; ++i) {
+        for (int quarter = 0; quarter < 4; ++quarter) {
+          int groups = 0;
+          for (int lane = 8 * quarter; lane < 8 * quarter + 8; ++lane) {
+            groups |= 1 << BankGroup(base + Permuted(lane / kLanes, code), lane % kLanes + kLanes * i);
+          }
+          if (groups != 0xff) return false;
+        }
+      }
+    }
+    return true;
+  }
+  static constexpr int FindPermutation() {
+    for (int code = 0; code < 1 << (3 * kRowBits); ++code) {
+      if (ConflictFree(code)) return code;
+    }
+    return -1;
+  }
+  static constexpr int kPermutation = FindPermutation();
+  static_assert(kPermutation >= 0, "some order of a warp's rows reads without bank conflicts");
+
+  // The row of the tile (from warp_row0, a multiple of kRowsPerWarp) that lane `lane` serves.
+  static __device__ __forceinline__ int RowInWarp(int lane) {
+    return Permuted(lane / kLanes, kPermutation);
+  }
+
+  uint4 x[kWords];  // words part + kLanes * i of the row
+
   __device__ __forceinline__ void Load(const uint8_t* gate_tile, int r, int part) {
-    const int swizzle = r / L::kGateRowsPerLine % L::kGateSwizzle;
-    const int chunk = part ^ (swizzle / kWords);
 #pragma unroll
     for (int i = 0; i < kWords; ++i) {
-      const int physical = kWords * chunk + (i + part + r) % kWords;
-      word[i] = physical ^ swizzle;
-      x[i] = *reinterpret_cast<const uint4*>(gate_tile + r * L::kGateRowBytes + 16 * physical);
+      x[i] = *reinterpret_cast<const uint4*>(gate_tile + L::GateWord(r, part + kLanes * i));
     }
   }
 
@@ -266,10 +309,11 @@ struct GatedRowWords {
   }
 
   // This lane's values quantized with `scale`, into the row's e4m3 output (its column 0).
-  __device__ __forceinline__ void Store(fp8_e4m3* row_out, const OutputScale& scale) const {
+  __device__ __forceinline__ void Store(fp8_e4m3* row_out, int part,
+                                        const OutputScale& scale) const {
 #pragma unroll
     for (int i = 0; i < kWords; ++i) {
-      *reinterpret_cast<uint2*>(row_out + 8 * word[i]) = QuantizeBf16x8(x[i], scale);
+      *reinterpret_cast<uint2*>(row_out + 8 * (part + kLanes * i)) = QuantizeBf16x8(x[i], scale);
     }
   }
 };

@@ -32,7 +32,7 @@
 // both consumer warpgroups read every column of the slice.
 //
 // e4m3 output: a tile holds whole heads' rows, so a row's amax is a shuffle over the 4 lanes that
-// store it (fp8.cuh, GatedRowWords); each lane quantizes 32 values.
+// store it (fp8.cuh, GatedRowWords); a lane quantizes 32 of a row's values a pass.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -361,17 +361,18 @@ __global__ void __launch_bounds__(PersistentTile::kThreads, 1)
       // Four lanes a row, four words each: the row's amax in two shuffles, its scale once.
       using Words = device::GatedRowWords<T, 4>;
       constexpr int kRowsPerPass = 128 / Words::kLanes;
-      const int part = k % Words::kLanes;
+      const int part = lane % Words::kLanes;
+      const int warp_row = 64 * warpgroup + Words::kRowsPerWarp * warp + Words::RowInWarp(lane);
 #pragma unroll
       for (int n = 0; n < 64 / kRowsPerPass; ++n) {
-        const int r = 64 * warpgroup + k / Words::kLanes + kRowsPerPass * n;
+        const int r = warp_row + kRowsPerPass * n;
         const int t = tile.t0 + r;
         Words words;
         words.Load(gate_tile, r, part);
         const device::OutputScale scale =
             device::OutputScaleOf(device::GroupMax<Words::kLanes>(words.MagnitudeMax()));
         if (t >= rows) continue;
-        words.Store(p.output_fp8 + t * p.output_row_stride + tile.head * kValueDim, scale);
+        words.Store(p.output_fp8 + t * p.output_row_stride + tile.head * kValueDim, part, scale);
         if (part == 0) {
           p.output_scale[t * p.output_scale_row_stride + tile.head * p.output_scale_head_stride] =
               scale.scale;

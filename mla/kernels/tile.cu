@@ -577,12 +577,14 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
     static_assert(kPasses * kRowsPerPass == kRows, "every lane has whole chunks of rows");
     constexpr int kClusterBlocks = kValueDim / kCols;
     uint32_t* const amax_part = reinterpret_cast<uint32_t*>(smem);  // [kRows], in stage 0
-    const int part = threadIdx.x % Words::kLanes;
+    const int lane = threadIdx.x % 32;
+    const int part = lane % Words::kLanes;
+    const int warp_row = Words::kRowsPerWarp * (threadIdx.x / 32) + Words::RowInWarp(lane);
     Words words[kPasses];
     uint32_t m[kPasses];
 #pragma unroll
     for (int n = 0; n < kPasses; ++n) {
-      const int r = threadIdx.x / Words::kLanes + n * kRowsPerPass;
+      const int r = warp_row + n * kRowsPerPass;
       words[n].Load(gate_tile, r, part);
       m[n] = device::GroupMax<Words::kLanes>(words[n].MagnitudeMax());
       if constexpr (kClusterBlocks > 1) {
@@ -596,14 +598,14 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
     }
 #pragma unroll
     for (int n = 0; n < kPasses; ++n) {
-      const int r = threadIdx.x / Words::kLanes + n * kRowsPerPass;
+      const int r = warp_row + n * kRowsPerPass;
       uint32_t amax = m[n];
       if constexpr (kClusterBlocks > 1) amax = device::ClusterMax<kClusterBlocks>(&amax_part[r]);
       const device::OutputScale scale = device::OutputScaleOf(amax);
       const int t = tile.t0 + r;
       if (t >= rows) continue;
       words[n].Store(p.output_fp8 + t * p.output_row_stride + tile.head * kValueDim + tile.column0,
-                     scale);
+                     part, scale);
       if (scale_writer) {
         p.output_scale[t * p.output_scale_row_stride + tile.head * p.output_scale_head_stride] =
             scale.scale;
