@@ -269,7 +269,8 @@ struct GatedRowWords {
         for (int quarter = 0; quarter < 4; ++quarter) {
           int groups = 0;
           for (int lane = 8 * quarter; lane < 8 * quarter + 8; ++lane) {
-            groups |= 1 << BankGroup(base + Permuted(lane / kLanes, code), lane % kLanes + kLanes * i);
+            groups |=
+                1 << BankGroup(base + Permuted(lane / kLanes, code), lane % kLanes + kLanes * i);
           }
           if (groups != 0xff) return false;
         }
