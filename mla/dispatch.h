@@ -79,34 +79,30 @@ constexpr bool Tile64x128FillsOneWave(long long tiles, int multiprocessors) {
 }
 
 // The rule for the e4m3 output, drawn from the grid with every kernel forced on it (bf16 and
-// e4m3 W_UV): a head split over blocks (every kernel but the 64 x 128 tiles and
-// Persistent128x128) exchanges its amax through a cluster, so the tiles that hold whole heads
-// lead from fewer tiles than with the bf16 output, and ColumnSplit's clusters of 4 (2 with e4m3
-// W_UV) before LatentSplit's of 8 at 1-8 rows (docs/design.md, "The dispatch rule"). T counts
-// 64-row tiles; its thresholds are measured crossovers on 132 SMs.
-constexpr FusedKernel DispatchE4m3OutputKernel(int heads, int rows, int multiprocessors,
-                                               WeightType weight) {
+// e4m3 W_UV): a head split over blocks exchanges its amax through a cluster (ColumnSplit,
+// LatentSplit, the 64 x 32 and 64 x 64 tiles), which costs the register kernels more than the
+// tiles, so the tiles lead from 9-32 rows at 8-16 heads and from 16 rows at 32-64 heads (bf16
+// W_UV); the kernels that hold whole heads (the 64 x 128 tiles, Persistent128x128) lead from 48
+// tiles, at 96-128 heads already from 1 row (docs/design.md, "The dispatch rule"). T counts 64-row
+// tiles; its thresholds are measured crossovers on 132 SMs.
+constexpr FusedKernel DispatchE4m3OutputKernel(int heads, int rows, WeightType weight) {
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
-  const bool latent_split_fits = LatentSplitBlocksFitOneWave(heads, rows, multiprocessors);
+  const FusedKernel small_tiles =
+      tiles_64 < 24 ? FusedKernel::kTile64x32AllSteps : FusedKernel::kTile64x64AllSteps;
   if (weight == WeightType::kE4m3) {
-    if (rows <= 16 && latent_split_fits && (heads <= 12 || rows > 8)) {
-      return FusedKernel::kLatentSplit;
-    }
-    if (rows <= 16 || (rows <= 32 && heads >= 64 && heads * rows <= 2048)) {
-      return FusedKernel::kColumnSplit;
-    }
+    if (rows <= 8 && heads <= 12) return FusedKernel::kLatentSplit;
+    if (rows <= 8 || (rows <= 16 && heads >= 32)) return FusedKernel::kColumnSplit;
     if (tiles_64 >= 384) return FusedKernel::kPersistent128x128;
     if (tiles_64 >= 96) return FusedKernel::kTile64x128;
     if (tiles_64 >= 64) return FusedKernel::kTile64x64Pipeline6;
-    return 4 * tiles_64 <= 96 ? FusedKernel::kTile64x32AllSteps : FusedKernel::kTile64x64AllSteps;
+    return small_tiles;
   }
-  if (rows <= 8 && heads <= 64) return FusedKernel::kColumnSplit;
-  if (rows <= 16 && latent_split_fits) return FusedKernel::kLatentSplit;
-  if (EightRowBlocksFitOneWave(heads, rows, multiprocessors)) return FusedKernel::kColumnSplit;
-  if (tiles_64 >= 512) return FusedKernel::kPersistent128x128;
-  if (tiles_64 >= 48) return FusedKernel::kTile64x128;
-  return rows <= 16 || 4 * tiles_64 <= 96 ? FusedKernel::kTile64x32AllSteps
-                                          : FusedKernel::kTile64x64AllSteps;
+  if ((rows <= 8 && heads <= 64) || (rows <= 16 && heads <= 8)) return FusedKernel::kColumnSplit;
+  if (tiles_64 >= 256) return FusedKernel::kPersistent128x128;
+  if (tiles_64 >= 48) {
+    return rows <= 16 && heads < 96 ? FusedKernel::kTile64x64Pipeline6 : FusedKernel::kTile64x128;
+  }
+  return small_tiles;
 }
 
 // The rule, for a GPU with `multiprocessors` SMs (measured on H200s, 132). T counts 64-row
@@ -119,7 +115,7 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
                                           WeightType weight = WeightType::kBf16,
                                           OutputType output = OutputType::kBf16) {
   if (output == OutputType::kE4m3) {
-    return DispatchE4m3OutputKernel(heads, rows, multiprocessors, weight);
+    return DispatchE4m3OutputKernel(heads, rows, weight);
   }
   const long long work = static_cast<long long>(heads) * rows;
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
