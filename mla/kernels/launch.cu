@@ -16,10 +16,10 @@
 namespace mla_tail::internal {
 namespace {
 
-// Lets `kernel` use `bytes` of dynamic shared memory on the current device, through the
-// driver's cuFuncSetAttribute: cudaFuncSetAttribute resets the thread's pending runtime error,
-// which may be the caller's.
-cudaError_t SetMaxDynamicSharedMemory(const void* kernel, int bytes) {
+// Sets `kernel`'s `attribute` to `value` on the current device, through the driver's
+// cuFuncSetAttribute: cudaFuncSetAttribute resets the thread's pending runtime error, which may be
+// the caller's.
+cudaError_t SetFunctionAttribute(const void* kernel, CUfunction_attribute attribute, int value) {
   using SetAttribute = CUresult (*)(CUfunction, CUfunction_attribute, int);
   static const SetAttribute set_attribute = [] {
     void* entry = nullptr;
@@ -35,8 +35,7 @@ cudaError_t SetMaxDynamicSharedMemory(const void* kernel, int bytes) {
   cudaFunction_t function = nullptr;
   const cudaError_t e = cudaGetFuncBySymbol(&function, kernel);
   if (e != cudaSuccess) return e;
-  return set_attribute(reinterpret_cast<CUfunction>(function),
-                       CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes) == CUDA_SUCCESS
+  return set_attribute(reinterpret_cast<CUfunction>(function), attribute, value) == CUDA_SUCCESS
              ? cudaSuccess
              : cudaErrorInvalidValue;
 }
@@ -61,9 +60,17 @@ cudaError_t LaunchKernel(const KernelLaunch& launch, const void* params, cudaStr
 
 cudaError_t LoadKernel(const void* kernel, size_t smem_bytes) {
   cudaFuncAttributes attributes;
-  const cudaError_t e = cudaFuncGetAttributes(&attributes, kernel);
+  cudaError_t e = cudaFuncGetAttributes(&attributes, kernel);
+  // The e4m3-output kernels whose blocks share a head's amax run in clusters: the load-balancing
+  // policy, which lets the hardware balance a cluster's blocks over the multiprocessors, measured
+  // faster than the default (docs/design.md, "How each kernel writes the e4m3 output").
+  if (e == cudaSuccess && attributes.requiredClusterWidth > 1) {
+    e = SetFunctionAttribute(kernel, CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE,
+                             CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING);
+  }
   if (e != cudaSuccess || smem_bytes <= kSharedMemoryWithoutOptIn) return e;
-  return SetMaxDynamicSharedMemory(kernel, static_cast<int>(smem_bytes));
+  return SetFunctionAttribute(kernel, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                              static_cast<int>(smem_bytes));
 }
 
 cudaError_t MultiprocessorCount(int device, int* count) {

@@ -43,7 +43,8 @@ cudaError_t LaunchWithPdl(void (*kernel)(Params), dim3 grid, dim3 block, size_t 
 }
 
 // Loads `kernel` on the current device now (cudaFuncGetAttributes makes the runtime load it)
-// and lets it use `smem_bytes` of dynamic shared memory (more than 48 KB needs an opt-in). CUDA
+// and lets it use `smem_bytes` of dynamic shared memory (more than 48 KB needs an opt-in); a
+// kernel launched in clusters gets the load-balancing cluster scheduling policy. CUDA
 // otherwise loads each kernel at its first launch or graph instantiation; loaded when the tail
 // is created, none is loaded during a decode step or on a device the runtime has filled since.
 cudaError_t LoadKernel(const void* kernel, size_t smem_bytes);
