@@ -287,7 +287,7 @@ struct GatedRowWords {
   static constexpr int kPermutation = FindPermutation();
   static_assert(kPermutation >= 0, "some order of a warp's rows reads without bank conflicts");
 
-  // The row of the tile (from warp_row0, a multiple of kRowsPerWarp) that lane `lane` serves.
+  // The row, of its warp's kRowsPerWarp consecutive rows, that lane `lane` serves.
   static __device__ __forceinline__ int RowInWarp(int lane) {
     return Permuted(lane / kLanes, kPermutation);
   }
