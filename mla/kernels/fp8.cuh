@@ -152,30 +152,13 @@ __device__ __forceinline__ unsigned ClusterRank() {
   return cooperative_groups::this_cluster().block_rank();
 }
 
-// The component-wise max of `*local` over the kBlocks blocks of the cluster (the same
-// shared-memory address in each, read through distributed shared memory), after a ClusterSync
-// that published them; reduced to one word.
-template <int kBlocks, typename Word>
-__device__ __forceinline__ uint32_t ClusterMax(const Word* local) {
-  constexpr int kComponents = sizeof(Word) / sizeof(uint32_t);
-  uint32_t m = 0;
-  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-#pragma unroll
-  for (int rank = 0; rank < kBlocks; ++rank) {
-    const Word w = *cluster.map_shared_rank(local, rank);
-    const uint32_t* c = reinterpret_cast<const uint32_t*>(&w);
-#pragma unroll
-    for (int i = 0; i < kComponents; ++i) m = max(m, c[i]);
-  }
-  return m;
-}
-
 // The partial amax of each row of a cluster's kBlocks blocks, kParts parts a block (its warps or
 // tiles), in every block's shared memory: each block writes its parts into every block's copy
 // (distributed shared memory), so that after one ClusterSync each block reads the rows' amax
 // from its own copy. No block touches another's shared memory after that barrier, so none waits
-// at a second one before it leaves. The array is the object's own: a block's pushes land while
-// the receiving block may still be computing.
+// at a second one before it leaves. The object needs shared memory that nothing else uses (a
+// __shared__ variable, or an area of its own in dynamic shared memory): a block's pushes land
+// while the receiving block may still be computing.
 //
 // Distributed shared memory may be written only once its block has started: every thread calls
 // ArriveAtStart() first thing and AwaitStarts() before its first Publish (the cluster barrier's

@@ -49,9 +49,10 @@
 // e4m3 output: the store phase reads the gated bf16 tile as before; a row's amax over the tile's
 // columns is a shuffle over the lanes that hold the row, and with tiles narrower than a head
 // (32 or 64 columns) the head's column blocks are one cluster (TileE4m3OutputKernel; they share
-// their rows, so they run or leave together) that exchanges the rows' amax through distributed
-// shared memory (in stage 0, free once the MMAs are done). A lane quantizes 2-4 words of a row
-// (fp8.cuh, GatedRowWords).
+// their rows, so they run or leave together): each block pushes its rows' amax into every block's
+// area for it (WgTile::RowAmax, after the gate tile), and after one cluster barrier reads the
+// rows' amax locally, as ColumnSplit does. A lane quantizes 2-4 words of a row (fp8.cuh,
+// GatedRowWords).
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -80,7 +81,7 @@ namespace {
 // kLengthsInSmem: the rows' lengths come to shared memory beside the gate tile (EarlySigmoids
 // reads them there); otherwise each thread loads its own two rows' lengths into registers
 // (RowLengths).
-template <int kStages, int kCols, int kWarpgroups, bool kSmemLengths>
+template <int kStages, int kCols, int kWarpgroups, bool kSmemLengths, bool kE4m3Output>
 struct WgTile : device::TileLayout<128 * kWarpgroups, 64, kCols> {
   using L = device::TileLayout<128 * kWarpgroups, 64, kCols>;
   static constexpr bool kLengthsInSmem = kSmemLengths;
@@ -96,13 +97,22 @@ struct WgTile : device::TileLayout<128 * kWarpgroups, 64, kCols> {
   // The epilogue's inputs: the gate tile, then the rows' lengths (kLengthsInSmem).
   static constexpr int kGateOffset = kStages * L::kStageBytes;
   static constexpr int kLengthsOffset = kGateOffset + kRows * L::kGateRowBytes;
+  // The e4m3 output of a head split over a cluster: each row's amax from every block of it
+  // (device::ClusterRowAmax), in an area of its own, which the other blocks write into while
+  // this one may still be computing.
+  static constexpr int kClusterBlocks = kValueDim / kCols;
+  static constexpr bool kPushesAmax = kE4m3Output && kClusterBlocks > 1;
+  using RowAmax = device::ClusterRowAmax<kClusterBlocks, 1, kRows>;
+  static constexpr int kAmaxOffset =
+      kLengthsOffset + (kLengthsInSmem ? kRows * static_cast<int>(sizeof(int32_t)) : 0);
   static constexpr size_t kSmemBytes =
-      kLengthsOffset + (kLengthsInSmem ? kRows * sizeof(int32_t) : 0) + L::kAlign;
+      kAmaxOffset + (kPushesAmax ? sizeof(RowAmax) : 0) + L::kAlign;
 
   static_assert(kWgCols == 32 || kWgCols == 64 || kWgCols == 128,
                 "wgmma's n: a warpgroup's columns");
   static_assert(kStages >= 2 && kStages <= kSteps, "pipeline depth: at most one buffer a step");
   static_assert(kSmemBytes <= kSharedMemoryPerBlock, "shared memory of one block");
+  static_assert(kAmaxOffset % alignof(RowAmax) == 0, "the amax area aligned");
   static_assert(L::kCopyThreads >= kRows, "a thread a row's length");
   // A thread's gate rows are kGateRowsPerPass apart: one swizzle phase, so one offset each.
   static_assert(L::kGateRowsPerPass % (L::kGateRowsPerLine * L::kGateSwizzle) == 0,
@@ -321,7 +331,7 @@ struct EarlySigmoids<T, true> {
 template <int kStages, int kCols, int kWarpgroups, bool kEarlySigmoids, bool kLeanCopies,
           bool kGated, WeightType kW, OutputType kO>
 __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
-  using T = WgTile<kStages, kCols, kWarpgroups, !kLeanCopies>;
+  using T = WgTile<kStages, kCols, kWarpgroups, !kLeanCopies, kO == OutputType::kE4m3>;
   constexpr int kRows = T::kRows;
   constexpr int kWgCols = T::kWgCols;
   constexpr int kSteps = T::kSteps;
@@ -335,6 +345,7 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   const uint32_t smem_raw = device::SmemAddress(smem_words);
   const uint32_t smem_base = (smem_raw + kAlign - 1) & ~uint32_t{kAlign - 1};
   uint8_t* smem = reinterpret_cast<uint8_t*>(smem_words) + (smem_base - smem_raw);
+  if constexpr (T::kPushesAmax) T::RowAmax::ArriveAtStart();
 
   using Tile = device::TileAt;
   const Tile tile{static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x) * kCols,
@@ -575,8 +586,8 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
     constexpr int kRowsPerPass = T::kCopyThreads / Words::kLanes;
     constexpr int kPasses = kRows / kRowsPerPass;
     static_assert(kPasses * kRowsPerPass == kRows, "every lane has whole chunks of rows");
-    constexpr int kClusterBlocks = kValueDim / kCols;
-    uint32_t* const amax_part = reinterpret_cast<uint32_t*>(smem);  // [kRows], in stage 0
+    typename T::RowAmax& amax = *reinterpret_cast<typename T::RowAmax*>(smem + T::kAmaxOffset);
+    if constexpr (T::kPushesAmax) T::RowAmax::AwaitStarts();
     const int lane = threadIdx.x % 32;
     const int part = lane % Words::kLanes;
     const int warp_row = Words::kRowsPerWarp * (threadIdx.x / 32) + Words::RowInWarp(lane);
@@ -587,21 +598,19 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
       const int r = warp_row + n * kRowsPerPass;
       words[n].Load(gate_tile, r, part);
       m[n] = device::GroupMax<Words::kLanes>(words[n].MagnitudeMax());
-      if constexpr (kClusterBlocks > 1) {
-        if (part == 0) amax_part[r] = m[n];
+      if constexpr (T::kPushesAmax) {
+        if (part == 0) amax.Publish(r, 0, m[n]);
       }
     }
     bool scale_writer = part == 0;
-    if constexpr (kClusterBlocks > 1) {
+    if constexpr (T::kPushesAmax) {
       device::ClusterSync();
       scale_writer = scale_writer && device::ClusterRank() == 0;
     }
 #pragma unroll
     for (int n = 0; n < kPasses; ++n) {
       const int r = warp_row + n * kRowsPerPass;
-      uint32_t amax = m[n];
-      if constexpr (kClusterBlocks > 1) amax = device::ClusterMax<kClusterBlocks>(&amax_part[r]);
-      const device::OutputScale scale = device::OutputScaleOf(amax);
+      const device::OutputScale scale = device::OutputScaleOf(T::kPushesAmax ? amax.Max(r) : m[n]);
       const int t = tile.t0 + r;
       if (t >= rows) continue;
       words[n].Store(p.output_fp8 + t * p.output_row_stride + tile.head * kValueDim + tile.column0,
@@ -611,8 +620,6 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
             scale.scale;
       }
     }
-    // No block leaves while another reads its amax_part.
-    if constexpr (kClusterBlocks > 1) device::ClusterSync();
   }
   MLA_TIMELINE_STAMP(4 + kSteps);
 }
@@ -657,22 +664,25 @@ constexpr WgConfig kWgConfigs[] = {
 };
 
 // The rule (mla/dispatch.h) counts on how many blocks of each share a multiprocessor (sm90.h).
-static_assert(BlocksPerMultiprocessor(WgTile<8, 32, 1, false>::kSmemBytes) == 2,
-              "Tile64x32AllSteps: two");
-static_assert(BlocksPerMultiprocessor(WgTile<8, 64, 1, false>::kSmemBytes) == 1,
-              "Tile64x64AllSteps: one");
-static_assert(BlocksPerMultiprocessor(WgTile<6, 64, 1, false>::kSmemBytes) == 2,
-              "Tile64x64Pipeline6: two");
-static_assert(BlocksPerMultiprocessor(WgTile<4, 64, 1, true>::kSmemBytes) == 3,
-              "Tile64x64Pipeline4: three");
+// The e4m3 output's amax area (at most 1 KB) leaves those counts as they are.
+template <int kStages, int kCols, int kWarpgroups, bool kSmemLengths>
+constexpr bool BlocksOfBoth(size_t blocks) {
+  return BlocksPerMultiprocessor(
+             WgTile<kStages, kCols, kWarpgroups, kSmemLengths, false>::kSmemBytes) == blocks &&
+         BlocksPerMultiprocessor(
+             WgTile<kStages, kCols, kWarpgroups, kSmemLengths, true>::kSmemBytes) == blocks;
+}
+static_assert(BlocksOfBoth<8, 32, 1, false>(2), "Tile64x32AllSteps: two");
+static_assert(BlocksOfBoth<8, 64, 1, false>(1), "Tile64x64AllSteps: one");
+static_assert(BlocksOfBoth<6, 64, 1, false>(2), "Tile64x64Pipeline6: two");
+static_assert(BlocksOfBoth<4, 64, 1, true>(3), "Tile64x64Pipeline4: three");
 // Four stages fit two blocks a multiprocessor only with the lengths outside shared memory.
-static_assert(BlocksPerMultiprocessor(WgTile<4, 128, 2, false>::kSmemBytes) == 2,
-              "Tile64x128: two");
+static_assert(BlocksOfBoth<4, 128, 2, false>(2), "Tile64x128: two");
 
 template <int kIndex, WeightType kW, OutputType kO>
 struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
-  using T = WgTile<kC.stages, kC.cols, kC.warpgroups, !kC.lean_copies>;
+  using T = WgTile<kC.stages, kC.cols, kC.warpgroups, !kC.lean_copies, kO == OutputType::kE4m3>;
   template <bool kEarly, bool kGated>
   static constexpr auto KernelOf() {
     if constexpr (kO == OutputType::kE4m3) {
@@ -709,9 +719,8 @@ constexpr int ConfigIndex(FusedKernel kernel) {
   }
   return -1;
 }
-// e4m3 W_UV is staged within each stage's bf16 W_UV area, and the e4m3 output's amax exchange
-// uses stage 0: every weight and output type launches its configuration's shared memory, and the
-// 4-stage 64 x 128 tiles keep two blocks a multiprocessor with both.
+// e4m3 W_UV is staged within each stage's bf16 W_UV area, and the 64 x 128 tiles hold whole
+// heads (no amax area): the 4-stage 64 x 128 tiles keep two blocks a multiprocessor with both.
 static_assert(BlocksPerMultiprocessor(Wg<ConfigIndex(FusedKernel::kTile64x128), WeightType::kE4m3,
                                          OutputType::kE4m3>::T::kSmemBytes) == 2,
               "Tile64x128 with e4m3 W_UV and output: two");
