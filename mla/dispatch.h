@@ -81,11 +81,11 @@ constexpr bool Tile64x128FillsOneWave(long long tiles, int multiprocessors) {
 // The rule for the e4m3 output, drawn from the grid with every kernel forced on it (bf16 and
 // e4m3 W_UV): a head split over blocks exchanges its amax through a cluster (ColumnSplit,
 // LatentSplit, the 64 x 32 and 64 x 64 tiles), which costs the register kernels more than the
-// tiles, so the tiles lead from 9-32 rows at 8-16 heads and from 16 rows at 32-64 heads (bf16
-// W_UV); the kernels that hold whole heads (the 64 x 128 tiles, Persistent128x128) lead from 48
-// tiles, at 128 heads already from 1 row, and Persistent128x128 from 128 rows at 96-128 heads,
-// where W_UV's bytes dominate (docs/design.md, "The dispatch rule"). T counts 64-row tiles; its
-// thresholds are measured crossovers on 132 SMs.
+// tiles, so the tiles lead from 9-32 rows at 8-16 heads and from 1 row at 32 heads and 16 rows
+// at 64 heads (bf16 W_UV); the kernels that hold whole heads (the 64 x 128 tiles,
+// Persistent128x128) lead from 64 tiles, at 128 heads already from 1 row, and Persistent128x128
+// from 128 rows at 96-128 heads, where W_UV's bytes dominate (docs/design.md, "The dispatch
+// rule"). T counts 64-row tiles; its thresholds are measured crossovers on 132 SMs.
 constexpr FusedKernel DispatchE4m3OutputKernel(int heads, int rows, WeightType weight) {
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
   const FusedKernel small_tiles =
@@ -98,10 +98,14 @@ constexpr FusedKernel DispatchE4m3OutputKernel(int heads, int rows, WeightType w
     if (tiles_64 >= 64) return FusedKernel::kTile64x64Pipeline6;
     return small_tiles;
   }
-  if ((rows <= 8 && heads <= 96) || (rows <= 16 && heads <= 8)) return FusedKernel::kColumnSplit;
+  // At 17-32 heads x 1-8 rows the 64 x 64 tiles (small_tiles) lead ColumnSplit, whose 128 blocks
+  // in clusters of 4 add 1.0 us to its bf16-output time there (0.4 us at 16 and 64 heads).
+  if ((rows <= 8 && heads <= 96 && (heads <= 16 || heads > 32)) || (rows <= 16 && heads <= 8)) {
+    return FusedKernel::kColumnSplit;
+  }
   if (tiles_64 >= 256 || (rows >= 128 && heads >= 96)) return FusedKernel::kPersistent128x128;
-  if (tiles_64 >= 48) {
-    return rows <= 16 && heads < 96 ? FusedKernel::kTile64x64Pipeline6 : FusedKernel::kTile64x128;
+  if (tiles_64 >= 64) {
+    return rows <= 32 && heads < 96 ? FusedKernel::kTile64x64Pipeline6 : FusedKernel::kTile64x128;
   }
   return small_tiles;
 }
