@@ -88,8 +88,8 @@ constexpr bool Tile64x128FillsOneWave(long long tiles, int multiprocessors) {
 // rule"). T counts 64-row tiles; its thresholds are measured crossovers on 132 SMs.
 constexpr FusedKernel DispatchE4m3OutputKernel(int heads, int rows, WeightType weight) {
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
-  // The 64 x 32 tiles up to 24 tiles with e4m3 W_UV and up to 16 with bf16 W_UV (from 16, the
-  // 64 x 64 tiles' pushed amax is the cheaper exchange).
+  // The 64 x 32 tiles below 24 tiles with e4m3 W_UV and below 16 with bf16 W_UV (from 16 the
+  // 64 x 64 tiles, whose amax exchange is between two blocks, lead).
   const FusedKernel small_tiles = tiles_64 < (weight == WeightType::kE4m3 ? 24 : 16)
                                       ? FusedKernel::kTile64x32AllSteps
                                       : FusedKernel::kTile64x64AllSteps;

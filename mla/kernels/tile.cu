@@ -664,7 +664,8 @@ constexpr WgConfig kWgConfigs[] = {
 };
 
 // The rule (mla/dispatch.h) counts on how many blocks of each share a multiprocessor (sm90.h).
-// The e4m3 output's amax area (at most 1 KB) leaves those counts as they are.
+// With either output (the e4m3 output's amax area is at most 1 KB, none in the 64 x 128 tiles,
+// which hold whole heads); e4m3 W_UV is staged within each stage's bf16 W_UV area.
 template <int kStages, int kCols, int kWarpgroups, bool kSmemLengths>
 constexpr bool BlocksOfBoth(size_t blocks) {
   return BlocksPerMultiprocessor(
@@ -711,19 +712,6 @@ struct Wg {
     return e != cudaSuccess ? e : LoadKernel(kUngatedKernel, T::kSmemBytes);
   }
 };
-
-// The index in kWgConfigs of `kernel`'s configuration (-1: none).
-constexpr int ConfigIndex(FusedKernel kernel) {
-  for (int i = 0; i < static_cast<int>(std::size(kWgConfigs)); ++i) {
-    if (kWgConfigs[i].kernel == kernel) return i;
-  }
-  return -1;
-}
-// e4m3 W_UV is staged within each stage's bf16 W_UV area, and the 64 x 128 tiles hold whole
-// heads (no amax area): the 4-stage 64 x 128 tiles keep two blocks a multiprocessor with both.
-static_assert(BlocksPerMultiprocessor(Wg<ConfigIndex(FusedKernel::kTile64x128), WeightType::kE4m3,
-                                         OutputType::kE4m3>::T::kSmemBytes) == 2,
-              "Tile64x128 with e4m3 W_UV and output: two");
 
 // Calls f(Wg<i, kW, kO>) for the configuration of `kernel`; false if it has none.
 template <WeightType kW, OutputType kO, typename F, int kIndex = 0>
