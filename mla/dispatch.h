@@ -80,37 +80,34 @@ constexpr bool Tile64x128FillsOneWave(long long tiles, int multiprocessors) {
 
 // The rule for the e4m3 output, drawn from the grid with every kernel forced on it (bf16 and
 // e4m3 W_UV): a head split over blocks exchanges its amax through a cluster (ColumnSplit,
-// LatentSplit, the 64 x 32 and 64 x 64 tiles), which costs the register kernels more than the
-// tiles, so the tiles lead from 9-32 rows at 8-16 heads and from 1 row at 32 heads and 16 rows
-// at 64 heads (bf16 W_UV); the kernels that hold whole heads (the 64 x 128 tiles,
-// Persistent128x128) lead from 64 tiles, at 128 heads already from 1 row, and Persistent128x128
-// from 128 rows at 96-128 heads, where W_UV's bytes dominate (docs/design.md, "The dispatch
-// rule"). T counts 64-row tiles; its thresholds are measured crossovers on 132 SMs.
+// LatentSplit, the 64 x 32 and 64 x 64 tiles); the register kernels lead at few rows (with bf16
+// W_UV ColumnSplit to 8 rows at up to 64 heads, 4 at 96, 16 at 16 and 32 at 8; with e4m3 W_UV
+// LatentSplit to 16 rows at up to 16 heads, then ColumnSplit), the 6-stage pipeline around 64
+// tiles, and the kernels that hold whole heads (the 64 x 128 tiles, Persistent128x128) beyond,
+// at 128 heads already from 1 row with bf16 W_UV (docs/design.md, "The dispatch rule"). T counts
+// 64-row tiles; its thresholds are measured crossovers on 132 SMs.
 constexpr FusedKernel DispatchE4m3OutputKernel(int heads, int rows, WeightType weight) {
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
-  // The 64 x 32 tiles below 24 tiles with e4m3 W_UV and below 16 with bf16 W_UV (from 16 the
-  // 64 x 64 tiles, whose amax exchange is between two blocks, lead).
-  const FusedKernel small_tiles = tiles_64 < (weight == WeightType::kE4m3 ? 24 : 16)
-                                      ? FusedKernel::kTile64x32AllSteps
-                                      : FusedKernel::kTile64x64AllSteps;
   if (weight == WeightType::kE4m3) {
-    if (rows <= 8 && heads <= 12) return FusedKernel::kLatentSplit;
-    if (rows <= 8 || (rows <= 16 && heads >= 32)) return FusedKernel::kColumnSplit;
+    if (rows <= 16 && heads <= 16) return FusedKernel::kLatentSplit;
+    if (rows <= 8 || (rows <= 16 && heads >= 64)) return FusedKernel::kColumnSplit;
     if (tiles_64 >= 384) return FusedKernel::kPersistent128x128;
-    if (tiles_64 >= 96) return FusedKernel::kTile64x128;
+    if (tiles_64 > 96) return FusedKernel::kTile64x128;
     if (tiles_64 >= 64) return FusedKernel::kTile64x64Pipeline6;
-    return small_tiles;
+    return tiles_64 <= 32 && rows <= 128 ? FusedKernel::kTile64x32AllSteps
+                                         : FusedKernel::kTile64x64AllSteps;
   }
-  // At 17-32 heads x 1-8 rows the 64 x 64 tiles (small_tiles) lead ColumnSplit, whose 128 blocks
-  // in clusters of 4 add 1.0 us to its bf16-output time there (0.4 us at 16 and 64 heads).
-  if ((rows <= 8 && heads <= 96 && (heads <= 16 || heads > 32)) || (rows <= 16 && heads <= 8)) {
+  if ((rows <= 8 && heads <= 64) || (rows <= 4 && heads <= 96) || (rows <= 16 && heads <= 16) ||
+      (rows <= 32 && heads <= 8)) {
     return FusedKernel::kColumnSplit;
   }
   if (tiles_64 >= 256 || (rows >= 128 && heads >= 96)) return FusedKernel::kPersistent128x128;
-  if (tiles_64 >= 64) {
-    return rows <= 32 && heads < 96 ? FusedKernel::kTile64x64Pipeline6 : FusedKernel::kTile64x128;
+  if (tiles_64 >= 48) {
+    return tiles_64 <= 64 || (rows <= 32 && heads < 128) ? FusedKernel::kTile64x64Pipeline6
+                                                         : FusedKernel::kTile64x128;
   }
-  return small_tiles;
+  // From 16 tiles the 64 x 64 tiles, whose amax exchange is between two blocks, lead.
+  return tiles_64 < 16 ? FusedKernel::kTile64x32AllSteps : FusedKernel::kTile64x64AllSteps;
 }
 
 // The rule, for a GPU with `multiprocessors` SMs (measured on H200s, 132). T counts 64-row

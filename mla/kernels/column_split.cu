@@ -23,10 +23,10 @@
 //
 // e4m3 output: a head's 128 columns are its 4 (e4m3 W_UV: 2) column blocks, launched as one cluster
 // (ColumnSplitE4m3OutputKernel; blocks of one cluster share their rows, so they run or leave
-// together). Each warp's amax of a row over its 8 (16) columns (a group's 4 lanes) is written
+// together). Each warp's amax of a row over its 8 (16) columns (a group's 4 lanes) is stored
 // into every block of the cluster through distributed shared memory (device::ClusterRowAmax);
-// after one cluster barrier each thread reads its rows' amax locally and quantizes its own gated
-// values.
+// once its block's copy is complete each thread reads its rows' amax locally and quantizes its
+// own gated values.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -109,7 +109,7 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
 
   // The e4m3 output's amax exchange (below).
   using RowAmax = device::ClusterRowAmax<kValueDim / kColumns, kThreads / 32, kTileRows>;
-  if constexpr (kO == OutputType::kE4m3) RowAmax::ArriveAtStart();
+  if constexpr (kO == OutputType::kE4m3) device::SharedObject<RowAmax>().Start();
   MLA_TIMELINE_STAMP(0);
   const int rows_before_wait = device::LiveRowsPinned(p.row_count, p.row_count_early, p.rows);
   // W_UV before the wait: weights are written by no upstream kernel. bf16 as the MMAs' fragments;
@@ -304,8 +304,8 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
     }
   } else {
     // Row r's parts: each warp's amax over its columns, from each block of the cluster.
-    __shared__ RowAmax amax;
-    RowAmax::AwaitStarts();
+    RowAmax& amax = device::SharedObject<RowAmax>();
+    amax.AwaitStarts();
 #pragma unroll
     for (int i = 0; i < kRowPairs; ++i) {
       const int r = (i / kHalves) * 16 + group + 8 * (i % kHalves);
@@ -317,7 +317,7 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
       m = device::GroupMax<4>(m);
       if (quarter == 0) amax.Publish(r, warp, m);
     }
-    device::ClusterSync();
+    amax.Await();
     const bool scale_writer = device::ClusterRank() == 0 && warp == 0 && quarter == 0;
 #pragma unroll
     for (int i = 0; i < kRowPairs; ++i) {

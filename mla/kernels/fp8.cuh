@@ -19,6 +19,7 @@
 
 #include <cstdint>
 
+#include "mla/kernels/device.cuh"
 #include "mla/kernels/params.h"
 
 namespace mla_tail::internal::device {
@@ -143,46 +144,81 @@ __device__ __forceinline__ uint32_t GroupMax(uint32_t m) {
   return m;
 }
 
-// The cluster's blocks meet: each block's shared-memory writes before the call are visible to
-// every block of the cluster after it. Every thread of every block calls.
-__device__ __forceinline__ void ClusterSync() { cooperative_groups::this_cluster().sync(); }
-
 // This block's rank in its cluster.
 __device__ __forceinline__ unsigned ClusterRank() {
   return cooperative_groups::this_cluster().block_rank();
 }
 
 // The partial amax of each row of a cluster's kBlocks blocks, kParts parts a block (its warps or
-// tiles), in every block's shared memory: each block writes its parts into every block's copy
-// (distributed shared memory), so that after one ClusterSync each block reads the rows' amax
-// from its own copy. No block touches another's shared memory after that barrier, so none waits
-// at a second one before it leaves. The object needs shared memory that nothing else uses (a
-// __shared__ variable, or an area of its own in dynamic shared memory): a block's pushes land
-// while the receiving block may still be computing.
+// tiles), in every block's shared memory. Each block stores each of its parts into every block's
+// copy with st.async, which counts the bytes on the receiving block's transaction barrier
+// (`landed`); a block waits for its own copy only (Await), then reads its rows' amax locally. No
+// cluster barrier stands between the parts and their use, and none keeps a block from leaving: a
+// block's copy is complete only once every store into it has landed. Every part of every row is
+// published exactly once (the barrier expects all of their bytes), into shared memory that
+// nothing else uses: stores land while the receiving block may still be computing.
 //
-// Distributed shared memory may be written only once its block has started: every thread calls
-// ArriveAtStart() first thing and AwaitStarts() before its first Publish (the cluster barrier's
-// first phase, which by then has long completed).
+// Distributed shared memory may be written only once its block has started and initialized its
+// barrier: every thread calls Start() first thing and AwaitStarts() before its first Publish (the
+// cluster barrier's one phase, which by then has long completed). The arrival is relaxed (with a
+// release the e4m3-output kernels took up to 0.2 us longer at few rows; docs/design.md), and the
+// expectation of the bytes follows the wait (set before the arrival, compute-sanitizer's racecheck
+// reports it as racing with the initialization).
 template <int kBlocks, int kParts, int kRows>
 struct ClusterRowAmax {
   alignas(16) uint32_t parts[kRows][kBlocks * kParts];
+  uint64_t landed;  // transaction barrier: every block's parts in `parts`
+  static constexpr uint32_t kBytes = sizeof(parts);
 
-  static __device__ __forceinline__ void ArriveAtStart() {
+  __device__ __forceinline__ void Start() {
+    if (threadIdx.x == 0) {
+      asm volatile(
+          "mbarrier.init.shared::cta.b64 [%0], 1;\n"
+          "fence.mbarrier_init.release.cluster;" ::"r"(SmemAddress(&landed))
+          : "memory");
+    }
     asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
   }
-  static __device__ __forceinline__ void AwaitStarts() {
+  // Stores from other blocks may land before the expectation: the transaction count may run below
+  // zero, and the phase cannot complete before its one arrival, which comes with the expectation.
+  __device__ __forceinline__ void AwaitStarts() {
     asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+    if (threadIdx.x == 0) {
+      asm volatile(
+          "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(SmemAddress(&landed)),
+          "r"(kBytes)
+          : "memory");
+    }
   }
 
   // This block's part `part` of row `row`, into every block's copy.
   __device__ __forceinline__ void Publish(int row, int part, uint32_t m) {
-    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-    uint32_t* slot = &parts[row][cluster.block_rank() * kParts + part];
+    const uint32_t slot = SmemAddress(&parts[row][ClusterRank() * kParts + part]);
+    const uint32_t barrier = SmemAddress(&landed);
 #pragma unroll
-    for (int rank = 0; rank < kBlocks; ++rank) *cluster.map_shared_rank(slot, rank) = m;
+    for (int rank = 0; rank < kBlocks; ++rank) {
+      asm volatile(
+          "{\n.reg .b32 remote_slot, remote_barrier;\n"
+          "mapa.shared::cluster.u32 remote_slot, %0, %2;\n"
+          "mapa.shared::cluster.u32 remote_barrier, %1, %2;\n"
+          "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [remote_slot], %3, "
+          "[remote_barrier];\n}" ::"r"(slot),
+          "r"(barrier), "r"(rank), "r"(m)
+          : "memory");
+    }
   }
 
-  // Row `row`'s amax bits, after a ClusterSync that follows every block's Publish calls.
+  // Returns once every block's parts have landed in this block's copy.
+  __device__ __forceinline__ void Await() {
+    asm volatile(
+        "{\n.reg .pred done;\n"
+        "WAIT_%=:\n"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], 0;\n"
+        "@!done bra WAIT_%=;\n}" ::"r"(SmemAddress(&landed))
+        : "memory");
+  }
+
+  // Row `row`'s amax bits, after Await().
   __device__ __forceinline__ uint32_t Max(int row) const {
     uint32_t m = 0;
 #pragma unroll
@@ -190,6 +226,13 @@ struct ClusterRowAmax {
     return m;
   }
 };
+
+// The one object of type T in a block's static shared memory (allocated only where called).
+template <typename T>
+__device__ __forceinline__ T& SharedObject() {
+  __shared__ T object;
+  return object;
+}
 
 // 8 bf16 values (one 16-byte word) of a (row, head) as 8 e4m3 bytes.
 __device__ __forceinline__ uint2 QuantizeBf16x8(const uint4& x, const OutputScale& s) {

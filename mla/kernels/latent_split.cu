@@ -24,9 +24,10 @@
 //
 // e4m3 output: a head's 8 column blocks are one cluster (LatentSplitE4m3OutputKernel; they share
 // their rows, so they run or leave together); each tile warp's amax of a row over its 8 columns
-// (a group's 4 lanes) is written into every block of the cluster through distributed shared
-// memory (device::ClusterRowAmax), and read locally after one cluster barrier. Every warp stays
-// to the end: the cluster's barrier counts all threads.
+// (a group's 4 lanes) is stored into every block of the cluster through distributed shared
+// memory (device::ClusterRowAmax), and read locally once the block's copy is complete. Every warp
+// stays to the end: the cluster barrier that orders those stores after each block's start counts
+// all threads.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -89,7 +90,7 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
 
   // The e4m3 output's amax exchange (below).
   using RowAmax = device::ClusterRowAmax<kValueDim / kColumns, kTiles, kRows>;
-  if constexpr (kO == OutputType::kE4m3) RowAmax::ArriveAtStart();
+  if constexpr (kO == OutputType::kE4m3) device::SharedObject<RowAmax>().Start();
   MLA_TIMELINE_STAMP(0);
   // W_UV before the wait: weights are written by no upstream kernel.
   uint4 w_fragment[kTiles][kW == WeightType::kBf16 ? kChunks : 1];
@@ -250,14 +251,14 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
     }
   } else {
     // Row r's parts: each tile's amax over its 8 columns, from each block of the cluster.
-    __shared__ RowAmax amax;
-    RowAmax::AwaitStarts();
+    RowAmax& amax = device::SharedObject<RowAmax>();
+    amax.AwaitStarts();
 #pragma unroll
     for (int half = 0; half < kHalves; ++half) {
       const uint32_t m = device::GroupMax<4>(device::Bf16x2MagnitudeMax(out[half]));
       if (warp < kTiles && quarter == 0) amax.Publish(group + 8 * half, warp, m);
     }
-    device::ClusterSync();
+    amax.Await();
     const bool scale_writer = device::ClusterRank() == 0 && warp == 0 && quarter == 0;
 #pragma unroll
     for (int half = 0; half < kHalves; ++half) {

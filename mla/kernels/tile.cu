@@ -50,8 +50,8 @@
 // columns is a shuffle over the lanes that hold the row, and with tiles narrower than a head
 // (32 or 64 columns) the head's column blocks are one cluster (TileE4m3OutputKernel; they share
 // their rows, so they run or leave together): each block pushes its rows' amax into every block's
-// area for it (WgTile::RowAmax, after the gate tile), and after one cluster barrier reads the
-// rows' amax locally, as ColumnSplit does. A lane quantizes 2-4 words of a row (fp8.cuh,
+// area for it (WgTile::RowAmax, after the gate tile), and once its own area is complete reads
+// the rows' amax locally, as ColumnSplit does. A lane quantizes 2-4 words of a row (fp8.cuh,
 // GatedRowWords).
 
 #include <cuda_bf16.h>
@@ -345,7 +345,9 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   const uint32_t smem_raw = device::SmemAddress(smem_words);
   const uint32_t smem_base = (smem_raw + kAlign - 1) & ~uint32_t{kAlign - 1};
   uint8_t* smem = reinterpret_cast<uint8_t*>(smem_words) + (smem_base - smem_raw);
-  if constexpr (T::kPushesAmax) T::RowAmax::ArriveAtStart();
+  if constexpr (T::kPushesAmax) {
+    reinterpret_cast<typename T::RowAmax*>(smem + T::kAmaxOffset)->Start();
+  }
 
   using Tile = device::TileAt;
   const Tile tile{static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x) * kCols,
@@ -587,7 +589,7 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
     constexpr int kPasses = kRows / kRowsPerPass;
     static_assert(kPasses * kRowsPerPass == kRows, "every lane has whole chunks of rows");
     typename T::RowAmax& amax = *reinterpret_cast<typename T::RowAmax*>(smem + T::kAmaxOffset);
-    if constexpr (T::kPushesAmax) T::RowAmax::AwaitStarts();
+    if constexpr (T::kPushesAmax) amax.AwaitStarts();
     const int lane = threadIdx.x % 32;
     const int part = lane % Words::kLanes;
     const int warp_row = Words::kRowsPerWarp * (threadIdx.x / 32) + Words::RowInWarp(lane);
@@ -604,7 +606,7 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
     }
     bool scale_writer = part == 0;
     if constexpr (T::kPushesAmax) {
-      device::ClusterSync();
+      amax.Await();
       scale_writer = scale_writer && device::ClusterRank() == 0;
     }
 #pragma unroll
