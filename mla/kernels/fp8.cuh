@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "mla/kernels/device.cuh"
+#include "mla/kernels/mbarrier.cuh"
 #include "mla/kernels/params.h"
 
 namespace mla_tail::internal::device {
@@ -172,10 +173,8 @@ struct ClusterRowAmax {
 
   __device__ __forceinline__ void Start() {
     if (threadIdx.x == 0) {
-      asm volatile(
-          "mbarrier.init.shared::cta.b64 [%0], 1;\n"
-          "fence.mbarrier_init.release.cluster;" ::"r"(SmemAddress(&landed))
-          : "memory");
+      MbarrierInit(&landed, 1);
+      FenceMbarrierInitForCluster();
     }
     asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
   }
@@ -183,40 +182,18 @@ struct ClusterRowAmax {
   // zero, and the phase cannot complete before its one arrival, which comes with the expectation.
   __device__ __forceinline__ void AwaitStarts() {
     asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
-    if (threadIdx.x == 0) {
-      asm volatile(
-          "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(SmemAddress(&landed)),
-          "r"(kBytes)
-          : "memory");
-    }
+    if (threadIdx.x == 0) MbarrierArriveExpectBytes(&landed, kBytes);
   }
 
   // This block's part `part` of row `row`, into every block's copy.
   __device__ __forceinline__ void Publish(int row, int part, uint32_t m) {
-    const uint32_t slot = SmemAddress(&parts[row][ClusterRank() * kParts + part]);
-    const uint32_t barrier = SmemAddress(&landed);
+    const uint32_t* slot = &parts[row][ClusterRank() * kParts + part];
 #pragma unroll
-    for (int rank = 0; rank < kBlocks; ++rank) {
-      asm volatile(
-          "{\n.reg .b32 remote_slot, remote_barrier;\n"
-          "mapa.shared::cluster.u32 remote_slot, %0, %2;\n"
-          "mapa.shared::cluster.u32 remote_barrier, %1, %2;\n"
-          "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [remote_slot], %3, "
-          "[remote_barrier];\n}" ::"r"(slot),
-          "r"(barrier), "r"(rank), "r"(m)
-          : "memory");
-    }
+    for (int rank = 0; rank < kBlocks; ++rank) StoreAsyncToRank(slot, m, &landed, rank);
   }
 
   // Returns once every block's parts have landed in this block's copy.
-  __device__ __forceinline__ void Await() {
-    asm volatile(
-        "{\n.reg .pred done;\n"
-        "WAIT_%=:\n"
-        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], 0;\n"
-        "@!done bra WAIT_%=;\n}" ::"r"(SmemAddress(&landed))
-        : "memory");
-  }
+  __device__ __forceinline__ void Await() { MbarrierWaitForCluster(&landed, 0); }
 
   // Row `row`'s amax bits, after Await().
   __device__ __forceinline__ uint32_t Max(int row) const {

@@ -1,9 +1,10 @@
 #ifndef MLA_TAIL_MLA_KERNELS_MBARRIER_CUH_
 #define MLA_TAIL_MLA_KERNELS_MBARRIER_CUH_
 
-// Shared-memory mbarriers of one block, for kernels whose warps hand buffers to each other
-// without block-wide barriers. A barrier counts arrivals per phase; waiters name the phase they
-// wait for by its parity, so a waiter must never be more than one phase ahead of the barrier.
+// Shared-memory mbarriers, for kernels whose warps hand buffers to each other without block-wide
+// barriers, and for stores from the other blocks of a cluster. A barrier counts arrivals per phase;
+// waiters name the phase they wait for by its parity, so a waiter must never be more than one phase
+// ahead of the barrier.
 
 #include <cuda_runtime.h>
 
@@ -41,6 +42,48 @@ __device__ __forceinline__ void MbarrierWait(uint64_t* barrier, uint32_t parity)
       "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
       "@!done bra WAIT_%=;\n}" ::"r"(SmemAddress(barrier)),
       "r"(parity)
+      : "memory");
+}
+
+// Barriers that other blocks of the cluster signal (transaction counts in bytes).
+
+// After MbarrierInit, before a cluster barrier's arrival: the initialization happens before any
+// use by another block of the cluster that waits at that barrier first.
+__device__ __forceinline__ void FenceMbarrierInitForCluster() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+// An arrival that also expects `bytes` more of the phase's asynchronous stores.
+__device__ __forceinline__ void MbarrierArriveExpectBytes(uint64_t* barrier, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(SmemAddress(barrier)),
+               "r"(bytes)
+               : "memory");
+}
+
+// Acquire at cluster scope: returns once the phase of parity `parity` has completed; the stores
+// it counted, from any block of the cluster, are then visible.
+__device__ __forceinline__ void MbarrierWaitForCluster(uint64_t* barrier, uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n}" ::"r"(SmemAddress(barrier)),
+      "r"(parity)
+      : "memory");
+}
+
+// st.async: stores `value` at the place `slot` names in block `rank` of the cluster and counts its
+// 4 bytes on that block's barrier at the place `barrier` names (both in this block's shared
+// memory).
+__device__ __forceinline__ void StoreAsyncToRank(const uint32_t* slot, uint32_t value,
+                                                 const uint64_t* barrier, uint32_t rank) {
+  asm volatile(
+      "{\n.reg .b32 remote_slot, remote_barrier;\n"
+      "mapa.shared::cluster.u32 remote_slot, %0, %2;\n"
+      "mapa.shared::cluster.u32 remote_barrier, %1, %2;\n"
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [remote_slot], %3, "
+      "[remote_barrier];\n}" ::"r"(SmemAddress(slot)),
+      "r"(SmemAddress(barrier)), "r"(rank), "r"(value)
       : "memory");
 }
 
