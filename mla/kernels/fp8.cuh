@@ -193,7 +193,7 @@ struct ClusterRowAmax {
   }
 
   // Returns once every block's parts have landed in this block's copy.
-  __device__ __forceinline__ void Await() { MbarrierWaitForCluster(&landed, 0); }
+  __device__ __forceinline__ void Await() { MbarrierWait<MbarrierScope::kCluster>(&landed, 0); }
 
   // Row `row`'s amax bits, after Await().
   __device__ __forceinline__ uint32_t Max(int row) const {

@@ -34,15 +34,28 @@ __device__ __forceinline__ void MbarrierArriveOnCopies(uint64_t* barrier) {
                : "memory");
 }
 
+// What a wait acquires: this block's arrivals and copies (kBlock), or also the stores that other
+// blocks of the cluster counted on the barrier (kCluster).
+enum class MbarrierScope { kBlock, kCluster };
+
 // Acquire: returns once the phase of parity `parity` has completed.
+template <MbarrierScope kScope = MbarrierScope::kBlock>
 __device__ __forceinline__ void MbarrierWait(uint64_t* barrier, uint32_t parity) {
-  asm volatile(
-      "{\n.reg .pred done;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT_%=;\n}" ::"r"(SmemAddress(barrier)),
-      "r"(parity)
-      : "memory");
+#define MLA_TAIL_MBARRIER_WAIT(SEMANTICS)                   \
+  asm volatile(                                             \
+      "{\n.reg .pred done;\n"                               \
+      "WAIT_%=:\n"                                          \
+      "mbarrier.try_wait.parity" SEMANTICS                  \
+      ".shared::cta.b64 done, [%0], %1;\n"                  \
+      "@!done bra WAIT_%=;\n}" ::"r"(SmemAddress(barrier)), \
+      "r"(parity)                                           \
+      : "memory")
+  if constexpr (kScope == MbarrierScope::kCluster) {
+    MLA_TAIL_MBARRIER_WAIT(".acquire.cluster");
+  } else {
+    MLA_TAIL_MBARRIER_WAIT("");
+  }
+#undef MLA_TAIL_MBARRIER_WAIT
 }
 
 // Barriers that other blocks of the cluster signal (transaction counts in bytes).
@@ -58,18 +71,6 @@ __device__ __forceinline__ void MbarrierArriveExpectBytes(uint64_t* barrier, uin
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(SmemAddress(barrier)),
                "r"(bytes)
                : "memory");
-}
-
-// Acquire at cluster scope: returns once the phase of parity `parity` has completed; the stores
-// it counted, from any block of the cluster, are then visible.
-__device__ __forceinline__ void MbarrierWaitForCluster(uint64_t* barrier, uint32_t parity) {
-  asm volatile(
-      "{\n.reg .pred done;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT_%=;\n}" ::"r"(SmemAddress(barrier)),
-      "r"(parity)
-      : "memory");
 }
 
 // st.async: stores `value` at the place `slot` names in block `rank` of the cluster and counts its
