@@ -60,19 +60,8 @@ constexpr size_t SmemBytes() {
 }
 
 // Groups of 8 columns a warp owns: with e4m3 W_UV two, so that a block reads the bf16 form's bytes.
-// Forms of the e4m3 blocks measured against the kept one (0), built with MLA_E4M3_CS_VARIANT:
-// 1: 32 columns a block (one group a warp), W_UV dequantized before the dependency wait into the
-//    bf16 form's fragments; 2: 64 columns, both groups dequantized before the wait (255
-//    registers; spills a few words); 3: the kept form with launch_dependents before the wait
-//    (every ColumnSplit form, bf16 too); 4: 2 and 3 together.
-#ifndef MLA_E4M3_CS_VARIANT
-#define MLA_E4M3_CS_VARIANT 0
-#endif
-constexpr int kE4m3Variant = MLA_E4M3_CS_VARIANT;
 template <WeightType kW>
-constexpr int kGroupsOf = kW == WeightType::kE4m3 && kE4m3Variant != 1 ? 2 : 1;
-template <WeightType kW>
-constexpr bool kAheadOf = kW == WeightType::kBf16 || kE4m3Variant == 1 || kE4m3Variant == 2 || kE4m3Variant == 4;
+constexpr int kGroupsOf = kW == WeightType::kE4m3 ? 2 : 1;
 template <WeightType kW>
 constexpr int kColumnsOf = 32 * kGroupsOf<kW>;  // a block's columns (4 warps)
 
@@ -127,13 +116,12 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   // e4m3 as loaded (dequantized at their chunk's MMAs), with the head's block scales.
   const auto* w_column = device::WeightTraits<kW>::Base(p) + head * p.w_head_stride +
                          static_cast<int64_t>(column + group) * p.w_row_stride + 8 * quarter;
-  constexpr bool kAhead = kAheadOf<kW>;
-  uint4 w_fragment[kAhead ? kGroups : 1][kAhead ? kChunks : 1];
+  uint4 w_fragment[kW == WeightType::kBf16 ? kChunks : 1];
   uint2 w_raw[kGroups][kW == WeightType::kE4m3 ? kChunks : 1];
   float4 scales;
   if constexpr (kW == WeightType::kBf16) {
 #pragma unroll
-    for (int c = 0; c < kChunks; ++c) w_fragment[0][c] = device::LoadWeight16(w_column + 32 * c);
+    for (int c = 0; c < kChunks; ++c) w_fragment[c] = device::LoadWeight16(w_column + 32 * c);
   } else {
     scales = device::LoadBlockScales<kW>(p, head);
 #pragma unroll
@@ -146,17 +134,7 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   }
   device::PrefetchBlockInputsL2<kGated, kGateMayBeNull>(p, head, t0, kTileRows, 0, kLatentDim,
                                                         chunk * kColumns, kColumns);
-  if constexpr (kW == WeightType::kE4m3 && kAhead) {
-#pragma unroll
-    for (int j = 0; j < kGroups; ++j) {
-#pragma unroll
-      for (int c = 0; c < kChunks; ++c) {
-        w_fragment[j][c] = device::DequantizeE4m3x8(w_raw[j][c], device::BlockScale(scales, c / 4));
-      }
-    }
-  }
 
-  if constexpr (kE4m3Variant >= 3) device::LaunchDependents();
   device::GridDependencyWait();
   MLA_TIMELINE_STAMP(1);
   // Rows at and past the live count are neither read nor written, except that rows below
@@ -248,8 +226,8 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
     uint4 w[kGroups];
 #pragma unroll
     for (int j = 0; j < kGroups; ++j) {
-      if constexpr (kAhead) {
-        w[j] = w_fragment[j][c];
+      if constexpr (kW == WeightType::kBf16) {
+        w[j] = w_fragment[c];
       } else {
         w[j] = device::DequantizeE4m3x8(w_raw[j][c], device::BlockScale(scales, c / 4));
       }
@@ -381,10 +359,7 @@ __global__ void __launch_bounds__(kThreads) __cluster_dims__(kValueDim / kColumn
 // stamps, where compiled in, take their own on top.
 template <WeightType kW, OutputType kO>
 constexpr int kDirectMaxRegisters =
-    (kW == WeightType::kBf16 && kO == OutputType::kBf16 ? 144
-     : kW == WeightType::kE4m3 && (kE4m3Variant == 2 || kE4m3Variant == 4) ? 255
-                                                      : 160) +
-    MLA_TIMELINE_STAMP_REGISTERS;
+    (kW == WeightType::kBf16 && kO == OutputType::kBf16 ? 144 : 160) + MLA_TIMELINE_STAMP_REGISTERS;
 
 template <GateLoads kGate, WeightType kW>
 __global__ void __maxnreg__((kDirectMaxRegisters<kW, OutputType::kBf16>))
