@@ -1,7 +1,6 @@
-// The main of a probe without options: timeline_probe, timeline_probe_clean, multicast_probe,
-// sm_ingest_probe. Each links one library that defines PROBE_RUN's function.
+// The main of a probe without options: multicast_probe, sm_ingest_probe. Each links one library
+// that defines PROBE_RUN's function.
 #include "bench/multicast_probe.h"
 #include "bench/sm_ingest_probe.h"
-#include "bench/timeline_probe.h"
 
 int main() { return mla_tail_bench::PROBE_RUN(); }

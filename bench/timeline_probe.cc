@@ -44,17 +44,24 @@ double Quantile(std::vector<double> v, double q) {
 }
 
 struct Layer {
-  mla_tail::bf16 *latent, *w, *gate, *out;
+  mla_tail::bf16 *latent, *w, *gate, *out;  // w: bf16, or e4m3 in its first half
   int32_t* lengths;
+  float* w_scales;  // e4m3: 4 a head
 };
 
-// The shapes of tensor-parallel deployments (8-16 heads a GPU), 1-1024 rows, q = 1.
-constexpr int kHeads[] = {8, 12, 16};
-constexpr int kRows[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
+// The shapes of tensor-parallel deployments (8-16 heads a GPU), 1-1024 rows; or many heads at
+// few rows. q = 1.
+const std::vector<int> kTpHeads = {8, 12, 16};
+const std::vector<int> kTpRows = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
+const std::vector<int> kManyHeads = {32, 64, 96, 128};
+const std::vector<int> kManyHeadsRows = {1, 2, 4, 8, 16};
 
 }  // namespace
 
-int RunTimelineProbe() {
+int RunTimelineProbe(const TimelineProbeOptions& options) {
+  const bool e4m3 = options.e4m3_weights;
+  const mla_tail::WeightType weight =
+      e4m3 ? mla_tail::WeightType::kE4m3 : mla_tail::WeightType::kBf16;
   constexpr int kMaxBlocks = kTimelineMaxBlocks;
   constexpr int kPoints = kTimelinePoints;
   constexpr int kSlots = kTimelineSlots;
@@ -87,19 +94,21 @@ int RunTimelineProbe() {
   std::fflush(stdout);
   static long long clocks[kSlots][kMaxBlocks][kPoints];
   static long long times[kSlots][kMaxBlocks][3];
-  for (const int heads : kHeads) {
-    for (const int rows : kRows) {
+  for (const int heads : options.many_heads ? kManyHeads : kTpHeads) {
+    for (const int rows : options.many_heads ? kManyHeadsRows : kTpRows) {
       const mla_tail::FusedKernel kernel =
-          mla_tail::DispatchFusedKernel(heads, rows, multiprocessors);
+          mla_tail::DispatchFusedKernel(heads, rows, multiprocessors, weight);
       if (kernel == mla_tail::FusedKernel::kPersistent128x128) continue;  // it has no stamps
       // A launch depends on the shape and on whether there is a gate (the layers have one; the
       // plan never reads it).
       static const mla_tail::bf16 kAnyGate{};
+      static const mla_tail::fp8_e4m3 kAnyE4m3{};
       mla_tail::internal::FusedTailParams planned = {};
       planned.heads = heads;
       planned.rows = rows;
       planned.q = 1;
       planned.gate = &kAnyGate;
+      if (e4m3) planned.w_uv_fp8 = &kAnyE4m3;
       mla_tail::internal::KernelLaunch launch;
       CUDA_CHECK(mla_tail::internal::PlanFusedKernel(planned, kernel, multiprocessors, &launch));
       const int blocks = static_cast<int>(launch.grid.x * launch.grid.y * launch.grid.z);
@@ -107,7 +116,7 @@ int RunTimelineProbe() {
       const size_t latent_n = size_t{1} * rows * heads * 512;
       const size_t w_n = size_t{1} * heads * 128 * 512;
       const size_t out_n = size_t{1} * rows * heads * 128;
-      const size_t bytes = 2 * (latent_n + w_n + 2 * out_n) + 4 * size_t(rows);
+      const size_t bytes = 2 * (latent_n + 2 * out_n) + (e4m3 ? 1 : 2) * w_n + 4 * size_t(rows);
       // L2 cold: layers' bytes over 180 MB, a multiple of the stamp slots.
       const int layers = static_cast<int>(
           std::max<size_t>(2, ((size_t{180} << 20) / bytes + kSlots) / kSlots) * kSlots);
@@ -122,14 +131,28 @@ int RunTimelineProbe() {
         CUDA_CHECK(cudaMemset(l.w, 0x3c, w_n * 2));
         CUDA_CHECK(cudaMemset(l.gate, 0x3c, out_n * 2));
         CUDA_CHECK(cudaMemset(l.lengths, 1, rows * 4));
+        l.w_scales = nullptr;
+        if (e4m3) {
+          const std::vector<float> scales(size_t{4} * heads, 1.0f / 128);
+          CUDA_CHECK(cudaMalloc(&l.w_scales, scales.size() * sizeof(float)));
+          CUDA_CHECK(cudaMemcpy(l.w_scales, scales.data(), scales.size() * sizeof(float),
+                                cudaMemcpyHostToDevice));
+        }
       }
       // All layers' tails back to back in one graph, with PDL, as tail_bench's embedded graph.
       cudaGraph_t graph;
       CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
       for (const Layer& l : all) {
-        const mla_tail::internal::FusedTailParams params = mla_tail::internal::MakeFusedTailParams(
-            {heads, rows, 1},
-            mla_tail::CompactBuffers({heads, rows, 1}, l.latent, l.w, l.gate, l.lengths, l.out));
+        mla_tail::TailBuffers buffers =
+            mla_tail::CompactBuffers({heads, rows, 1}, l.latent, l.w, l.gate, l.lengths, l.out);
+        if (e4m3) {
+          buffers.w_uv = nullptr;
+          buffers.w_uv_fp8 = reinterpret_cast<const mla_tail::fp8_e4m3*>(l.w);
+          buffers.w_uv_scale = l.w_scales;
+          buffers.w_uv_scale_head_stride = 4;
+        }
+        const mla_tail::internal::FusedTailParams params =
+            mla_tail::internal::MakeFusedTailParams({heads, rows, 1}, buffers);
         CUDA_CHECK(mla_tail::internal::LaunchKernel(launch, &params, stream, /*pdl=*/true));
       }
       CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
@@ -147,8 +170,8 @@ int RunTimelineProbe() {
         CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
         replay_us.push_back(ms * 1000.0 / layers);
       }
-      std::printf("%d,%d,%s,%d,%d,%.3f", heads, rows, mla_tail::FusedKernelName(kernel), blocks,
-                  layers, Quantile(replay_us, 0.5));
+      std::printf("%d,%d,%s%s,%d,%d,%.3f", heads, rows, mla_tail::FusedKernelName(kernel),
+                  e4m3 ? "/e4m3" : "", blocks, layers, Quantile(replay_us, 0.5));
       if (kStamped) {
         CUDA_CHECK(cudaMemset(record->launches, 0, sizeof(record->launches)));
         CUDA_CHECK(cudaGraphLaunch(exec, stream));
@@ -203,6 +226,7 @@ int RunTimelineProbe() {
         CUDA_CHECK(cudaFree(l.gate));
         CUDA_CHECK(cudaFree(l.out));
         CUDA_CHECK(cudaFree(l.lengths));
+        if (l.w_scales != nullptr) CUDA_CHECK(cudaFree(l.w_scales));
       }
     }
   }

@@ -31,6 +31,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "mla/kernels/device.cuh"
@@ -356,10 +357,11 @@ __global__ void __launch_bounds__(kThreads) __cluster_dims__(kValueDim / kColumn
 // 8 rows: held to 144 registers a thread, so that three blocks still fit beside an upstream
 // kernel's (docs/design.md). e4m3 W_UV (two groups' 8-byte words held to their MMAs) and the
 // e4m3 output's epilogue hold a few more (144 spilled; 160 still fit three). The timeline
-// stamps, where compiled in, take their own on top.
+// stamps, where compiled in, take their own on top, up to the 168 at which three still fit.
 template <WeightType kW, OutputType kO>
-constexpr int kDirectMaxRegisters =
-    (kW == WeightType::kBf16 && kO == OutputType::kBf16 ? 144 : 160) + MLA_TIMELINE_STAMP_REGISTERS;
+constexpr int kDirectMaxRegisters = std::min(
+    (kW == WeightType::kBf16 && kO == OutputType::kBf16 ? 144 : 160) + MLA_TIMELINE_STAMP_REGISTERS,
+    168);
 
 template <GateLoads kGate, WeightType kW>
 __global__ void __maxnreg__((kDirectMaxRegisters<kW, OutputType::kBf16>))
