@@ -7,7 +7,8 @@
 //   0  entry
 //   1  the dependency wait returned (W_UV's first steps and the L2 prefetch issued before it)
 //   2  ColumnSplit, LatentSplit: the latent in registers or shared memory; Tile: K
-//      step 0's copies landed and published. 3-9: Tile's K steps 1-7 likewise
+//      step 0's copies landed and published. 3-9: Tile's K steps 1-7 likewise; 3 in
+//      ColumnSplit: its W_UV words (loaded before the wait) in registers, after point 2
 //   10 the last MMAs done (LatentSplit: every warp's partial sums in shared memory)
 //   11 the epilogue done (gate applied; Tile: the tile in shared memory)
 //   12 the stores issued
@@ -82,7 +83,9 @@ int RunTimelineProbe(const TimelineProbeOptions& options) {
   CUDA_CHECK(cudaEventCreate(&e1));
   // Phases, medians over the middle layers' blocks (p90 for the chain): release = the wait's
   // return after the previous layer's last store; data = wait to the first latent landed;
-  // steps = the later K steps; mma = the last step to the last MMAs; epilogue; stores;
+  // steps = the later K steps (ColumnSplit: the latent landed to its W_UV in registers); mma =
+  // the last step to the last MMAs (ColumnSplit: with e4m3 W_UV, its dequantization); epilogue;
+  // stores;
   // chain = the wait's return to the stores issued.
   std::printf("heads,rows,kernel,blocks,layers,us_per_layer");
   if (kStamped) {
@@ -191,7 +194,7 @@ int RunTimelineProbe(const TimelineProbeOptions& options) {
         }
         const bool wgmma = kernel != mla_tail::FusedKernel::kColumnSplit &&
                            kernel != mla_tail::FusedKernel::kLatentSplit;
-        const int last_step = wgmma ? 9 : 2;
+        const int last_step = wgmma ? 9 : kernel == mla_tail::FusedKernel::kColumnSplit ? 3 : 2;
         std::vector<double> period, ahead, release, data, steps, mma, epilogue, stores, chain;
         for (int s = 4; s < kSlots - 2; ++s) {
           period.push_back((first[s + 1] - first[s]) / 1000.0);

@@ -209,6 +209,11 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   } else {
     MLA_TIMELINE_STAMP_AFTER(2, a_rows[0].x ^ a_rows[kChunks - 1].w);
   }
+  if constexpr (kW == WeightType::kBf16) {
+    MLA_TIMELINE_STAMP_AFTER(3, w_fragment[0].x ^ w_fragment[kChunks - 1].w);
+  } else {
+    MLA_TIMELINE_STAMP_AFTER(3, w_raw[0][0].x ^ w_raw[kGroups - 1][kChunks - 1].y);
+  }
   // A block of none of the live rows leaves once its loads are issued. With this branch (which
   // without a count never fires) ColumnSplit measured faster at 8-96 heads x 1-16 rows, for a
   // reason its machine code does not show: the trigger preceded the MMAs before too
