@@ -4,8 +4,8 @@
 # forced, the e4m3 grid and e4m3-output comparison, the q checks, PyTorch, the tail after the
 # stand-in upstream kernel (with every fused kernel forced where the dispatch rule's exceptions
 # lie), the large batches, the PDL probe, the timeline probe, a multiprocessor's intake
-# (sm_ingest_probe), graph_bench, the table and plot (bench/report.py), the
-# decode demo, the consumer runtime (examples/runtime) checked and measured inside its own step
+# (sm_ingest_probe), the rates of e4m3 dequantization (convert_probe), graph_bench, the table and
+# plot (bench/report.py), the decode demo, the consumer runtime (examples/runtime) checked and measured inside its own step
 # graph, and the other consumers (a plugin loaded with dlopen, the CMake consumer) checked.
 # tail_bench checks a sample of every output it times against the CPU reference and fails on a
 # mismatch. The GPU is required (MLA_TAIL_REQUIRE_GPU=1).
@@ -17,7 +17,7 @@
 #              keeps what it had)
 #     --skip   steps not to run: graph_bench, row_count, no_gate, no_gate_embeddings, grid, fp8,
 #              fp8_output, q, torch, upstream, upstream_kernels, upstream_exceptions, upstream_no_smem, large,
-#              pdl_probe, timeline, sm_ingest, demo, runtime, consumers
+#              pdl_probe, timeline, sm_ingest, convert, demo, runtime, consumers
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$PWD/gpu-benchmarks}
@@ -194,6 +194,8 @@ timeline() {
 step timeline - timeline_probe.err timeline
 sm_ingest() { timeout 30 "$bin/sm_ingest_probe" >"$out/sm_ingest_probe.csv"; }
 step sm_ingest - sm_ingest_probe.err sm_ingest
+convert() { timeout 30 "$bin/convert_probe" >"$out/convert_probe.csv"; }
+step convert - convert_probe.err convert
 python3 "$here/scripts/report.py" "$out" >"$out/table.md" 2>&1
 step demo 45 decode_demo_61_layers.log "$bin/decode_demo" --layers=61 --steps=40
 # The consumer runtime: 61 layers a step graph of its own, pointers and lengths changed every
