@@ -61,15 +61,8 @@ constexpr size_t SmemBytes() {
 }
 
 // Groups of 8 columns a warp owns: with e4m3 W_UV two, so that a block reads the bf16 form's bytes.
-// For measurement: MLA_CS_E4M3_VARIANT 1 gives e4m3 blocks 32 columns (one group a warp), 2 also
-// dequantizes their W_UV into bf16 fragments once the latent's loads are issued (before they
-// land); MLA_CS_ROW_LOOP 1 runs e4m3 W_UV past 16 rows in ColumnSplitRowLoopKernel.
-#ifndef MLA_CS_E4M3_VARIANT
-#define MLA_CS_E4M3_VARIANT 0
-#endif
-constexpr int kCsVariant = MLA_CS_E4M3_VARIANT;
 template <WeightType kW>
-constexpr int kGroupsOf = kW == WeightType::kE4m3&& kCsVariant == 0 ? 2 : 1;
+constexpr int kGroupsOf = kW == WeightType::kE4m3 ? 2 : 1;
 template <WeightType kW>
 constexpr int kColumnsOf = 32 * kGroupsOf<kW>;  // a block's columns (4 warps)
 
@@ -124,8 +117,7 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   // e4m3 as loaded (dequantized at their chunk's MMAs), with the head's block scales.
   const auto* w_column = device::WeightTraits<kW>::Base(p) + head * p.w_head_stride +
                          static_cast<int64_t>(column + group) * p.w_row_stride + 8 * quarter;
-  constexpr bool kEarly = kW == WeightType::kE4m3 && kCsVariant == 2;
-  uint4 w_fragment[kW == WeightType::kBf16 || kEarly ? kChunks : 1];
+  uint4 w_fragment[kW == WeightType::kBf16 ? kChunks : 1];
   uint2 w_raw[kGroups][kW == WeightType::kE4m3 ? kChunks : 1];
   float4 scales;
   if constexpr (kW == WeightType::kBf16) {
@@ -210,12 +202,6 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
 
   // All of this grid's upstream-written inputs are in flight or loaded: the next kernel may start.
   device::LaunchDependents();
-  if constexpr (kEarly) {
-#pragma unroll
-    for (int c = 0; c < kChunks; ++c) {
-      w_fragment[c] = device::DequantizeE4m3x8(w_raw[0][c], device::BlockScale(scales, c / 4));
-    }
-  }
   if constexpr (!kDirect) {
     device::CopyAsyncCommitAndWaitAll();
     __syncthreads();
@@ -246,7 +232,7 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
     uint4 w[kGroups];
 #pragma unroll
     for (int j = 0; j < kGroups; ++j) {
-      if constexpr (kW == WeightType::kBf16 || kEarly) {
+      if constexpr (kW == WeightType::kBf16) {
         w[j] = w_fragment[c];
       } else {
         w[j] = device::DequantizeE4m3x8(w_raw[j][c], device::BlockScale(scales, c / 4));
@@ -361,103 +347,6 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   MLA_TIMELINE_STAMP(12);
 }
 
-#ifndef MLA_CS_ROW_LOOP
-#define MLA_CS_ROW_LOOP 0
-#endif
-// For measurement (MLA_CS_ROW_LOOP 1): e4m3 W_UV, 32 columns a block, W_UV dequantized once into
-// bf16 fragments, every row of the batch in 16-row tiles (latent double-buffered in shared
-// memory). Ignores the live row count.
-template <bool kGated>
-__global__ void __launch_bounds__(kThreads) ColumnSplitRowLoopKernel(const FusedTailParams p) {
-  extern __shared__ uint4 smem_words[];
-  bf16* rows_smem = reinterpret_cast<bf16*>(smem_words);  // [2][16][kSmemRow]
-  const int chunk = blockIdx.x;
-  const int head = blockIdx.y;
-  const int lane = threadIdx.x % 32;
-  const int warp = threadIdx.x / 32;
-  const int group = lane / 4;
-  const int quarter = lane % 4;
-  const int column = chunk * 32 + warp * 8;
-  const fp8_e4m3* w_column = p.w_uv_fp8 + head * p.w_head_stride +
-                             static_cast<int64_t>(column + group) * p.w_row_stride + 8 * quarter;
-  uint2 w_raw[kChunks];
-  const float4 scales = device::LoadBlockScales<WeightType::kE4m3>(p, head);
-#pragma unroll
-  for (int c = 0; c < kChunks; ++c) w_raw[c] = device::LoadWeight8(w_column + 32 * c);
-  device::GridDependencyWait();
-  const int rows = p.rows;
-  const bf16* latent_head = p.latent + head * kLatentDim;
-  const auto stage = [&](int buffer, int t0) {
-    for (int i = threadIdx.x; i < 16 * kWordsPerRow; i += kThreads) {
-      const int r = i / kWordsPerRow;
-      const int word = i % kWordsPerRow;
-      const bool valid = t0 + r < rows;
-      const bf16* src = valid ? latent_head + (t0 + r) * p.latent_row_stride + word * 8 : p.latent;
-      device::CopyAsync16(rows_smem + (buffer * 16 + r) * kSmemRow + word * 8, src, valid);
-    }
-    device::CopyAsyncCommit();
-  };
-  stage(0, 0);
-  if (16 < rows) stage(1, 16);
-  device::LaunchDependents();
-  uint4 w_fragment[kChunks];
-#pragma unroll
-  for (int c = 0; c < kChunks; ++c) {
-    w_fragment[c] = device::DequantizeE4m3x8(w_raw[c], device::BlockScale(scales, c / 4));
-  }
-  const int out_column = head * kValueDim + column + 2 * quarter;
-  for (int t0 = 0, tile = 0; t0 < rows; t0 += 16, ++tile) {
-    const int buffer = tile % 2;
-    uint32_t gate_word[2];
-    int32_t length[2];
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int t = min(t0 + group + 8 * half, rows - 1);
-      gate_word[half] =
-          kGated ? *reinterpret_cast<const uint32_t*>(p.gate + t * p.gate_row_stride + out_column)
-                 : 0u;
-      length[half] = p.lengths[t / p.q];
-    }
-    if (t0 + 16 < rows) {
-      device::CopyAsyncWait<1>();
-    } else {
-      device::CopyAsyncWait<0>();
-    }
-    __syncthreads();
-    float acc[2][4] = {};
-#pragma unroll
-    for (int c = 0; c < kChunks; ++c) {
-      const bf16* row_lo = rows_smem + (buffer * 16 + group) * kSmemRow + 32 * c + 8 * quarter;
-      const uint4 x = *reinterpret_cast<const uint4*>(row_lo);
-      const uint4 y = *reinterpret_cast<const uint4*>(row_lo + 8 * kSmemRow);
-      device::MmaBf16(acc[0], x.x, y.x, x.y, y.y, w_fragment[c].x, w_fragment[c].y);
-      device::MmaBf16(acc[1], x.z, y.z, x.w, y.w, w_fragment[c].z, w_fragment[c].w);
-    }
-    __syncthreads();  // the buffer is free: stage the tile after next into it
-    if (t0 + 32 < rows) stage(buffer, t0 + 32);
-    float v[4];
-    uint32_t gates[2];
-    bool active[2];
-    uint32_t out[2];
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      v[2 * half] = __bfloat162float(__float2bfloat16_rn(acc[0][2 * half] + acc[1][2 * half]));
-      v[2 * half + 1] =
-          __bfloat162float(__float2bfloat16_rn(acc[0][2 * half + 1] + acc[1][2 * half + 1]));
-      gates[half] = gate_word[half];
-      active[half] = length[half] > 0;
-    }
-    device::EpiloguePairs<kGated>(v, gates, active, out);
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int t = t0 + group + 8 * half;
-      if (t < rows) {
-        *reinterpret_cast<uint32_t*>(p.output + t * p.output_row_stride + out_column) = out[half];
-      }
-    }
-  }
-}
-
 template <int kTileRows, GateLoads kGate, WeightType kW>
 __global__ void __launch_bounds__(kThreads) ColumnSplitKernel(const FusedTailParams p) {
   ColumnSplitBlock<kTileRows, kGate, kW, OutputType::kBf16>(p);
@@ -566,17 +455,6 @@ cudaError_t LoadColumnSplit() {
 
 template <WeightType kW, OutputType kO>
 KernelLaunch PlanColumnSplit(int heads, int rows, int multiprocessors, bool gated) {
-  if constexpr (kW == WeightType::kE4m3 && kO == OutputType::kBf16) {
-    if (MLA_CS_ROW_LOOP && rows > 16) {
-      KernelLaunch launch;
-      launch.function = gated ? reinterpret_cast<const void*>(ColumnSplitRowLoopKernel<true>)
-                              : reinterpret_cast<const void*>(ColumnSplitRowLoopKernel<false>);
-      launch.grid = dim3(kValueDim / 32, heads, 1);
-      launch.block = dim3(kThreads);
-      launch.smem_bytes = 2 * SmemBytes<16>();
-      return launch;
-    }
-  }
   switch (ColumnSplitBlockRows(heads, rows, multiprocessors, kW)) {
     case 8:
       return LaunchOf<8, kW, kO>(heads, rows, gated);

@@ -93,34 +93,8 @@ __device__ __forceinline__ uint32_t DequantizeE4m3x2(uint16_t pair, float s) {
   return word;
 }
 
-// For measurement: MLA_DEQ_VARIANT 1 converts without the scale (exact e4m3 -> bf16 from byte
-// permutes, an integer multiply-add and one bf16x2 multiply by 2^120; NaN encodings not kept):
-// the cost of the conversion a per-K-block scaling of partial sums would need. Results are wrong
-// under it (the scale is dropped); timings only.
-#ifndef MLA_DEQ_VARIANT
-#define MLA_DEQ_VARIANT 0
-#endif
-__device__ __forceinline__ void DequantizeUnscaledE4m3x4(uint32_t w, uint32_t& lo, uint32_t& hi) {
-  const uint32_t m = w & 0x7f7f7f7fu;
-  const uint32_t s = w & 0x80808080u;
-  uint32_t a, b, sa, sb;
-  asm("prmt.b32 %0, %1, 0, 0x4140;" : "=r"(a) : "r"(m));
-  asm("prmt.b32 %0, %1, 0, 0x4342;" : "=r"(b) : "r"(m));
-  asm("prmt.b32 %0, %1, 0, 0x1404;" : "=r"(sa) : "r"(s));
-  asm("prmt.b32 %0, %1, 0, 0x3424;" : "=r"(sb) : "r"(s));
-  a = a * 16 + sa;
-  b = b * 16 + sb;
-  asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(lo) : "r"(a), "r"(0x7B807B80u));
-  asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(hi) : "r"(b), "r"(0x7B807B80u));
-}
 // 8 e4m3 (bytes in order) as 8 bf16: one 16-byte bf16 fragment word from 8 bytes.
 __device__ __forceinline__ uint4 DequantizeE4m3x8(uint2 w, float s) {
-#if MLA_DEQ_VARIANT == 1
-  uint4 r;
-  DequantizeUnscaledE4m3x4(w.x, r.x, r.y);
-  DequantizeUnscaledE4m3x4(w.y, r.z, r.w);
-  return r;
-#endif
   return make_uint4(DequantizeE4m3x2(static_cast<uint16_t>(w.x), s),
                     DequantizeE4m3x2(static_cast<uint16_t>(w.x >> 16), s),
                     DequantizeE4m3x2(static_cast<uint16_t>(w.y), s),
