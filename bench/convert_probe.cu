@@ -113,8 +113,8 @@ __device__ __forceinline__ uint32_t Step(uint32_t x) {
 }
 
 template <Op kOp>
-__global__ void __launch_bounds__(kThreads) ConvertKernel(uint32_t* sink, long long* cycles,
-                                                          float scale) {
+__global__ void __launch_bounds__(kThreads)
+    ConvertKernel(uint32_t* sink, long long* cycles, float scale) {
   uint32_t r[kChains];
 #pragma unroll
   for (int i = 0; i < kChains; ++i) r[i] = threadIdx.x * 0x01010101u + i * 0x3c3c3c3cu + blockIdx.x;
@@ -157,8 +157,7 @@ double ValuesPerClock(const Form& form, int blocks_per_sm, int sms, uint32_t* si
   }
   CUDA_CHECK(cudaDeviceSynchronize());
   std::vector<long long> host(blocks);
-  CUDA_CHECK(
-      cudaMemcpy(host.data(), cycles, sizeof(long long) * blocks, cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpy(host.data(), cycles, sizeof(long long) * blocks, cudaMemcpyDeviceToHost));
   long long slowest = 1;
   for (const long long c : host) slowest = c > slowest ? c : slowest;
   return double(blocks_per_sm) * kThreads * kIterations * form.results / double(slowest);
