@@ -122,10 +122,10 @@ TEST(DispatchTest, E4m3FollowsTheMeasurements) {
       {8, 64, K::kTile64x32AllSteps},    {8, 128, K::kTile64x32AllSteps},
       {8, 256, K::kTile64x32AllSteps},   {8, 512, K::kTile64x64Pipeline6},
       {8, 1024, K::kTile64x128},         {12, 32, K::kLatentSplit},
-      {12, 64, K::kTile64x32AllSteps},   {16, 32, K::kColumnSplit},
+      {12, 64, K::kTile64x32AllSteps},   {16, 32, K::kLatentSplit},
       {16, 64, K::kTile64x32AllSteps},   {16, 128, K::kTile64x32AllSteps},
       {32, 1, K::kColumnSplit},          {32, 8, K::kColumnSplit},
-      {32, 16, K::kColumnSplit},         {32, 32, K::kColumnSplit},
+      {32, 16, K::kLatentSplit},         {32, 32, K::kColumnSplit},
       {32, 64, K::kTile64x32AllSteps},   {32, 128, K::kTile64x64Pipeline6},
       {64, 1, K::kColumnSplit},          {64, 16, K::kColumnSplit},
       {64, 32, K::kColumnSplit},         {64, 64, K::kTile64x64Pipeline6},
@@ -140,6 +140,29 @@ TEST(DispatchTest, E4m3FollowsTheMeasurements) {
     EXPECT_EQ(DispatchFusedKernel(m.heads, m.rows, kH200, WeightType::kE4m3), m.kernel)
         << m.heads << " x " << m.rows;
   }
+}
+
+// The e4m3 rule between the grid's head counts at 8-32 rows, where LatentSplit and ColumnSplit
+// cross (three runs of LatentSplit, ColumnSplit and the 64 x 32 tiles forced on e4m3 W_UV at
+// 16-48 heads x 8-32 rows): LatentSplit to 8 rows at 24 heads (0.90x ColumnSplit's time), to 16
+// rows at 24-40 heads (0.79-0.98x), to 32 rows at 16 heads; ColumnSplit at 8 rows from 32 heads
+// and at 9-16 rows from 48.
+TEST(DispatchTest, E4m3LatentSplitColumnSplitCrossover) {
+  using K = FusedKernel;
+  const auto e4m3 = [](int heads, int rows) {
+    return DispatchFusedKernel(heads, rows, kH200, WeightType::kE4m3);
+  };
+  for (const int rows : {8, 12, 16, 24}) EXPECT_EQ(e4m3(16, rows), K::kLatentSplit) << rows;
+  EXPECT_EQ(e4m3(24, 8), K::kLatentSplit);
+  for (const int heads : {24, 32, 40}) {
+    EXPECT_EQ(e4m3(heads, 12), K::kLatentSplit) << heads;
+    EXPECT_EQ(e4m3(heads, 16), K::kLatentSplit) << heads;
+  }
+  for (const int heads : {32, 40, 48}) EXPECT_EQ(e4m3(heads, 8), K::kColumnSplit) << heads;
+  EXPECT_EQ(e4m3(48, 12), K::kColumnSplit);
+  EXPECT_EQ(e4m3(48, 16), K::kColumnSplit);
+  EXPECT_EQ(e4m3(24, 24), K::kColumnSplit);
+  EXPECT_EQ(e4m3(32, 24), K::kColumnSplit);
 }
 
 // The e4m3 output's rule against the H200 grid with every kernel forced on it, with bf16 and with
