@@ -131,9 +131,9 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
     return FusedKernel::kLatentSplit;
   }
   if (weight == WeightType::kE4m3) {
-    // Past one wave LatentSplit still leads at up to 16 heads to 32 rows, 24 heads to 8 rows and
-    // 40 heads to 16 rows (its 16-row blocks; 32 and 40 heads at 8 rows take ColumnSplit).
-    if ((rows <= 32 && heads <= 16) || (rows <= 8 && heads <= 24) ||
+    // Past one wave LatentSplit still leads at up to 16 heads to 32 rows, 28 heads to 8 rows and
+    // 40 heads at 9-16 rows (its 16-row blocks; 32-40 heads at 1-8 rows take ColumnSplit).
+    if ((rows <= 32 && heads <= 16) || (rows <= 8 && heads <= 28) ||
         (rows > 8 && rows <= 16 && heads <= 40)) {
       return FusedKernel::kLatentSplit;
     }

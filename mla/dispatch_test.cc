@@ -142,23 +142,27 @@ TEST(DispatchTest, E4m3FollowsTheMeasurements) {
   }
 }
 
-// The e4m3 rule between the grid's head counts at 8-32 rows, where LatentSplit and ColumnSplit
-// cross (three runs of LatentSplit, ColumnSplit and the 64 x 32 tiles forced on e4m3 W_UV at
-// 16-48 heads x 8-32 rows): LatentSplit to 8 rows at 24 heads (0.90x ColumnSplit's time), to 16
-// rows at 24-40 heads (0.79-0.98x), to 32 rows at 16 heads; ColumnSplit at 8 rows from 32 heads
-// and at 9-16 rows from 48.
+// The e4m3 rule between the grid's head counts at 1-32 rows, where LatentSplit and ColumnSplit
+// cross (LatentSplit, ColumnSplit and the 64 x 32 tiles forced on e4m3 W_UV, three runs at 16-48
+// heads x 8-32 rows, two at 20-28 heads x 1-8): LatentSplit to 8 rows at 20-28 heads (0.83-1.00x
+// ColumnSplit's time), to 16 rows at 24-40 heads (0.79-0.99x), to 32 rows at 16 heads;
+// ColumnSplit at 1-8 rows from 32 heads and at 9-16 rows from 48.
 TEST(DispatchTest, E4m3LatentSplitColumnSplitCrossover) {
   using K = FusedKernel;
   const auto e4m3 = [](int heads, int rows) {
     return DispatchFusedKernel(heads, rows, kH200, WeightType::kE4m3);
   };
   for (const int rows : {8, 12, 16, 24}) EXPECT_EQ(e4m3(16, rows), K::kLatentSplit) << rows;
-  EXPECT_EQ(e4m3(24, 8), K::kLatentSplit);
+  for (const int heads : {20, 24, 28}) {
+    for (const int rows : {1, 2, 4, 8}) EXPECT_EQ(e4m3(heads, rows), K::kLatentSplit) << heads;
+  }
   for (const int heads : {24, 32, 40}) {
     EXPECT_EQ(e4m3(heads, 12), K::kLatentSplit) << heads;
     EXPECT_EQ(e4m3(heads, 16), K::kLatentSplit) << heads;
   }
-  for (const int heads : {32, 40, 48}) EXPECT_EQ(e4m3(heads, 8), K::kColumnSplit) << heads;
+  for (const int heads : {32, 40, 48}) {
+    for (const int rows : {1, 8}) EXPECT_EQ(e4m3(heads, rows), K::kColumnSplit) << heads;
+  }
   EXPECT_EQ(e4m3(48, 12), K::kColumnSplit);
   EXPECT_EQ(e4m3(48, 16), K::kColumnSplit);
   EXPECT_EQ(e4m3(24, 24), K::kColumnSplit);
