@@ -137,12 +137,19 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
         (rows > 8 && rows <= 16 && heads <= 40)) {
       return FusedKernel::kLatentSplit;
     }
-    if (rows <= 16 || (rows <= 32 && work <= 2048)) {
+    if (rows <= 16 || (rows <= 32 && work <= 2048 && heads <= 64)) {
       return FusedKernel::kColumnSplit;
     }
     if (tiles_64 <= 32) return FusedKernel::kTile64x32AllSteps;
+    // The 64 x 128 tiles in one wave: one a multiprocessor from 0.8 SMs of them, or two a
+    // multiprocessor where the 4-stage ring's 64 x 64 tiles (three a multiprocessor) need a
+    // second wave.
+    const long long sms = multiprocessors;
+    if ((5 * tiles_64 > 4 * sms && tiles_64 <= sms) ||
+        (2 * tiles_64 > 3 * sms && tiles_64 <= 2 * sms)) {
+      return FusedKernel::kTile64x128;
+    }
     if (persistent_tiles) return FusedKernel::kPersistent128x128;
-    if (Tile64x128FillsOneWave(tiles_64, multiprocessors)) return FusedKernel::kTile64x128;
     return 2 * tiles_64 <= 256 ? FusedKernel::kTile64x64Pipeline6
                                : FusedKernel::kTile64x64Pipeline4;
   }
