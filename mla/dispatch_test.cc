@@ -111,85 +111,63 @@ TEST(DispatchTest, FollowsTheMeasurements) {
 }
 
 // The e4m3 rule against the H200 grid with every kernel forced on e4m3 W_UV: the kernel it
-// picks was the fastest or within 3% of it at all 77 shapes.
+// picks was the fastest or within 3% of it at all 77 shapes. Between the grid's shapes (the
+// entries after the blank line):
+// - LatentSplit against ColumnSplit and the 64 x 32 tiles (three runs at 16-48 heads x 8-32 rows,
+//   two at 20-28 x 1-8): LatentSplit to 8 rows at 20-28 heads (0.83-1.00x ColumnSplit's time), to
+//   16 rows at 24-40 heads (0.79-0.99x), to 32 rows at 16 heads; ColumnSplit at 1-8 rows from 32
+//   heads and at 9-16 rows from 48.
+// - The tiles by waves (two runs at 24-112 heads x 24-192 rows): the 64 x 128 tiles where they
+//   fit one wave and the 4-stage ring does not (80 x 192: 14.76 us against 19.40 for
+//   Persistent128x128; 112 x 96: 13.68 against 17.66 for the ring) and from 0.8 SMs of them
+//   (112 x 48: 8.43 against 8.80 for the 6-stage ring); the 4-stage ring while its 64 x 64 tiles
+//   fit one wave at three a multiprocessor; the 6-stage ring, not ColumnSplit, from 80 heads at
+//   17-32 rows (80 x 24: 6.71 against 7.17).
 TEST(DispatchTest, E4m3FollowsTheMeasurements) {
   using K = FusedKernel;
   const struct {
     int heads, rows;
     K kernel;
   } measured[] = {
-      {8, 1, K::kLatentSplit},          {8, 32, K::kLatentSplit},
-      {8, 64, K::kTile64x32AllSteps},   {8, 128, K::kTile64x32AllSteps},
-      {8, 256, K::kTile64x32AllSteps},  {8, 512, K::kTile64x64Pipeline6},
-      {8, 1024, K::kTile64x128},        {12, 32, K::kLatentSplit},
-      {12, 64, K::kTile64x32AllSteps},  {16, 32, K::kLatentSplit},
-      {16, 64, K::kTile64x32AllSteps},  {16, 128, K::kTile64x32AllSteps},
-      {32, 1, K::kColumnSplit},         {32, 8, K::kColumnSplit},
-      {32, 16, K::kLatentSplit},        {32, 32, K::kColumnSplit},
-      {32, 64, K::kTile64x32AllSteps},  {32, 128, K::kTile64x64Pipeline6},
-      {64, 1, K::kColumnSplit},         {64, 16, K::kColumnSplit},
-      {64, 32, K::kColumnSplit},        {64, 64, K::kTile64x64Pipeline6},
-      {64, 128, K::kTile64x128},        {64, 256, K::kTile64x128},
-      {96, 8, K::kColumnSplit},         {96, 16, K::kColumnSplit},
-      {96, 32, K::kTile64x64Pipeline6}, {96, 128, K::kTile64x64Pipeline4},
-      {128, 1, K::kColumnSplit},        {128, 16, K::kColumnSplit},
-      {128, 32, K::kTile64x128},        {128, 64, K::kTile64x128},
-      {128, 128, K::kTile64x128},       {128, 256, K::kPersistent128x128},
+      {8, 1, K::kLatentSplit},           {8, 32, K::kLatentSplit},
+      {8, 64, K::kTile64x32AllSteps},    {8, 128, K::kTile64x32AllSteps},
+      {8, 256, K::kTile64x32AllSteps},   {8, 512, K::kTile64x64Pipeline6},
+      {8, 1024, K::kTile64x128},         {12, 32, K::kLatentSplit},
+      {12, 64, K::kTile64x32AllSteps},   {16, 32, K::kLatentSplit},
+      {16, 64, K::kTile64x32AllSteps},   {16, 128, K::kTile64x32AllSteps},
+      {32, 1, K::kColumnSplit},          {32, 8, K::kColumnSplit},
+      {32, 16, K::kLatentSplit},         {32, 32, K::kColumnSplit},
+      {32, 64, K::kTile64x32AllSteps},   {32, 128, K::kTile64x64Pipeline6},
+      {64, 1, K::kColumnSplit},          {64, 16, K::kColumnSplit},
+      {64, 32, K::kColumnSplit},         {64, 64, K::kTile64x64Pipeline6},
+      {64, 128, K::kTile64x128},         {64, 256, K::kTile64x128},
+      {96, 8, K::kColumnSplit},          {96, 16, K::kColumnSplit},
+      {96, 32, K::kTile64x64Pipeline6},  {96, 128, K::kTile64x64Pipeline4},
+      {128, 1, K::kColumnSplit},         {128, 16, K::kColumnSplit},
+      {128, 32, K::kTile64x128},         {128, 64, K::kTile64x128},
+      {128, 128, K::kTile64x128},        {128, 256, K::kPersistent128x128},
+
+      {16, 8, K::kLatentSplit},          {16, 12, K::kLatentSplit},
+      {16, 16, K::kLatentSplit},         {16, 24, K::kLatentSplit},
+      {20, 1, K::kLatentSplit},          {20, 8, K::kLatentSplit},
+      {24, 1, K::kLatentSplit},          {24, 8, K::kLatentSplit},
+      {28, 1, K::kLatentSplit},          {28, 8, K::kLatentSplit},
+      {24, 12, K::kLatentSplit},         {24, 16, K::kLatentSplit},
+      {32, 12, K::kLatentSplit},         {40, 16, K::kLatentSplit},
+      {40, 1, K::kColumnSplit},          {40, 8, K::kColumnSplit},
+      {48, 8, K::kColumnSplit},          {48, 12, K::kColumnSplit},
+      {48, 16, K::kColumnSplit},         {24, 24, K::kColumnSplit},
+      {32, 24, K::kColumnSplit},         {48, 24, K::kColumnSplit},
+      {80, 192, K::kTile64x128},         {112, 96, K::kTile64x128},
+      {112, 24, K::kTile64x128},         {112, 48, K::kTile64x128},
+      {80, 24, K::kTile64x64Pipeline6},  {80, 48, K::kTile64x64Pipeline6},
+      {80, 96, K::kTile64x64Pipeline4},  {48, 192, K::kTile64x64Pipeline4},
+      {112, 192, K::kPersistent128x128},
   };
   for (const auto& m : measured) {
     EXPECT_EQ(DispatchFusedKernel(m.heads, m.rows, kH200, WeightType::kE4m3), m.kernel)
         << m.heads << " x " << m.rows;
   }
-}
-
-// The e4m3 rule between the grid's head counts at 1-32 rows, where LatentSplit and ColumnSplit
-// cross (LatentSplit, ColumnSplit and the 64 x 32 tiles forced on e4m3 W_UV, three runs at 16-48
-// heads x 8-32 rows, two at 20-28 heads x 1-8): LatentSplit to 8 rows at 20-28 heads (0.83-1.00x
-// ColumnSplit's time), to 16 rows at 24-40 heads (0.79-0.99x), to 32 rows at 16 heads;
-// ColumnSplit at 1-8 rows from 32 heads and at 9-16 rows from 48.
-TEST(DispatchTest, E4m3LatentSplitColumnSplitCrossover) {
-  using K = FusedKernel;
-  const auto e4m3 = [](int heads, int rows) {
-    return DispatchFusedKernel(heads, rows, kH200, WeightType::kE4m3);
-  };
-  for (const int rows : {8, 12, 16, 24}) EXPECT_EQ(e4m3(16, rows), K::kLatentSplit) << rows;
-  for (const int heads : {20, 24, 28}) {
-    for (const int rows : {1, 2, 4, 8}) EXPECT_EQ(e4m3(heads, rows), K::kLatentSplit) << heads;
-  }
-  for (const int heads : {24, 32, 40}) {
-    EXPECT_EQ(e4m3(heads, 12), K::kLatentSplit) << heads;
-    EXPECT_EQ(e4m3(heads, 16), K::kLatentSplit) << heads;
-  }
-  for (const int heads : {32, 40, 48}) {
-    for (const int rows : {1, 8}) EXPECT_EQ(e4m3(heads, rows), K::kColumnSplit) << heads;
-  }
-  EXPECT_EQ(e4m3(48, 12), K::kColumnSplit);
-  EXPECT_EQ(e4m3(48, 16), K::kColumnSplit);
-  EXPECT_EQ(e4m3(24, 24), K::kColumnSplit);
-  EXPECT_EQ(e4m3(32, 24), K::kColumnSplit);
-}
-
-// The e4m3 rule's tiles by waves, at shapes between the grid's (every kernel forced on e4m3 W_UV,
-// two runs at 24-112 heads x 24-192 rows): the 64 x 128 tiles where they fit one wave and the
-// 4-stage ring does not (80 x 192: 14.76 us against 19.40 for Persistent128x128; 112 x 96: 13.68
-// against 17.66 for the ring) and from 0.8 SMs of them (112 x 48: 8.43 against 8.80 for the 6-stage
-// ring); the 4-stage ring while its 64 x 64 tiles fit one wave at three a multiprocessor; the
-// 6-stage ring, not ColumnSplit, from 80 heads at 17-32 rows (80 x 24: 6.71 against 7.17).
-TEST(DispatchTest, E4m3TilesByWaves) {
-  using K = FusedKernel;
-  const auto e4m3 = [](int heads, int rows) {
-    return DispatchFusedKernel(heads, rows, kH200, WeightType::kE4m3);
-  };
-  EXPECT_EQ(e4m3(80, 192), K::kTile64x128);
-  EXPECT_EQ(e4m3(112, 96), K::kTile64x128);
-  EXPECT_EQ(e4m3(112, 24), K::kTile64x128);
-  EXPECT_EQ(e4m3(112, 48), K::kTile64x128);
-  EXPECT_EQ(e4m3(80, 24), K::kTile64x64Pipeline6);
-  EXPECT_EQ(e4m3(80, 48), K::kTile64x64Pipeline6);
-  EXPECT_EQ(e4m3(80, 96), K::kTile64x64Pipeline4);
-  EXPECT_EQ(e4m3(48, 192), K::kTile64x64Pipeline4);
-  EXPECT_EQ(e4m3(112, 192), K::kPersistent128x128);
-  EXPECT_EQ(e4m3(48, 24), K::kColumnSplit);
 }
 
 // The e4m3 output's rule against the H200 grid with every kernel forced on it, with bf16 and with
