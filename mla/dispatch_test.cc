@@ -154,7 +154,7 @@ TEST(DispatchTest, E4m3FollowsTheMeasurements) {
       {28, 1, K::kLatentSplit},          {28, 8, K::kLatentSplit},
       {24, 12, K::kLatentSplit},         {24, 16, K::kLatentSplit},
       {32, 12, K::kLatentSplit},         {40, 16, K::kLatentSplit},
-      {40, 1, K::kColumnSplit},          {40, 8, K::kColumnSplit},
+      {48, 1, K::kColumnSplit},          {40, 8, K::kColumnSplit},
       {48, 8, K::kColumnSplit},          {48, 12, K::kColumnSplit},
       {48, 16, K::kColumnSplit},         {24, 24, K::kColumnSplit},
       {32, 24, K::kColumnSplit},         {48, 24, K::kColumnSplit},
