@@ -276,8 +276,8 @@ TEST_F(RowCountGpuTest, AnEarlyCountStillWaitsForTheUpstreamInputs) {
 // graph, which reads it when it runs.
 TEST_F(RowCountGpuTest, GraphSetReplaysServeOnlyTheLiveRows) {
   for (TailPath path : {TailPath::kFused, TailPath::kBmm}) {
-    for (const auto [gated, readable] : {std::pair{true, false}, std::pair{false, false},
-                                         std::pair{true, true}, std::pair{false, true}}) {
+    for (const auto& [gated, readable] : {std::pair{true, false}, std::pair{false, false},
+                                          std::pair{true, true}, std::pair{false, true}}) {
       SCOPED_TRACE(absl::StrCat(mla_tail::TailPathName(path), gated ? " gated" : " no gate",
                                 readable ? ", rows past the count readable" : ""));
       std::unique_ptr<Problem> problem = MakeProblem(12, 64, 31, gated);
