@@ -70,12 +70,52 @@ constexpr bool EightRowBlocksFitOneWave(int heads, int rows, int multiprocessors
   return rows <= 32 && 4LL * heads * ((rows + 7) / 8) <= multiprocessors;
 }
 
-// Whether `tiles` 64 x 128 tiles (one a multiprocessor) make one wave that fills the GPU: more
-// than nine tenths of the multiprocessors busy and none with a second tile. Measured on 132 SMs,
-// where that is 119-132 tiles: with fewer, the idle multiprocessors cost more than reading each
-// latent row once saves; with more, some take two.
-constexpr bool Tile64x128FillsOneWave(long long tiles, int multiprocessors) {
-  return 10 * tiles > 9LL * multiprocessors && tiles <= multiprocessors;
+// Wave arithmetic: `units` blocks or tiles that run `slots` at a time.
+constexpr long long Waves(long long units, long long slots) { return (units + slots - 1) / slots; }
+
+// Whether `units` fill at least num/den of the slots of their waves.
+constexpr bool FillsWaves(long long units, long long slots, int num, int den) {
+  return den * units >= num * slots * Waves(units, slots);
+}
+
+// Whether `units_a` at `slots_a` a wave fill their waves more fully than `units_b` at `slots_b`.
+constexpr bool FillsWavesMore(long long units_a, long long slots_a, long long units_b,
+                              long long slots_b) {
+  return units_a * slots_b * Waves(units_b, slots_b) > units_b * slots_a * Waves(units_a, slots_a);
+}
+
+// The tile kernels past one wave of 64-row tiles (T > SMs): the 4-stage ring (2T blocks of
+// 64 x 64, three an SM), the 64 x 128 tiles (T blocks, two an SM) and Persistent128x128 (one
+// 128-row tile an SM at a time). Drawn from every kernel forced at 8-512 rows in steps of 8
+// (docs/design.md, "The dispatch rule"):
+// - the ring leads while its blocks make one wave, unless a head's last 64-row tile is at most
+//   0.65 full and the 128-row tiles fit one wave (96 heads x 72-80 rows);
+// - Persistent128x128 where its tiles fill their waves: with bf16 W_UV 0.9 of them; with e4m3
+//   W_UV, which converts a 128-row tile's W_UV once, where its tiles hold no more empty rows than
+//   the 64-row ones (T = 2 T128) and fill 0.9, or past one wave where they hold no more empty
+//   rows or fill 0.8;
+// - else whichever of the 64 x 128 tiles and the ring fills its waves more.
+constexpr FusedKernel DispatchTilesPastOneWave(int heads, int rows, long long sms,
+                                               WeightType weight) {
+  const long long tiles_64 = heads * ((rows + 63LL) / 64);
+  const long long tiles_128 = heads * ((rows + 127LL) / 128);
+  if (2 * tiles_64 <= 3 * sms) {
+    const bool sparse_last_tile = 100LL * rows <= 65LL * 64 * ((rows + 63) / 64);
+    return sparse_last_tile && tiles_128 <= sms ? FusedKernel::kPersistent128x128
+                                                : FusedKernel::kTile64x64Pipeline4;
+  }
+  if (weight == WeightType::kE4m3) {
+    const bool as_full_as_64_row_tiles = tiles_64 == 2 * tiles_128;
+    if ((tiles_128 > sms && (as_full_as_64_row_tiles || FillsWaves(tiles_128, sms, 4, 5))) ||
+        (as_full_as_64_row_tiles && FillsWaves(tiles_128, sms, 9, 10))) {
+      return FusedKernel::kPersistent128x128;
+    }
+  } else if (FillsWaves(tiles_128, sms, 9, 10)) {
+    return FusedKernel::kPersistent128x128;
+  }
+  return FillsWavesMore(tiles_64, 2 * sms, 2 * tiles_64, 3 * sms)
+             ? FusedKernel::kTile64x128
+             : FusedKernel::kTile64x64Pipeline4;
 }
 
 // The rule for the e4m3 output, drawn from the grid with every kernel forced on it (bf16 and
@@ -124,16 +164,16 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
   }
   const long long work = static_cast<long long>(heads) * rows;
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
-  // 128 x 128 tiles, one a multiprocessor, at least 128 of them.
-  const bool persistent_tiles = rows >= 128 && heads * ((rows + 127LL) / 128) >= 128;
+  const long long sms = multiprocessors;
   // The latent axis over a block's warps, up to 32 rows while its blocks fit one an SM.
   if (rows <= 32 && LatentSplitBlocksFitOneWave(heads, rows, multiprocessors)) {
     return FusedKernel::kLatentSplit;
   }
   if (weight == WeightType::kE4m3) {
-    // Past one wave LatentSplit still leads at up to 16 heads to 32 rows, 28 heads to 8 rows and
-    // 40 heads at 9-16 rows (its 16-row blocks; 32-40 heads at 1-8 rows take ColumnSplit).
-    if ((rows <= 32 && heads <= 16) || (rows <= 8 && heads <= 28) ||
+    // Past one wave LatentSplit still leads at up to 16 heads to 32 rows, 8 heads to 48 rows,
+    // 28 heads to 8 rows and 40 heads at 9-16 rows (its 16-row blocks; 32-40 heads at 1-8 rows
+    // take ColumnSplit).
+    if ((rows <= 32 && heads <= 16) || (rows <= 48 && heads <= 8) || (rows <= 8 && heads <= 28) ||
         (rows > 8 && rows <= 16 && heads <= 40)) {
       return FusedKernel::kLatentSplit;
     }
@@ -141,17 +181,11 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
       return FusedKernel::kColumnSplit;
     }
     if (tiles_64 <= 32) return FusedKernel::kTile64x32AllSteps;
-    // The 64 x 128 tiles in one wave: one a multiprocessor from 0.8 SMs of them, or two a
-    // multiprocessor where the 4-stage ring's 64 x 64 tiles (three a multiprocessor) need a
-    // second wave.
-    const long long sms = multiprocessors;
-    if ((5 * tiles_64 > 4 * sms && tiles_64 <= sms) ||
-        (2 * tiles_64 > 3 * sms && tiles_64 <= 2 * sms)) {
-      return FusedKernel::kTile64x128;
+    // Within one wave of 64-row tiles, the 64 x 128 tiles from 0.8 SMs of them.
+    if (tiles_64 <= sms) {
+      return 5 * tiles_64 > 4 * sms ? FusedKernel::kTile64x128 : FusedKernel::kTile64x64Pipeline6;
     }
-    if (persistent_tiles) return FusedKernel::kPersistent128x128;
-    return 2 * tiles_64 <= 256 ? FusedKernel::kTile64x64Pipeline6
-                               : FusedKernel::kTile64x64Pipeline4;
+    return DispatchTilesPastOneWave(heads, rows, sms, weight);
   }
   // Past one wave LatentSplit still leads up to 8 rows at up to 64 heads, back to back and after
   // an attention-like upstream kernel, with PDL and without (only behind an upstream kernel that
@@ -160,15 +194,21 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
   if (rows <= 8 && heads <= 64 && !(rows <= 2 && heads > 48)) return FusedKernel::kLatentSplit;
   if (rows <= 16 && (heads <= 64 || work <= 768)) return FusedKernel::kColumnSplit;
   if (EightRowBlocksFitOneWave(heads, rows, multiprocessors)) return FusedKernel::kColumnSplit;
-  if (4 * tiles_64 <= 96) return FusedKernel::kTile64x32AllSteps;
-  if (2 * tiles_64 <= 96) return FusedKernel::kTile64x64AllSteps;
-  if (persistent_tiles) return FusedKernel::kPersistent128x128;
-  // One wave of 64 x 128 tiles that fills the GPU: each latent row read once.
-  if (rows >= 64 && Tile64x128FillsOneWave(tiles_64, multiprocessors)) {
-    return FusedKernel::kTile64x128;
+  // The 64 x 32 tiles to 24 tiles of 64 rows while a head's rows fill its 32-row tiles enough
+  // (at most 40 of them); then the 64 x 64 tiles with all steps in flight to 48.
+  if (4 * tiles_64 <= 96 && heads * ((rows + 31LL) / 32) <= 40) {
+    return FusedKernel::kTile64x32AllSteps;
   }
-  if (2 * tiles_64 <= 256) return FusedKernel::kTile64x64Pipeline6;
-  return FusedKernel::kTile64x64Pipeline4;
+  if (2 * tiles_64 <= 96) return FusedKernel::kTile64x64AllSteps;
+  // Within one wave of 64-row tiles, the 64 x 128 tiles (each latent row read once) from 64 rows
+  // once their blocks outnumber half the SMs, and from 32 rows at 0.9 SMs of them; else the
+  // 6-stage ring.
+  if (tiles_64 <= sms) {
+    return (rows >= 64 && 2 * tiles_64 > sms) || (rows >= 32 && 10 * tiles_64 > 9 * sms)
+               ? FusedKernel::kTile64x128
+               : FusedKernel::kTile64x64Pipeline6;
+  }
+  return DispatchTilesPastOneWave(heads, rows, sms, weight);
 }
 
 }  // namespace mla_tail

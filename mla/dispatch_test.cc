@@ -63,7 +63,9 @@ TEST(FusedKernelTest, ResolvesToOneKernel) {
 // The rule against the H200 measurements it was drawn from: at each shape, the kernel it picks
 // was the fastest or within 3% of it, or is kept on purpose (ColumnSplit at 9-16 rows up to 64
 // heads and at 96-128 heads up to 16 rows, for its start behind an upstream kernel;
-// docs/design.md).
+// docs/design.md). The entries after the blank line lie between the grid's row counts (every
+// kernel forced at 8-512 rows in steps of 8, two runs), where the tiles by waves gain up to
+// 1.27x (128 x 80: Persistent128x128's one wave against the 4-stage ring's two).
 TEST(DispatchTest, FollowsTheMeasurements) {
   using K = FusedKernel;
   const struct {
@@ -87,14 +89,14 @@ TEST(DispatchTest, FollowsTheMeasurements) {
       {8, 33, K::kTile64x32AllSteps},    {12, 17, K::kTile64x32AllSteps},
       {8, 64, K::kTile64x32AllSteps},    {8, 128, K::kTile64x32AllSteps},
       {12, 32, K::kTile64x32AllSteps},   {12, 64, K::kTile64x32AllSteps},
-      {12, 128, K::kTile64x32AllSteps},  {16, 32, K::kTile64x32AllSteps},
+      {12, 96, K::kTile64x32AllSteps},   {16, 32, K::kTile64x32AllSteps},
       {16, 64, K::kTile64x32AllSteps},   {8, 256, K::kTile64x64AllSteps},
       {12, 256, K::kTile64x64AllSteps},  {16, 128, K::kTile64x64AllSteps},
       {32, 32, K::kTile64x64AllSteps},   {32, 64, K::kTile64x64AllSteps},
       {96, 16, K::kTile64x64Pipeline6},  {96, 32, K::kTile64x64Pipeline6},
-      {96, 64, K::kTile64x64Pipeline6},  {128, 8, K::kTile64x64Pipeline6},
-      {128, 16, K::kTile64x64Pipeline6}, {128, 32, K::kTile64x64Pipeline6},
-      {8, 512, K::kTile64x64Pipeline6},  {12, 512, K::kTile64x64Pipeline6},
+      {96, 64, K::kTile64x128},          {128, 8, K::kTile64x64Pipeline6},
+      {128, 16, K::kTile64x64Pipeline6}, {128, 32, K::kTile64x128},
+      {8, 512, K::kTile64x64Pipeline6},  {12, 512, K::kTile64x128},
       {16, 256, K::kTile64x64Pipeline6}, {32, 128, K::kTile64x64Pipeline6},
       {64, 32, K::kTile64x64Pipeline6},  {64, 64, K::kTile64x64Pipeline6},
       {96, 128, K::kTile64x64Pipeline4}, {12, 1024, K::kTile64x64Pipeline4},
@@ -102,8 +104,19 @@ TEST(DispatchTest, FollowsTheMeasurements) {
       {32, 256, K::kTile64x128},         {64, 128, K::kTile64x128},
       {128, 64, K::kTile64x128},         {16, 1024, K::kPersistent128x128},
       {32, 512, K::kPersistent128x128},  {32, 1024, K::kPersistent128x128},
-      {64, 256, K::kPersistent128x128},  {96, 256, K::kPersistent128x128},
+      {64, 256, K::kPersistent128x128},  {96, 256, K::kTile64x64Pipeline4},
       {128, 128, K::kPersistent128x128}, {128, 1024, K::kPersistent128x128},
+
+      {12, 128, K::kTile64x64AllSteps},  {12, 104, K::kTile64x64AllSteps},
+      {8, 160, K::kTile64x32AllSteps},   {8, 192, K::kTile64x64AllSteps},
+      {16, 288, K::kTile64x128},         {16, 448, K::kTile64x128},
+      {32, 160, K::kTile64x128},         {128, 48, K::kTile64x128},
+      {32, 392, K::kPersistent128x128},  {64, 160, K::kTile64x64Pipeline4},
+      {64, 288, K::kTile64x64Pipeline4}, {64, 384, K::kTile64x64Pipeline4},
+      {96, 72, K::kPersistent128x128},   {96, 80, K::kPersistent128x128},
+      {96, 120, K::kTile64x64Pipeline4}, {96, 160, K::kTile64x64Pipeline4},
+      {96, 288, K::kTile64x128},         {96, 384, K::kTile64x64Pipeline4},
+      {128, 80, K::kPersistent128x128},  {128, 120, K::kPersistent128x128},
   };
   for (const auto& m : measured) {
     EXPECT_EQ(DispatchFusedKernel(m.heads, m.rows, kH200), m.kernel) << m.heads << " x " << m.rows;
@@ -123,6 +136,9 @@ TEST(DispatchTest, FollowsTheMeasurements) {
 //   (112 x 48: 8.43 against 8.80 for the 6-stage ring); the 4-stage ring while its 64 x 64 tiles
 //   fit one wave at three a multiprocessor; the 6-stage ring, not ColumnSplit, from 80 heads at
 //   17-32 rows (80 x 24: 6.71 against 7.17).
+// - Every kernel forced at 8-512 rows in steps of 8 (one run): LatentSplit to 48 rows at 8 heads;
+//   past one wave of 64-row tiles the tiles of DispatchTilesPastOneWave (up to 1.14x at 64 x 184,
+//   where Persistent128x128 ran and the 4-stage ring makes one wave).
 TEST(DispatchTest, E4m3FollowsTheMeasurements) {
   using K = FusedKernel;
   const struct {
@@ -140,12 +156,12 @@ TEST(DispatchTest, E4m3FollowsTheMeasurements) {
       {32, 64, K::kTile64x32AllSteps},   {32, 128, K::kTile64x64Pipeline6},
       {64, 1, K::kColumnSplit},          {64, 16, K::kColumnSplit},
       {64, 32, K::kColumnSplit},         {64, 64, K::kTile64x64Pipeline6},
-      {64, 128, K::kTile64x128},         {64, 256, K::kTile64x128},
+      {64, 128, K::kTile64x128},         {64, 256, K::kPersistent128x128},
       {96, 8, K::kColumnSplit},          {96, 16, K::kColumnSplit},
       {96, 32, K::kTile64x64Pipeline6},  {96, 128, K::kTile64x64Pipeline4},
       {128, 1, K::kColumnSplit},         {128, 16, K::kColumnSplit},
       {128, 32, K::kTile64x128},         {128, 64, K::kTile64x128},
-      {128, 128, K::kTile64x128},        {128, 256, K::kPersistent128x128},
+      {128, 128, K::kPersistent128x128}, {128, 256, K::kPersistent128x128},
 
       {16, 8, K::kLatentSplit},          {16, 12, K::kLatentSplit},
       {16, 16, K::kLatentSplit},         {16, 24, K::kLatentSplit},
@@ -162,7 +178,12 @@ TEST(DispatchTest, E4m3FollowsTheMeasurements) {
       {112, 24, K::kTile64x128},         {112, 48, K::kTile64x128},
       {80, 24, K::kTile64x64Pipeline6},  {80, 48, K::kTile64x64Pipeline6},
       {80, 96, K::kTile64x64Pipeline4},  {48, 192, K::kTile64x64Pipeline4},
-      {112, 192, K::kPersistent128x128},
+      {112, 192, K::kPersistent128x128}, {8, 40, K::kLatentSplit},
+      {8, 48, K::kLatentSplit},          {64, 160, K::kTile64x64Pipeline4},
+      {96, 80, K::kPersistent128x128},   {96, 160, K::kTile64x64Pipeline4},
+      {96, 224, K::kPersistent128x128},  {96, 288, K::kTile64x128},
+      {128, 96, K::kPersistent128x128},  {32, 400, K::kTile64x128},
+      {32, 480, K::kPersistent128x128},  {64, 352, K::kPersistent128x128},
   };
   for (const auto& m : measured) {
     EXPECT_EQ(DispatchFusedKernel(m.heads, m.rows, kH200, WeightType::kE4m3), m.kernel)
@@ -283,18 +304,29 @@ TEST(DispatchTest, FollowsTheMultiprocessorCount) {
   EXPECT_EQ(internal::ColumnSplitBlockRows(99, 8, 114), 16);
 }
 
-// The 64 x 128 tiles' one wave: more than nine tenths of the multiprocessors and at most all of
-// them, which on the H200's 132 is T in [119, 132] (T > SMs - 14 there, as the rule was drawn).
-TEST(DispatchTest, Tile64x128WaveOnTheH200) {
-  for (long long tiles = 0; tiles <= 300; ++tiles) {
-    EXPECT_EQ(Tile64x128FillsOneWave(tiles, kH200), tiles > kH200 - 14 && tiles <= kH200) << tiles;
-  }
-  EXPECT_EQ(DispatchFusedKernel(119, 64, kH200), FusedKernel::kTile64x128);
-  EXPECT_EQ(DispatchFusedKernel(118, 64, kH200), FusedKernel::kTile64x64Pipeline6);
-  EXPECT_EQ(DispatchFusedKernel(66, 128, kH200), FusedKernel::kTile64x128);
-  EXPECT_EQ(DispatchFusedKernel(67, 128, kH200), FusedKernel::kTile64x64Pipeline4);
-  EXPECT_EQ(DispatchFusedKernel(59, 256, kH200), FusedKernel::kTile64x64Pipeline4);
-  EXPECT_EQ(DispatchFusedKernel(30, 256, kH200), FusedKernel::kTile64x128);
+// The wave arithmetic the tile rule counts with, and the shapes at its edges on 132 SMs.
+TEST(DispatchTest, TilesByWavesOnTheH200) {
+  EXPECT_EQ(Waves(132, kH200), 1);
+  EXPECT_EQ(Waves(133, kH200), 2);
+  EXPECT_TRUE(FillsWaves(119, kH200, 9, 10));  // 119 of 132
+  EXPECT_FALSE(FillsWaves(118, kH200, 9, 10));
+  EXPECT_FALSE(FillsWaves(192, kH200, 9, 10));  // 192 of 264
+  EXPECT_TRUE(FillsWaves(256, kH200, 9, 10));
+  EXPECT_TRUE(FillsWaves(224, kH200, 4, 5));  // 224 of 264
+  // 480 64 x 128 tiles fill 480 of 528 slots, the ring's 960 blocks 960 of 1188.
+  EXPECT_TRUE(FillsWavesMore(480, 2 * kH200, 960, 3 * kH200));
+  EXPECT_FALSE(FillsWavesMore(384, 2 * kH200, 768, 3 * kH200));
+  // Within one wave of 64-row tiles: the 64 x 128 tiles from 64 rows past half the SMs, from 32
+  // rows past 0.9 of them.
+  EXPECT_EQ(DispatchFusedKernel(67, 64, kH200), FusedKernel::kTile64x128);
+  EXPECT_EQ(DispatchFusedKernel(66, 64, kH200), FusedKernel::kTile64x64Pipeline6);
+  EXPECT_EQ(DispatchFusedKernel(119, 32, kH200), FusedKernel::kTile64x128);
+  EXPECT_EQ(DispatchFusedKernel(118, 32, kH200), FusedKernel::kTile64x64Pipeline6);
+  // The ring while its blocks make one wave (198 tiles of 64 rows); past it Persistent128x128
+  // where its tiles fill 0.9 of a wave, else here the 64 x 128 tiles.
+  EXPECT_EQ(DispatchFusedKernel(99, 128, kH200), FusedKernel::kTile64x64Pipeline4);
+  EXPECT_EQ(DispatchFusedKernel(100, 128, kH200), FusedKernel::kTile64x128);
+  EXPECT_EQ(DispatchFusedKernel(119, 128, kH200), FusedKernel::kPersistent128x128);
 }
 
 // ColumnSplit's rows a block, against the measurements (docs/design.md): 8 (latent in registers)
