@@ -85,15 +85,16 @@ constexpr bool FillsWavesMore(long long units_a, long long slots_a, long long un
 }
 
 // The tile kernels past one wave of 64-row tiles (T > SMs): the 4-stage ring (2T blocks of
-// 64 x 64, three an SM), the 64 x 128 tiles (T blocks, two an SM) and Persistent128x128 (one
-// 128-row tile an SM at a time). Drawn from every kernel forced at 8-512 rows in steps of 8
-// (docs/design.md, "The dispatch rule"):
+// 64 x 64, three an SM), the 64 x 128 tiles (T blocks, two an SM) and Persistent128x128 (T128
+// tiles of 128 rows, one an SM at a time). Drawn from every kernel forced at 8-512 rows in steps
+// of 8 and checked at head counts it was not drawn from (docs/design.md, "The dispatch rule"):
 // - the ring leads while its blocks make one wave, unless a head's last 64-row tile is at most
-//   0.65 full and the 128-row tiles fit one wave (96 heads x 72-80 rows);
-// - Persistent128x128 where its tiles fill their waves: with bf16 W_UV 0.9 of them; with e4m3
-//   W_UV, which converts a 128-row tile's W_UV once, where its tiles hold no more empty rows than
-//   the 64-row ones (T = 2 T128) and fill 0.9, or past one wave where they hold no more empty
-//   rows or fill 0.8;
+//   0.65 full and the 128-row tiles fill 0.7 of one wave (96 heads x 72-80 rows);
+// - Persistent128x128 where its tiles fill 0.8 of their waves and hold no more empty rows than
+//   the 64-row ones (T = 2 T128) or are at least 0.6 full (bf16 W_UV). e4m3 W_UV converts a
+//   128-row tile's W_UV once for all its rows: past one wave of them wherever they hold no more
+//   empty rows, are 0.85 full or fill 0.8 of their waves, and within one where they hold no
+//   more empty rows and fill 0.9 of it;
 // - else whichever of the 64 x 128 tiles and the ring fills its waves more.
 constexpr FusedKernel DispatchTilesPastOneWave(int heads, int rows, long long sms,
                                                WeightType weight) {
@@ -101,18 +102,22 @@ constexpr FusedKernel DispatchTilesPastOneWave(int heads, int rows, long long sm
   const long long tiles_128 = heads * ((rows + 127LL) / 128);
   if (2 * tiles_64 <= 3 * sms) {
     const bool sparse_last_tile = 100LL * rows <= 65LL * 64 * ((rows + 63) / 64);
-    return sparse_last_tile && tiles_128 <= sms ? FusedKernel::kPersistent128x128
-                                                : FusedKernel::kTile64x64Pipeline4;
+    return sparse_last_tile && tiles_128 <= sms && FillsWaves(tiles_128, sms, 7, 10)
+               ? FusedKernel::kPersistent128x128
+               : FusedKernel::kTile64x64Pipeline4;
   }
-  if (weight == WeightType::kE4m3) {
-    const bool as_full_as_64_row_tiles = tiles_64 == 2 * tiles_128;
-    if ((tiles_128 > sms && (as_full_as_64_row_tiles || FillsWaves(tiles_128, sms, 4, 5))) ||
-        (as_full_as_64_row_tiles && FillsWaves(tiles_128, sms, 9, 10))) {
-      return FusedKernel::kPersistent128x128;
-    }
-  } else if (FillsWaves(tiles_128, sms, 9, 10)) {
-    return FusedKernel::kPersistent128x128;
-  }
+  const bool as_full_as_64_row_tiles = tiles_64 == 2 * tiles_128;
+  // Whether a head's 128-row tiles are at least num/100 full.
+  const auto full_128 = [rows](int num) {
+    return 100LL * rows >= num * 128LL * ((rows + 127) / 128);
+  };
+  const bool persistent =
+      weight == WeightType::kE4m3
+          ? (tiles_128 > sms &&
+             (as_full_as_64_row_tiles || full_128(85) || FillsWaves(tiles_128, sms, 4, 5))) ||
+                (as_full_as_64_row_tiles && FillsWaves(tiles_128, sms, 9, 10))
+          : FillsWaves(tiles_128, sms, 4, 5) && (as_full_as_64_row_tiles || full_128(60));
+  if (persistent) return FusedKernel::kPersistent128x128;
   return FillsWavesMore(tiles_64, 2 * sms, 2 * tiles_64, 3 * sms)
              ? FusedKernel::kTile64x128
              : FusedKernel::kTile64x64Pipeline4;
@@ -194,17 +199,17 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
   if (rows <= 8 && heads <= 64 && !(rows <= 2 && heads > 48)) return FusedKernel::kLatentSplit;
   if (rows <= 16 && (heads <= 64 || work <= 768)) return FusedKernel::kColumnSplit;
   if (EightRowBlocksFitOneWave(heads, rows, multiprocessors)) return FusedKernel::kColumnSplit;
-  // The 64 x 32 tiles to 24 tiles of 64 rows while a head's rows fill its 32-row tiles enough
-  // (at most 40 of them); then the 64 x 64 tiles with all steps in flight to 48.
+  // The 64 x 32 tiles to 24 tiles of 64 rows while there are at most 40 of 32 rows; then the
+  // 64 x 64 tiles with all steps in flight below 48.
   if (4 * tiles_64 <= 96 && heads * ((rows + 31LL) / 32) <= 40) {
     return FusedKernel::kTile64x32AllSteps;
   }
-  if (2 * tiles_64 <= 96) return FusedKernel::kTile64x64AllSteps;
+  if (2 * tiles_64 < 96) return FusedKernel::kTile64x64AllSteps;
   // Within one wave of 64-row tiles, the 64 x 128 tiles (each latent row read once) from 64 rows
-  // once their blocks outnumber half the SMs, and from 32 rows at 0.9 SMs of them; else the
+  // once their blocks outnumber half the SMs, and from 32 rows at 0.8 SMs of them; else the
   // 6-stage ring.
   if (tiles_64 <= sms) {
-    return (rows >= 64 && 2 * tiles_64 > sms) || (rows >= 32 && 10 * tiles_64 > 9 * sms)
+    return (rows >= 64 && 2 * tiles_64 > sms) || (rows >= 32 && 5 * tiles_64 > 4 * sms)
                ? FusedKernel::kTile64x128
                : FusedKernel::kTile64x64Pipeline6;
   }

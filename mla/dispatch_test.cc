@@ -64,8 +64,9 @@ TEST(FusedKernelTest, ResolvesToOneKernel) {
 // was the fastest or within 3% of it, or is kept on purpose (ColumnSplit at 9-16 rows up to 64
 // heads and at 96-128 heads up to 16 rows, for its start behind an upstream kernel;
 // docs/design.md). The entries after the blank line lie between the grid's row counts (every
-// kernel forced at 8-512 rows in steps of 8, two runs), where the tiles by waves gain up to
-// 1.27x (128 x 80: Persistent128x128's one wave against the 4-stage ring's two).
+// kernel forced at 8-512 rows in steps of 8, two runs) or its head counts (24-112 heads, one
+// run), where the tiles by waves gain up to 1.27x (128 x 80: Persistent128x128's one wave
+// against the 4-stage ring's two).
 TEST(DispatchTest, FollowsTheMeasurements) {
   using K = FusedKernel;
   const struct {
@@ -91,7 +92,7 @@ TEST(DispatchTest, FollowsTheMeasurements) {
       {12, 32, K::kTile64x32AllSteps},   {12, 64, K::kTile64x32AllSteps},
       {12, 96, K::kTile64x32AllSteps},   {16, 32, K::kTile64x32AllSteps},
       {16, 64, K::kTile64x32AllSteps},   {8, 256, K::kTile64x64AllSteps},
-      {12, 256, K::kTile64x64AllSteps},  {16, 128, K::kTile64x64AllSteps},
+      {12, 256, K::kTile64x64Pipeline6}, {16, 128, K::kTile64x64AllSteps},
       {32, 32, K::kTile64x64AllSteps},   {32, 64, K::kTile64x64AllSteps},
       {96, 16, K::kTile64x64Pipeline6},  {96, 32, K::kTile64x64Pipeline6},
       {96, 64, K::kTile64x128},          {128, 8, K::kTile64x64Pipeline6},
@@ -117,6 +118,9 @@ TEST(DispatchTest, FollowsTheMeasurements) {
       {96, 120, K::kTile64x64Pipeline4}, {96, 160, K::kTile64x64Pipeline4},
       {96, 288, K::kTile64x128},         {96, 384, K::kTile64x64Pipeline4},
       {128, 80, K::kPersistent128x128},  {128, 120, K::kPersistent128x128},
+      {48, 40, K::kTile64x64Pipeline6},  {112, 56, K::kTile64x128},
+      {80, 72, K::kTile64x64Pipeline4},  {112, 88, K::kPersistent128x128},
+      {112, 360, K::kPersistent128x128}, {80, 504, K::kPersistent128x128},
   };
   for (const auto& m : measured) {
     EXPECT_EQ(DispatchFusedKernel(m.heads, m.rows, kH200), m.kernel) << m.heads << " x " << m.rows;
@@ -136,7 +140,8 @@ TEST(DispatchTest, FollowsTheMeasurements) {
 //   (112 x 48: 8.43 against 8.80 for the 6-stage ring); the 4-stage ring while its 64 x 64 tiles
 //   fit one wave at three a multiprocessor; the 6-stage ring, not ColumnSplit, from 80 heads at
 //   17-32 rows (80 x 24: 6.71 against 7.17).
-// - Every kernel forced at 8-512 rows in steps of 8 (one run): LatentSplit to 48 rows at 8 heads;
+// - Every kernel forced at 8-512 rows in steps of 8 (one run; then at 24-112 heads, one run):
+//   LatentSplit to 48 rows at 8 heads;
 //   past one wave of 64-row tiles the tiles of DispatchTilesPastOneWave (up to 1.14x at 64 x 184,
 //   where Persistent128x128 ran and the 4-stage ring makes one wave).
 TEST(DispatchTest, E4m3FollowsTheMeasurements) {
@@ -184,6 +189,7 @@ TEST(DispatchTest, E4m3FollowsTheMeasurements) {
       {96, 224, K::kPersistent128x128},  {96, 288, K::kTile64x128},
       {128, 96, K::kPersistent128x128},  {32, 400, K::kTile64x128},
       {32, 480, K::kPersistent128x128},  {64, 352, K::kPersistent128x128},
+      {48, 440, K::kPersistent128x128},  {80, 72, K::kTile64x64Pipeline4},
   };
   for (const auto& m : measured) {
     EXPECT_EQ(DispatchFusedKernel(m.heads, m.rows, kH200, WeightType::kE4m3), m.kernel)
@@ -317,13 +323,13 @@ TEST(DispatchTest, TilesByWavesOnTheH200) {
   EXPECT_TRUE(FillsWavesMore(480, 2 * kH200, 960, 3 * kH200));
   EXPECT_FALSE(FillsWavesMore(384, 2 * kH200, 768, 3 * kH200));
   // Within one wave of 64-row tiles: the 64 x 128 tiles from 64 rows past half the SMs, from 32
-  // rows past 0.9 of them.
+  // rows past 0.8 of them.
   EXPECT_EQ(DispatchFusedKernel(67, 64, kH200), FusedKernel::kTile64x128);
   EXPECT_EQ(DispatchFusedKernel(66, 64, kH200), FusedKernel::kTile64x64Pipeline6);
-  EXPECT_EQ(DispatchFusedKernel(119, 32, kH200), FusedKernel::kTile64x128);
-  EXPECT_EQ(DispatchFusedKernel(118, 32, kH200), FusedKernel::kTile64x64Pipeline6);
+  EXPECT_EQ(DispatchFusedKernel(106, 32, kH200), FusedKernel::kTile64x128);
+  EXPECT_EQ(DispatchFusedKernel(105, 32, kH200), FusedKernel::kTile64x64Pipeline6);
   // The ring while its blocks make one wave (198 tiles of 64 rows); past it Persistent128x128
-  // where its tiles fill 0.9 of a wave, else here the 64 x 128 tiles.
+  // where its tiles fill 0.8 of a wave, else here the 64 x 128 tiles.
   EXPECT_EQ(DispatchFusedKernel(99, 128, kH200), FusedKernel::kTile64x64Pipeline4);
   EXPECT_EQ(DispatchFusedKernel(100, 128, kH200), FusedKernel::kTile64x128);
   EXPECT_EQ(DispatchFusedKernel(119, 128, kH200), FusedKernel::kPersistent128x128);
