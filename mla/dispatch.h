@@ -87,36 +87,34 @@ constexpr bool FillsWavesMore(long long units_a, long long slots_a, long long un
 // The tile kernels past one wave of 64-row tiles (T > SMs): the 4-stage ring (2T blocks of
 // 64 x 64, three an SM), the 64 x 128 tiles (T blocks, two an SM) and Persistent128x128 (T128
 // tiles of 128 rows, one an SM at a time). Drawn from every kernel forced at 8-512 rows in steps
-// of 8 and checked at head counts it was not drawn from (docs/design.md, "The dispatch rule"):
-// - the ring leads while its blocks make one wave, unless a head's last 64-row tile is at most
-//   0.65 full and the 128-row tiles fill 0.7 of one wave (96 heads x 72-80 rows);
-// - Persistent128x128 where its tiles fill 0.8 of their waves and hold no more empty rows than
-//   the 64-row ones (T = 2 T128) or are at least 0.6 full (bf16 W_UV). e4m3 W_UV converts a
-//   128-row tile's W_UV once for all its rows: past one wave of them wherever they hold no more
-//   empty rows, are 0.85 full or fill 0.8 of their waves, and within one where they hold no
-//   more empty rows and fill 0.9 of it;
+// of 8 at the grid's head counts and at 11 head counts between them (docs/design.md, "The
+// dispatch rule"):
+// - the ring while its blocks make one wave: back to back Persistent128x128 is up to 9% faster
+//   where a head's last 64-row tile is mostly empty (96 x 72-80), but after an attention-like
+//   upstream kernel its one block an SM waits for the upstream blocks to leave and adds twice
+//   the ring's time (96 x 80: 9.77 against 4.82 us);
+// - Persistent128x128 where its tiles hold no more empty rows than the 64-row ones (T = 2 T128)
+//   and fill 0.75 of their waves, or are at least 0.6 full and fill 0.8 (bf16 W_UV). e4m3 W_UV
+//   converts a 128-row tile's W_UV once for all its rows: past one wave of them wherever they
+//   hold no more empty rows, are 0.85 full or fill 0.75 of their waves, and within one where
+//   they hold no more empty rows and fill 0.9 of it;
 // - else whichever of the 64 x 128 tiles and the ring fills its waves more.
 constexpr FusedKernel DispatchTilesPastOneWave(int heads, int rows, long long sms,
                                                WeightType weight) {
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
   const long long tiles_128 = heads * ((rows + 127LL) / 128);
-  if (2 * tiles_64 <= 3 * sms) {
-    const bool sparse_last_tile = 100LL * rows <= 65LL * 64 * ((rows + 63) / 64);
-    return sparse_last_tile && tiles_128 <= sms && FillsWaves(tiles_128, sms, 7, 10)
-               ? FusedKernel::kPersistent128x128
-               : FusedKernel::kTile64x64Pipeline4;
-  }
+  if (2 * tiles_64 <= 3 * sms) return FusedKernel::kTile64x64Pipeline4;
   const bool as_full_as_64_row_tiles = tiles_64 == 2 * tiles_128;
   // Whether a head's 128-row tiles are at least num/100 full.
   const auto full_128 = [rows](int num) {
     return 100LL * rows >= num * 128LL * ((rows + 127) / 128);
   };
-  const bool persistent =
-      weight == WeightType::kE4m3
-          ? (tiles_128 > sms &&
-             (as_full_as_64_row_tiles || full_128(85) || FillsWaves(tiles_128, sms, 4, 5))) ||
-                (as_full_as_64_row_tiles && FillsWaves(tiles_128, sms, 9, 10))
-          : FillsWaves(tiles_128, sms, 4, 5) && (as_full_as_64_row_tiles || full_128(60));
+  const bool persistent = weight == WeightType::kE4m3
+                              ? (tiles_128 > sms && (as_full_as_64_row_tiles || full_128(85) ||
+                                                     FillsWaves(tiles_128, sms, 3, 4))) ||
+                                    (as_full_as_64_row_tiles && FillsWaves(tiles_128, sms, 9, 10))
+                              : (as_full_as_64_row_tiles && FillsWaves(tiles_128, sms, 3, 4)) ||
+                                    (full_128(60) && FillsWaves(tiles_128, sms, 4, 5));
   if (persistent) return FusedKernel::kPersistent128x128;
   return FillsWavesMore(tiles_64, 2 * sms, 2 * tiles_64, 3 * sms)
              ? FusedKernel::kTile64x128
@@ -199,17 +197,14 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
   if (rows <= 8 && heads <= 64 && !(rows <= 2 && heads > 48)) return FusedKernel::kLatentSplit;
   if (rows <= 16 && (heads <= 64 || work <= 768)) return FusedKernel::kColumnSplit;
   if (EightRowBlocksFitOneWave(heads, rows, multiprocessors)) return FusedKernel::kColumnSplit;
-  // The 64 x 32 tiles to 24 tiles of 64 rows while there are at most 40 of 32 rows; then the
-  // 64 x 64 tiles with all steps in flight below 48.
-  if (4 * tiles_64 <= 96 && heads * ((rows + 31LL) / 32) <= 40) {
-    return FusedKernel::kTile64x32AllSteps;
-  }
+  if (4 * tiles_64 <= 96) return FusedKernel::kTile64x32AllSteps;
   if (2 * tiles_64 < 96) return FusedKernel::kTile64x64AllSteps;
   // Within one wave of 64-row tiles, the 64 x 128 tiles (each latent row read once) from 64 rows
-  // once their blocks outnumber half the SMs, and from 32 rows at 0.8 SMs of them; else the
-  // 6-stage ring.
+  // at 0.9 SMs of them, and from 128 rows once they outnumber half the SMs; else the 6-stage
+  // ring, which after an attention-like upstream kernel adds less at 32-64 rows (128 x 32: 5.13
+  // against 5.94 us) though back to back it is up to 9% slower there.
   if (tiles_64 <= sms) {
-    return (rows >= 64 && 2 * tiles_64 > sms) || (rows >= 32 && 5 * tiles_64 > 4 * sms)
+    return (rows >= 64 && 10 * tiles_64 > 9 * sms) || (rows >= 128 && 2 * tiles_64 > sms)
                ? FusedKernel::kTile64x128
                : FusedKernel::kTile64x64Pipeline6;
   }

@@ -62,7 +62,8 @@ TEST(FusedKernelTest, ResolvesToOneKernel) {
 
 // The rule against the H200 measurements it was drawn from: at each shape, the kernel it picks
 // was the fastest or within 3% of it, or is kept on purpose (ColumnSplit at 9-16 rows up to 64
-// heads and at 96-128 heads up to 16 rows, for its start behind an upstream kernel;
+// heads and at 96-128 heads up to 16 rows, the 6-stage ring at 96-128 heads x 32-64 rows and
+// the 4-stage ring wherever it makes one wave, for their start behind an upstream kernel;
 // docs/design.md). The entries after the blank line lie between the grid's row counts (every
 // kernel forced at 8-512 rows in steps of 8, two runs) or its head counts (24-112 heads, one
 // run), where the tiles by waves gain up to 1.27x (128 x 80: Persistent128x128's one wave
@@ -95,8 +96,8 @@ TEST(DispatchTest, FollowsTheMeasurements) {
       {12, 256, K::kTile64x64Pipeline6}, {16, 128, K::kTile64x64AllSteps},
       {32, 32, K::kTile64x64AllSteps},   {32, 64, K::kTile64x64AllSteps},
       {96, 16, K::kTile64x64Pipeline6},  {96, 32, K::kTile64x64Pipeline6},
-      {96, 64, K::kTile64x128},          {128, 8, K::kTile64x64Pipeline6},
-      {128, 16, K::kTile64x64Pipeline6}, {128, 32, K::kTile64x128},
+      {96, 64, K::kTile64x64Pipeline6},  {128, 8, K::kTile64x64Pipeline6},
+      {128, 16, K::kTile64x64Pipeline6}, {128, 32, K::kTile64x64Pipeline6},
       {8, 512, K::kTile64x64Pipeline6},  {12, 512, K::kTile64x128},
       {16, 256, K::kTile64x64Pipeline6}, {32, 128, K::kTile64x64Pipeline6},
       {64, 32, K::kTile64x64Pipeline6},  {64, 64, K::kTile64x64Pipeline6},
@@ -108,17 +109,17 @@ TEST(DispatchTest, FollowsTheMeasurements) {
       {64, 256, K::kPersistent128x128},  {96, 256, K::kTile64x64Pipeline4},
       {128, 128, K::kPersistent128x128}, {128, 1024, K::kPersistent128x128},
 
-      {12, 128, K::kTile64x64AllSteps},  {12, 104, K::kTile64x64AllSteps},
-      {8, 160, K::kTile64x32AllSteps},   {8, 192, K::kTile64x64AllSteps},
+      {12, 128, K::kTile64x32AllSteps},  {12, 104, K::kTile64x32AllSteps},
+      {8, 160, K::kTile64x32AllSteps},   {8, 200, K::kTile64x64AllSteps},
       {16, 288, K::kTile64x128},         {16, 448, K::kTile64x128},
-      {32, 160, K::kTile64x128},         {128, 48, K::kTile64x128},
+      {32, 160, K::kTile64x128},         {128, 48, K::kTile64x64Pipeline6},
       {32, 392, K::kPersistent128x128},  {64, 160, K::kTile64x64Pipeline4},
       {64, 288, K::kTile64x64Pipeline4}, {64, 384, K::kTile64x64Pipeline4},
-      {96, 72, K::kPersistent128x128},   {96, 80, K::kPersistent128x128},
+      {96, 72, K::kTile64x64Pipeline4},  {96, 80, K::kTile64x64Pipeline4},
       {96, 120, K::kTile64x64Pipeline4}, {96, 160, K::kTile64x64Pipeline4},
       {96, 288, K::kTile64x128},         {96, 384, K::kTile64x64Pipeline4},
       {128, 80, K::kPersistent128x128},  {128, 120, K::kPersistent128x128},
-      {48, 40, K::kTile64x64Pipeline6},  {112, 56, K::kTile64x128},
+      {48, 40, K::kTile64x64Pipeline6},  {112, 56, K::kTile64x64Pipeline6},
       {80, 72, K::kTile64x64Pipeline4},  {112, 88, K::kPersistent128x128},
       {112, 360, K::kPersistent128x128}, {80, 504, K::kPersistent128x128},
   };
@@ -185,7 +186,7 @@ TEST(DispatchTest, E4m3FollowsTheMeasurements) {
       {80, 96, K::kTile64x64Pipeline4},  {48, 192, K::kTile64x64Pipeline4},
       {112, 192, K::kPersistent128x128}, {8, 40, K::kLatentSplit},
       {8, 48, K::kLatentSplit},          {64, 160, K::kTile64x64Pipeline4},
-      {96, 80, K::kPersistent128x128},   {96, 160, K::kTile64x64Pipeline4},
+      {96, 80, K::kTile64x64Pipeline4},  {96, 160, K::kTile64x64Pipeline4},
       {96, 224, K::kPersistent128x128},  {96, 288, K::kTile64x128},
       {128, 96, K::kPersistent128x128},  {32, 400, K::kTile64x128},
       {32, 480, K::kPersistent128x128},  {64, 352, K::kPersistent128x128},
@@ -322,17 +323,19 @@ TEST(DispatchTest, TilesByWavesOnTheH200) {
   // 480 64 x 128 tiles fill 480 of 528 slots, the ring's 960 blocks 960 of 1188.
   EXPECT_TRUE(FillsWavesMore(480, 2 * kH200, 960, 3 * kH200));
   EXPECT_FALSE(FillsWavesMore(384, 2 * kH200, 768, 3 * kH200));
-  // Within one wave of 64-row tiles: the 64 x 128 tiles from 64 rows past half the SMs, from 32
-  // rows past 0.8 of them.
-  EXPECT_EQ(DispatchFusedKernel(67, 64, kH200), FusedKernel::kTile64x128);
-  EXPECT_EQ(DispatchFusedKernel(66, 64, kH200), FusedKernel::kTile64x64Pipeline6);
-  EXPECT_EQ(DispatchFusedKernel(106, 32, kH200), FusedKernel::kTile64x128);
-  EXPECT_EQ(DispatchFusedKernel(105, 32, kH200), FusedKernel::kTile64x64Pipeline6);
+  // Within one wave of 64-row tiles: the 64 x 128 tiles from 64 rows past 0.9 of the SMs, from
+  // 128 rows past half of them.
+  EXPECT_EQ(DispatchFusedKernel(119, 64, kH200), FusedKernel::kTile64x128);
+  EXPECT_EQ(DispatchFusedKernel(118, 64, kH200), FusedKernel::kTile64x64Pipeline6);
+  EXPECT_EQ(DispatchFusedKernel(12, 384, kH200), FusedKernel::kTile64x128);
+  EXPECT_EQ(DispatchFusedKernel(11, 384, kH200), FusedKernel::kTile64x64Pipeline6);
+  EXPECT_EQ(DispatchFusedKernel(128, 32, kH200), FusedKernel::kTile64x64Pipeline6);
   // The ring while its blocks make one wave (198 tiles of 64 rows); past it Persistent128x128
-  // where its tiles fill 0.8 of a wave, else here the 64 x 128 tiles.
+  // where its tiles hold no more empty rows than the 64-row ones and fill 0.75 of a wave, else
+  // here the 64 x 128 tiles.
   EXPECT_EQ(DispatchFusedKernel(99, 128, kH200), FusedKernel::kTile64x64Pipeline4);
-  EXPECT_EQ(DispatchFusedKernel(100, 128, kH200), FusedKernel::kTile64x128);
-  EXPECT_EQ(DispatchFusedKernel(119, 128, kH200), FusedKernel::kPersistent128x128);
+  EXPECT_EQ(DispatchFusedKernel(100, 128, kH200), FusedKernel::kPersistent128x128);
+  EXPECT_EQ(DispatchFusedKernel(96, 288, kH200), FusedKernel::kTile64x128);
 }
 
 // ColumnSplit's rows a block, against the measurements (docs/design.md): 8 (latent in registers)
