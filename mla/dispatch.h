@@ -154,7 +154,7 @@ constexpr FusedKernel DispatchE4m3OutputKernel(int heads, int rows, WeightType w
 }
 
 // The rule, for a GPU with `multiprocessors` SMs (measured on H200s, 132). T counts 64-row
-// tiles; the block-count thresholds (96, 256) are measured crossovers, not SM counts. e4m3 W_UV
+// tiles; the tile-count thresholds (96) are measured crossovers, not SM counts. e4m3 W_UV
 // has a rule of its own, drawn from the grid with every kernel forced on e4m3 weights: the
 // kernels that convert W_UV in registers (ColumnSplit, LatentSplit) lead further, and the
 // tiles that convert it in shared memory lead later; so has the e4m3 output (above)
