@@ -121,35 +121,41 @@ constexpr FusedKernel DispatchTilesPastOneWave(int heads, int rows, long long sm
              : FusedKernel::kTile64x64Pipeline4;
 }
 
-// The rule for the e4m3 output, drawn from the grid with every kernel forced on it (bf16 and
-// e4m3 W_UV): a head split over blocks exchanges its amax through a cluster (ColumnSplit,
-// LatentSplit, the 64 x 32 and 64 x 64 tiles); the register kernels lead at few rows (with bf16
-// W_UV ColumnSplit to 8 rows at up to 64 heads, 4 at 96, 16 at 16 and 32 at 8; with e4m3 W_UV
-// LatentSplit to 16 rows at up to 16 heads, then ColumnSplit), the 6-stage pipeline around 64
-// tiles, and the kernels that hold whole heads (the 64 x 128 tiles, Persistent128x128) beyond,
-// at 128 heads already from 1 row with bf16 W_UV (docs/design.md, "The dispatch rule"). T counts
-// 64-row tiles; its thresholds are measured crossovers on 132 SMs.
-constexpr FusedKernel DispatchE4m3OutputKernel(int heads, int rows, WeightType weight) {
+// e4m3 W_UV's tiles within one wave of 64-row tiles (T <= SMs): the 64 x 32 tiles to 32 of them,
+// then the 64 x 128 tiles from 0.8 SMs of them, else the 6-stage ring (docs/design.md, "The
+// dispatch rule").
+constexpr FusedKernel DispatchE4m3TilesInOneWave(long long tiles_64, long long sms) {
+  if (tiles_64 <= 32) return FusedKernel::kTile64x32AllSteps;
+  return 5 * tiles_64 > 4 * sms ? FusedKernel::kTile64x128 : FusedKernel::kTile64x64Pipeline6;
+}
+
+// The rule for the e4m3 output. A head split over blocks exchanges its amax through a cluster
+// (ColumnSplit, LatentSplit, the 64 x 32 and 64 x 64 tiles). Drawn from the grid with every kernel
+// forced on it (bf16 and e4m3 W_UV): the register kernels lead at few rows (with bf16 W_UV
+// ColumnSplit to 8 rows at up to 64 heads, 4 at 96, 16 at 16 and 32 at 8; with e4m3 W_UV
+// LatentSplit to 16 rows at up to 16 heads, then ColumnSplit). The tiles go as for the bf16
+// output: past one wave of 64-row tiles by waves (DispatchTilesPastOneWave), which every kernel
+// forced between the grid's shapes measured closer to the fastest than the grid's thresholds;
+// within one, e4m3 W_UV's as for the bf16 output, and with bf16 W_UV the 64 x 32 tiles below 16
+// of them, the 64 x 64 tiles (their exchange between two blocks) below 48, then the 6-stage ring
+// to 64 tiles (and to 32 rows below 128 heads), else the 64 x 128 tiles, which hold whole heads.
+constexpr FusedKernel DispatchE4m3OutputKernel(int heads, int rows, int multiprocessors,
+                                               WeightType weight) {
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
+  const long long sms = multiprocessors;
   if (weight == WeightType::kE4m3) {
     if (rows <= 16 && heads <= 16) return FusedKernel::kLatentSplit;
     if (rows <= 8 || (rows <= 16 && heads >= 64)) return FusedKernel::kColumnSplit;
-    if (tiles_64 >= 384) return FusedKernel::kPersistent128x128;
-    if (tiles_64 > 96) return FusedKernel::kTile64x128;
-    if (tiles_64 >= 64) return FusedKernel::kTile64x64Pipeline6;
-    return tiles_64 <= 32 && rows <= 128 ? FusedKernel::kTile64x32AllSteps
-                                         : FusedKernel::kTile64x64AllSteps;
-  }
-  if ((rows <= 8 && heads <= 64) || (rows <= 4 && heads <= 96) || (rows <= 16 && heads <= 16) ||
-      (rows <= 32 && heads <= 8)) {
+  } else if ((rows <= 8 && heads <= 64) || (rows <= 4 && heads <= 96) ||
+             (rows <= 16 && heads <= 16) || (rows <= 32 && heads <= 8)) {
     return FusedKernel::kColumnSplit;
   }
-  if (tiles_64 >= 256 || (rows >= 128 && heads >= 96)) return FusedKernel::kPersistent128x128;
+  if (tiles_64 > sms) return DispatchTilesPastOneWave(heads, rows, sms, weight);
+  if (weight == WeightType::kE4m3) return DispatchE4m3TilesInOneWave(tiles_64, sms);
   if (tiles_64 >= 48) {
     return tiles_64 <= 64 || (rows <= 32 && heads < 128) ? FusedKernel::kTile64x64Pipeline6
                                                          : FusedKernel::kTile64x128;
   }
-  // From 16 tiles the 64 x 64 tiles, whose amax exchange is between two blocks, lead.
   return tiles_64 < 16 ? FusedKernel::kTile64x32AllSteps : FusedKernel::kTile64x64AllSteps;
 }
 
@@ -163,7 +169,7 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
                                           WeightType weight = WeightType::kBf16,
                                           OutputType output = OutputType::kBf16) {
   if (output == OutputType::kE4m3) {
-    return DispatchE4m3OutputKernel(heads, rows, weight);
+    return DispatchE4m3OutputKernel(heads, rows, multiprocessors, weight);
   }
   const long long work = static_cast<long long>(heads) * rows;
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
@@ -183,11 +189,7 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
     if (rows <= 16 || (rows <= 32 && work <= 2048 && heads <= 64)) {
       return FusedKernel::kColumnSplit;
     }
-    if (tiles_64 <= 32) return FusedKernel::kTile64x32AllSteps;
-    // Within one wave of 64-row tiles, the 64 x 128 tiles from 0.8 SMs of them.
-    if (tiles_64 <= sms) {
-      return 5 * tiles_64 > 4 * sms ? FusedKernel::kTile64x128 : FusedKernel::kTile64x64Pipeline6;
-    }
+    if (tiles_64 <= sms) return DispatchE4m3TilesInOneWave(tiles_64, sms);
     return DispatchTilesPastOneWave(heads, rows, sms, weight);
   }
   // Past one wave LatentSplit still leads up to 8 rows at up to 64 heads, back to back and after
