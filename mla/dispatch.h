@@ -121,24 +121,29 @@ constexpr FusedKernel DispatchTilesPastOneWave(int heads, int rows, long long sm
              : FusedKernel::kTile64x64Pipeline4;
 }
 
-// e4m3 W_UV's tiles within one wave of 64-row tiles (T <= SMs): the 64 x 32 tiles to 32 of them,
-// then the 64 x 128 tiles from 0.8 SMs of them, else the 6-stage ring (docs/design.md, "The
-// dispatch rule").
-constexpr FusedKernel DispatchE4m3TilesInOneWave(long long tiles_64, long long sms) {
+// e4m3 W_UV's tiles, once the register kernels are passed: the 64 x 32 tiles to 32 of them;
+// within one wave of 64-row tiles (T <= SMs) the 64 x 128 tiles from 0.8 SMs of them, else the
+// 6-stage ring; past it by waves (docs/design.md, "The dispatch rule").
+constexpr FusedKernel DispatchE4m3Tiles(int heads, int rows, long long sms) {
+  const long long tiles_64 = heads * ((rows + 63LL) / 64);
   if (tiles_64 <= 32) return FusedKernel::kTile64x32AllSteps;
-  return 5 * tiles_64 > 4 * sms ? FusedKernel::kTile64x128 : FusedKernel::kTile64x64Pipeline6;
+  if (tiles_64 <= sms) {
+    return 5 * tiles_64 > 4 * sms ? FusedKernel::kTile64x128 : FusedKernel::kTile64x64Pipeline6;
+  }
+  return DispatchTilesPastOneWave(heads, rows, sms, WeightType::kE4m3);
 }
 
 // The rule for the e4m3 output. A head split over blocks exchanges its amax through a cluster
 // (ColumnSplit, LatentSplit, the 64 x 32 and 64 x 64 tiles). Drawn from the grid with every kernel
 // forced on it (bf16 and e4m3 W_UV): the register kernels lead at few rows (with bf16 W_UV
 // ColumnSplit to 8 rows at up to 64 heads, 4 at 96, 16 at 16 and 32 at 8; with e4m3 W_UV
-// LatentSplit to 16 rows at up to 16 heads, then ColumnSplit). The tiles go as for the bf16
-// output: past one wave of 64-row tiles by waves (DispatchTilesPastOneWave), which every kernel
-// forced between the grid's shapes measured closer to the fastest than the grid's thresholds;
-// within one, e4m3 W_UV's as for the bf16 output, and with bf16 W_UV the 64 x 32 tiles below 16
-// of them, the 64 x 64 tiles (their exchange between two blocks) below 48, then the 6-stage ring
-// to 64 tiles (and to 32 rows below 128 heads), else the 64 x 128 tiles, which hold whole heads.
+// LatentSplit to 16 rows at up to 16 heads, then ColumnSplit). Past them the tiles of the bf16
+// output's rules, which every kernel forced between the grid's shapes measured closer to the
+// fastest than the grid's thresholds: e4m3 W_UV's (DispatchE4m3Tiles), and with bf16 W_UV the
+// tiles by waves past one wave of 64-row tiles (DispatchTilesPastOneWave). Within one wave, with
+// bf16 W_UV, the grid's: the 64 x 32 tiles below 16 of them, the 64 x 64 tiles (their exchange
+// between two blocks) below 48, then the 6-stage ring to 64 tiles (and to 32 rows below 128
+// heads), else the 64 x 128 tiles, which hold whole heads.
 constexpr FusedKernel DispatchE4m3OutputKernel(int heads, int rows, int multiprocessors,
                                                WeightType weight) {
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
@@ -150,8 +155,8 @@ constexpr FusedKernel DispatchE4m3OutputKernel(int heads, int rows, int multipro
              (rows <= 16 && heads <= 16) || (rows <= 32 && heads <= 8)) {
     return FusedKernel::kColumnSplit;
   }
+  if (weight == WeightType::kE4m3) return DispatchE4m3Tiles(heads, rows, sms);
   if (tiles_64 > sms) return DispatchTilesPastOneWave(heads, rows, sms, weight);
-  if (weight == WeightType::kE4m3) return DispatchE4m3TilesInOneWave(tiles_64, sms);
   if (tiles_64 >= 48) {
     return tiles_64 <= 64 || (rows <= 32 && heads < 128) ? FusedKernel::kTile64x64Pipeline6
                                                          : FusedKernel::kTile64x128;
@@ -189,8 +194,7 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
     if (rows <= 16 || (rows <= 32 && work <= 2048 && heads <= 64)) {
       return FusedKernel::kColumnSplit;
     }
-    if (tiles_64 <= sms) return DispatchE4m3TilesInOneWave(tiles_64, sms);
-    return DispatchTilesPastOneWave(heads, rows, sms, weight);
+    return DispatchE4m3Tiles(heads, rows, sms);
   }
   // Past one wave LatentSplit still leads up to 8 rows at up to 64 heads, back to back and after
   // an attention-like upstream kernel, with PDL and without (only behind an upstream kernel that
