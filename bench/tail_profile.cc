@@ -6,8 +6,9 @@
 //
 // profiles exactly those launches (its cache control flushes L2 before each: cold, as in a
 // model). Set-up (layers, the tails' creation, the floor's measurement, which picks the floor
-// kernel's blocks a multiprocessor) runs outside that range. Prints one line per launch: shape,
-// what ran, its grid.
+// kernel's blocks a multiprocessor) runs outside that range. --gates=gated,none launches each
+// kernel with the layer's gate and without one (gate == nullptr) in turn. Prints one line per
+// launch: shape, what ran, its gate form, its grid.
 
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
@@ -34,6 +35,9 @@ ABSL_FLAG(std::string, kernels, "Auto",
           "fused kernels to launch per shape: Auto (the rule) or kernel names (FusedKernelName)");
 ABSL_FLAG(int, launches, 2, "launches of each kernel, each on its own layer");
 ABSL_FLAG(bool, stream, true, "also launch the streaming floor's kernel on the same bytes");
+ABSL_FLAG(std::string, gates, "gated",
+          "gate forms to launch each kernel with, in turn: gated (the layers' gates), none "
+          "(gate == nullptr), or both as gated,none");
 
 namespace mla_tail_bench {
 namespace {
@@ -128,19 +132,32 @@ int Main() {
   }
   if (cudaStreamSynchronize(stream) != cudaSuccess) return 1;
 
-  std::printf("heads,rows,q,launch,kernel,grid\n");
+  std::vector<bool> gate_forms;
+  for (absl::string_view form : absl::StrSplit(absl::GetFlag(FLAGS_gates), ',')) {
+    if (form != "gated" && form != "none") {
+      std::fprintf(stderr, "tail_profile: bad gate form '%s'\n", std::string(form).c_str());
+      return 1;
+    }
+    gate_forms.push_back(form == "gated");
+  }
+
+  std::printf("heads,rows,q,launch,kernel,gate,grid\n");
   cudaProfilerStart();
   int failures = 0;
   for (Work& w : work) {
     for (auto& [kernel, tail] : w.tails) {
       for (int i = 0; i < launches; ++i) {
-        const absl::Status run = tail->Run(w.shape, w.layers[i].buffers, stream);
-        if (!run.ok()) {
-          std::fprintf(stderr, "run: %s\n", run.ToString().c_str());
-          ++failures;
+        for (const bool gated : gate_forms) {
+          mla_tail::TailBuffers buffers = w.layers[i].buffers;
+          if (!gated) buffers.gate = nullptr;
+          const absl::Status run = tail->Run(w.shape, buffers, stream);
+          if (!run.ok()) {
+            std::fprintf(stderr, "run: %s\n", run.ToString().c_str());
+            ++failures;
+          }
+          std::printf("%d,%d,%d,%d,%s,%s,\n", w.shape.heads, w.shape.rows, w.shape.q, i,
+                      mla_tail::FusedKernelName(kernel), gated ? "gated" : "none");
         }
-        std::printf("%d,%d,%d,%d,%s,\n", w.shape.heads, w.shape.rows, w.shape.q, i,
-                    mla_tail::FusedKernelName(kernel));
       }
     }
     if (w.stream_blocks > 0) {
@@ -150,7 +167,7 @@ int Main() {
                              w.stream_blocks, stream, /*pdl=*/true) != cudaSuccess) {
           ++failures;
         }
-        std::printf("%d,%d,%d,%d,StreamRead,%d\n", w.shape.heads, w.shape.rows, w.shape.q, i,
+        std::printf("%d,%d,%d,%d,StreamRead,,%d\n", w.shape.heads, w.shape.rows, w.shape.q, i,
                     w.stream_blocks);
       }
     }
