@@ -656,13 +656,19 @@ struct WgConfig {
   int stages, cols, warpgroups, min_blocks;
   bool early_sigmoids;  // EarlySigmoids
   bool lean_copies;     // TileSources (TileKernel's kLeanCopies)
+  // The warpgroups with e4m3 W_UV and the bf16 output. Each thread dequantizes the words it
+  // copied, so two warpgroups convert a 64-column slice in half the instructions a thread, with
+  // twice the warps a scheduler to cover their latency: 0.77-0.96x the time of one in the
+  // all-in-flight 64 x 64 tiles, 0.87-0.99x in the 6-stage ring up to 96 heads
+  // (docs/design.md). The 64 x 32 tiles' e4m3 slice is one word for each of 128 threads.
+  int e4m3_warpgroups;
 };
 constexpr WgConfig kWgConfigs[] = {
-    {FusedKernel::kTile64x64Pipeline4, 4, 64, 1, 1, true, false},
-    {FusedKernel::kTile64x64AllSteps, 8, 64, 1, 0, false, true},
-    {FusedKernel::kTile64x128, 4, 128, 2, 2, false, true},
-    {FusedKernel::kTile64x32AllSteps, 8, 32, 1, 0, false, true},
-    {FusedKernel::kTile64x64Pipeline6, 6, 64, 1, 1, false, true},
+    {FusedKernel::kTile64x64Pipeline4, 4, 64, 1, 1, true, false, 1},
+    {FusedKernel::kTile64x64AllSteps, 8, 64, 1, 0, false, true, 2},
+    {FusedKernel::kTile64x128, 4, 128, 2, 2, false, true, 2},
+    {FusedKernel::kTile64x32AllSteps, 8, 32, 1, 0, false, true, 1},
+    {FusedKernel::kTile64x64Pipeline6, 6, 64, 1, 1, false, true, 2},
 };
 
 // The rule (mla/dispatch.h) counts on how many blocks of each share a multiprocessor (sm90.h).
@@ -685,14 +691,20 @@ static_assert(BlocksOfBoth<4, 128, 2, false>(2), "Tile64x128: two");
 template <int kIndex, WeightType kW, OutputType kO>
 struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
-  using T = WgTile<kC.stages, kC.cols, kC.warpgroups, !kC.lean_copies, kO == OutputType::kE4m3>;
+  static constexpr int kWarpgroups =
+      kW == WeightType::kE4m3 && kO == OutputType::kBf16 ? kC.e4m3_warpgroups : kC.warpgroups;
+  using T = WgTile<kC.stages, kC.cols, kWarpgroups, !kC.lean_copies, kO == OutputType::kE4m3>;
+  static_assert(BlocksPerMultiprocessor(T::kSmemBytes) ==
+                    BlocksPerMultiprocessor(WgTile<kC.stages, kC.cols, kC.warpgroups,
+                                                   !kC.lean_copies, false>::kSmemBytes),
+                "as many blocks a multiprocessor with either weight type (the rule counts them)");
   template <bool kEarly, bool kGated>
   static constexpr auto KernelOf() {
     if constexpr (kO == OutputType::kE4m3) {
-      return TileE4m3OutputKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kEarly,
+      return TileE4m3OutputKernel<kC.stages, kC.cols, kWarpgroups, kC.min_blocks, kEarly,
                                   kC.lean_copies, kGated, kW>;
     } else {
-      return TileKernel<kC.stages, kC.cols, kC.warpgroups, kC.min_blocks, kEarly, kC.lean_copies,
+      return TileKernel<kC.stages, kC.cols, kWarpgroups, kC.min_blocks, kEarly, kC.lean_copies,
                         kGated, kW>;
     }
   }
