@@ -121,12 +121,19 @@ constexpr FusedKernel DispatchTilesPastOneWave(int heads, int rows, long long sm
              : FusedKernel::kTile64x64Pipeline4;
 }
 
-// e4m3 W_UV's tiles, once the register kernels are passed: the 64 x 32 tiles to 32 of them;
-// within one wave of 64-row tiles (T <= SMs) the 64 x 128 tiles from 0.8 SMs of them, else the
-// 6-stage ring; past it by waves (docs/design.md, "The dispatch rule").
-constexpr FusedKernel DispatchE4m3Tiles(int heads, int rows, long long sms) {
+// e4m3 W_UV's tiles, once the register kernels are passed. With the bf16 output, the bf16
+// rule's small grids: the 64 x 32 tiles to 24 of them, the all-in-flight 64 x 64 tiles (two
+// warpgroups converting W_UV) below 48; with the e4m3 output the 64 x 32 tiles to 32. Then,
+// within one wave of 64-row tiles (T <= SMs), the 64 x 128 tiles from 0.8 SMs of them, else
+// the 6-stage ring; past it by waves (docs/design.md, "The dispatch rule").
+constexpr FusedKernel DispatchE4m3Tiles(int heads, int rows, long long sms, OutputType output) {
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
-  if (tiles_64 <= 32) return FusedKernel::kTile64x32AllSteps;
+  if (output == OutputType::kBf16) {
+    if (4 * tiles_64 <= 96) return FusedKernel::kTile64x32AllSteps;
+    if (2 * tiles_64 < 96) return FusedKernel::kTile64x64AllSteps;
+  } else if (tiles_64 <= 32) {
+    return FusedKernel::kTile64x32AllSteps;
+  }
   if (tiles_64 <= sms) {
     return 5 * tiles_64 > 4 * sms ? FusedKernel::kTile64x128 : FusedKernel::kTile64x64Pipeline6;
   }
@@ -155,7 +162,7 @@ constexpr FusedKernel DispatchE4m3OutputKernel(int heads, int rows, int multipro
              (rows <= 16 && heads <= 16) || (rows <= 32 && heads <= 8)) {
     return FusedKernel::kColumnSplit;
   }
-  if (weight == WeightType::kE4m3) return DispatchE4m3Tiles(heads, rows, sms);
+  if (weight == WeightType::kE4m3) return DispatchE4m3Tiles(heads, rows, sms, OutputType::kE4m3);
   if (tiles_64 > sms) return DispatchTilesPastOneWave(heads, rows, sms, weight);
   if (tiles_64 >= 48) {
     return tiles_64 <= 64 || (rows <= 32 && heads < 128) ? FusedKernel::kTile64x64Pipeline6
@@ -191,10 +198,12 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
         (rows > 8 && rows <= 16 && heads <= 40)) {
       return FusedKernel::kLatentSplit;
     }
-    if (rows <= 16 || (rows <= 32 && work <= 2048 && heads <= 64)) {
+    // ColumnSplit to 16 rows, and to 32 at 33-48 heads; to 24 at up to 32 heads, where the
+    // all-in-flight 64 x 64 tiles lead from 25 rows, and the 6-stage ring from 49 heads.
+    if (rows <= 16 || (rows <= 32 && heads <= 48 && (rows <= 24 || heads > 32))) {
       return FusedKernel::kColumnSplit;
     }
-    return DispatchE4m3Tiles(heads, rows, sms);
+    return DispatchE4m3Tiles(heads, rows, sms, OutputType::kBf16);
   }
   // Past one wave LatentSplit still leads up to 8 rows at up to 64 heads, back to back and after
   // an attention-like upstream kernel, with PDL and without (only behind an upstream kernel that
