@@ -121,19 +121,16 @@ constexpr FusedKernel DispatchTilesPastOneWave(int heads, int rows, long long sm
              : FusedKernel::kTile64x64Pipeline4;
 }
 
-// e4m3 W_UV's tiles, once the register kernels are passed. With the bf16 output, the bf16
-// rule's small grids: the 64 x 32 tiles to 24 of them, the all-in-flight 64 x 64 tiles (two
-// warpgroups converting W_UV) below 48; with the e4m3 output the 64 x 32 tiles to 32. Then,
-// within one wave of 64-row tiles (T <= SMs), the 64 x 128 tiles from 0.8 SMs of them, else
+// e4m3 W_UV's tiles, once the register kernels are passed: the small grids of the bf16 W_UV
+// rule for the same output, the 64 x 32 tiles to 24 of them (the bf16 output) or below 16 (the
+// e4m3 output), then the all-in-flight 64 x 64 tiles, whose two warpgroups convert W_UV, below
+// 48. Within one wave of 64-row tiles (T <= SMs) the 64 x 128 tiles from 0.8 SMs of them, else
 // the 6-stage ring; past it by waves (docs/design.md, "The dispatch rule").
 constexpr FusedKernel DispatchE4m3Tiles(int heads, int rows, long long sms, OutputType output) {
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
-  if (output == OutputType::kBf16) {
-    if (4 * tiles_64 <= 96) return FusedKernel::kTile64x32AllSteps;
-    if (2 * tiles_64 < 96) return FusedKernel::kTile64x64AllSteps;
-  } else if (tiles_64 <= 32) {
-    return FusedKernel::kTile64x32AllSteps;
-  }
+  const bool small_64_x_32 = output == OutputType::kBf16 ? 4 * tiles_64 <= 96 : tiles_64 < 16;
+  if (small_64_x_32) return FusedKernel::kTile64x32AllSteps;
+  if (2 * tiles_64 < 96) return FusedKernel::kTile64x64AllSteps;
   if (tiles_64 <= sms) {
     return 5 * tiles_64 > 4 * sms ? FusedKernel::kTile64x128 : FusedKernel::kTile64x64Pipeline6;
   }

@@ -211,6 +211,10 @@ TEST(DispatchTest, E4m3FollowsTheMeasurements) {
 
 // The e4m3 output's rule against the H200 grid with every kernel forced on it, with bf16 and with
 // e4m3 W_UV: the kernel it picks was the fastest or within 3% of it at all 77 shapes of each.
+// With e4m3 W_UV the all-in-flight 64 x 64 tiles, once two warpgroups converted their W_UV, were
+// measured forced against the rule before (the 64 x 32 tiles) over the grid: they lead from 16
+// 64-row tiles (16 x 64: 3.56 us against 3.72; 32 x 64: 3.93 against 4.47), and the 64 x 32
+// tiles below (12 x 64: 2.98 against 3.52).
 TEST(DispatchTest, E4m3OutputFollowsTheMeasurements) {
   using K = FusedKernel;
   const struct {
@@ -221,29 +225,29 @@ TEST(DispatchTest, E4m3OutputFollowsTheMeasurements) {
       {8, 16, K::kColumnSplit, K::kLatentSplit},
       {8, 32, K::kColumnSplit, K::kTile64x32AllSteps},
       {8, 64, K::kTile64x32AllSteps, K::kTile64x32AllSteps},
-      {8, 256, K::kTile64x64AllSteps, K::kTile64x32AllSteps},
+      {8, 256, K::kTile64x64AllSteps, K::kTile64x64AllSteps},
       {8, 512, K::kTile64x64Pipeline6, K::kTile64x64Pipeline6},
       {8, 1024, K::kTile64x128, K::kTile64x128},
       {12, 8, K::kColumnSplit, K::kLatentSplit},
       {12, 16, K::kColumnSplit, K::kLatentSplit},
       {12, 32, K::kTile64x32AllSteps, K::kTile64x32AllSteps},
       {12, 64, K::kTile64x32AllSteps, K::kTile64x32AllSteps},
-      {12, 128, K::kTile64x64AllSteps, K::kTile64x32AllSteps},
+      {12, 128, K::kTile64x64AllSteps, K::kTile64x64AllSteps},
       {12, 256, K::kTile64x64Pipeline6, K::kTile64x64Pipeline6},
       {12, 512, K::kTile64x128, K::kTile64x64Pipeline6},
       {12, 1024, K::kTile64x64Pipeline4, K::kTile64x64Pipeline4},
       {16, 1, K::kColumnSplit, K::kLatentSplit},
       {16, 8, K::kColumnSplit, K::kLatentSplit},
       {16, 16, K::kColumnSplit, K::kLatentSplit},
-      {16, 32, K::kTile64x64AllSteps, K::kTile64x32AllSteps},
-      {16, 128, K::kTile64x64AllSteps, K::kTile64x32AllSteps},
+      {16, 32, K::kTile64x64AllSteps, K::kTile64x64AllSteps},
+      {16, 128, K::kTile64x64AllSteps, K::kTile64x64AllSteps},
       {16, 256, K::kTile64x64Pipeline6, K::kTile64x64Pipeline6},
       {16, 1024, K::kPersistent128x128, K::kPersistent128x128},
       {32, 1, K::kColumnSplit, K::kColumnSplit},
       {32, 8, K::kColumnSplit, K::kColumnSplit},
-      {32, 16, K::kTile64x64AllSteps, K::kTile64x32AllSteps},
-      {32, 32, K::kTile64x64AllSteps, K::kTile64x32AllSteps},
-      {32, 64, K::kTile64x64AllSteps, K::kTile64x32AllSteps},
+      {32, 16, K::kTile64x64AllSteps, K::kTile64x64AllSteps},
+      {32, 32, K::kTile64x64AllSteps, K::kTile64x64AllSteps},
+      {32, 64, K::kTile64x64AllSteps, K::kTile64x64AllSteps},
       {32, 128, K::kTile64x64Pipeline6, K::kTile64x64Pipeline6},
       {32, 512, K::kPersistent128x128, K::kPersistent128x128},
       {32, 1024, K::kPersistent128x128, K::kPersistent128x128},

@@ -656,11 +656,12 @@ struct WgConfig {
   int stages, cols, warpgroups, min_blocks;
   bool early_sigmoids;  // EarlySigmoids
   bool lean_copies;     // TileSources (TileKernel's kLeanCopies)
-  // The warpgroups with e4m3 W_UV and the bf16 output. Each thread dequantizes the words it
-  // copied, so two warpgroups convert a 64-column slice in half the instructions a thread, with
-  // twice the warps a scheduler to cover their latency: 0.77-0.96x the time of one in the
-  // all-in-flight 64 x 64 tiles, 0.87-0.99x in the 6-stage ring up to 96 heads
-  // (docs/design.md). The 64 x 32 tiles' e4m3 slice is one word for each of 128 threads.
+  // The warpgroups with e4m3 W_UV, either output. Each thread dequantizes the words it copied,
+  // so two warpgroups convert a 64-column slice in half the instructions a thread, with twice
+  // the warps a scheduler to cover their latency: 0.77-0.96x the time of one in the
+  // all-in-flight 64 x 64 tiles, 0.87-0.99x in the 6-stage ring up to 96 heads, with the e4m3
+  // output 0.77-0.94x and 0.88-0.99x (docs/design.md). The 64 x 32 tiles' e4m3 slice is one
+  // word for each of 128 threads.
   int e4m3_warpgroups;
 };
 constexpr WgConfig kWgConfigs[] = {
@@ -691,8 +692,7 @@ static_assert(BlocksOfBoth<4, 128, 2, false>(2), "Tile64x128: two");
 template <int kIndex, WeightType kW, OutputType kO>
 struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
-  static constexpr int kWarpgroups =
-      kW == WeightType::kE4m3 && kO == OutputType::kBf16 ? kC.e4m3_warpgroups : kC.warpgroups;
+  static constexpr int kWarpgroups = kW == WeightType::kE4m3 ? kC.e4m3_warpgroups : kC.warpgroups;
   using T = WgTile<kC.stages, kC.cols, kWarpgroups, !kC.lean_copies, kO == OutputType::kE4m3>;
   static_assert(BlocksPerMultiprocessor(T::kSmemBytes) ==
                     BlocksPerMultiprocessor(WgTile<kC.stages, kC.cols, kC.warpgroups,
