@@ -143,13 +143,13 @@ TEST(DispatchTest, FollowsTheMeasurements) {
 //   17-32 rows (80 x 24: 6.71 against 7.17).
 // - Every kernel forced at 8-512 rows in steps of 8 (one run; then at 24-112 heads, one run):
 //   LatentSplit to 48 rows at 8 heads;
+//   past one wave of 64-row tiles the tiles of DispatchTilesPastOneWave (up to 1.14x at 64 x 184,
+//   where Persistent128x128 ran and the 4-stage ring makes one wave).
 // - With two warpgroups converting W_UV in the 64 x 64 tiles (two runs at 20-48 heads x 40-64
 //   rows, 8-16 x 128-384, and at 24-64 x 20-32): those tiles from 25 to 47 64-row tiles (32 x 64:
 //   3.72 us against 4.05 for the 64 x 32 tiles); ColumnSplit at 17-32 rows only to 48 heads, and
 //   to 24 rows at up to 32 (32 x 32: 3.40 against 3.56), the 6-stage ring from 49 heads (56 x 28:
 //   4.93 against 5.19).
-//   past one wave of 64-row tiles the tiles of DispatchTilesPastOneWave (up to 1.14x at 64 x 184,
-//   where Persistent128x128 ran and the 4-stage ring makes one wave).
 TEST(DispatchTest, E4m3FollowsTheMeasurements) {
   using K = FusedKernel;
   const struct {

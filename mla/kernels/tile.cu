@@ -660,7 +660,7 @@ struct WgConfig {
   // so two warpgroups convert a 64-column slice in half the instructions a thread, with twice
   // the warps a scheduler to cover their latency: 0.77-0.96x the time of one in the
   // all-in-flight 64 x 64 tiles, 0.87-0.99x in the 6-stage ring up to 96 heads, with the e4m3
-  // output 0.77-0.94x and 0.88-0.99x (docs/design.md). The 64 x 32 tiles' e4m3 slice is one
+  // output 0.77-0.94x and 0.88-1.00x (docs/design.md). The 64 x 32 tiles' e4m3 slice is one
   // word for each of 128 threads.
   int e4m3_warpgroups;
 };
