@@ -121,16 +121,25 @@ constexpr FusedKernel DispatchTilesPastOneWave(int heads, int rows, long long sm
              : FusedKernel::kTile64x64Pipeline4;
 }
 
-// e4m3 W_UV's tiles, once the register kernels are passed: the small grids of the bf16 W_UV
-// rule for the same output, the 64 x 32 tiles to 24 of them (the bf16 output) or below 16 (the
-// e4m3 output), then the all-in-flight 64 x 64 tiles, whose two warpgroups convert W_UV, below
-// 48. Within one wave of 64-row tiles (T <= SMs) the 64 x 128 tiles from 0.8 SMs of them, else
-// the 6-stage ring; past it by waves (docs/design.md, "The dispatch rule").
+// The tiles of small grids, in every rule (with e4m3 W_UV since two warpgroups convert it in the
+// 64 x 64 tiles): the 64 x 32 tiles to 24 64-row tiles with the bf16 output, below 16 with the
+// e4m3 output (whose amax exchange costs a head split over four blocks more), then the
+// all-in-flight 64 x 64 tiles below 48; kAuto from 48 on.
+constexpr FusedKernel SmallGridTiles(long long tiles_64, OutputType output) {
+  if (output == OutputType::kBf16 ? 4 * tiles_64 <= 96 : tiles_64 < 16) {
+    return FusedKernel::kTile64x32AllSteps;
+  }
+  return 2 * tiles_64 < 96 ? FusedKernel::kTile64x64AllSteps : FusedKernel::kAuto;
+}
+
+// e4m3 W_UV's tiles, once the register kernels are passed: the small grids' (above); within one
+// wave of 64-row tiles (T <= SMs) the 64 x 128 tiles from 0.8 SMs of them, else the 6-stage
+// ring; past it by waves (docs/design.md, "The dispatch rule").
 constexpr FusedKernel DispatchE4m3Tiles(int heads, int rows, long long sms, OutputType output) {
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
-  const bool small_64_x_32 = output == OutputType::kBf16 ? 4 * tiles_64 <= 96 : tiles_64 < 16;
-  if (small_64_x_32) return FusedKernel::kTile64x32AllSteps;
-  if (2 * tiles_64 < 96) return FusedKernel::kTile64x64AllSteps;
+  if (const FusedKernel small = SmallGridTiles(tiles_64, output); small != FusedKernel::kAuto) {
+    return small;
+  }
   if (tiles_64 <= sms) {
     return 5 * tiles_64 > 4 * sms ? FusedKernel::kTile64x128 : FusedKernel::kTile64x64Pipeline6;
   }
@@ -165,7 +174,7 @@ constexpr FusedKernel DispatchE4m3OutputKernel(int heads, int rows, int multipro
     return tiles_64 <= 64 || (rows <= 32 && heads < 128) ? FusedKernel::kTile64x64Pipeline6
                                                          : FusedKernel::kTile64x128;
   }
-  return tiles_64 < 16 ? FusedKernel::kTile64x32AllSteps : FusedKernel::kTile64x64AllSteps;
+  return SmallGridTiles(tiles_64, OutputType::kE4m3);  // T < 48 here
 }
 
 // The rule, for a GPU with `multiprocessors` SMs (measured on H200s, 132). T counts 64-row
@@ -209,8 +218,10 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
   if (rows <= 8 && heads <= 64 && !(rows <= 2 && heads > 48)) return FusedKernel::kLatentSplit;
   if (rows <= 16 && (heads <= 64 || work <= 768)) return FusedKernel::kColumnSplit;
   if (EightRowBlocksFitOneWave(heads, rows, multiprocessors)) return FusedKernel::kColumnSplit;
-  if (4 * tiles_64 <= 96) return FusedKernel::kTile64x32AllSteps;
-  if (2 * tiles_64 < 96) return FusedKernel::kTile64x64AllSteps;
+  if (const FusedKernel small = SmallGridTiles(tiles_64, OutputType::kBf16);
+      small != FusedKernel::kAuto) {
+    return small;
+  }
   // Within one wave of 64-row tiles, the 64 x 128 tiles (each latent row read once) from 64 rows
   // at 0.9 SMs of them, and from 128 rows once they outnumber half the SMs; else the 6-stage
   // ring, which after an attention-like upstream kernel adds less at 32-64 rows (128 x 32: 5.13
