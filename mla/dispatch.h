@@ -121,11 +121,24 @@ constexpr FusedKernel DispatchTilesPastOneWave(int heads, int rows, long long sm
              : FusedKernel::kTile64x64Pipeline4;
 }
 
-// The tiles of small grids, in every rule (with e4m3 W_UV since two warpgroups convert it in the
-// 64 x 64 tiles): the 64 x 32 tiles to 24 64-row tiles with the bf16 output, below 16 with the
-// e4m3 output (whose amax exchange costs a head split over four blocks more), then the
-// all-in-flight 64 x 64 tiles below 48; kAuto from 48 on.
-constexpr FusedKernel SmallGridTiles(long long tiles_64, OutputType output) {
+// The tiles of small grids, in every rule (T = tiles_64 64-row tiles; kAuto past them):
+// - bf16 W_UV: the 64 x 32 tiles to 24 with the bf16 output, below 16 with the e4m3 output
+//   (whose amax exchange costs a head split over four blocks more), then the all-in-flight
+//   64 x 64 tiles below 48;
+// - e4m3 W_UV, whose 64 x 32 and 64 x 64 tiles convert it with two warpgroups: with the bf16
+//   output the 64 x 32 tiles while their blocks make one wave at two an SM (4T <= 2 SMs); with the
+//   e4m3 output the 64 x 32 tiles below 16, the 64 x 64 tiles to 32 and the 64 x 32 tiles again to
+//   48 (past 32 tiles the 64 x 64 tiles' time steps up: 16 x 128, 3.73 us; 12 x 192, 4.94).
+constexpr FusedKernel SmallGridTiles(long long tiles_64, long long sms, WeightType weight,
+                                     OutputType output) {
+  if (weight == WeightType::kE4m3) {
+    if (output == OutputType::kBf16) {
+      return 4 * tiles_64 <= 2 * sms ? FusedKernel::kTile64x32AllSteps : FusedKernel::kAuto;
+    }
+    if (tiles_64 > 48) return FusedKernel::kAuto;
+    return tiles_64 < 16 || tiles_64 > 32 ? FusedKernel::kTile64x32AllSteps
+                                          : FusedKernel::kTile64x64AllSteps;
+  }
   if (output == OutputType::kBf16 ? 4 * tiles_64 <= 96 : tiles_64 < 16) {
     return FusedKernel::kTile64x32AllSteps;
   }
@@ -137,7 +150,8 @@ constexpr FusedKernel SmallGridTiles(long long tiles_64, OutputType output) {
 // ring; past it by waves (docs/design.md, "The dispatch rule").
 constexpr FusedKernel DispatchE4m3Tiles(int heads, int rows, long long sms, OutputType output) {
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
-  if (const FusedKernel small = SmallGridTiles(tiles_64, output); small != FusedKernel::kAuto) {
+  if (const FusedKernel small = SmallGridTiles(tiles_64, sms, WeightType::kE4m3, output);
+      small != FusedKernel::kAuto) {
     return small;
   }
   if (tiles_64 <= sms) {
@@ -150,20 +164,20 @@ constexpr FusedKernel DispatchE4m3Tiles(int heads, int rows, long long sms, Outp
 // (ColumnSplit, LatentSplit, the 64 x 32 and 64 x 64 tiles). Drawn from the grid with every kernel
 // forced on it (bf16 and e4m3 W_UV): the register kernels lead at few rows (with bf16 W_UV
 // ColumnSplit to 8 rows at up to 64 heads, 4 at 96, 16 at 16 and 32 at 8; with e4m3 W_UV
-// LatentSplit to 16 rows at up to 16 heads, then ColumnSplit). Past them the tiles of the bf16
-// output's rules, which every kernel forced between the grid's shapes measured closer to the
-// fastest than the grid's thresholds: e4m3 W_UV's (DispatchE4m3Tiles), and with bf16 W_UV the
-// tiles by waves past one wave of 64-row tiles (DispatchTilesPastOneWave). Within one wave, with
-// bf16 W_UV, the grid's: the 64 x 32 tiles below 16 of them, the 64 x 64 tiles (their exchange
-// between two blocks) below 48, then the 6-stage ring to 64 tiles (and to 32 rows below 128
-// heads), else the 64 x 128 tiles, which hold whole heads.
+// LatentSplit to 16 rows at up to 16 heads, then ColumnSplit to 8 rows, and to 16 from 48 heads).
+// Past them the tiles of the bf16 output's rules, which every kernel forced between the grid's
+// shapes measured closer to the fastest than the grid's thresholds: e4m3 W_UV's
+// (DispatchE4m3Tiles), and with bf16 W_UV the tiles by waves past one wave of 64-row tiles
+// (DispatchTilesPastOneWave). Within one wave, with bf16 W_UV, the grid's: the 64 x 32 tiles below
+// 16 of them, the 64 x 64 tiles (their exchange between two blocks) below 48, then the 6-stage ring
+// to 64 tiles (and to 32 rows below 128 heads), else the 64 x 128 tiles, which hold whole heads.
 constexpr FusedKernel DispatchE4m3OutputKernel(int heads, int rows, int multiprocessors,
                                                WeightType weight) {
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
   const long long sms = multiprocessors;
   if (weight == WeightType::kE4m3) {
     if (rows <= 16 && heads <= 16) return FusedKernel::kLatentSplit;
-    if (rows <= 8 || (rows <= 16 && heads >= 64)) return FusedKernel::kColumnSplit;
+    if (rows <= 8 || (rows <= 16 && heads >= 48)) return FusedKernel::kColumnSplit;
   } else if ((rows <= 8 && heads <= 64) || (rows <= 4 && heads <= 96) ||
              (rows <= 16 && heads <= 16) || (rows <= 32 && heads <= 8)) {
     return FusedKernel::kColumnSplit;
@@ -174,7 +188,7 @@ constexpr FusedKernel DispatchE4m3OutputKernel(int heads, int rows, int multipro
     return tiles_64 <= 64 || (rows <= 32 && heads < 128) ? FusedKernel::kTile64x64Pipeline6
                                                          : FusedKernel::kTile64x128;
   }
-  return SmallGridTiles(tiles_64, OutputType::kE4m3);  // T < 48 here
+  return SmallGridTiles(tiles_64, sms, weight, OutputType::kE4m3);  // T < 48 here
 }
 
 // The rule, for a GPU with `multiprocessors` SMs (measured on H200s, 132). T counts 64-row
@@ -197,18 +211,16 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
     return FusedKernel::kLatentSplit;
   }
   if (weight == WeightType::kE4m3) {
-    // Past one wave LatentSplit still leads at up to 16 heads to 32 rows, 8 heads to 48 rows,
-    // 28 heads to 8 rows and 40 heads at 9-16 rows (its 16-row blocks; 32-40 heads at 1-8 rows
-    // take ColumnSplit).
-    if ((rows <= 32 && heads <= 16) || (rows <= 48 && heads <= 8) || (rows <= 8 && heads <= 28) ||
-        (rows > 8 && rows <= 16 && heads <= 40)) {
+    // Past one wave LatentSplit still leads at up to 8 heads to 32 rows, 28 heads to 16 rows and
+    // 33-40 heads at 9-16 rows (its 16-row blocks); ColumnSplit at 29-40 heads to 8 rows and
+    // from 41 heads to 16. From 17 rows (9 at 29-32 heads) the 64 x 32 tiles lead
+    // (SmallGridTiles), as far as one wave of them.
+    const bool nine_to_16 = rows > 8 && rows <= 16;
+    if ((rows <= 32 && heads <= 8) || (rows <= 16 && heads <= 28) ||
+        (nine_to_16 && heads > 32 && heads <= 40)) {
       return FusedKernel::kLatentSplit;
     }
-    // ColumnSplit to 16 rows, and to 32 at 33-48 heads; to 24 at up to 32 heads, where the
-    // all-in-flight 64 x 64 tiles lead from 25 rows, and the 6-stage ring from 49 heads.
-    if (rows <= 16 || (rows <= 32 && heads <= 48 && (rows <= 24 || heads > 32))) {
-      return FusedKernel::kColumnSplit;
-    }
+    if (rows <= 16 && !(nine_to_16 && heads <= 32)) return FusedKernel::kColumnSplit;
     return DispatchE4m3Tiles(heads, rows, sms, OutputType::kBf16);
   }
   // Past one wave LatentSplit still leads up to 8 rows at up to 64 heads, back to back and after
@@ -218,7 +230,7 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
   if (rows <= 8 && heads <= 64 && !(rows <= 2 && heads > 48)) return FusedKernel::kLatentSplit;
   if (rows <= 16 && (heads <= 64 || work <= 768)) return FusedKernel::kColumnSplit;
   if (EightRowBlocksFitOneWave(heads, rows, multiprocessors)) return FusedKernel::kColumnSplit;
-  if (const FusedKernel small = SmallGridTiles(tiles_64, OutputType::kBf16);
+  if (const FusedKernel small = SmallGridTiles(tiles_64, sms, weight, OutputType::kBf16);
       small != FusedKernel::kAuto) {
     return small;
   }

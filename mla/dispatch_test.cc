@@ -130,26 +130,23 @@ TEST(DispatchTest, FollowsTheMeasurements) {
 
 // The e4m3 rule against the H200 grid with every kernel forced on e4m3 W_UV: the kernel it
 // picks was the fastest or within 3% of it at all 77 shapes. Between the grid's shapes (the
-// entries after the blank line):
-// - LatentSplit against ColumnSplit and the 64 x 32 tiles (three runs at 16-48 heads x 8-32 rows,
-//   two at 20-28 x 1-8): LatentSplit to 8 rows at 20-28 heads (0.83-1.00x ColumnSplit's time), to
-//   16 rows at 24-40 heads (0.79-0.99x), to 32 rows at 16 heads; ColumnSplit at 1-8 rows from 32
-//   heads and at 9-16 rows from 48.
-// - The tiles by waves (two runs at 24-112 heads x 24-192 rows): the 64 x 128 tiles where they
-//   fit one wave and the 4-stage ring does not (80 x 192: 14.76 us against 19.40 for
-//   Persistent128x128; 112 x 96: 13.68 against 17.66 for the ring) and from 0.8 SMs of them
-//   (112 x 48: 8.43 against 8.80 for the 6-stage ring); the 4-stage ring while its 64 x 64 tiles
-//   fit one wave at three a multiprocessor; the 6-stage ring, not ColumnSplit, from 80 heads at
-//   17-32 rows (80 x 24: 6.71 against 7.17).
-// - Every kernel forced at 8-512 rows in steps of 8 (one run; then at 24-112 heads, one run):
-//   LatentSplit to 48 rows at 8 heads;
-//   past one wave of 64-row tiles the tiles of DispatchTilesPastOneWave (up to 1.14x at 64 x 184,
-//   where Persistent128x128 ran and the 4-stage ring makes one wave).
-// - With two warpgroups converting W_UV in the 64 x 64 tiles (two runs at 20-48 heads x 40-64
-//   rows, 8-16 x 128-384, and at 24-64 x 20-32): those tiles from 25 to 47 64-row tiles (32 x 64:
-//   3.72 us against 4.05 for the 64 x 32 tiles); ColumnSplit at 17-32 rows only to 48 heads, and
-//   to 24 rows at up to 32 (32 x 32: 3.40 against 3.56), the 6-stage ring from 49 heads (56 x 28:
-//   4.93 against 5.19).
+// entries after the blank line), every kernel forced at 8-128 heads x 9-512 rows (one run, the
+// 64 x 32 and 64 x 64 tiles converting W_UV with two warpgroups; the rule within 3% of the
+// fastest at all 238 shapes but 16 x 256, 1.033x, and 56 x 80-96, where the 64 x 128 tiles ran
+// 1.035-1.048x the 6-stage ring's time):
+// - LatentSplit to 32 rows at 8 heads (8 x 32: 1.98 us against 2.23 for the 64 x 32 tiles), to 16
+//   at up to 28 heads (24 x 16: 2.48 against 2.63) and at 33-40 heads from 9 rows (40 x 16: 3.37,
+//   ColumnSplit 3.35, the tiles 3.57); ColumnSplit to 8 rows from 29 heads and to 16 from 41.
+// - The 64 x 32 tiles from 17 rows (8 x 40: 2.27 against 2.38 for LatentSplit; 48 x 24: 4.03
+//   against 4.41 for ColumnSplit), and at 29-32 heads from 9 (32 x 16: 2.78 against 2.91), while
+//   their blocks make one wave at two an SM (T <= 66: 64 x 64, 6.14 against 6.15 for the 6-stage
+//   ring; 20 x 192, 5.42 against 5.45); then within one wave of 64-row tiles the 6-stage ring
+//   (24 x 160: 7.06 against 7.57) or, from 0.8 SMs of them, the 64 x 128 tiles (64 x 80: 8.69
+//   against 9.22).
+// - Past one wave of 64-row tiles, the tiles of DispatchTilesPastOneWave, drawn with the bf16
+//   rule's (the 4-stage ring, Persistent128x128 and the 64 x 128 tiles: 80 x 192, 14.76 us against
+//   19.40 for Persistent128x128; 112 x 96, 13.68 against 17.66 for the ring; up to 1.14x at
+//   64 x 184, where Persistent128x128 ran and the 4-stage ring makes one wave).
 TEST(DispatchTest, E4m3FollowsTheMeasurements) {
   using K = FusedKernel;
   const struct {
@@ -158,15 +155,15 @@ TEST(DispatchTest, E4m3FollowsTheMeasurements) {
   } measured[] = {
       {8, 1, K::kLatentSplit},           {8, 32, K::kLatentSplit},
       {8, 64, K::kTile64x32AllSteps},    {8, 128, K::kTile64x32AllSteps},
-      {8, 256, K::kTile64x64AllSteps},   {8, 512, K::kTile64x64Pipeline6},
-      {8, 1024, K::kTile64x128},         {12, 32, K::kLatentSplit},
-      {12, 64, K::kTile64x32AllSteps},   {16, 32, K::kLatentSplit},
-      {16, 64, K::kTile64x32AllSteps},   {16, 128, K::kTile64x64AllSteps},
+      {8, 256, K::kTile64x32AllSteps},   {8, 512, K::kTile64x32AllSteps},
+      {8, 1024, K::kTile64x128},         {12, 32, K::kTile64x32AllSteps},
+      {12, 64, K::kTile64x32AllSteps},   {16, 32, K::kTile64x32AllSteps},
+      {16, 64, K::kTile64x32AllSteps},   {16, 128, K::kTile64x32AllSteps},
       {32, 1, K::kColumnSplit},          {32, 8, K::kColumnSplit},
-      {32, 16, K::kLatentSplit},         {32, 32, K::kTile64x64AllSteps},
-      {32, 64, K::kTile64x64AllSteps},   {32, 128, K::kTile64x64Pipeline6},
+      {32, 16, K::kTile64x32AllSteps},   {32, 32, K::kTile64x32AllSteps},
+      {32, 64, K::kTile64x32AllSteps},   {32, 128, K::kTile64x32AllSteps},
       {64, 1, K::kColumnSplit},          {64, 16, K::kColumnSplit},
-      {64, 32, K::kTile64x64Pipeline6},  {64, 64, K::kTile64x64Pipeline6},
+      {64, 32, K::kTile64x32AllSteps},   {64, 64, K::kTile64x32AllSteps},
       {64, 128, K::kTile64x128},         {64, 256, K::kPersistent128x128},
       {96, 8, K::kColumnSplit},          {96, 16, K::kColumnSplit},
       {96, 32, K::kTile64x64Pipeline6},  {96, 128, K::kTile64x64Pipeline4},
@@ -175,33 +172,42 @@ TEST(DispatchTest, E4m3FollowsTheMeasurements) {
       {128, 128, K::kPersistent128x128}, {128, 256, K::kPersistent128x128},
 
       {16, 8, K::kLatentSplit},          {16, 12, K::kLatentSplit},
-      {16, 16, K::kLatentSplit},         {16, 24, K::kLatentSplit},
-      {20, 1, K::kLatentSplit},          {20, 8, K::kLatentSplit},
-      {24, 1, K::kLatentSplit},          {24, 8, K::kLatentSplit},
-      {28, 1, K::kLatentSplit},          {28, 8, K::kLatentSplit},
-      {24, 12, K::kLatentSplit},         {24, 16, K::kLatentSplit},
-      {32, 12, K::kLatentSplit},         {40, 16, K::kLatentSplit},
+      {16, 16, K::kLatentSplit},         {20, 1, K::kLatentSplit},
+      {20, 8, K::kLatentSplit},          {24, 1, K::kLatentSplit},
+      {24, 8, K::kLatentSplit},          {28, 1, K::kLatentSplit},
+      {28, 8, K::kLatentSplit},          {24, 12, K::kLatentSplit},
+      {24, 16, K::kLatentSplit},         {40, 16, K::kLatentSplit},
       {48, 1, K::kColumnSplit},          {40, 8, K::kColumnSplit},
       {48, 8, K::kColumnSplit},          {48, 12, K::kColumnSplit},
-      {48, 16, K::kColumnSplit},         {24, 24, K::kColumnSplit},
-      {32, 24, K::kColumnSplit},         {48, 24, K::kColumnSplit},
-      {80, 192, K::kTile64x128},         {112, 96, K::kTile64x128},
-      {112, 24, K::kTile64x128},         {112, 48, K::kTile64x128},
-      {80, 24, K::kTile64x64Pipeline6},  {80, 48, K::kTile64x64Pipeline6},
-      {80, 96, K::kTile64x64Pipeline4},  {48, 192, K::kTile64x64Pipeline4},
-      {112, 192, K::kPersistent128x128}, {8, 40, K::kLatentSplit},
-      {8, 48, K::kLatentSplit},          {64, 160, K::kTile64x64Pipeline4},
-      {96, 80, K::kTile64x64Pipeline4},  {96, 160, K::kTile64x64Pipeline4},
-      {96, 224, K::kPersistent128x128},  {96, 288, K::kTile64x128},
-      {128, 96, K::kPersistent128x128},  {32, 400, K::kTile64x128},
-      {32, 480, K::kPersistent128x128},  {64, 352, K::kPersistent128x128},
-      {48, 440, K::kPersistent128x128},  {80, 72, K::kTile64x64Pipeline4},
-      {24, 32, K::kTile64x32AllSteps},   {28, 28, K::kTile64x64AllSteps},
-      {32, 28, K::kTile64x64AllSteps},   {40, 32, K::kColumnSplit},
-      {48, 32, K::kColumnSplit},         {56, 20, K::kTile64x64Pipeline6},
-      {56, 32, K::kTile64x64Pipeline6},  {20, 64, K::kTile64x32AllSteps},
-      {28, 64, K::kTile64x64AllSteps},   {44, 64, K::kTile64x64AllSteps},
-      {10, 192, K::kTile64x64AllSteps},  {48, 64, K::kTile64x64Pipeline6},
+      {48, 16, K::kColumnSplit},         {80, 192, K::kTile64x128},
+      {112, 96, K::kTile64x128},         {112, 24, K::kTile64x128},
+      {112, 48, K::kTile64x128},         {80, 24, K::kTile64x64Pipeline6},
+      {80, 48, K::kTile64x64Pipeline6},  {80, 96, K::kTile64x64Pipeline4},
+      {48, 192, K::kTile64x64Pipeline4}, {112, 192, K::kPersistent128x128},
+      {64, 160, K::kTile64x64Pipeline4}, {96, 80, K::kTile64x64Pipeline4},
+      {96, 160, K::kTile64x64Pipeline4}, {96, 224, K::kPersistent128x128},
+      {96, 288, K::kTile64x128},         {128, 96, K::kPersistent128x128},
+      {32, 400, K::kTile64x128},         {32, 480, K::kPersistent128x128},
+      {64, 352, K::kPersistent128x128},  {48, 440, K::kPersistent128x128},
+      {80, 72, K::kTile64x64Pipeline4},  {24, 32, K::kTile64x32AllSteps},
+      {20, 64, K::kTile64x32AllSteps},   {8, 32, K::kLatentSplit},
+      {12, 16, K::kLatentSplit},         {28, 9, K::kLatentSplit},
+      {28, 16, K::kLatentSplit},         {40, 9, K::kLatentSplit},
+      {80, 16, K::kColumnSplit},         {8, 40, K::kTile64x32AllSteps},
+      {8, 48, K::kTile64x32AllSteps},    {12, 24, K::kTile64x32AllSteps},
+      {16, 24, K::kTile64x32AllSteps},   {20, 24, K::kTile64x32AllSteps},
+      {24, 24, K::kTile64x32AllSteps},   {28, 24, K::kTile64x32AllSteps},
+      {32, 9, K::kTile64x32AllSteps},    {40, 24, K::kTile64x32AllSteps},
+      {48, 24, K::kTile64x32AllSteps},   {48, 64, K::kTile64x32AllSteps},
+      {56, 64, K::kTile64x32AllSteps},   {64, 24, K::kTile64x32AllSteps},
+      {64, 40, K::kTile64x32AllSteps},   {8, 384, K::kTile64x32AllSteps},
+      {12, 320, K::kTile64x32AllSteps},  {16, 192, K::kTile64x32AllSteps},
+      {20, 192, K::kTile64x32AllSteps},  {24, 128, K::kTile64x32AllSteps},
+      {28, 128, K::kTile64x32AllSteps},  {40, 64, K::kTile64x32AllSteps},
+      {80, 64, K::kTile64x64Pipeline6},  {24, 160, K::kTile64x64Pipeline6},
+      {40, 80, K::kTile64x64Pipeline6},  {48, 96, K::kTile64x64Pipeline6},
+      {96, 24, K::kTile64x64Pipeline6},  {128, 24, K::kTile64x128},
+      {64, 80, K::kTile64x128},          {56, 128, K::kTile64x128},
   };
   for (const auto& m : measured) {
     EXPECT_EQ(DispatchFusedKernel(m.heads, m.rows, kH200, WeightType::kE4m3), m.kernel)
@@ -211,10 +217,12 @@ TEST(DispatchTest, E4m3FollowsTheMeasurements) {
 
 // The e4m3 output's rule against the H200 grid with every kernel forced on it, with bf16 and with
 // e4m3 W_UV: the kernel it picks was the fastest or within 3% of it at all 77 shapes of each.
-// With e4m3 W_UV the all-in-flight 64 x 64 tiles, once two warpgroups converted their W_UV, were
-// measured forced against the rule before (the 64 x 32 tiles) over the grid: they lead from 16
-// 64-row tiles (16 x 64: 3.56 us against 3.72; 32 x 64: 3.93 against 4.47), and the 64 x 32
-// tiles below (12 x 64: 2.98 against 3.52).
+// With e4m3 W_UV, once two warpgroups converted it in the 64 x 64 and then the 64 x 32 tiles
+// (every kernel forced at 8-96 heads x 16-384 rows, one run; the rule within 3% of the fastest
+// at all 80 shapes): the 64 x 32 tiles below 16 64-row tiles (12 x 64: 2.99 us against 3.51 for
+// the 64 x 64 tiles), the 64 x 64 tiles to 32 (16 x 96: 3.56 against 4.23) and the 64 x 32 tiles
+// again to 48 (12 x 192: 4.71 against 4.94; 12 x 256: 5.19 against 5.41 for the 6-stage ring);
+// ColumnSplit at 9-16 rows from 48 heads (48 x 16: 4.53 against 4.76 for the 64 x 32 tiles).
 TEST(DispatchTest, E4m3OutputFollowsTheMeasurements) {
   using K = FusedKernel;
   const struct {
@@ -233,7 +241,7 @@ TEST(DispatchTest, E4m3OutputFollowsTheMeasurements) {
       {12, 32, K::kTile64x32AllSteps, K::kTile64x32AllSteps},
       {12, 64, K::kTile64x32AllSteps, K::kTile64x32AllSteps},
       {12, 128, K::kTile64x64AllSteps, K::kTile64x64AllSteps},
-      {12, 256, K::kTile64x64Pipeline6, K::kTile64x64Pipeline6},
+      {12, 256, K::kTile64x64Pipeline6, K::kTile64x32AllSteps},
       {12, 512, K::kTile64x128, K::kTile64x64Pipeline6},
       {12, 1024, K::kTile64x64Pipeline4, K::kTile64x64Pipeline4},
       {16, 1, K::kColumnSplit, K::kLatentSplit},
@@ -317,7 +325,8 @@ TEST(DispatchTest, E4m3OutputIsPlannedByItsRule) {
 }
 
 // The planner takes the e4m3 rule for e4m3 W_UV: at 128 heads x 16 rows the bf16 rule's
-// 6-stage pipeline, the e4m3 rule's ColumnSplit.
+// 6-stage pipeline, the e4m3 rule's ColumnSplit; at 32 x 24 the bf16 rule's 64 x 64 tiles, the
+// e4m3 rule's 64 x 32 tiles.
 TEST(DispatchTest, E4m3WeightsArePlannedByTheE4m3Rule) {
   using K = FusedKernel;
   const WeightType e4m3 = WeightType::kE4m3;
@@ -327,7 +336,7 @@ TEST(DispatchTest, E4m3WeightsArePlannedByTheE4m3Rule) {
             KernelFunction(128, 16, K::kTile64x64Pipeline6, kH200, e4m3));
   EXPECT_EQ(KernelFunction(128, 16), KernelFunction(128, 16, K::kTile64x64Pipeline6));
   EXPECT_EQ(KernelFunction(32, 24, K::kAuto, kH200, e4m3),
-            KernelFunction(32, 24, K::kColumnSplit, kH200, e4m3));
+            KernelFunction(32, 24, K::kTile64x32AllSteps, kH200, e4m3));
   EXPECT_EQ(KernelFunction(32, 24), KernelFunction(32, 24, K::kTile64x64AllSteps));
   EXPECT_EQ(KernelFunction(32, 32), KernelFunction(32, 32, K::kTile64x64AllSteps));
 }

@@ -108,7 +108,7 @@ struct WgTile : device::TileLayout<128 * kWarpgroups, 64, kCols> {
   static constexpr size_t kSmemBytes =
       kAmaxOffset + (kPushesAmax ? sizeof(RowAmax) : 0) + L::kAlign;
 
-  static_assert(kWgCols == 32 || kWgCols == 64 || kWgCols == 128,
+  static_assert(kWgCols == 16 || kWgCols == 32 || kWgCols == 64 || kWgCols == 128,
                 "wgmma's n: a warpgroup's columns");
   static_assert(kStages >= 2 && kStages <= kSteps, "pipeline depth: at most one buffer a step");
   static_assert(kSmemBytes <= kSharedMemoryPerBlock, "shared memory of one block");
@@ -130,16 +130,18 @@ struct WgTile : device::TileLayout<128 * kWarpgroups, 64, kCols> {
 template <typename L, bool kGated, WeightType kW>
 struct TileSources {
   using WElement = std::conditional_t<kW == WeightType::kE4m3, fp8_e4m3, bf16>;
-  using E4m3 = device::E4m3Slice<L::kCols>;
+  using E4m3 = device::E4m3SliceFor<L::kCols, L::kCopyThreads>;
   // A thread's W_UV words: word threadIdx.x % kWWords of rows threadIdx.x / kWWords + n *
-  // kWRowsPerPass (an e4m3 row has 4 16-byte words, a bf16 row 8).
+  // kWRowsPerPass (an e4m3 row has 4 16-byte words or 8 8-byte ones, a bf16 row 8 16-byte ones).
   static constexpr int kWWords = kW == WeightType::kE4m3 ? E4m3::kWordsPerRow : L::kWords;
+  static constexpr int kWWordBytes = kW == WeightType::kE4m3 ? E4m3::kWordBytesE4m3 : 16;
   static constexpr int kWRowsPerPass = L::kCopyThreads / kWWords;
   static constexpr int kWCopies = L::kCols / kWRowsPerPass;
   static_assert(kWRowsPerPass % 8 == 0 && L::kCols % kWRowsPerPass == 0, "one swizzle phase");
-  static_assert(kW == WeightType::kBf16 ||
-                    (L::kCols - 1) * E4m3::kRowBytes + 32 * (E4m3::kWordsPerRow - 1) + 16 <=
-                        L::kWBytes,
+  static_assert(kW == WeightType::kBf16 || (L::kCols - 1) * E4m3::kRowBytes +
+                                                   2 * kWWordBytes * (E4m3::kWordsPerRow - 1) +
+                                                   kWWordBytes <=
+                                               L::kWBytes,
                 "e4m3 W_UV staged within the stage's bf16 W_UV area");
 
   const WElement* w;                     // its first W_UV row of the tile, its word, step 0
@@ -162,7 +164,7 @@ struct TileSources {
       const int w_word = threadIdx.x % kWWords;
       w_dst = smem_base + E4m3::Staged(w_row, w_word);
       w = p.w_uv_fp8 + c.head * p.w_head_stride + (c.column0 + w_row) * p.w_row_stride +
-          16 * w_word;
+          kWWordBytes * w_word;
     } else {
       w_dst = dst;
       w = p.w_uv + c.head * p.w_head_stride + (c.column0 + row) * p.w_row_stride + 8 * word;
@@ -194,8 +196,12 @@ struct TileSources {
   __device__ __forceinline__ void W(int step, int stage) const {
 #pragma unroll
     for (int n = 0; n < kWCopies; ++n) {
-      Copy16(w_dst + stage * L::kStageBytes + n * kWRowsPerPass * L::kRowBytes,
-             w + n * w_pass + step * L::kStepK, 16);
+      const uint32_t to = w_dst + stage * L::kStageBytes + n * kWRowsPerPass * L::kRowBytes;
+      if constexpr (kWWordBytes == 16) {
+        Copy16(to, w + n * w_pass + step * L::kStepK, 16);
+      } else {
+        Copy8(to, w + n * w_pass + step * L::kStepK);
+      }
     }
   }
   // Step `step`'s latent words into stage buffer `stage`. Rows at and past `rows` (the live rows)
@@ -224,6 +230,10 @@ struct TileSources {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(to), "l"(from),
                  "r"(src_bytes)
                  : "memory");
+  }
+  // cp.async of 8 bytes (through L1: fewer than 16 bytes must use .ca).
+  static __device__ __forceinline__ void Copy8(uint32_t to, const void* from) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(to), "l"(from) : "memory");
   }
 };
 
@@ -657,18 +667,18 @@ struct WgConfig {
   bool early_sigmoids;  // EarlySigmoids
   bool lean_copies;     // TileSources (TileKernel's kLeanCopies)
   // The warpgroups with e4m3 W_UV, either output. Each thread dequantizes the words it copied,
-  // so two warpgroups convert a 64-column slice in half the instructions a thread, with twice
-  // the warps a scheduler to cover their latency: 0.77-0.96x the time of one in the
-  // all-in-flight 64 x 64 tiles, 0.87-0.99x in the 6-stage ring up to 96 heads, with the e4m3
-  // output 0.77-0.94x and 0.88-1.00x (docs/design.md). The 64 x 32 tiles' e4m3 slice is one
-  // word for each of 128 threads.
+  // so two warpgroups convert a slice in half the instructions a thread, with twice the warps a
+  // scheduler to cover their latency: 0.77-0.96x the time of one in the all-in-flight 64 x 64
+  // tiles, 0.87-0.99x in the 6-stage ring up to 96 heads, with the e4m3 output 0.77-0.94x and
+  // 0.88-1.00x; in the 64 x 32 tiles (16 columns a warpgroup, 8-byte e4m3 words: 32 rows of 64
+  // values make 256) 0.76-0.90x, with the e4m3 output 0.83-1.05x (docs/design.md).
   int e4m3_warpgroups;
 };
 constexpr WgConfig kWgConfigs[] = {
     {FusedKernel::kTile64x64Pipeline4, 4, 64, 1, 1, true, false, 1},
     {FusedKernel::kTile64x64AllSteps, 8, 64, 1, 0, false, true, 2},
     {FusedKernel::kTile64x128, 4, 128, 2, 2, false, true, 2},
-    {FusedKernel::kTile64x32AllSteps, 8, 32, 1, 0, false, true, 1},
+    {FusedKernel::kTile64x32AllSteps, 8, 32, 1, 0, false, true, 2},
     {FusedKernel::kTile64x64Pipeline6, 6, 64, 1, 1, false, true, 2},
 };
 

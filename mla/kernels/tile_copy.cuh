@@ -13,13 +13,15 @@
 // i / 8 + n * kRowsPerPass, a multiple of 8 rows apart, so that one swizzled offset serves all its
 // copies.
 //
-// e4m3 W_UV (fp8.cuh): a step's W_UV slice arrives as [kCols][64] e4m3, 4 16-byte words a row.
-// Word j of row r (the step's latent values 16j..16j+15) becomes bf16 words 2j and 2j + 1, stored
+// e4m3 W_UV (fp8.cuh): a step's W_UV slice arrives as [kCols][64] e4m3, 4 16-byte words a row
+// (or 8 8-byte words, where 16-byte ones would leave copying threads without a word). Word j of
+// row r (16-byte: the step's latent values 16j..16j+15) becomes bf16 words 2j and 2j + 1, stored
 // at (2j) ^ (r % 8) and (2j + 1) ^ (r % 8): together the 32-byte segment j ^ ((r % 8) >> 1) of the
-// row. The word is copied into the first half of that segment, so dequantizing it in place writes
-// only bytes no other word occupies: each word is converted by one thread, with no barrier between
-// the conversions' reads and writes (E4m3Slice). Thread i copies word i % 4 of rows
-// i / 4 + n * (kCopyThreads / 4).
+// row (8-byte: bf16 word j, at j ^ (r % 8)). The word is copied into the first half of that
+// segment, so dequantizing it in place writes only bytes no other word occupies: each word is
+// converted by one thread, with no barrier between the conversions' reads and writes
+// (E4m3Slice). Thread i copies word i % words-a-row of rows i / words-a-row + n * (kCopyThreads /
+// words-a-row).
 
 #include <cuda_runtime.h>
 
@@ -71,24 +73,28 @@ struct TileAt {
   int head, column0, t0;
 };
 
-// A step's e4m3 W_UV slice of kCols rows, staged in a stage buffer's W_UV area (above).
-template <int kCols>
+// A step's e4m3 W_UV slice of kCols rows, staged in a stage buffer's W_UV area (above), in words
+// of kWordBytes (16 or 8) e4m3 values.
+template <int kCols, int kWordBytes = 16>
 struct E4m3Slice {
+  static_assert(kWordBytes == 16 || kWordBytes == 8, "16- or 8-byte words");
   static constexpr int kRowBytes = 128;  // of the bf16 slice: one swizzle atom row
-  static constexpr int kWordsPerRow = 4;
+  static constexpr int kWordBytesE4m3 = kWordBytes;
+  static constexpr int kWordsPerRow = 64 / kWordBytes;
+  static constexpr int kBf16WordsPerWord = kWordBytes / 8;  // 16-byte bf16 words a word becomes
   // The byte offset of e4m3 word j of row r (staged), and of bf16 word w of row r.
   static __device__ __forceinline__ int Staged(int r, int j) {
-    return r * kRowBytes + 32 * (j ^ ((r % 8) >> 1));
+    return r * kRowBytes + 16 * kBf16WordsPerWord * (j ^ ((r % 8) / kBf16WordsPerWord));
   }
   static __device__ __forceinline__ int Bf16Word(int r, int w) {
     return r * kRowBytes + 16 * (w ^ (r % 8));
   }
 
-  // Dequantizes the words of `thread` (of kThreads converting threads: word thread % 4 of rows
-  // thread / 4 + n * kThreads / 4) in place, with `scale` (the step's latent block's). The
-  // thread must see those words' copies (it issued them and waited, or acquired the barrier
-  // their copies arrived on); the MMAs may read the result once the converting threads have
-  // fenced (FenceProxyAsyncShared) and met at a barrier.
+  // Dequantizes the words of `thread` (of kThreads converting threads: word thread %
+  // kWordsPerRow of rows thread / kWordsPerRow + n * kThreads / kWordsPerRow) in place, with
+  // `scale` (the step's latent block's). The thread must see those words' copies (it issued them
+  // and waited, or acquired the barrier their copies arrived on); the MMAs may read the result
+  // once the converting threads have fenced (FenceProxyAsyncShared) and met at a barrier.
   template <int kThreads>
   static __device__ __forceinline__ void Dequantize(uint8_t* w_area, int thread, float scale) {
     constexpr int kRowsPerPass = kThreads / kWordsPerRow;
@@ -98,14 +104,24 @@ struct E4m3Slice {
 #pragma unroll
     for (int n = 0; n < kCols / kRowsPerPass; ++n) {
       const int r = row + n * kRowsPerPass;
-      const uint4 raw = *reinterpret_cast<const uint4*>(w_area + Staged(r, j));
-      const uint4 lo = DequantizeE4m3x8(make_uint2(raw.x, raw.y), scale);
-      const uint4 hi = DequantizeE4m3x8(make_uint2(raw.z, raw.w), scale);
-      *reinterpret_cast<uint4*>(w_area + Bf16Word(r, 2 * j)) = lo;
-      *reinterpret_cast<uint4*>(w_area + Bf16Word(r, 2 * j + 1)) = hi;
+      if constexpr (kWordBytes == 16) {
+        const uint4 raw = *reinterpret_cast<const uint4*>(w_area + Staged(r, j));
+        const uint4 lo = DequantizeE4m3x8(make_uint2(raw.x, raw.y), scale);
+        const uint4 hi = DequantizeE4m3x8(make_uint2(raw.z, raw.w), scale);
+        *reinterpret_cast<uint4*>(w_area + Bf16Word(r, 2 * j)) = lo;
+        *reinterpret_cast<uint4*>(w_area + Bf16Word(r, 2 * j + 1)) = hi;
+      } else {
+        const uint2 raw = *reinterpret_cast<const uint2*>(w_area + Staged(r, j));
+        *reinterpret_cast<uint4*>(w_area + Bf16Word(r, j)) = DequantizeE4m3x8(raw, scale);
+      }
     }
   }
 };
+
+// The slice's form for kThreads copying threads: 8-byte words where 16-byte ones would leave
+// threads without a word (the 64 x 32 tiles with two warpgroups).
+template <int kCols, int kThreads>
+using E4m3SliceFor = E4m3Slice<kCols, kThreads / 4 <= kCols ? 16 : 8>;
 
 // One copying thread's share of a tile's copies (threads 0..kCopyThreads-1 of the block). Each
 // call only issues cp.async copies: committing, waiting and publishing are the kernel's.
@@ -131,7 +147,8 @@ struct TileCopier {
   __device__ __forceinline__ void W(const FusedTailParams& p, uint8_t* smem, const TileAt& c,
                                     int step, int stage) const {
     if constexpr (kW == WeightType::kE4m3) {
-      using S = E4m3Slice<L::kCols>;
+      using S = E4m3SliceFor<L::kCols, L::kCopyThreads>;
+      static_assert(S::kWordBytesE4m3 == 16, "the copier's copies: 16-byte words");
       constexpr int kRowsPerPass = L::kCopyThreads / S::kWordsPerRow;
       static_assert(kRowsPerPass % 8 == 0 && L::kCols % kRowsPerPass == 0, "one swizzle phase");
       const int r = threadIdx.x / S::kWordsPerRow;
@@ -165,7 +182,7 @@ struct TileCopier {
   static __device__ __forceinline__ void DequantizeW(uint8_t* smem, int step, int stage,
                                                      const float4& scales) {
     if constexpr (kW == WeightType::kE4m3) {
-      E4m3Slice<L::kCols>::template Dequantize<L::kCopyThreads>(
+      E4m3SliceFor<L::kCols, L::kCopyThreads>::template Dequantize<L::kCopyThreads>(
           smem + stage * L::kStageBytes, threadIdx.x, BlockScale(scales, step / 2));
     }
   }

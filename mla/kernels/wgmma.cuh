@@ -58,8 +58,17 @@ __device__ __forceinline__ void WarpgroupRegistersUp() {
   "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
       "+f"(d[i + 6]), "+f"(d[i + 7])
 
-// D[64 x N] += A[64 x 16] * B[N x 16]^T for N = 32, 64 or 128 (the accumulators' count / 2),
+// D[64 x N] += A[64 x 16] * B[N x 16]^T for N = 16, 32, 64 or 128 (the accumulators' count / 2),
 // both K-major in shared memory; fp32 accumulators.
+__device__ __forceinline__ void Wgmma64xN(float (&d)[8], uint64_t a, uint64_t b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7}, "
+      "%8, %9, p, 1, 1, 0, 0;\n}"
+      : MLA_WG_D8(0)
+      : "l"(a), "l"(b), "r"(1));
+}
 __device__ __forceinline__ void Wgmma64xN(float (&d)[16], uint64_t a, uint64_t b) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
