@@ -121,23 +121,20 @@ constexpr FusedKernel DispatchTilesPastOneWave(int heads, int rows, long long sm
              : FusedKernel::kTile64x64Pipeline4;
 }
 
-// The tiles of small grids, in every rule (T = tiles_64 64-row tiles; kAuto past them):
-// - bf16 W_UV: the 64 x 32 tiles to 24 with the bf16 output, below 16 with the e4m3 output
-//   (whose amax exchange costs a head split over four blocks more), then the all-in-flight
-//   64 x 64 tiles below 48;
-// - e4m3 W_UV, whose 64 x 32 and 64 x 64 tiles convert it with two warpgroups: with the bf16
-//   output the 64 x 32 tiles while their blocks make one wave at two an SM (4T <= 2 SMs); with the
-//   e4m3 output the 64 x 32 tiles below 16, the 64 x 64 tiles to 32 and the 64 x 32 tiles again to
-//   48 (past 32 tiles the 64 x 64 tiles' time steps up: 16 x 128, 3.73 us; 12 x 192, 4.94).
-constexpr FusedKernel SmallGridTiles(long long tiles_64, long long sms, WeightType weight,
+// The tiles of small grids, in every rule (T: 64-row tiles; kAuto past them): the 64 x 32 tiles
+// to T = 24 with the bf16 output, below 16 with the e4m3 output (whose amax exchange costs a head
+// split over four blocks more), then the all-in-flight 64 x 64 tiles below 48. With e4m3 W_UV
+// and the bf16 output, where two warpgroups convert it in the 64 x 32 tiles, those tiles while
+// their blocks make one wave at two an SM (4T <= 2 SMs), from 256 rows to three quarters of it
+// (T <= 49 on 132 SMs: 16 x 256, 5.50 us in the 6-stage ring against 5.68; 8 x 384, 4.46 in
+// the tiles against 4.96).
+constexpr FusedKernel SmallGridTiles(int heads, int rows, long long sms, WeightType weight,
                                      OutputType output) {
-  if (weight == WeightType::kE4m3) {
-    if (output == OutputType::kBf16) {
-      return 4 * tiles_64 <= 2 * sms ? FusedKernel::kTile64x32AllSteps : FusedKernel::kAuto;
-    }
-    if (tiles_64 > 48) return FusedKernel::kAuto;
-    return tiles_64 < 16 || tiles_64 > 32 ? FusedKernel::kTile64x32AllSteps
-                                          : FusedKernel::kTile64x64AllSteps;
+  const long long tiles_64 = heads * ((rows + 63LL) / 64);
+  if (weight == WeightType::kE4m3 && output == OutputType::kBf16) {
+    return 4 * tiles_64 <= 2 * sms && (rows < 256 || 8 * tiles_64 <= 3 * sms)
+               ? FusedKernel::kTile64x32AllSteps
+               : FusedKernel::kAuto;
   }
   if (output == OutputType::kBf16 ? 4 * tiles_64 <= 96 : tiles_64 < 16) {
     return FusedKernel::kTile64x32AllSteps;
@@ -150,7 +147,7 @@ constexpr FusedKernel SmallGridTiles(long long tiles_64, long long sms, WeightTy
 // ring; past it by waves (docs/design.md, "The dispatch rule").
 constexpr FusedKernel DispatchE4m3Tiles(int heads, int rows, long long sms, OutputType output) {
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
-  if (const FusedKernel small = SmallGridTiles(tiles_64, sms, WeightType::kE4m3, output);
+  if (const FusedKernel small = SmallGridTiles(heads, rows, sms, WeightType::kE4m3, output);
       small != FusedKernel::kAuto) {
     return small;
   }
@@ -188,7 +185,7 @@ constexpr FusedKernel DispatchE4m3OutputKernel(int heads, int rows, int multipro
     return tiles_64 <= 64 || (rows <= 32 && heads < 128) ? FusedKernel::kTile64x64Pipeline6
                                                          : FusedKernel::kTile64x128;
   }
-  return SmallGridTiles(tiles_64, sms, weight, OutputType::kE4m3);  // T < 48 here
+  return SmallGridTiles(heads, rows, sms, weight, OutputType::kE4m3);  // T < 48 here
 }
 
 // The rule, for a GPU with `multiprocessors` SMs (measured on H200s, 132). T counts 64-row
@@ -230,7 +227,7 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
   if (rows <= 8 && heads <= 64 && !(rows <= 2 && heads > 48)) return FusedKernel::kLatentSplit;
   if (rows <= 16 && (heads <= 64 || work <= 768)) return FusedKernel::kColumnSplit;
   if (EightRowBlocksFitOneWave(heads, rows, multiprocessors)) return FusedKernel::kColumnSplit;
-  if (const FusedKernel small = SmallGridTiles(tiles_64, sms, weight, OutputType::kBf16);
+  if (const FusedKernel small = SmallGridTiles(heads, rows, sms, weight, OutputType::kBf16);
       small != FusedKernel::kAuto) {
     return small;
   }

@@ -666,20 +666,21 @@ struct WgConfig {
   int stages, cols, warpgroups, min_blocks;
   bool early_sigmoids;  // EarlySigmoids
   bool lean_copies;     // TileSources (TileKernel's kLeanCopies)
-  // The warpgroups with e4m3 W_UV, either output. Each thread dequantizes the words it copied,
-  // so two warpgroups convert a slice in half the instructions a thread, with twice the warps a
-  // scheduler to cover their latency: 0.77-0.96x the time of one in the all-in-flight 64 x 64
-  // tiles, 0.87-0.99x in the 6-stage ring up to 96 heads, with the e4m3 output 0.77-0.94x and
-  // 0.88-1.00x; in the 64 x 32 tiles (16 columns a warpgroup, 8-byte e4m3 words: 32 rows of 64
-  // values make 256) 0.76-0.90x, with the e4m3 output 0.83-1.05x (docs/design.md).
-  int e4m3_warpgroups;
+  // The warpgroups with e4m3 W_UV, [with the bf16 output, with the e4m3 output]. Each thread
+  // dequantizes the words it copied, so two warpgroups convert a slice in half the instructions
+  // a thread, with twice the warps a scheduler to cover their latency: 0.77-0.96x the time of one
+  // in the all-in-flight 64 x 64 tiles, 0.87-0.99x in the 6-stage ring up to 96 heads, with the
+  // e4m3 output 0.77-0.94x and 0.88-1.00x; in the 64 x 32 tiles (16 columns a warpgroup, 8-byte
+  // e4m3 words: 32 rows of 64 values make 256) 0.76-0.90x with the bf16 output, but with the
+  // e4m3 output 1.02-1.04x where its rule runs them (12 x 32-64), so there one (docs/design.md).
+  int e4m3_warpgroups[2];
 };
 constexpr WgConfig kWgConfigs[] = {
-    {FusedKernel::kTile64x64Pipeline4, 4, 64, 1, 1, true, false, 1},
-    {FusedKernel::kTile64x64AllSteps, 8, 64, 1, 0, false, true, 2},
-    {FusedKernel::kTile64x128, 4, 128, 2, 2, false, true, 2},
-    {FusedKernel::kTile64x32AllSteps, 8, 32, 1, 0, false, true, 2},
-    {FusedKernel::kTile64x64Pipeline6, 6, 64, 1, 1, false, true, 2},
+    {FusedKernel::kTile64x64Pipeline4, 4, 64, 1, 1, true, false, {1, 1}},
+    {FusedKernel::kTile64x64AllSteps, 8, 64, 1, 0, false, true, {2, 2}},
+    {FusedKernel::kTile64x128, 4, 128, 2, 2, false, true, {2, 2}},
+    {FusedKernel::kTile64x32AllSteps, 8, 32, 1, 0, false, true, {2, 1}},
+    {FusedKernel::kTile64x64Pipeline6, 6, 64, 1, 1, false, true, {2, 2}},
 };
 
 // The rule (mla/dispatch.h) counts on how many blocks of each share a multiprocessor (sm90.h).
@@ -702,7 +703,8 @@ static_assert(BlocksOfBoth<4, 128, 2, false>(2), "Tile64x128: two");
 template <int kIndex, WeightType kW, OutputType kO>
 struct Wg {
   static constexpr WgConfig kC = kWgConfigs[kIndex];
-  static constexpr int kWarpgroups = kW == WeightType::kE4m3 ? kC.e4m3_warpgroups : kC.warpgroups;
+  static constexpr int kWarpgroups =
+      kW == WeightType::kE4m3 ? kC.e4m3_warpgroups[kO == OutputType::kE4m3] : kC.warpgroups;
   using T = WgTile<kC.stages, kC.cols, kWarpgroups, !kC.lean_copies, kO == OutputType::kE4m3>;
   static_assert(BlocksPerMultiprocessor(T::kSmemBytes) ==
                     BlocksPerMultiprocessor(WgTile<kC.stages, kC.cols, kC.warpgroups,
