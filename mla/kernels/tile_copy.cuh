@@ -82,9 +82,10 @@ struct E4m3Slice {
   static constexpr int kWordBytesE4m3 = kWordBytes;
   static constexpr int kWordsPerRow = 64 / kWordBytes;
   static constexpr int kBf16WordsPerWord = kWordBytes / 8;  // 16-byte bf16 words a word becomes
+  static constexpr int kSegmentShift = kBf16WordsPerWord == 2 ? 1 : 0;  // log2 of it
   // The byte offset of e4m3 word j of row r (staged), and of bf16 word w of row r.
   static __device__ __forceinline__ int Staged(int r, int j) {
-    return r * kRowBytes + 16 * kBf16WordsPerWord * (j ^ ((r % 8) / kBf16WordsPerWord));
+    return r * kRowBytes + 16 * kBf16WordsPerWord * (j ^ ((r % 8) >> kSegmentShift));
   }
   static __device__ __forceinline__ int Bf16Word(int r, int w) {
     return r * kRowBytes + 16 * (w ^ (r % 8));
