@@ -134,7 +134,7 @@ struct TileSources {
   // A thread's W_UV words: word threadIdx.x % kWWords of rows threadIdx.x / kWWords + n *
   // kWRowsPerPass (an e4m3 row has 4 16-byte words or 8 8-byte ones, a bf16 row 8 16-byte ones).
   static constexpr int kWWords = kW == WeightType::kE4m3 ? E4m3::kWordsPerRow : L::kWords;
-  static constexpr int kWWordBytes = kW == WeightType::kE4m3 ? E4m3::kWordBytesE4m3 : 16;
+  static constexpr int kWWordBytes = kW == WeightType::kE4m3 ? E4m3::kBytesPerWord : 16;
   static constexpr int kWRowsPerPass = L::kCopyThreads / kWWords;
   static constexpr int kWCopies = L::kCols / kWRowsPerPass;
   static_assert(kWRowsPerPass % 8 == 0 && L::kCols % kWRowsPerPass == 0, "one swizzle phase");

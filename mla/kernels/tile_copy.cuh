@@ -79,7 +79,7 @@ template <int kCols, int kWordBytes = 16>
 struct E4m3Slice {
   static_assert(kWordBytes == 16 || kWordBytes == 8, "16- or 8-byte words");
   static constexpr int kRowBytes = 128;  // of the bf16 slice: one swizzle atom row
-  static constexpr int kWordBytesE4m3 = kWordBytes;
+  static constexpr int kBytesPerWord = kWordBytes;
   static constexpr int kWordsPerRow = 64 / kWordBytes;
   static constexpr int kBf16WordsPerWord = kWordBytes / 8;  // 16-byte bf16 words a word becomes
   static constexpr int kSegmentShift = kBf16WordsPerWord == 2 ? 1 : 0;  // log2 of it
@@ -149,7 +149,7 @@ struct TileCopier {
                                     int step, int stage) const {
     if constexpr (kW == WeightType::kE4m3) {
       using S = E4m3SliceFor<L::kCols, L::kCopyThreads>;
-      static_assert(S::kWordBytesE4m3 == 16, "the copier's copies: 16-byte words");
+      static_assert(S::kBytesPerWord == 16, "the copier's copies: 16-byte words");
       constexpr int kRowsPerPass = L::kCopyThreads / S::kWordsPerRow;
       static_assert(kRowsPerPass % 8 == 0 && L::kCols % kRowsPerPass == 0, "one swizzle phase");
       const int r = threadIdx.x / S::kWordsPerRow;
