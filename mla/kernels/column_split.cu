@@ -66,29 +66,6 @@ constexpr int kGroupsOf = kW == WeightType::kE4m3 ? 2 : 1;
 template <WeightType kW>
 constexpr int kColumnsOf = 32 * kGroupsOf<kW>;  // a block's columns (4 warps)
 
-// e4m3 W_UV with the bf16 output, MLA_CS_E4M3_CONVERTERS = 1: a second warp of converters beside
-// each MMA warp. Converter thread kThreads + i loads the e4m3 words MMA thread i would, converts
-// them and stores its bf16 fragments in shared memory ([group][chunk][MMA thread]), and arrives
-// at a named barrier; it never waits for the upstream kernel, which writes no weights, so the
-// conversion overlaps the dependency wait and the latent's loads. The MMA threads read their
-// fragments after that barrier.
-#ifndef MLA_CS_E4M3_CONVERTERS
-#define MLA_CS_E4M3_CONVERTERS 0
-#endif
-template <WeightType kW, OutputType kO>
-constexpr bool kConvertersOf =
-    MLA_CS_E4M3_CONVERTERS != 0 && kW == WeightType::kE4m3 && kO == OutputType::kBf16;
-template <WeightType kW, OutputType kO>
-constexpr int kBlockThreadsOf = kConvertersOf<kW, kO> ? 2 * kThreads : kThreads;
-constexpr int kConvertedBarrier = 1;  // converters arrive, MMA threads wait
-constexpr int kRowsBarrier = 2;       // the MMA threads' latent rows staged
-// With converter warps, their bf16 fragments after the rows.
-template <int kTileRows, WeightType kW, OutputType kO>
-constexpr size_t BlockSmemBytes() {
-  return SmemBytes<kTileRows>() +
-         (kConvertersOf<kW, kO> ? size_t{kGroupsOf<kW>} * kChunks * kThreads * sizeof(uint4) : 0);
-}
-
 // The gate loads of each form (device::GateLoads): kWords for the 16-row bf16 kernel, with a gate
 // and without; kPlain for the gated 8-row bf16 kernel and kOrNone for the ungated one; kPlain and
 // kNone for the 32-row and e4m3 kernels. Measured (docs/design.md, "No gate"): the gated 8-row
@@ -119,18 +96,14 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   constexpr int kRows = 16 * kRowTiles;
   constexpr bool kDirect = kTileRows == 8;
   constexpr int kHalves = kDirect ? 1 : 2;  // of each m16 tile: rows group and group + 8
-  constexpr bool kConverters = kConvertersOf<kW, kO>;
   extern __shared__ uint4 smem_words[];
   bf16* rows_smem = reinterpret_cast<bf16*>(smem_words);  // [kRows][kSmemRow]
-  uint4* converted = smem_words + SmemBytes<kTileRows>() / sizeof(uint4);
 
   const int chunk = blockIdx.x;
   const int head = blockIdx.y;
   const int t0 = blockIdx.z * kTileRows;
-  // The MMA thread this one is, or converts for.
-  const int tid = kConverters ? threadIdx.x % kThreads : threadIdx.x;
-  const int lane = tid % 32;
-  const int warp = tid / 32;
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
   const int group = lane / 4;
   const int quarter = lane % 4;
   const int column = chunk * kColumns + warp * 8 * kGroups;  // first of the warp's columns
@@ -144,39 +117,13 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   // e4m3 as loaded (dequantized at their chunk's MMAs), with the head's block scales.
   const auto* w_column = device::WeightTraits<kW>::Base(p) + head * p.w_head_stride +
                          static_cast<int64_t>(column + group) * p.w_row_stride + 8 * quarter;
-  if constexpr (kConverters) {
-    if (threadIdx.x >= kThreads) {
-      const float4 block_scales = device::LoadBlockScales<kW>(p, head);
-      uint2 raw[kGroups][kChunks];
-#pragma unroll
-      for (int j = 0; j < kGroups; ++j) {
-#pragma unroll
-        for (int c = 0; c < kChunks; ++c) {
-          raw[j][c] = device::LoadWeight8(w_column + 8 * j * p.w_row_stride + 32 * c);
-        }
-      }
-      device::PrefetchBlockInputsL2<kGated, kGateMayBeNull>(p, head, t0, kTileRows, 0, kLatentDim,
-                                                            chunk * kColumns, kColumns);
-#pragma unroll
-      for (int j = 0; j < kGroups; ++j) {
-#pragma unroll
-        for (int c = 0; c < kChunks; ++c) {
-          converted[(j * kChunks + c) * kThreads + tid] =
-              device::DequantizeE4m3x8(raw[j][c], device::BlockScale(block_scales, c / 4));
-        }
-      }
-      device::NamedBarrierArrive(kConvertedBarrier, 2 * kThreads);
-      return;
-    }
-  }
-  constexpr bool kRawHere = kW == WeightType::kE4m3 && !kConverters;
   uint4 w_fragment[kW == WeightType::kBf16 ? kChunks : 1];
-  uint2 w_raw[kGroups][kRawHere ? kChunks : 1];
+  uint2 w_raw[kGroups][kW == WeightType::kE4m3 ? kChunks : 1];
   float4 scales;
   if constexpr (kW == WeightType::kBf16) {
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) w_fragment[c] = device::LoadWeight16(w_column + 32 * c);
-  } else if constexpr (kRawHere) {
+  } else {
     scales = device::LoadBlockScales<kW>(p, head);
 #pragma unroll
     for (int j = 0; j < kGroups; ++j) {
@@ -257,18 +204,14 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   device::LaunchDependents();
   if constexpr (!kDirect) {
     device::CopyAsyncCommitAndWaitAll();
-    if constexpr (kConverters) {
-      device::NamedBarrier(kRowsBarrier, kThreads);
-    } else {
-      __syncthreads();
-    }
+    __syncthreads();
     MLA_TIMELINE_STAMP(2);
   } else {
     MLA_TIMELINE_STAMP_AFTER(2, a_rows[0].x ^ a_rows[kChunks - 1].w);
   }
   if constexpr (kW == WeightType::kBf16) {
     MLA_TIMELINE_STAMP_AFTER(3, w_fragment[0].x ^ w_fragment[kChunks - 1].w);
-  } else if constexpr (kRawHere) {
+  } else {
     MLA_TIMELINE_STAMP_AFTER(3, w_raw[0][0].x ^ w_raw[kGroups - 1][kChunks - 1].y);
   }
   // A block of none of the live rows leaves once its loads are issued. With this branch (which
@@ -284,7 +227,6 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   // slower with two).
   constexpr int kParities = kDirect && kGroups == 1 ? 2 : 1;
   float acc[kGroups][kRowTiles][kParities][2][4] = {};
-  if constexpr (kConverters) device::NamedBarrier(kConvertedBarrier, 2 * kThreads);
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
     uint4 w[kGroups];
@@ -292,8 +234,6 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
     for (int j = 0; j < kGroups; ++j) {
       if constexpr (kW == WeightType::kBf16) {
         w[j] = w_fragment[c];
-      } else if constexpr (kConverters) {
-        w[j] = converted[(j * kChunks + c) * kThreads + tid];
       } else {
         w[j] = device::DequantizeE4m3x8(w_raw[j][c], device::BlockScale(scales, c / 4));
       }
@@ -408,9 +348,7 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
 }
 
 template <int kTileRows, GateLoads kGate, WeightType kW>
-__global__ void __launch_bounds__(kBlockThreadsOf<kW, OutputType::kBf16>,
-                                  kConvertersOf<kW, OutputType::kBf16> && kTileRows < 32 ? 2 : 1)
-    ColumnSplitKernel(const FusedTailParams p) {
+__global__ void __launch_bounds__(kThreads) ColumnSplitKernel(const FusedTailParams p) {
   ColumnSplitBlock<kTileRows, kGate, kW, OutputType::kBf16>(p);
 }
 
@@ -426,11 +364,9 @@ __global__ void __launch_bounds__(kThreads) __cluster_dims__(kValueDim / kColumn
 // e4m3 output's epilogue hold a few more (144 spilled; 160 still fit three). The timeline
 // stamps, where compiled in, take their own on top, up to the 168 at which three still fit.
 template <WeightType kW, OutputType kO>
-constexpr int kDirectMaxRegisters =
-    kConvertersOf<kW, kO> ? 128
-                          : std::min((kW == WeightType::kBf16 && kO == OutputType::kBf16 ? 144 : 160) +
-                                         MLA_TIMELINE_STAMP_REGISTERS,
-                                     168);
+constexpr int kDirectMaxRegisters = std::min(
+    (kW == WeightType::kBf16 && kO == OutputType::kBf16 ? 144 : 160) + MLA_TIMELINE_STAMP_REGISTERS,
+    168);
 
 template <GateLoads kGate, WeightType kW>
 __global__ void __maxnreg__((kDirectMaxRegisters<kW, OutputType::kBf16>))
@@ -464,14 +400,13 @@ constexpr void (*KernelOf())(const FusedTailParams) {
 
 template <int kTileRows, WeightType kW, OutputType kO>
 KernelLaunch LaunchOf(int heads, int rows, bool gated) {
-  static_assert(kConvertersOf<kW, kO> || SmemBytes<kTileRows>() <= kSharedMemoryWithoutOptIn,
-                "no opt-in needed");
+  static_assert(SmemBytes<kTileRows>() <= kSharedMemoryWithoutOptIn, "no opt-in needed");
   KernelLaunch launch;
   launch.function = gated ? reinterpret_cast<const void*>(KernelOf<kTileRows, true, kW, kO>())
                           : reinterpret_cast<const void*>(KernelOf<kTileRows, false, kW, kO>());
   launch.grid = dim3(kValueDim / kColumnsOf<kW>, heads, (rows + kTileRows - 1) / kTileRows);
-  launch.block = dim3(kBlockThreadsOf<kW, kO>);
-  launch.smem_bytes = BlockSmemBytes<kTileRows, kW, kO>();
+  launch.block = dim3(kThreads);
+  launch.smem_bytes = SmemBytes<kTileRows>();
   return launch;
 }
 
@@ -506,12 +441,12 @@ cudaError_t LoadColumnSplit() {
     constexpr WeightType kW = decltype(w)::value;
     constexpr OutputType kO = decltype(o)::value;
     for (cudaError_t (*load)() :
-         {+[] { return LoadKernel(KernelOf<8, true, kW, kO>(), BlockSmemBytes<8, kW, kO>()); },
-          +[] { return LoadKernel(KernelOf<16, true, kW, kO>(), BlockSmemBytes<16, kW, kO>()); },
-          +[] { return LoadKernel(KernelOf<32, true, kW, kO>(), BlockSmemBytes<32, kW, kO>()); },
-          +[] { return LoadKernel(KernelOf<8, false, kW, kO>(), BlockSmemBytes<8, kW, kO>()); },
-          +[] { return LoadKernel(KernelOf<16, false, kW, kO>(), BlockSmemBytes<16, kW, kO>()); },
-          +[] { return LoadKernel(KernelOf<32, false, kW, kO>(), BlockSmemBytes<32, kW, kO>()); }}) {
+         {+[] { return LoadKernel(KernelOf<8, true, kW, kO>(), SmemBytes<8>()); },
+          +[] { return LoadKernel(KernelOf<16, true, kW, kO>(), SmemBytes<16>()); },
+          +[] { return LoadKernel(KernelOf<32, true, kW, kO>(), SmemBytes<32>()); },
+          +[] { return LoadKernel(KernelOf<8, false, kW, kO>(), SmemBytes<8>()); },
+          +[] { return LoadKernel(KernelOf<16, false, kW, kO>(), SmemBytes<16>()); },
+          +[] { return LoadKernel(KernelOf<32, false, kW, kO>(), SmemBytes<32>()); }}) {
       if (e == cudaSuccess) e = load();
     }
   });

@@ -93,11 +93,6 @@ __device__ __forceinline__ void NamedBarrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
-// Arrives at named barrier `id` of `threads` threads without waiting for it.
-__device__ __forceinline__ void NamedBarrierArrive(int id, int threads) {
-  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-
 }  // namespace mla_tail::internal::device
 
 #endif  // MLA_TAIL_MLA_KERNELS_MBARRIER_CUH_
