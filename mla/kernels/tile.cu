@@ -411,14 +411,20 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   const float4 scales = device::LoadBlockScales<kW>(p, tile.head);
   device::PrefetchBlockInputsL2<kGated>(p, tile.head, tile.t0, kRows, 0, kLatentDim, tile.column0,
                                         kCols);
-  // e4m3 W_UV in the all-in-flight tiles and the 6-stage ring: the prologue steps' slices are a
-  // group of their own, committed before the wait (no upstream kernel writes weights) and
-  // dequantized once the latent's prologue copies are issued, while those fly; the oldest group,
-  // it completes first, so the waits below count as before. The 4-stage rings keep dequantizing
-  // each step after its copies: there converting the prologue's steps apart measured mixed,
-  // slower where the rule runs the 64 x 128 tiles (docs/design.md).
-  constexpr bool kDequantizePrologue = kW == WeightType::kE4m3 && kStages >= 6;
-  if constexpr (kDequantizePrologue) device::CopyAsyncCommit();
+  // e4m3 W_UV in the all-in-flight tiles and the 6-stage ring: the prologue steps' slices land and
+  // are dequantized before the wait (no upstream kernel writes weights), in a group of their own,
+  // complete before any other is committed, so the waits below count as before. The 4-stage
+  // rings keep dequantizing each step after its copies: there this measured mixed, slower where
+  // the rule runs the 64 x 128 tiles (docs/design.md).
+  constexpr bool kDequantizeBeforeWait = kW == WeightType::kE4m3 && kStages >= 6;
+  if constexpr (kDequantizeBeforeWait) {
+    device::CopyAsyncCommit();
+    device::CopyAsyncWait<0>();
+#pragma unroll
+    for (int step = 0; step < T::kPrologueSteps; ++step) {
+      Copier::DequantizeW(smem, step, step, scales);
+    }
+  }
   device::GridDependencyWait();
   MLA_TIMELINE_STAMP(1);
   // Rows at and past the live count are neither read nor written, except that rows below
@@ -450,13 +456,6 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
   // Every read of upstream-written data is in flight once the last step's copies are issued:
   // dependents may launch (their prologues would compete with these copies before that).
   if (T::kAllInFlight) device::LaunchDependents();
-  if constexpr (kDequantizePrologue) {
-    device::CopyAsyncWait<T::kPrologueSteps>();  // the W_UV group; the latent's may fly
-#pragma unroll
-    for (int step = 0; step < T::kPrologueSteps; ++step) {
-      Copier::DequantizeW(smem, step, step, scales);
-    }
-  }
 
   // Warpgroup wg multiplies by W_UV rows (output columns) [wg, wg + 1) * kWgCols of the slice
   // (with one warpgroup, a constant: the descriptors stay warp-uniform values).
@@ -481,7 +480,7 @@ __device__ __forceinline__ void TileBlock(const FusedTailParams& p) {
     } else {
       device::CopyAsyncWait<T::kPrologueSteps - 1>();
     }
-    if (!kDequantizePrologue || step >= T::kPrologueSteps) {
+    if (!kDequantizeBeforeWait || step >= T::kPrologueSteps) {
       Copier::DequantizeW(smem, step, stage, scales);  // e4m3 W_UV: this thread's words of the step
     }
     device::FenceProxyAsyncShared();
