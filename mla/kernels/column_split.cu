@@ -48,16 +48,28 @@ namespace mla_tail::internal {
 namespace {
 
 constexpr int kThreads = 128;
-constexpr int kChunks = kLatentDim / 32;   // 16 chunks of 32 latent values
-constexpr int kSmemRow = kLatentDim + 32;  // padded row (elements): rows g and g+1 hit other banks
+constexpr int kChunks = kLatentDim / 32;      // 16 chunks of 32 latent values
 constexpr int kWordsPerRow = kLatentDim / 8;  // 16-byte words per latent row
+
+// The latent index of element 0 of quarter `quarter`'s 8 values of chunk c (the k permutation,
+// below). bf16 W_UV: 32c + 8q, one 16-byte W_UV word a chunk. e4m3 W_UV: chunks 2i and 2i + 1
+// take the two halves of one 16-byte e4m3 word, latent values 64i + 16q .. 64i + 16q + 15.
+template <WeightType kW>
+__host__ __device__ constexpr int KOffset(int c, int quarter) {
+  return kW == WeightType::kBf16 ? 32 * c + 8 * quarter : 64 * (c / 2) + 16 * quarter + 8 * (c % 2);
+}
+// A padded latent row in shared memory (elements): the 8 lanes of a quarter warp (rows g and
+// g + 1, quarters 0-3) read 8 distinct 16-byte bank groups. bf16: 16-byte words 4q apart from a
+// row 68 words long; e4m3: words 2q apart (plus the chunk's half) from a row 65 long.
+template <WeightType kW>
+constexpr int kSmemRowOf = kW == WeightType::kBf16 ? kLatentDim + 32 : kLatentDim + 8;
 
 // A block's rows: 8 (one m16 tile whose rows 8-15 are zeros), 16 (one tile) or 32 (two). With
 // 8 the latent goes straight into registers (no shared memory); 16 and 32 stage it in shared
 // memory (in registers, 16 rows take 210 registers a thread and measured slower).
-template <int kTileRows>
+template <int kTileRows, WeightType kW>
 constexpr size_t SmemBytes() {
-  return kTileRows == 8 ? 0 : size_t{kTileRows} * kSmemRow * sizeof(bf16);
+  return kTileRows == 8 ? 0 : size_t{kTileRows} * kSmemRowOf<kW> * sizeof(bf16);
 }
 
 // Groups of 8 columns a warp owns: with e4m3 W_UV two, so that a block reads the bf16 form's bytes.
@@ -96,6 +108,7 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   constexpr int kRows = 16 * kRowTiles;
   constexpr bool kDirect = kTileRows == 8;
   constexpr int kHalves = kDirect ? 1 : 2;  // of each m16 tile: rows group and group + 8
+  constexpr int kSmemRow = kSmemRowOf<kW>;
   extern __shared__ uint4 smem_words[];
   bf16* rows_smem = reinterpret_cast<bf16*>(smem_words);  // [kRows][kSmemRow]
 
@@ -116,9 +129,10 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   // W_UV before the wait: weights are written by no upstream kernel. bf16 as the MMAs' fragments;
   // e4m3 as loaded (dequantized at their chunk's MMAs), with the head's block scales.
   const auto* w_column = device::WeightTraits<kW>::Base(p) + head * p.w_head_stride +
-                         static_cast<int64_t>(column + group) * p.w_row_stride + 8 * quarter;
+                         static_cast<int64_t>(column + group) * p.w_row_stride +
+                         KOffset<kW>(0, quarter);
   uint4 w_fragment[kW == WeightType::kBf16 ? kChunks : 1];
-  uint2 w_raw[kGroups][kW == WeightType::kE4m3 ? kChunks : 1];
+  uint4 w_raw[kGroups][kW == WeightType::kE4m3 ? kChunks / 2 : 1];  // chunks 2i, 2i + 1
   float4 scales;
   if constexpr (kW == WeightType::kBf16) {
 #pragma unroll
@@ -128,8 +142,9 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
 #pragma unroll
     for (int j = 0; j < kGroups; ++j) {
 #pragma unroll
-      for (int c = 0; c < kChunks; ++c) {
-        w_raw[j][c] = device::LoadWeight8(w_column + 8 * j * p.w_row_stride + 32 * c);
+      for (int i = 0; i < kChunks / 2; ++i) {
+        w_raw[j][i] =
+            device::LoadWeight16(w_column + 8 * j * p.w_row_stride + KOffset<kW>(2 * i, 0));
       }
     }
   }
@@ -153,10 +168,11 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   // multiprocessors an upstream kernel has configured for its own (docs/design.md).
   uint4 a_rows[kDirect ? kChunks : 1];
   if constexpr (kDirect) {
-    const bf16* row =
-        latent_head + min(t0 + group, read_rows - 1) * p.latent_row_stride + 8 * quarter;
+    const bf16* row = latent_head + min(t0 + group, read_rows - 1) * p.latent_row_stride;
 #pragma unroll
-    for (int c = 0; c < kChunks; ++c) a_rows[c] = *reinterpret_cast<const uint4*>(row + 32 * c);
+    for (int c = 0; c < kChunks; ++c) {
+      a_rows[c] = *reinterpret_cast<const uint4*>(row + KOffset<kW>(c, quarter));
+    }
   } else {
     for (int i = threadIdx.x; i < kRows * kWordsPerRow; i += kThreads) {
       const int r = i / kWordsPerRow;
@@ -212,7 +228,7 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   if constexpr (kW == WeightType::kBf16) {
     MLA_TIMELINE_STAMP_AFTER(3, w_fragment[0].x ^ w_fragment[kChunks - 1].w);
   } else {
-    MLA_TIMELINE_STAMP_AFTER(3, w_raw[0][0].x ^ w_raw[kGroups - 1][kChunks - 1].y);
+    MLA_TIMELINE_STAMP_AFTER(3, w_raw[0][0].x ^ w_raw[kGroups - 1][kChunks / 2 - 1].w);
   }
   // A block of none of the live rows leaves once its loads are issued. With this branch (which
   // without a count never fires) ColumnSplit measured faster at 8-96 heads x 1-16 rows, for a
@@ -235,7 +251,10 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
       if constexpr (kW == WeightType::kBf16) {
         w[j] = w_fragment[c];
       } else {
-        w[j] = device::DequantizeE4m3x8(w_raw[j][c], device::BlockScale(scales, c / 4));
+        const uint4& pair = w_raw[j][c / 2];
+        w[j] = device::DequantizeE4m3x8(
+            c % 2 == 0 ? make_uint2(pair.x, pair.y) : make_uint2(pair.z, pair.w),
+            device::BlockScale(scales, c / 4));
       }
     }
 #pragma unroll
@@ -245,7 +264,7 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
         x = a_rows[c];
         y = make_uint4(0, 0, 0, 0);  // rows 8-15
       } else {
-        const bf16* row_lo = rows_smem + (tile * 16 + group) * kSmemRow + 32 * c + 8 * quarter;
+        const bf16* row_lo = rows_smem + (tile * 16 + group) * kSmemRow + KOffset<kW>(c, quarter);
         x = *reinterpret_cast<const uint4*>(row_lo);
         y = *reinterpret_cast<const uint4*>(row_lo + 8 * kSmemRow);
       }
@@ -354,7 +373,7 @@ __global__ void __launch_bounds__(kThreads) ColumnSplitKernel(const FusedTailPar
 
 // The e4m3 output: a head's column blocks in one cluster.
 template <int kTileRows, GateLoads kGate, WeightType kW>
-__global__ void __launch_bounds__(kThreads) __cluster_dims__(kValueDim / kColumnsOf<kW>, 1, 1)
+__global__ void __launch_bounds__(kThreads, 1) __cluster_dims__(kValueDim / kColumnsOf<kW>, 1, 1)
     ColumnSplitE4m3OutputKernel(const FusedTailParams p) {
   ColumnSplitBlock<kTileRows, kGate, kW, OutputType::kE4m3>(p);
 }
@@ -400,13 +419,13 @@ constexpr void (*KernelOf())(const FusedTailParams) {
 
 template <int kTileRows, WeightType kW, OutputType kO>
 KernelLaunch LaunchOf(int heads, int rows, bool gated) {
-  static_assert(SmemBytes<kTileRows>() <= kSharedMemoryWithoutOptIn, "no opt-in needed");
+  static_assert(SmemBytes<kTileRows, kW>() <= kSharedMemoryWithoutOptIn, "no opt-in needed");
   KernelLaunch launch;
   launch.function = gated ? reinterpret_cast<const void*>(KernelOf<kTileRows, true, kW, kO>())
                           : reinterpret_cast<const void*>(KernelOf<kTileRows, false, kW, kO>());
   launch.grid = dim3(kValueDim / kColumnsOf<kW>, heads, (rows + kTileRows - 1) / kTileRows);
   launch.block = dim3(kThreads);
-  launch.smem_bytes = SmemBytes<kTileRows>();
+  launch.smem_bytes = SmemBytes<kTileRows, kW>();
   return launch;
 }
 
@@ -441,12 +460,12 @@ cudaError_t LoadColumnSplit() {
     constexpr WeightType kW = decltype(w)::value;
     constexpr OutputType kO = decltype(o)::value;
     for (cudaError_t (*load)() :
-         {+[] { return LoadKernel(KernelOf<8, true, kW, kO>(), SmemBytes<8>()); },
-          +[] { return LoadKernel(KernelOf<16, true, kW, kO>(), SmemBytes<16>()); },
-          +[] { return LoadKernel(KernelOf<32, true, kW, kO>(), SmemBytes<32>()); },
-          +[] { return LoadKernel(KernelOf<8, false, kW, kO>(), SmemBytes<8>()); },
-          +[] { return LoadKernel(KernelOf<16, false, kW, kO>(), SmemBytes<16>()); },
-          +[] { return LoadKernel(KernelOf<32, false, kW, kO>(), SmemBytes<32>()); }}) {
+         {+[] { return LoadKernel(KernelOf<8, true, kW, kO>(), SmemBytes<8, kW>()); },
+          +[] { return LoadKernel(KernelOf<16, true, kW, kO>(), SmemBytes<16, kW>()); },
+          +[] { return LoadKernel(KernelOf<32, true, kW, kO>(), SmemBytes<32, kW>()); },
+          +[] { return LoadKernel(KernelOf<8, false, kW, kO>(), SmemBytes<8, kW>()); },
+          +[] { return LoadKernel(KernelOf<16, false, kW, kO>(), SmemBytes<16, kW>()); },
+          +[] { return LoadKernel(KernelOf<32, false, kW, kO>(), SmemBytes<32, kW>()); }}) {
       if (e == cudaSuccess) e = load();
     }
   });
