@@ -15,11 +15,14 @@
 // products pair the same latent index on both sides: a dot product is order-free.
 //
 // e4m3 W_UV (fp8.cuh): a warp owns two groups of 8 columns (16w..16w+15 of the block's 64), so
-// that a block holds as many W_UV bytes as the bf16 form's (16 x 8 bytes a group a thread) and
-// the grid has half the blocks. The words stay e4m3 in registers until their chunk's MMAs, where
-// each is dequantized to a bf16 fragment with its block's scale (chunk c lies in latent block
-// c / 4): dequantized ahead, the two groups' fragments would take 128 registers. The MMAs are the
-// bf16 ones.
+// that a block holds as many W_UV bytes as the bf16 form's (8 x 16 bytes a group a thread) and
+// the grid has half the blocks. A thread loads its column's latent indices 64i + 16p .. 64i + 16p
+// + 15 as one 16-byte e4m3 word, whose halves are chunks 2i and 2i + 1 (KOffset; the A fragments
+// follow): in 8-byte words, one a chunk, the register kernels took 1.03-1.11x the time at 64-128
+// heads. The words stay e4m3 in registers until their chunk's MMAs, where each half is
+// dequantized to a bf16 fragment with its block's scale (chunk c lies in latent block c / 4):
+// dequantized ahead, the two groups' fragments would take 128 registers. The MMAs are the bf16
+// ones.
 //
 // e4m3 output: a head's 128 columns are its 4 (e4m3 W_UV: 2) column blocks, launched as one cluster
 // (ColumnSplitE4m3OutputKernel; blocks of one cluster share their rows, so they run or leave
@@ -168,10 +171,17 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   // multiprocessors an upstream kernel has configured for its own (docs/design.md).
   uint4 a_rows[kDirect ? kChunks : 1];
   if constexpr (kDirect) {
-    const bf16* row = latent_head + min(t0 + group, read_rows - 1) * p.latent_row_stride;
+    if constexpr (kW == WeightType::kBf16) {
+      const bf16* row =
+          latent_head + min(t0 + group, read_rows - 1) * p.latent_row_stride + 8 * quarter;
 #pragma unroll
-    for (int c = 0; c < kChunks; ++c) {
-      a_rows[c] = *reinterpret_cast<const uint4*>(row + KOffset<kW>(c, quarter));
+      for (int c = 0; c < kChunks; ++c) a_rows[c] = *reinterpret_cast<const uint4*>(row + 32 * c);
+    } else {
+      const bf16* row = latent_head + min(t0 + group, read_rows - 1) * p.latent_row_stride;
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c) {
+        a_rows[c] = *reinterpret_cast<const uint4*>(row + KOffset<kW>(c, quarter));
+      }
     }
   } else {
     for (int i = threadIdx.x; i < kRows * kWordsPerRow; i += kThreads) {
@@ -373,8 +383,9 @@ __global__ void __launch_bounds__(kThreads) ColumnSplitKernel(const FusedTailPar
 
 // The e4m3 output: a head's column blocks in one cluster.
 template <int kTileRows, GateLoads kGate, WeightType kW>
-__global__ void __launch_bounds__(kThreads, 1) __cluster_dims__(kValueDim / kColumnsOf<kW>, 1, 1)
-    ColumnSplitE4m3OutputKernel(const FusedTailParams p) {
+__global__ void __launch_bounds__(kThreads, kW == WeightType::kE4m3 ? 1 : 0)
+    __cluster_dims__(kValueDim / kColumnsOf<kW>, 1, 1)
+        ColumnSplitE4m3OutputKernel(const FusedTailParams p) {
   ColumnSplitBlock<kTileRows, kGate, kW, OutputType::kE4m3>(p);
 }
 
