@@ -17,10 +17,11 @@
 // 32c + 8p .. 32c + 8p + 7 of W_UV column g as one 16-byte word per 32-wide chunk c, and the A
 // fragment with the same permutation, so the products pair the same latent index on both sides.
 //
-// e4m3 W_UV (fp8.cuh): the same fragments from 8 bytes a word, kept as loaded until their chunk's
-// MMAs and dequantized to bf16 there with their block's scale (a warp's chunks lie in one latent
-// block): the dependency wait and the latent's loads are not held up behind the conversion, which
-// then overlaps the latent's round trip.
+// e4m3 W_UV (fp8.cuh): 16-byte e4m3 words of two chunks each, with ColumnSplit's k permutation
+// for them (column_split.cu), kept as loaded until their chunk's MMAs and dequantized to bf16
+// there with their block's scale (a warp's chunks lie in one latent block): the dependency wait
+// and the latent's loads are not held up behind the conversion, which then overlaps the latent's
+// round trip.
 //
 // e4m3 output: a head's 8 column blocks are one cluster (LatentSplitE4m3OutputKernel; they share
 // their rows, so they run or leave together); each tile warp's amax of a row over its 8 columns
@@ -94,7 +95,7 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
   MLA_TIMELINE_STAMP(0);
   // W_UV before the wait: weights are written by no upstream kernel.
   uint4 w_fragment[kTiles][kW == WeightType::kBf16 ? kChunks : 1];
-  uint2 raw[kTiles][kW == WeightType::kE4m3 ? kChunks : 1];
+  uint4 raw[kTiles][kW == WeightType::kE4m3 ? kChunks / 2 : 1];  // chunks 2i, 2i + 1
   float scale = 0.0f;
   if constexpr (kW == WeightType::kBf16) {
 #pragma unroll
@@ -117,9 +118,9 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
     for (int j = 0; j < kTiles; ++j) {
       const fp8_e4m3* w_column = p.w_uv_fp8 + head * p.w_head_stride +
                                  static_cast<int64_t>(column0 + 8 * j + group) * p.w_row_stride +
-                                 32 * chunk0 + 8 * quarter;
+                                 32 * chunk0 + 16 * quarter;
 #pragma unroll
-      for (int c = 0; c < kChunks; ++c) raw[j][c] = device::LoadWeight8(w_column + 32 * c);
+      for (int i = 0; i < kChunks / 2; ++i) raw[j][i] = device::LoadWeight16(w_column + 64 * i);
     }
     // A warp's chunks lie in one latent block: kChunks (2 or 4) consecutive ones from a multiple.
     static_assert(4 % kChunks == 0, "a warp's chunks within one block");
@@ -144,14 +145,18 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
                                                       p.rows_past_count_readable, read_rows);
 
   // Rows past the end read the last row, whose products are never stored.
-  const bf16* latent_head = p.latent + head * kLatentDim + 32 * chunk0 + 8 * quarter;
+  // e4m3 W_UV: the k permutation of ColumnSplit's 16-byte e4m3 words (column_split.cu).
+  const bf16* latent_head =
+      p.latent + head * kLatentDim + 32 * chunk0 + (kW == WeightType::kBf16 ? 8 : 16) * quarter;
   uint4 a_rows[kHalves][kChunks];
 #pragma unroll
   for (int half = 0; half < kHalves; ++half) {
     const bf16* row = latent_head + min(t0 + group + 8 * half, read_rows - 1) * p.latent_row_stride;
 #pragma unroll
-    for (int c = 0; c < kChunks; ++c)
-      a_rows[half][c] = *reinterpret_cast<const uint4*>(row + 32 * c);
+    for (int c = 0; c < kChunks; ++c) {
+      const int k = kW == WeightType::kBf16 ? 32 * c : 64 * (c / 2) + 8 * (c % 2);
+      a_rows[half][c] = *reinterpret_cast<const uint4*>(row + k);
+    }
   }
   // The outputs of warp `warp`'s tile: rows group (+8), columns 2q, 2q+1 of the tile. Their gate
   // words and lengths are loaded without branches, all in flight beside the latent.
@@ -193,7 +198,9 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
       if constexpr (kW == WeightType::kBf16) {
         w = w_fragment[j][c];
       } else {
-        w = device::DequantizeE4m3x8(raw[j][c], scale);
+        const uint4& pair = raw[j][c / 2];
+        w = device::DequantizeE4m3x8(
+            c % 2 == 0 ? make_uint2(pair.x, pair.y) : make_uint2(pair.z, pair.w), scale);
       }
       float(&chain)[2][4] = acc[j];
       device::MmaBf16(chain[0], x.x, y.x, x.y, y.y, w.x, w.y);
