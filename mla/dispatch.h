@@ -208,16 +208,15 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
     return FusedKernel::kLatentSplit;
   }
   if (weight == WeightType::kE4m3) {
-    // Past one wave LatentSplit still leads at up to 8 heads to 32 rows, 28 heads to 16 rows and
-    // 33-40 heads at 9-16 rows (its 16-row blocks); ColumnSplit at 29-40 heads to 8 rows and
-    // from 41 heads to 16. From 17 rows (9 at 29-32 heads) the 64 x 32 tiles lead
-    // (SmallGridTiles), as far as one wave of them.
-    const bool nine_to_16 = rows > 8 && rows <= 16;
-    if ((rows <= 32 && heads <= 8) || (rows <= 16 && heads <= 28) ||
-        (nine_to_16 && heads > 32 && heads <= 40)) {
+    // Past one wave LatentSplit still leads at up to 8 heads to 32 rows, 32 heads to 16 rows and
+    // 33-40 heads at 9-16 rows (its 16-row blocks); ColumnSplit at 33-40 heads to 8 rows and
+    // from 41 heads to 16. From 17 rows the 64 x 32 tiles lead (SmallGridTiles), as far as one
+    // wave of them.
+    if ((rows <= 32 && heads <= 8) || (rows <= 16 && heads <= 32) ||
+        (rows > 8 && rows <= 16 && heads <= 40)) {
       return FusedKernel::kLatentSplit;
     }
-    if (rows <= 16 && !(nine_to_16 && heads <= 32)) return FusedKernel::kColumnSplit;
+    if (rows <= 16) return FusedKernel::kColumnSplit;
     return DispatchE4m3Tiles(heads, rows, sms, OutputType::kBf16);
   }
   // Past one wave LatentSplit still leads up to 8 rows at up to 64 heads, back to back and after
