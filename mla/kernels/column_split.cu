@@ -17,9 +17,9 @@
 // e4m3 W_UV (fp8.cuh): a warp owns two groups of 8 columns (16w..16w+15 of the block's 64), so
 // that a block holds as many W_UV bytes as the bf16 form's (8 x 16 bytes a group a thread) and
 // the grid has half the blocks. A thread loads its column's latent indices 64i + 16p .. 64i + 16p
-// + 15 as one 16-byte e4m3 word, whose halves are chunks 2i and 2i + 1 (KOffset; the A fragments
-// follow): in 8-byte words, one a chunk, the register kernels took 1.03-1.11x the time at 64-128
-// heads. The words stay e4m3 in registers until their chunk's MMAs, where each half is
+// + 15 as one 16-byte e4m3 word, whose halves are chunks 2i and 2i + 1 (device::ChunkStart; the A
+// fragments follow): in 8-byte words, one a chunk, the register kernels took 1.03-1.11x the time at
+// 64-128 heads. The words stay e4m3 in registers until their chunk's MMAs, where each half is
 // dequantized to a bf16 fragment with its block's scale (chunk c lies in latent block c / 4):
 // dequantized ahead, the two groups' fragments would take 128 registers. The MMAs are the bf16
 // ones.
@@ -54,13 +54,6 @@ constexpr int kThreads = 128;
 constexpr int kChunks = kLatentDim / 32;      // 16 chunks of 32 latent values
 constexpr int kWordsPerRow = kLatentDim / 8;  // 16-byte words per latent row
 
-// The latent index of element 0 of quarter `quarter`'s 8 values of chunk c (the k permutation,
-// below). bf16 W_UV: 32c + 8q, one 16-byte W_UV word a chunk. e4m3 W_UV: chunks 2i and 2i + 1
-// take the two halves of one 16-byte e4m3 word, latent values 64i + 16q .. 64i + 16q + 15.
-template <WeightType kW>
-__host__ __device__ constexpr int KOffset(int c, int quarter) {
-  return kW == WeightType::kBf16 ? 32 * c + 8 * quarter : 64 * (c / 2) + 16 * quarter + 8 * (c % 2);
-}
 // A padded latent row in shared memory (elements): the 8 lanes of a quarter warp (rows g and
 // g + 1, quarters 0-3) read 8 distinct 16-byte bank groups. bf16: 16-byte words 4q apart from a
 // row 68 words long; e4m3: words 2q apart (plus the chunk's half) from a row 65 long.
@@ -133,7 +126,7 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   // e4m3 as loaded (dequantized at their chunk's MMAs), with the head's block scales.
   const auto* w_column = device::WeightTraits<kW>::Base(p) + head * p.w_head_stride +
                          static_cast<int64_t>(column + group) * p.w_row_stride +
-                         KOffset<kW>(0, quarter);
+                         device::ChunkStart<kW>(0, quarter);
   uint4 w_fragment[kW == WeightType::kBf16 ? kChunks : 1];
   uint4 w_raw[kGroups][kW == WeightType::kE4m3 ? kChunks / 2 : 1];  // chunks 2i, 2i + 1
   float4 scales;
@@ -146,8 +139,8 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
     for (int j = 0; j < kGroups; ++j) {
 #pragma unroll
       for (int i = 0; i < kChunks / 2; ++i) {
-        w_raw[j][i] =
-            device::LoadWeight16(w_column + 8 * j * p.w_row_stride + KOffset<kW>(2 * i, 0));
+        w_raw[j][i] = device::LoadWeight16(w_column + 8 * j * p.w_row_stride +
+                                           device::ChunkStart<kW>(2 * i, 0));
       }
     }
   }
@@ -171,17 +164,16 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
   // multiprocessors an upstream kernel has configured for its own (docs/design.md).
   uint4 a_rows[kDirect ? kChunks : 1];
   if constexpr (kDirect) {
-    if constexpr (kW == WeightType::kBf16) {
-      const bf16* row =
-          latent_head + min(t0 + group, read_rows - 1) * p.latent_row_stride + 8 * quarter;
+    // The quarter's start added to the row once (bf16) or to each load (e4m3): the forms measured,
+    // whose instructions differ.
+    constexpr bool kQuarterInRow = kW == WeightType::kBf16;
+    const bf16* row = latent_head + min(t0 + group, read_rows - 1) * p.latent_row_stride +
+                      (kQuarterInRow ? device::ChunkStart<kW>(0, quarter) : 0);
 #pragma unroll
-      for (int c = 0; c < kChunks; ++c) a_rows[c] = *reinterpret_cast<const uint4*>(row + 32 * c);
-    } else {
-      const bf16* row = latent_head + min(t0 + group, read_rows - 1) * p.latent_row_stride;
-#pragma unroll
-      for (int c = 0; c < kChunks; ++c) {
-        a_rows[c] = *reinterpret_cast<const uint4*>(row + KOffset<kW>(c, quarter));
-      }
+    for (int c = 0; c < kChunks; ++c) {
+      const int k =
+          kQuarterInRow ? device::ChunkStart<kW>(c, 0) : device::ChunkStart<kW>(c, quarter);
+      a_rows[c] = *reinterpret_cast<const uint4*>(row + k);
     }
   } else {
     for (int i = threadIdx.x; i < kRows * kWordsPerRow; i += kThreads) {
@@ -274,7 +266,8 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
         x = a_rows[c];
         y = make_uint4(0, 0, 0, 0);  // rows 8-15
       } else {
-        const bf16* row_lo = rows_smem + (tile * 16 + group) * kSmemRow + KOffset<kW>(c, quarter);
+        const bf16* row_lo =
+            rows_smem + (tile * 16 + group) * kSmemRow + device::ChunkStart<kW>(c, quarter);
         x = *reinterpret_cast<const uint4*>(row_lo);
         y = *reinterpret_cast<const uint4*>(row_lo + 8 * kSmemRow);
       }

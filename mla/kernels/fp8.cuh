@@ -42,6 +42,16 @@ struct WeightTraits<WeightType::kE4m3> {
   }
 };
 
+// The register kernels' k permutation (ColumnSplit, LatentSplit): the latent index at which
+// quarter `quarter`'s 8 values of 32-value chunk c start, for its W_UV word and its A fragment
+// alike. bf16 W_UV: 32c + 8q, one 16-byte word a chunk. e4m3 W_UV: chunks 2i and 2i + 1 are the
+// halves of one 16-byte e4m3 word, latent values 64i + 16q .. 64i + 16q + 15. For both,
+// ChunkStart(c, q) = ChunkStart(c, 0) + ChunkStart(0, q).
+template <WeightType kW>
+__host__ __device__ constexpr int ChunkStart(int c, int quarter) {
+  return kW == WeightType::kBf16 ? 32 * c + 8 * quarter : 64 * (c / 2) + 16 * quarter + 8 * (c % 2);
+}
+
 // 8-byte read-only load of data no kernel writes during this grid (e4m3 weights).
 __device__ __forceinline__ uint2 LoadWeight8(const void* pointer) {
   uint2 v;

@@ -17,8 +17,8 @@
 // 32c + 8p .. 32c + 8p + 7 of W_UV column g as one 16-byte word per 32-wide chunk c, and the A
 // fragment with the same permutation, so the products pair the same latent index on both sides.
 //
-// e4m3 W_UV (fp8.cuh): 16-byte e4m3 words of two chunks each, with ColumnSplit's k permutation
-// for them (column_split.cu), kept as loaded until their chunk's MMAs and dequantized to bf16
+// e4m3 W_UV (fp8.cuh): 16-byte e4m3 words of two chunks each, in the k permutation for them
+// (device::ChunkStart), kept as loaded until their chunk's MMAs and dequantized to bf16
 // there with their block's scale (a warp's chunks lie in one latent block): the dependency wait
 // and the latent's loads are not held up behind the conversion, which then overlaps the latent's
 // round trip.
@@ -118,9 +118,11 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
     for (int j = 0; j < kTiles; ++j) {
       const fp8_e4m3* w_column = p.w_uv_fp8 + head * p.w_head_stride +
                                  static_cast<int64_t>(column0 + 8 * j + group) * p.w_row_stride +
-                                 32 * chunk0 + 16 * quarter;
+                                 32 * chunk0 + device::ChunkStart<kW>(0, quarter);
 #pragma unroll
-      for (int i = 0; i < kChunks / 2; ++i) raw[j][i] = device::LoadWeight16(w_column + 64 * i);
+      for (int i = 0; i < kChunks / 2; ++i) {
+        raw[j][i] = device::LoadWeight16(w_column + device::ChunkStart<kW>(2 * i, 0));
+      }
     }
     // A warp's chunks lie in one latent block: kChunks (2 or 4) consecutive ones from a multiple.
     static_assert(4 % kChunks == 0, "a warp's chunks within one block");
@@ -145,17 +147,15 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
                                                       p.rows_past_count_readable, read_rows);
 
   // Rows past the end read the last row, whose products are never stored.
-  // e4m3 W_UV: the k permutation of ColumnSplit's 16-byte e4m3 words (column_split.cu).
   const bf16* latent_head =
-      p.latent + head * kLatentDim + 32 * chunk0 + (kW == WeightType::kBf16 ? 8 : 16) * quarter;
+      p.latent + head * kLatentDim + 32 * chunk0 + device::ChunkStart<kW>(0, quarter);
   uint4 a_rows[kHalves][kChunks];
 #pragma unroll
   for (int half = 0; half < kHalves; ++half) {
     const bf16* row = latent_head + min(t0 + group + 8 * half, read_rows - 1) * p.latent_row_stride;
 #pragma unroll
     for (int c = 0; c < kChunks; ++c) {
-      const int k = kW == WeightType::kBf16 ? 32 * c : 64 * (c / 2) + 8 * (c % 2);
-      a_rows[half][c] = *reinterpret_cast<const uint4*>(row + k);
+      a_rows[half][c] = *reinterpret_cast<const uint4*>(row + device::ChunkStart<kW>(c, 0));
     }
   }
   // The outputs of warp `warp`'s tile: rows group (+8), columns 2q, 2q+1 of the tile. Their gate
