@@ -18,8 +18,8 @@
 // that a block holds as many W_UV bytes as the bf16 form's (8 x 16 bytes a group a thread) and
 // the grid has half the blocks. A thread loads its column's latent indices 64i + 16p .. 64i + 16p
 // + 15 as one 16-byte e4m3 word, whose halves are chunks 2i and 2i + 1 (device::ChunkStart; the A
-// fragments follow): in 8-byte words, one a chunk, the register kernels took 1.03-1.11x the time at
-// 64-128 heads. The words stay e4m3 in registers until their chunk's MMAs, where each half is
+// fragments follow): in 8-byte words, one a chunk, ColumnSplit took 1.03-1.11x the time at 64-128
+// heads. The words stay e4m3 in registers until their chunk's MMAs, where each half is
 // dequantized to a bf16 fragment with its block's scale (chunk c lies in latent block c / 4):
 // dequantized ahead, the two groups' fragments would take 128 registers. The MMAs are the bf16
 // ones.
@@ -253,10 +253,8 @@ __device__ __forceinline__ void ColumnSplitBlock(const FusedTailParams& p) {
       if constexpr (kW == WeightType::kBf16) {
         w[j] = w_fragment[c];
       } else {
-        const uint4& pair = w_raw[j][c / 2];
-        w[j] = device::DequantizeE4m3x8(
-            c % 2 == 0 ? make_uint2(pair.x, pair.y) : make_uint2(pair.z, pair.w),
-            device::BlockScale(scales, c / 4));
+        w[j] = device::DequantizeE4m3x8(device::E4m3Half(w_raw[j][c / 2], c % 2),
+                                        device::BlockScale(scales, c / 4));
       }
     }
 #pragma unroll
@@ -374,7 +372,8 @@ __global__ void __launch_bounds__(kThreads) ColumnSplitKernel(const FusedTailPar
   ColumnSplitBlock<kTileRows, kGate, kW, OutputType::kBf16>(p);
 }
 
-// The e4m3 output: a head's column blocks in one cluster.
+// The e4m3 output: a head's column blocks in one cluster. One block a multiprocessor asked for
+// with e4m3 W_UV: without it ptxas held the 32-row kernel to 128 registers and spilled.
 template <int kTileRows, GateLoads kGate, WeightType kW>
 __global__ void __launch_bounds__(kThreads, kW == WeightType::kE4m3 ? 1 : 0)
     __cluster_dims__(kValueDim / kColumnsOf<kW>, 1, 1)

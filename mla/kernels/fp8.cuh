@@ -52,15 +52,6 @@ __host__ __device__ constexpr int ChunkStart(int c, int quarter) {
   return kW == WeightType::kBf16 ? 32 * c + 8 * quarter : 64 * (c / 2) + 16 * quarter + 8 * (c % 2);
 }
 
-// 8-byte read-only load of data no kernel writes during this grid (e4m3 weights).
-__device__ __forceinline__ uint2 LoadWeight8(const void* pointer) {
-  uint2 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];"
-               : "=r"(v.x), "=r"(v.y)
-               : "l"(pointer));
-  return v;
-}
-
 // Head `head`'s 4 block scales (latent blocks 0..3), one 16-byte read-only load; zeros for bf16
 // weights (not read).
 template <WeightType kW>
@@ -109,6 +100,11 @@ __device__ __forceinline__ uint4 DequantizeE4m3x8(uint2 w, float s) {
                     DequantizeE4m3x2(static_cast<uint16_t>(w.x >> 16), s),
                     DequantizeE4m3x2(static_cast<uint16_t>(w.y), s),
                     DequantizeE4m3x2(static_cast<uint16_t>(w.y >> 16), s));
+}
+
+// Half `half` (0, 1) of a 16-byte e4m3 word: the 8 bytes of one chunk (ChunkStart).
+__device__ __forceinline__ uint2 E4m3Half(const uint4& word, int half) {
+  return half == 0 ? make_uint2(word.x, word.y) : make_uint2(word.z, word.w);
 }
 
 // The e4m3 output of docs/spec.md for two values x of a (row, head) whose amax is known:

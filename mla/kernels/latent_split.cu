@@ -198,9 +198,7 @@ __device__ __forceinline__ void LatentSplitBlock(const FusedTailParams& p) {
       if constexpr (kW == WeightType::kBf16) {
         w = w_fragment[j][c];
       } else {
-        const uint4& pair = raw[j][c / 2];
-        w = device::DequantizeE4m3x8(
-            c % 2 == 0 ? make_uint2(pair.x, pair.y) : make_uint2(pair.z, pair.w), scale);
+        w = device::DequantizeE4m3x8(device::E4m3Half(raw[j][c / 2], c % 2), scale);
       }
       float(&chain)[2][4] = acc[j];
       device::MmaBf16(chain[0], x.x, y.x, x.y, y.y, w.x, w.y);
