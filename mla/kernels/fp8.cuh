@@ -52,6 +52,30 @@ __host__ __device__ constexpr int ChunkStart(int c, int quarter) {
   return kW == WeightType::kBf16 ? 32 * c + 8 * quarter : 64 * (c / 2) + 16 * quarter + 8 * (c % 2);
 }
 
+// The permutation pairs each latent index once (a chunk's 4 quarters take 8 values each), within
+// the 128-value block of its chunk's scale (c / 4), and as one sum of the chunk's and the
+// quarter's starts; e4m3 words start on 16-byte boundaries.
+template <WeightType kW>
+constexpr bool ChunkStartIsAPermutation() {
+  bool seen[kLatentDim] = {};
+  for (int c = 0; c < kLatentDim / 32; ++c) {
+    for (int q = 0; q < 4; ++q) {
+      const int start = ChunkStart<kW>(c, q);
+      if (start / 128 != c / 4 || start != ChunkStart<kW>(c, 0) + ChunkStart<kW>(0, q))
+        return false;
+      if (kW == WeightType::kE4m3 && c % 2 == 0 && start % 16 != 0) return false;
+      for (int e = 0; e < 8; ++e) {
+        if (seen[start + e]) return false;
+        seen[start + e] = true;
+      }
+    }
+  }
+  return true;  // 16 x 4 x 8 distinct indices of 512: every one
+}
+static_assert(ChunkStartIsAPermutation<WeightType::kBf16>() &&
+                  ChunkStartIsAPermutation<WeightType::kE4m3>(),
+              "the register kernels' k permutation");
+
 // Head `head`'s 4 block scales (latent blocks 0..3), one 16-byte read-only load; zeros for bf16
 // weights (not read).
 template <WeightType kW>
