@@ -126,7 +126,7 @@ __device__ __forceinline__ uint4 DequantizeE4m3x8(uint2 w, float s) {
                     DequantizeE4m3x2(static_cast<uint16_t>(w.y >> 16), s));
 }
 
-// Half `half` (0, 1) of a 16-byte e4m3 word: the 8 bytes of one chunk (ChunkStart).
+// Half `half` (0, 1) of a 16-byte e4m3 word: 8 values, one bf16 fragment word once dequantized.
 __device__ __forceinline__ uint2 E4m3Half(const uint4& word, int half) {
   return half == 0 ? make_uint2(word.x, word.y) : make_uint2(word.z, word.w);
 }

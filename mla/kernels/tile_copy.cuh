@@ -107,8 +107,8 @@ struct E4m3Slice {
       const int r = row + n * kRowsPerPass;
       if constexpr (kWordBytes == 16) {
         const uint4 raw = *reinterpret_cast<const uint4*>(w_area + Staged(r, j));
-        const uint4 lo = DequantizeE4m3x8(make_uint2(raw.x, raw.y), scale);
-        const uint4 hi = DequantizeE4m3x8(make_uint2(raw.z, raw.w), scale);
+        const uint4 lo = DequantizeE4m3x8(E4m3Half(raw, 0), scale);
+        const uint4 hi = DequantizeE4m3x8(E4m3Half(raw, 1), scale);
         *reinterpret_cast<uint4*>(w_area + Bf16Word(r, 2 * j)) = lo;
         *reinterpret_cast<uint4*>(w_area + Bf16Word(r, 2 * j + 1)) = hi;
       } else {
