@@ -102,10 +102,12 @@ __device__ __forceinline__ uint32_t SmemAddress(const void* pointer) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(pointer));
 }
 
-// 16-byte read-only load of data no kernel writes during this grid (weights).
+// 16-byte read-only load of data no kernel writes during this grid (weights). Like every cp.async
+// copy of the fused kernels, it asks L2 to fetch whole 128-byte lines (L2::128B; docs/design.md,
+// "The L2 prefetch-size hint").
 __device__ __forceinline__ uint4 LoadWeight16(const void* pointer) {
   uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+  asm volatile("ld.global.nc.L1::no_allocate.L2::128B.v4.u32 {%0, %1, %2, %3}, [%4];"
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "l"(pointer));
   return v;
@@ -116,7 +118,8 @@ __device__ __forceinline__ uint4 LoadWeight16(const void* pointer) {
 __device__ __forceinline__ void CopyAsync16(void* smem, const void* src, bool valid) {
   const uint32_t dst = SmemAddress(smem);
   const int src_bytes = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes)
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+               "r"(src_bytes)
                : "memory");
 }
 

@@ -227,13 +227,14 @@ struct TileSources {
 
   // cp.async of 16 bytes, `src_bytes` of them read and the rest zero-filled.
   static __device__ __forceinline__ void Copy16(uint32_t to, const void* from, int src_bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(to), "l"(from),
+    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;" ::"r"(to), "l"(from),
                  "r"(src_bytes)
                  : "memory");
   }
   // cp.async of 8 bytes (through L1: fewer than 16 bytes must use .ca).
   static __device__ __forceinline__ void Copy8(uint32_t to, const void* from) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(to), "l"(from) : "memory");
+    asm volatile("cp.async.ca.shared.global.L2::128B [%0], [%1], 8;" ::"r"(to), "l"(from)
+                 : "memory");
   }
 };
 
