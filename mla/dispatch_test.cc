@@ -61,13 +61,13 @@ TEST(FusedKernelTest, ResolvesToOneKernel) {
 }
 
 // The rule against the H200 measurements it was drawn from: at each shape, the kernel it picks
-// was the fastest or within 3% of it, or is kept on purpose (ColumnSplit at 9-16 rows up to 64
-// heads and at 96-128 heads up to 16 rows, the 6-stage ring at 96-128 heads x 32-64 rows and
-// the 4-stage ring wherever it makes one wave, for their start behind an upstream kernel;
-// docs/design.md). The entries after the blank line lie between the grid's row counts (every
-// kernel forced at 8-512 rows in steps of 8, two runs) or its head counts (24-112 heads, one
-// run), where the tiles by waves gain up to 1.27x (128 x 80: Persistent128x128's one wave
-// against the 4-stage ring's two).
+// was the fastest or within 3% of it, or is kept on purpose (LatentSplit at 9-16 rows up to 48
+// heads, ColumnSplit at 13-16 rows at 49-64 heads and at 96-128 heads up to 16 rows, the 6-stage
+// ring at 96-128 heads x 32-64 rows and the 4-stage ring wherever it makes one wave, for their
+// start behind an upstream kernel; docs/design.md). The entries after the blank line lie between
+// the grid's row counts (every kernel forced at 8-512 rows in steps of 8, two runs) or its head
+// counts (24-112 heads, one run), where the tiles by waves gain up to 1.27x (128 x 80:
+// Persistent128x128's one wave against the 4-stage ring's two).
 TEST(DispatchTest, FollowsTheMeasurements) {
   using K = FusedKernel;
   const struct {
@@ -82,10 +82,10 @@ TEST(DispatchTest, FollowsTheMeasurements) {
       {49, 1, K::kColumnSplit},          {64, 1, K::kColumnSplit},
       {64, 2, K::kColumnSplit},          {64, 4, K::kLatentSplit},
       {64, 8, K::kLatentSplit},          {65, 1, K::kColumnSplit},
-      {32, 9, K::kColumnSplit},          {8, 16, K::kLatentSplit},
+      {32, 9, K::kLatentSplit},          {8, 16, K::kLatentSplit},
       {12, 16, K::kLatentSplit},         {16, 16, K::kLatentSplit},
       {8, 17, K::kLatentSplit},          {8, 32, K::kLatentSplit},
-      {3, 32, K::kLatentSplit},          {32, 16, K::kColumnSplit},
+      {3, 32, K::kLatentSplit},          {32, 16, K::kLatentSplit},
       {64, 16, K::kColumnSplit},         {96, 8, K::kColumnSplit},
       {128, 1, K::kColumnSplit},         {128, 4, K::kColumnSplit},
       {8, 33, K::kTile64x32AllSteps},    {12, 17, K::kTile64x32AllSteps},
@@ -122,6 +122,10 @@ TEST(DispatchTest, FollowsTheMeasurements) {
       {48, 40, K::kTile64x64Pipeline6},  {112, 56, K::kTile64x64Pipeline6},
       {80, 72, K::kTile64x64Pipeline4},  {112, 88, K::kPersistent128x128},
       {112, 360, K::kPersistent128x128}, {80, 504, K::kPersistent128x128},
+      {20, 10, K::kLatentSplit},         {48, 16, K::kLatentSplit},
+      {49, 16, K::kColumnSplit},         {56, 10, K::kLatentSplit},
+      {64, 12, K::kLatentSplit},         {64, 13, K::kColumnSplit},
+      {65, 11, K::kColumnSplit},
   };
   for (const auto& m : measured) {
     EXPECT_EQ(DispatchFusedKernel(m.heads, m.rows, kH200), m.kernel) << m.heads << " x " << m.rows;
@@ -351,8 +355,8 @@ TEST(DispatchTest, FollowsTheMultiprocessorCount) {
   EXPECT_EQ(DispatchFusedKernel(8, 32, 114), FusedKernel::kTile64x32AllSteps);
   EXPECT_EQ(DispatchFusedKernel(4, 32, 64), FusedKernel::kLatentSplit);
   EXPECT_EQ(DispatchFusedKernel(4, 32, 63), FusedKernel::kTile64x32AllSteps);
-  EXPECT_EQ(DispatchFusedKernel(16, 16, 128), FusedKernel::kLatentSplit);
-  EXPECT_EQ(DispatchFusedKernel(16, 16, 127), FusedKernel::kColumnSplit);
+  EXPECT_EQ(DispatchFusedKernel(8, 24, 128), FusedKernel::kLatentSplit);
+  EXPECT_EQ(DispatchFusedKernel(8, 24, 127), FusedKernel::kColumnSplit);
   EXPECT_EQ(DispatchFusedKernel(8, 1024, kH200), FusedKernel::kTile64x128);
   EXPECT_EQ(DispatchFusedKernel(7, 1024, 114), FusedKernel::kTile64x128);
   EXPECT_NE(DispatchFusedKernel(8, 1024, 114), FusedKernel::kTile64x128);
