@@ -223,12 +223,11 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
   // an attention-like upstream kernel, with PDL and without (only behind an upstream kernel that
   // holds no shared memory, with PDL, do ColumnSplit's blocks start earlier); but from 49 heads at
   // 1-2 rows ColumnSplit's 8-row blocks lead back to back and after the upstream kernels. Its
-  // 16-row blocks lead at 9-16 rows up to 48 heads and at 9-12 up to 64, back to back and after
-  // either upstream kernel, gated and without a gate.
+  // 16-row blocks lead at 9-16 rows up to 48 heads, gated and without a gate, back to back and
+  // after the upstream kernel with PDL (without PDL within 2%); at 49-64 heads ColumnSplit adds
+  // less without PDL and as little with it.
   if (rows <= 8 && heads <= 64 && !(rows <= 2 && heads > 48)) return FusedKernel::kLatentSplit;
-  if (rows > 8 && rows <= 16 && (heads <= 48 || (rows <= 12 && heads <= 64))) {
-    return FusedKernel::kLatentSplit;
-  }
+  if (rows <= 16 && heads <= 48) return FusedKernel::kLatentSplit;
   if (rows <= 16 && (heads <= 64 || work <= 768)) return FusedKernel::kColumnSplit;
   if (EightRowBlocksFitOneWave(heads, rows, multiprocessors)) return FusedKernel::kColumnSplit;
   if (const FusedKernel small = SmallGridTiles(heads, rows, sms, weight, OutputType::kBf16);
