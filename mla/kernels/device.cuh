@@ -113,14 +113,25 @@ __device__ __forceinline__ uint4 LoadWeight16(const void* pointer) {
   return v;
 }
 
-// 16-byte global -> shared copy; with `valid` false the 16 bytes are zero-filled and `src` is
-// not read.
-__device__ __forceinline__ void CopyAsync16(void* smem, const void* src, bool valid) {
-  const uint32_t dst = SmemAddress(smem);
-  const int src_bytes = valid ? 16 : 0;
+// 16-byte global -> shared copy to shared address `dst`: `src_bytes` (16 or 0) of them read, the
+// rest zero-filled. Like every 8- and 16-byte cp.async of the fused kernels, it asks L2 to fetch
+// whole 128-byte lines.
+__device__ __forceinline__ void CopyAsync16To(uint32_t dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
                "r"(src_bytes)
                : "memory");
+}
+
+// 8-byte global -> shared copy to shared address `dst` (through L1: cp.async of fewer than 16
+// bytes must use .ca).
+__device__ __forceinline__ void CopyAsync8To(uint32_t dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global.L2::128B [%0], [%1], 8;" ::"r"(dst), "l"(src) : "memory");
+}
+
+// 16-byte global -> shared copy; with `valid` false the 16 bytes are zero-filled and `src` is
+// not read.
+__device__ __forceinline__ void CopyAsync16(void* smem, const void* src, bool valid) {
+  CopyAsync16To(SmemAddress(smem), src, valid ? 16 : 0);
 }
 
 // 4-byte global -> shared copy (through L1: cp.async of fewer than 16 bytes must use .ca); with

@@ -198,9 +198,9 @@ struct TileSources {
     for (int n = 0; n < kWCopies; ++n) {
       const uint32_t to = w_dst + stage * L::kStageBytes + n * kWRowsPerPass * L::kRowBytes;
       if constexpr (kWWordBytes == 16) {
-        Copy16(to, w + n * w_pass + step * L::kStepK, 16);
+        device::CopyAsync16To(to, w + n * w_pass + step * L::kStepK, 16);
       } else {
-        Copy8(to, w + n * w_pass + step * L::kStepK);
+        device::CopyAsync8To(to, w + n * w_pass + step * L::kStepK);
       }
     }
   }
@@ -210,8 +210,9 @@ struct TileSources {
 #pragma unroll
     for (int n = 0; n < L::kLatentCopies; ++n) {
       if (latent_t + n * L::kRowsPerPass < rows) {
-        Copy16(dst + stage * L::kStageBytes + L::kWBytes + n * L::kRowsPerPass * L::kRowBytes,
-               latent[n] + step * L::kStepK, 16);
+        device::CopyAsync16To(
+            dst + stage * L::kStageBytes + L::kWBytes + n * L::kRowsPerPass * L::kRowBytes,
+            latent[n] + step * L::kStepK, 16);
       }
     }
   }
@@ -220,21 +221,9 @@ struct TileSources {
   __device__ __forceinline__ void Gate(int gate_offset, int rows) const {
 #pragma unroll
     for (int n = 0; kGated && n < L::kGateCopies; ++n) {
-      Copy16(gate_dst + gate_offset + n * L::kGateRowsPerPass * L::kGateRowBytes, gate[n],
-             gate_t + n * L::kGateRowsPerPass < rows ? 16 : 0);
+      device::CopyAsync16To(gate_dst + gate_offset + n * L::kGateRowsPerPass * L::kGateRowBytes,
+                            gate[n], gate_t + n * L::kGateRowsPerPass < rows ? 16 : 0);
     }
-  }
-
-  // cp.async of 16 bytes, `src_bytes` of them read and the rest zero-filled.
-  static __device__ __forceinline__ void Copy16(uint32_t to, const void* from, int src_bytes) {
-    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;" ::"r"(to), "l"(from),
-                 "r"(src_bytes)
-                 : "memory");
-  }
-  // cp.async of 8 bytes (through L1: fewer than 16 bytes must use .ca).
-  static __device__ __forceinline__ void Copy8(uint32_t to, const void* from) {
-    asm volatile("cp.async.ca.shared.global.L2::128B [%0], [%1], 8;" ::"r"(to), "l"(from)
-                 : "memory");
   }
 };
 
