@@ -2,10 +2,14 @@
 
 #include <climits>
 #include <cstdint>
+#include <cstring>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -317,6 +321,166 @@ TEST(ValidateTailTest, OutputInTheGapsOfW_UV) {
   EXPECT_TRUE(ValidateTail(f.shape, b).ok()) << ValidateTail(f.shape, b);
   b.output_row_stride = 648;  // drifts into W_UV's rows
   EXPECT_THAT(std::string(ValidateTail(f.shape, b).message()), HasSubstr("output overlaps w_uv"));
+}
+
+// Random layouts in one arena, their verdict against a byte map: every byte an input is read from
+// marked, then each output byte looked up. The scales of an e4m3 output count as spans, from each
+// row's first entry to its last (row-major) or each head's (head-major), as the contract says.
+// The outputs are placed at random, near another tensor, or where a row of theirs ends one byte
+// before or exactly at another's row (the edges an off-by-one would get wrong).
+TEST(ValidateTailTest, OverlapVerdictsMatchAByteMap) {
+  constexpr int64_t kArena = int64_t{3} << 19;  // 1.5 MB: three heads of W_UV at stride 1024
+  std::vector<char> storage(kArena + 16);
+  char* const arena =
+      reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(storage.data()) + 15) & ~uintptr_t{15});
+  std::vector<uint8_t> map(kArena);
+  std::mt19937_64 random(20261204);
+  auto pick = [&](int64_t lo, int64_t hi) {  // uniform in [lo, hi]
+    return std::uniform_int_distribution<int64_t>(lo, hi)(random);
+  };
+  // `count` rows of `width` bytes, `stride` bytes apart, relative to the tensor's place.
+  struct Rows {
+    int64_t count, stride, width;
+    int64_t bytes() const { return (count - 1) * stride + width; }
+  };
+  enum { kLatent, kW, kGate, kLengths, kRowCount, kOutput, kWScale, kOutputScale, kTensors };
+  int overlapping = 0, disjoint = 0;
+  for (int trial = 0; trial < 6000; ++trial) {
+    const TailShape shape{static_cast<int>(pick(1, 3)), static_cast<int>(pick(1, 5)), 1};
+    const int64_t heads = shape.heads, rows = shape.rows, width = heads * kValueDim;
+    const bool fp8_weight = pick(0, 2) == 0, fp8_output = pick(0, 2) == 0;
+    const bool gated = pick(0, 3) != 0, counted = pick(0, 1) == 1;
+    const int64_t wb = fp8_weight ? 1 : 2, ob = fp8_output ? 1 : 2;
+    // Strides at or a little above their minimum, or a multiple of it (interleaved rows).
+    auto stride = [&](int64_t minimum, int64_t element_bytes) {
+      return pick(0, 1) == 0 ? minimum + 16 / element_bytes * pick(0, 4) : minimum * pick(2, 3);
+    };
+    const int64_t latent_stride = stride(heads * kLatentDim, 2);
+    const int64_t gate_stride = stride(width, 2);
+    const int64_t out_stride = pick(0, 2) == 0 && ob == 2 ? gate_stride : stride(width, ob);
+    const int64_t w_row = pick(0, 1) == 0 ? kLatentDim : kLatentDim + 16 * pick(1, 32);
+    const int64_t w_head = heads > 1 ? kValueDim * w_row * pick(1, 2) : 0;
+    const int64_t w_scale_head = 4 * pick(1, 2);
+    // The output's scales row-major or head-major, their inner stride 1 or 2; a stride that is
+    // never applied (one row, one head) counts as 0.
+    const bool row_major = pick(0, 1) == 0;
+    const int64_t inner = pick(1, 2);
+    const int64_t scale_row = row_major ? heads * inner + pick(0, 3) : inner;
+    const int64_t scale_head = row_major ? inner : rows * inner + pick(0, 3);
+    const int64_t row_step = rows > 1 ? scale_row : 0, head_step = heads > 1 ? scale_head : 0;
+    const bool by_rows = row_step >= heads * head_step;
+
+    // Each tensor's rows (W_UV's per head, `w_head * wb` bytes apart), and its alignment.
+    const Rows layout[kTensors] = {
+        {rows, latent_stride * 2, heads * kLatentDim * 2},
+        {kValueDim, w_row * wb, kLatentDim * wb},
+        {rows, gate_stride * 2, width * 2},
+        {1, 0, 4 * rows},
+        {1, 0, 4},
+        {rows, out_stride * ob, width * ob},
+        {heads, w_scale_head * 4, 16},
+        by_rows ? Rows{rows, row_step * 4, ((heads - 1) * head_step + 1) * 4}
+                : Rows{heads, head_step * 4, ((rows - 1) * row_step + 1) * 4}};
+    const int64_t align[kTensors] = {16, 16, 16, 4, 4, 16, 16, 4};
+    auto bytes = [&](int i) {
+      return layout[i].bytes() + (i == kW ? (heads - 1) * w_head * wb : 0);
+    };
+    int64_t at[kTensors];
+    for (int i = 0; i < kTensors; ++i) at[i] = align[i] * pick(0, (kArena - bytes(i)) / align[i]);
+    for (int output : {kOutput, kOutputScale}) {
+      const int near = static_cast<int>(pick(0, kTensors - 1));
+      const int64_t mode = pick(0, 3);
+      if (near == output || mode == 0) continue;
+      const Rows& n = layout[near];
+      const int64_t row = at[near] + pick(0, n.count - 1) * n.stride +
+                          (near == kW ? pick(0, heads - 1) * w_head * wb : 0);
+      int64_t candidate =
+          mode == 1 ? at[near] + 16 * pick(-64, 256)
+          : mode == 2
+              ? row + n.width - align[output] * pick(0, 1)  // begins at or before a row's end
+              : row - layout[output].width +
+                    align[output] * pick(0, 1);  // ends at or after a start
+      candidate -= candidate % align[output];
+      if (candidate >= 0 && candidate + bytes(output) <= kArena) at[output] = candidate;
+    }
+
+    TailBuffers b;
+    b.latent = reinterpret_cast<const bf16*>(arena + at[kLatent]);
+    b.latent_row_stride = latent_stride;
+    if (fp8_weight) {
+      b.w_uv_fp8 = reinterpret_cast<const fp8_e4m3*>(arena + at[kW]);
+      b.w_uv_scale = reinterpret_cast<const float*>(arena + at[kWScale]);
+      b.w_uv_scale_head_stride = w_scale_head;
+    } else {
+      b.w_uv = reinterpret_cast<const bf16*>(arena + at[kW]);
+    }
+    b.w_head_stride = w_head;
+    b.w_row_stride = w_row;
+    if (gated) {
+      b.gate = reinterpret_cast<const bf16*>(arena + at[kGate]);
+      b.gate_row_stride = gate_stride;
+    }
+    b.lengths = reinterpret_cast<const int32_t*>(arena + at[kLengths]);
+    if (counted) b.row_count = reinterpret_cast<const int32_t*>(arena + at[kRowCount]);
+    if (fp8_output) {
+      b.output_fp8 = reinterpret_cast<fp8_e4m3*>(arena + at[kOutput]);
+      b.output_scale = reinterpret_cast<float*>(arena + at[kOutputScale]);
+      b.output_scale_row_stride = scale_row;
+      b.output_scale_head_stride = scale_head;
+    } else {
+      b.output = reinterpret_cast<bf16*>(arena + at[kOutput]);
+    }
+    b.output_row_stride = out_stride;
+
+    // The byte map: 1 where an input is read, 2 where the output is written.
+    std::memset(map.data(), 0, map.size());
+    auto for_rows = [&](int i, int64_t offset, auto f) {
+      const Rows& r = layout[i];
+      for (int64_t j = 0; j < r.count; ++j) {
+        const int64_t begin = at[i] + offset + j * r.stride;
+        f(begin, begin + r.width);
+      }
+    };
+    auto mark = [&](uint8_t value) {
+      return [&map, value](int64_t begin, int64_t end) {
+        std::memset(map.data() + begin, value, static_cast<size_t>(end - begin));
+      };
+    };
+    bool overlap = false;
+    auto look_up = [&](uint8_t value) {
+      return [&map, &overlap, value](int64_t begin, int64_t end) {
+        for (int64_t x = begin; x < end; ++x) overlap |= map[x] == value;
+      };
+    };
+    const bool present[kTensors] = {true, true, gated, true, counted, true, fp8_weight, fp8_output};
+    for (int i : {kLatent, kGate, kLengths, kRowCount, kWScale}) {
+      if (present[i]) for_rows(i, 0, mark(1));
+    }
+    for (int64_t h = 0; h < heads; ++h) for_rows(kW, h * w_head * wb, mark(1));
+    for_rows(kOutput, 0, look_up(1));
+    if (fp8_output) {
+      for_rows(kOutputScale, 0, look_up(1));
+      for_rows(kOutput, 0, mark(2));
+      for_rows(kOutputScale, 0, look_up(2));
+    }
+
+    const absl::Status status = ValidateTail(shape, b);
+    const std::string description = absl::StrCat(
+        "trial ", trial, ": heads ", heads, " rows ", rows, " fp8 W ", fp8_weight, " fp8 out ",
+        fp8_output, " gated ", gated, " strides latent ", latent_stride, " gate ", gate_stride,
+        " out ", out_stride, " w ", w_row, "/", w_head, " scales ", scale_row, "/", scale_head,
+        " at ", absl::StrJoin(at, ","), ": ", status.ToString());
+    if (overlap) {
+      ++overlapping;
+      EXPECT_THAT(std::string(status.message()), HasSubstr("overlaps")) << description;
+    } else {
+      ++disjoint;
+      EXPECT_TRUE(status.ok()) << description;
+    }
+  }
+  // Both verdicts were exercised, many times each.
+  EXPECT_GT(overlapping, 1000);
+  EXPECT_GT(disjoint, 1000);
 }
 
 // FP8 tensors in host memory (validation only looks at addresses), carved from one arena with
