@@ -2,6 +2,11 @@
 
 #include "mla/internal/checked_ranges.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <vector>
+
 #include "gtest/gtest.h"
 
 namespace mla_tail::internal {
@@ -58,6 +63,68 @@ TEST(CheckedRangesTest, StartsAgainPastItsBound) {
   EXPECT_EQ(r.size(), 1u);
   EXPECT_TRUE(r.Covers(0x10, 0x20));
   EXPECT_FALSE(r.Covers(0x100000, 0x100800));
+}
+
+// Random additions and queries against a model that knows each 16-byte unit's range: a query is
+// covered when every unit it touches lies in a kept range, all of one reservation.
+TEST(CheckedRangesTest, AgreesWithAModelOfEveryUnit) {
+  constexpr int kUnits = 256;  // 16-byte units of a 4 KB address range starting at 0x10000
+  auto address = [](int unit) { return uintptr_t{0x10000} + 16 * static_cast<uintptr_t>(unit); };
+  std::mt19937 random(7);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(random); };
+  for (int round = 0; round < 200; ++round) {
+    CheckedRanges ranges;
+    std::vector<CheckedRanges::Range> model;  // the kept ranges, in units
+    int queries_covered = 0;
+    for (int step = 0; step < 60; ++step) {
+      // A range of 1-32 units; its reservation its own start, or a kept range's (mappings end to
+      // end in one reservation) when it starts where that range ends.
+      const int begin = pick(0, kUnits - 1), end = std::min(kUnits, begin + pick(1, 32));
+      uintptr_t reservation = address(begin);
+      for (const auto& kept : model) {
+        if (kept.end == static_cast<uintptr_t>(begin) && pick(0, 2) != 0) {
+          reservation = address(static_cast<int>(kept.reservation));
+        }
+      }
+      const uintptr_t reservation_unit = (reservation - address(0)) / 16;
+      model.erase(std::remove_if(model.begin(), model.end(),
+                                 [&](const CheckedRanges::Range& c) {
+                                   return c.begin < static_cast<uintptr_t>(end) &&
+                                          static_cast<uintptr_t>(begin) < c.end;
+                                 }),
+                  model.end());
+      model.push_back(
+          {static_cast<uintptr_t>(begin), static_cast<uintptr_t>(end), reservation_unit});
+      ranges.Add({address(begin), address(end), reservation});
+      ASSERT_EQ(ranges.size(), model.size());
+      for (int query = 0; query < 20; ++query) {
+        const int q_begin = pick(0, kUnits - 1), q_end = std::min(kUnits, q_begin + pick(1, 48));
+        // Byte offsets inside the first and last unit, so that partial units count.
+        const uintptr_t from = address(q_begin) + pick(0, 15);
+        const uintptr_t to = address(q_end) - pick(0, 15);
+        if (to <= from) continue;
+        bool covered = true;
+        int64_t reservation_seen = -1;
+        for (uintptr_t unit = (from - address(0)) / 16; unit <= (to - 1 - address(0)) / 16;
+             ++unit) {
+          const CheckedRanges::Range* in = nullptr;
+          for (const auto& kept : model) {
+            if (kept.begin <= unit && unit < kept.end) in = &kept;
+          }
+          if (in == nullptr || (reservation_seen >= 0 &&
+                                static_cast<int64_t>(in->reservation) != reservation_seen)) {
+            covered = false;
+            break;
+          }
+          reservation_seen = static_cast<int64_t>(in->reservation);
+        }
+        queries_covered += covered;
+        ASSERT_EQ(ranges.Covers(from, to), covered)
+            << "round " << round << " step " << step << ": [" << from << ", " << to << ")";
+      }
+    }
+    EXPECT_GT(queries_covered, 0) << "round " << round;
+  }
 }
 
 }  // namespace

@@ -4,9 +4,9 @@
 
 namespace mla_tail::internal {
 
-// Every field of TailBuffers is compared below: a field added to it changes its size, and
-// belongs there too.
-static_assert(sizeof(TailBuffers) == 19 * 8, "compare every TailBuffers field in SameBuffers");
+// Every field of TailBuffers is compared below: a field added to it belongs there too.
+static_assert(FieldCount<TailBuffers>() == kTailBuffersFields,
+              "compare every TailBuffers field in SameBuffers");
 
 bool SameBuffers(const TailBuffers& a, const TailBuffers& b) {
   return a.latent == b.latent && a.latent_row_stride == b.latent_row_stride && a.w_uv == b.w_uv &&

@@ -8,12 +8,41 @@
 // of the public API.
 
 #include <array>
+#include <cstddef>
+#include <type_traits>
+#include <utility>
 
 #include "mla_tail/mla/tail_args.h"
 
 namespace mla_tail::internal {
 
-// Whether `a` and `b` are the same buffers: every pointer, stride and flag equal.
+// The number of fields of an aggregate without nested aggregates: the most initializers a braced
+// initialization of it takes.
+namespace field_count {
+struct AnyField {
+  template <typename T>
+  constexpr operator T() const {
+    return T{};
+  }
+};
+template <typename T, typename Indices, typename = void>
+struct TakesInitializers : std::false_type {};
+template <typename T, size_t... I>
+struct TakesInitializers<T, std::index_sequence<I...>,
+                         std::void_t<decltype(T{(void(I), AnyField{})...})>> : std::true_type {};
+}  // namespace field_count
+template <typename T, size_t kCount = 0>
+constexpr size_t FieldCount() {
+  if constexpr (field_count::TakesInitializers<T, std::make_index_sequence<kCount + 1>>::value) {
+    return FieldCount<T, kCount + 1>();
+  } else {
+    return kCount;
+  }
+}
+
+// Whether `a` and `b` are the same buffers: every pointer, stride and flag equal (all
+// kTailBuffersFields of them).
+inline constexpr size_t kTailBuffersFields = 20;
 bool SameBuffers(const TailBuffers& a, const TailBuffers& b);
 
 // The last sets that passed, most recent first; `count` of them are held. The holder's shape is
