@@ -129,7 +129,7 @@ TEST_P(Fp8WeightGridTest, EveryKernelBitExact) {
   };
   const Data data[] = {{E4m3Values::kSmallIntegers, E4m3Scales::kPowersOfTwo},
                        {E4m3Values::kEdges, E4m3Scales::kPowersOfTwo},
-                       {E4m3Values::kSmallIntegers, E4m3Scales::kOdd},
+                       {E4m3Values::kIntegersToThree, E4m3Scales::kOdd},
                        {E4m3Values::kEdges, E4m3Scales::kSomeZero}};
   const std::vector<int> row_counts =
       ForProfile({1, 2, 8, 9, 16, 17, 32, 64, 100, 129, 256}, {1, 9, 17, 64, 129});

@@ -10,7 +10,6 @@
 #include "absl/strings/str_cat.h"
 #include "mla/internal/cuda_status.h"
 #include "testing/support/e4m3_bits.h"
-#include "testing/support/test_values.h"
 
 namespace mla_tail_testing {
 
@@ -18,53 +17,6 @@ using mla_tail::kLatentDim;
 using mla_tail::kValueDim;
 
 namespace {
-
-constexpr uint8_t kSmallIntegerCodes[5] = {0xc0, 0xb8, 0x00, 0x38, 0x40};  // -2, -1, 0, 1, 2
-
-uint8_t WeightCode(const Fp8WeightOptions& o, int h, int k, int d) {
-  const uint64_t r = SplitMix64(SplitMix64(o.seed) ^ ((uint64_t(h) * 128 + d) * 512 + k));
-  switch (o.values) {
-    case E4m3Values::kSmallIntegers:
-      return kSmallIntegerCodes[r % 5];
-    case E4m3Values::kEdges: {
-      // +-448 once a column (in block (d + h) % 4), so that with latent integers up to 5 every
-      // partial sum stays below 2^13 (exact in FP32 in steps of 2^-11).
-      if (k == (d + h) % 128 + 128 * ((d + h) % 4)) return (d % 2) ? 0xfe : 0x7e;
-      const uint8_t subnormals[4] = {0x01, 0x81, 0x07, 0x87};
-      switch (k % 8) {
-        case 1:
-          return subnormals[r % 4];
-        case 2:
-          return (r % 2) ? 0x80 : 0x00;  // -0, +0
-        case 3:
-          return (r % 2) ? 0x88 : 0x08;  // the smallest normals
-        default:
-          return kSmallIntegerCodes[r % 5];
-      }
-    }
-    case E4m3Values::kUniform: {
-      const uint8_t code = static_cast<uint8_t>(r % 254);  // 0x00..0x7e, then 0x80..0xfe
-      return code < 0x7f ? code : static_cast<uint8_t>(code + 1);
-    }
-  }
-  return 0;
-}
-
-float BlockScale(const Fp8WeightOptions& o, int h, int j) {
-  const float powers[3] = {1.0f, 0.5f, 0.25f};
-  switch (o.scales) {
-    case E4m3Scales::kPowersOfTwo:
-      return powers[(h + j) % 3];
-    case E4m3Scales::kOdd:
-      return 0.01f + 0.04f * static_cast<float>(SplitMix64(o.seed * 7 + h * 4 + j) % 1000) / 1000 +
-             0.0001234f;
-    case E4m3Scales::kSomeZero:
-      return j == h % 4 ? 0.0f : powers[(h + j) % 3];
-    case E4m3Scales::kZeroHead:
-      return h == 0 ? 0.0f : powers[(h + j) % 3];
-  }
-  return 0;
-}
 
 template <typename T>
 absl::Status Upload(DeviceMemory& memory, const std::vector<T>& host) {
@@ -103,16 +55,13 @@ absl::StatusOr<std::unique_ptr<Fp8Weights>> Fp8Weights::Create(int heads,
     for (int d = 0; d < kValueDim; ++d) {
       for (int k = 0; k < kLatentDim; ++k) {
         w->w_host_[w->w_offset_ + h * w->w_head_stride_ + d * kLatentDim + k] =
-            WeightCode(options, h, k, d);
+            Fp8WeightCode(options, h, k, d);
       }
     }
     for (int j = 0; j < 4; ++j) {
-      w->scales_host_[w->scale_offset_ + h * w->scale_head_stride_ + j] = BlockScale(options, h, j);
+      w->scales_host_[w->scale_offset_ + h * w->scale_head_stride_ + j] =
+          Fp8BlockScale(options, h, j);
     }
-  }
-  for (size_t i = 0; i < options.nan_at.size(); ++i) {
-    const auto [h, k, d] = options.nan_at[i];
-    w->w_host_[w->w_offset_ + h * w->w_head_stride_ + d * kLatentDim + k] = i % 2 ? 0xff : 0x7f;
   }
   MLA_RETURN_IF_ERROR(Upload(w->w_, w->w_host_));
   MLA_RETURN_IF_ERROR(Upload(w->scales_, w->scales_host_));

@@ -17,34 +17,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "mla_tail/mla/tail_args.h"
+#include "testing/support/fp8_data.h"
 #include "testing/support/problem.h"
 #include "testing/support/reference.h"
 
 namespace mla_tail_testing {
-
-enum class E4m3Values {
-  kSmallIntegers,  // -2..2: with the latent's integers (up to 5), sums exact in FP32
-  kEdges,          // +-448 once a column, subnormals, +-0, the smallest normals, -2..2: with
-                   // power-of-two scales up to 1 the sums stay exact (below 2^13 in steps of
-                   // 2^-11)
-  kUniform,        // every finite code
-};
-
-enum class E4m3Scales {
-  kPowersOfTwo,  // 1, 1/2, 1/4
-  kOdd,          // values in [0.01, 0.05] that are no power of two
-  kSomeZero,     // block h % 4 of head h is 0, the others powers of two
-  kZeroHead,     // head 0's four blocks 0 (its values are all zeros), the others powers of two
-};
-
-struct Fp8WeightOptions {
-  E4m3Values values = E4m3Values::kSmallIntegers;
-  E4m3Scales scales = E4m3Scales::kPowersOfTwo;
-  bool kv_b_proj_view = false;  // e4m3 [H, 256, 512], scales [2H, 4] viewed at +4, stride 8
-  // (head, k, d) elements set to NaN codes, alternately 0x7f and 0xff.
-  std::vector<std::array<int, 3>> nan_at;
-  uint64_t seed = 1;
-};
 
 class Fp8Weights {
  public:
