@@ -75,7 +75,8 @@ void ApplyHostFp8Weights(int heads, const Fp8WeightOptions& options, ReferenceIn
   auto codes = std::make_shared<std::vector<uint8_t>>(size_t(heads) * 128 * 512);
   for (int h = 0; h < heads; ++h) {
     for (int d = 0; d < 128; ++d) {
-      for (int k = 0; k < 512; ++k) (*codes)[(size_t(h) * 128 + d) * 512 + k] = Fp8WeightCode(options, h, k, d);
+      for (int k = 0; k < 512; ++k)
+        (*codes)[(size_t(h) * 128 + d) * 512 + k] = Fp8WeightCode(options, h, k, d);
     }
   }
   in->w_uv = nullptr;

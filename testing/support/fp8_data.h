@@ -19,10 +19,10 @@ enum class E4m3Values {
   // rounded to bf16 before the product shows. With scales of kOdd every operand is a multiple
   // of 2^-14 and every partial sum below 2^9: exact in FP32.
   kIntegersToThree,
-  kEdges,          // +-448 once a column, subnormals, +-0, the smallest normals, -2..2: with
-                   // power-of-two scales up to 1 the sums stay exact (below 2^13 in steps of
-                   // 2^-11)
-  kUniform,        // every finite code
+  kEdges,    // +-448 once a column, subnormals, +-0, the smallest normals, -2..2: with
+             // power-of-two scales up to 1 the sums stay exact (below 2^13 in steps of
+             // 2^-11)
+  kUniform,  // every finite code
 };
 
 enum class E4m3Scales {
