@@ -349,6 +349,16 @@ std::vector<E4m3Problem> E4m3SuiteProblems() {
   return problems;
 }
 
+// Prints and records the share of `total` on which a wrong `kind` was rejected; returns it.
+double Report(const char* kind, const char* name, const char* key, int64_t rejected, int64_t total,
+              const char* unit) {
+  const double share = static_cast<double>(rejected) / total;
+  std::printf("  wrong %s %-52s rejected on %5.1f%% of %s\n", kind, name, 100 * share, unit);
+  testing::Test::RecordProperty(std::string("rejected_percent_") + key,
+                                std::to_string(100 * share));
+  return share;
+}
+
 TEST(WrongTailsTest, TheE4m3SuitesDataRejectEveryWrongDequantizationAndQuantization) {
   constexpr int kDequantizations = std::size(kWrongDequantizations);
   constexpr int kQuantizations = std::size(kWrongQuantizations);
@@ -435,20 +445,15 @@ TEST(WrongTailsTest, TheE4m3SuitesDataRejectEveryWrongDequantizationAndQuantizat
   }
   std::printf("e4m3 W_UV: %lld active elements compared\n", static_cast<long long>(elements));
   for (int i = 0; i < kDequantizations; ++i) {
-    const double share = static_cast<double>(dequantization_rejected[i]) / elements;
-    std::printf("  wrong dequantization %-52s rejected on %5.1f%% of elements\n",
-                kWrongDequantizations[i].name, 100 * share);
-    RecordProperty(std::string("rejected_percent_") + kWrongDequantizations[i].key,
-                   std::to_string(100 * share));
+    Report("dequantization", kWrongDequantizations[i].name, kWrongDequantizations[i].key,
+           dequantization_rejected[i], elements, "elements");
   }
   std::printf("e4m3 output: %lld active (row, head) groups compared\n",
               static_cast<long long>(groups));
   for (int i = 0; i < kQuantizations; ++i) {
-    const double share = static_cast<double>(quantization_rejected[i]) / groups;
-    std::printf("  wrong quantization %-52s rejected on %5.1f%% of groups\n",
-                kWrongQuantizations[i].name, 100 * share);
-    RecordProperty(std::string("rejected_percent_") + kWrongQuantizations[i].key,
-                   std::to_string(100 * share));
+    const double share =
+        Report("quantization", kWrongQuantizations[i].name, kWrongQuantizations[i].key,
+               quantization_rejected[i], groups, "groups");
     EXPECT_GE(share, 0.005) << kWrongQuantizations[i].name;
   }
 }
