@@ -1,5 +1,6 @@
 #include "mla_tail/mla/tail_args.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "mla/internal/tail_extents.h"
 
 namespace mla_tail {
 namespace {
@@ -328,7 +330,7 @@ TEST(ValidateTailTest, OutputInTheGapsOfW_UV) {
 // row's first entry to its last (row-major) or each head's (head-major), as the contract says.
 // The outputs are placed at random, near another tensor, or where a row of theirs ends one byte
 // before or exactly at another's row (the edges an off-by-one would get wrong).
-TEST(ValidateTailTest, OverlapVerdictsMatchAByteMap) {
+TEST(ValidateTailTest, OverlapVerdictsAndExtentsMatchAByteMap) {
   constexpr int64_t kArena = int64_t{3} << 19;  // 1.5 MB: three heads of W_UV at stride 1024
   std::vector<char> storage(kArena + 16);
   char* const arena =
@@ -462,6 +464,31 @@ TEST(ValidateTailTest, OverlapVerdictsMatchAByteMap) {
       for_rows(kOutputScale, 0, look_up(1));
       for_rows(kOutput, 0, mark(2));
       for_rows(kOutputScale, 0, look_up(2));
+    }
+
+    // What the pointer checks ask CUDA about: each present tensor's bytes from its first to its
+    // last, exactly (short, a call could run past an allocation; long, refuse one that holds it).
+    const internal::TailExtents extents = internal::ExtentsOf(shape, b);
+    const std::pair<const internal::Extent*, int> spans[] = {
+        {&extents.latent, kLatent},      {&extents.w_uv, kW},
+        {&extents.gate, kGate},          {&extents.lengths, kLengths},
+        {&extents.row_count, kRowCount}, {&extents.output, kOutput},
+        {&extents.w_uv_scale, kWScale},  {&extents.output_scale, kOutputScale}};
+    for (const auto& [extent, i] : spans) {
+      if (!present[i]) {
+        EXPECT_EQ(extent->begin, extent->end) << extent->name << " is absent: it spans nothing";
+        continue;
+      }
+      int64_t first = kArena, last = 0;
+      for (int64_t h = 0; h < (i == kW ? heads : 1); ++h) {
+        for_rows(i, i == kW ? h * w_head * wb : 0, [&](int64_t begin, int64_t end) {
+          first = std::min(first, begin);
+          last = std::max(last, end);
+        });
+      }
+      const auto base = reinterpret_cast<uintptr_t>(arena);
+      EXPECT_EQ(extent->begin, base + first) << extent->name << ", trial " << trial;
+      EXPECT_EQ(extent->end, base + last) << extent->name << ", trial " << trial;
     }
 
     const absl::Status status = ValidateTail(shape, b);
