@@ -48,9 +48,10 @@ class RowCountGpuTest : public GpuStreamTest<> {
     count_ = *std::move(count);
   }
 
-  std::unique_ptr<Problem> MakeProblem(int heads, int rows, uint64_t seed, bool gated = true) {
+  std::unique_ptr<Problem> MakeProblem(int heads, int rows, uint64_t seed, bool gated = true,
+                                       int q = 1) {
     ProblemOptions options;
-    options.shape = {heads, rows, 1};
+    options.shape = {heads, rows, q};
     options.seed = seed;
     options.gated = gated;
     absl::StatusOr<std::unique_ptr<Problem>> problem = Problem::Create(options, stream_);
@@ -74,7 +75,9 @@ class RowCountGpuTest : public GpuStreamTest<> {
     ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
   }
 
-  // Rows [from, B) become padding as a runtime leaves it: NaN latent and gate, length 1.
+  // Rows [from, B) become padding as a runtime leaves it: NaN latent and gate, and length 1 for
+  // the requests wholly past `from` (the request `from` falls in keeps its length: its rows
+  // below `from` are live).
   void PadFrom(Problem& problem, int from) {
     const TailBuffers b = problem.buffers();
     const int rows = problem.shape().rows;
@@ -90,7 +93,8 @@ class RowCountGpuTest : public GpuStreamTest<> {
                 cudaSuccess);
     }
     std::vector<int32_t> lengths = problem.lengths();
-    for (int t = from; t < rows; ++t) lengths[t] = 1;
+    const int q = problem.shape().q;
+    for (int r = (from + q - 1) / q; r < rows / q; ++r) lengths[r] = 1;
     ASSERT_OK(problem.SetLengths(lengths, stream_));
   }
 
@@ -157,6 +161,25 @@ TEST_P(RowCountPathTest, EveryKernelServesOnlyTheLiveRows) {
       ForEachCount(*problem, Counts(rows),
                    [&] { return tail->Run(problem->shape(), b, stream_, path); });
     }
+  }
+}
+
+// The count is in rows, not requests: with q > 1 a count inside a request keeps that request's
+// rows below it (with the request's length) and leaves its rows past it untouched.
+TEST_P(RowCountPathTest, TheCountIsInRowsWhateverQ) {
+  const auto& [kernel, path] = GetParam();
+  std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(kernel);
+  ASSERT_NE(tail, nullptr);
+  for (int q : {2, 3}) {
+    const int rows = 24 * q;
+    SCOPED_TRACE(absl::StrCat(mla_tail::FusedKernelName(kernel), " ", mla_tail::TailPathName(path),
+                              " rows ", rows, " q ", q));
+    std::unique_ptr<Problem> problem = MakeProblem(12, rows, 300 + q, /*gated=*/true, q);
+    ASSERT_NE(problem, nullptr);
+    const TailBuffers b = Counted(*problem);
+    // No count a multiple of q.
+    ForEachCount(*problem, {rows - 1, rows / 2 + 1, 2 * q + 1, q + 1, 1},
+                 [&] { return tail->Run(problem->shape(), b, stream_, path); });
   }
 }
 
