@@ -81,14 +81,15 @@ class Fp8GpuTest : public GpuStreamTest<> {
 
   // Runs `tail` over `buffers` (their bf16 output poisoned first) and checks the bf16 output
   // against the reference `in`; returns the output's bits.
+  // With `live_rows` >= 0 (the buffers' row count), rows past it must keep their NaN.
   std::vector<uint16_t> RunBf16(mla_tail::MlaTail& tail, const Problem& problem,
                                 const TailBuffers& buffers, const ReferenceInputs& in, bool exact,
-                                const std::vector<int>& rows) {
+                                const std::vector<int>& rows, int live_rows = -1) {
     EXPECT_OK(problem.PoisonOutput(buffers.output, stream_));
     const absl::Status run = tail.Run(problem.shape(), buffers, stream_);
     EXPECT_TRUE(run.ok()) << Name(tail) << ": " << run;
     EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-    const absl::Status check = problem.Check(buffers.output, rows, exact, in);
+    const absl::Status check = problem.Check(buffers.output, rows, exact, in, live_rows);
     EXPECT_TRUE(check.ok()) << Name(tail) << ": " << check;
     absl::StatusOr<std::vector<uint16_t>> bits =
         DownloadBits(buffers.output, problem.output_elements());
@@ -98,7 +99,7 @@ class Fp8GpuTest : public GpuStreamTest<> {
   // Runs `tail` into the e4m3 output `out` and checks it bit for bit against the quantization of
   // `bf16` (an output of the problem's layout: the bf16 tail's result for the same inputs).
   void RunE4m3(mla_tail::MlaTail& tail, const Problem& problem, TailBuffers buffers,
-               const Fp8Output& out, const std::vector<uint16_t>& bf16) {
+               const Fp8Output& out, const std::vector<uint16_t>& bf16, int live_rows = -1) {
     ASSERT_OK(out.Poison(stream_));
     out.Apply(&buffers);
     const absl::Status run = tail.Run(problem.shape(), buffers, stream_);
@@ -106,9 +107,11 @@ class Fp8GpuTest : public GpuStreamTest<> {
     ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
     const int64_t stride = problem.buffers().output_row_stride;
     const absl::Status check =
-        out.Check([&](int t, int column) { return bf16[t * stride + column]; });
+        out.Check([&](int t, int column) { return bf16[t * stride + column]; }, live_rows);
     EXPECT_TRUE(check.ok()) << Name(tail) << ": " << check;
   }
+
+  static std::vector<int> NoRows() { return {}; }
 
   std::vector<std::unique_ptr<mla_tail::MlaTail>> tails_;  // KernelsAndRule()'s order
 };
@@ -184,6 +187,66 @@ INSTANTIATE_TEST_SUITE_P(Heads, Fp8WeightGridTest,
                            return absl::StrCat("H", std::get<0>(info.param), "_q",
                                                std::get<1>(info.param));
                          });
+
+// The flagship checkpoints' tail, e4m3 W_UV without a gate (DeepSeek-V3/R1, Kimi-K2), and e4m3
+// W_UV with a live row count, gated and not: every kernel and the rule, into the bf16 output
+// (against the reference) and the e4m3 output (bit for bit the quantization of that bf16
+// output). With the count, rows past it keep their NaN in both outputs and their scales.
+TEST_F(Fp8GpuTest, UngatedAndCountedE4m3Tails) {
+  absl::StatusOr<DeviceMemory> count = DeviceMemory::Allocate(sizeof(int32_t));
+  ASSERT_TRUE(count.ok()) << count.status();
+  for (int heads : {12, 64}) {
+    for (int rows : ForProfile({1, 9, 64, 200}, {9, 64})) {
+      for (bool gated : {false, true}) {
+        SCOPED_TRACE(absl::StrCat("heads ", heads, " rows ", rows, gated ? " gated" : " no gate"));
+        ProblemOptions options;
+        options.shape = {heads, rows, 1};
+        options.gated = gated;
+        options.seed = 500 + heads + rows;
+        std::unique_ptr<Problem> problem = MakeProblem(options);
+        ASSERT_NE(problem, nullptr);
+        Fp8WeightOptions w_options;
+        w_options.values = rows % 2 == 1 ? E4m3Values::kEdges : E4m3Values::kSmallIntegers;
+        w_options.kv_b_proj_view = heads == 64;
+        w_options.seed = options.seed;
+        std::unique_ptr<Fp8Weights> weights = MakeWeights(heads, w_options);
+        ASSERT_NE(weights, nullptr);
+        std::unique_ptr<Fp8Output> out = MakeOutput(problem->shape(), rows % 2 == 0);
+        ASSERT_NE(out, nullptr);
+        TailBuffers buffers = problem->buffers();
+        weights->Apply(&buffers);
+        ReferenceInputs in = problem->reference_inputs();
+        weights->Apply(&in);
+        const std::vector<int> sample = problem->SampleRows(4);
+        // The count at about half the rows (all of one row), read after the wait.
+        const int live = rows / 2 + 1;
+        ASSERT_EQ(
+            cudaMemcpyAsync(count->get(), &live, sizeof(live), cudaMemcpyHostToDevice, stream_),
+            cudaSuccess);
+        ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+        TailBuffers counted = buffers;
+        counted.row_count = count->as<int32_t>();
+        // The first kernel against the reference, every other bit for bit equal to it (the sums
+        // are exact).
+        std::vector<uint16_t> first, first_counted;
+        for (const std::unique_ptr<mla_tail::MlaTail>& tail : tails_) {
+          if (!gated) {
+            const std::vector<uint16_t> bf16 =
+                RunBf16(*tail, *problem, buffers, in, true, first.empty() ? sample : NoRows());
+            if (first.empty()) first = bf16;
+            EXPECT_TRUE(bf16 == first) << Name(*tail) << " differs from ColumnSplit";
+            RunE4m3(*tail, *problem, buffers, *out, bf16);
+          }
+          const std::vector<uint16_t> bf16 = RunBf16(
+              *tail, *problem, counted, in, true, first_counted.empty() ? sample : NoRows(), live);
+          if (first_counted.empty()) first_counted = bf16;
+          EXPECT_TRUE(bf16 == first_counted) << Name(*tail) << " differs from ColumnSplit";
+          RunE4m3(*tail, *problem, counted, *out, bf16, live);
+        }
+      }
+    }
+  }
+}
 
 // NaN codes in W_UV (0x7f and 0xff): their columns are NaN on active rows, and the e4m3 output
 // of those (row, head) pairs is NaN with a NaN scale; inactive rows are zeros with scale 0,

@@ -2,6 +2,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -124,12 +125,14 @@ absl::Status Fp8Output::Poison(cudaStream_t stream) const {
       cudaMemsetAsync(scales_.get(), 0xff, scales_.bytes(), stream), "poison output scales");
 }
 
-absl::Status Fp8Output::Check(const std::function<uint16_t(int t, int column)>& bf16) const {
+absl::Status Fp8Output::Check(const std::function<uint16_t(int t, int column)>& bf16,
+                              int live_rows) const {
   absl::StatusOr<std::vector<uint8_t>> values = Download<uint8_t>(values_);
   if (!values.ok()) return values.status();
   absl::StatusOr<std::vector<uint32_t>> scales = Download<uint32_t>(scales_);
   if (!scales.ok()) return scales.status();
   const int heads = shape_.heads, rows = shape_.rows;
+  const int live = live_rows >= 0 ? std::min(live_rows, rows) : rows;
   const int64_t width = int64_t{heads} * kValueDim;
   std::string errors;
   int error_count = 0;
@@ -137,7 +140,7 @@ absl::Status Fp8Output::Check(const std::function<uint16_t(int t, int column)>& 
     if (++error_count <= 8) absl::StrAppend(&errors, "\n  ", what);
   };
   std::vector<bool> scale_used(scale_count_, false);
-  for (int t = 0; t < rows; ++t) {
+  for (int t = 0; t < live; ++t) {
     for (int h = 0; h < heads; ++h) {
       uint16_t x[kValueDim];
       for (int d = 0; d < kValueDim; ++d) x[d] = bf16(t, h * kValueDim + d);
@@ -162,7 +165,7 @@ absl::Status Fp8Output::Check(const std::function<uint16_t(int t, int column)>& 
     }
   }
   for (int t = 0; t < rows + guard_rows_; ++t) {
-    for (int64_t c = (t < rows ? width : 0); c < row_stride_; ++c) {
+    for (int64_t c = (t < live ? width : 0); c < row_stride_; ++c) {
       if ((*values)[t * row_stride_ + c] != 0xff) {
         report(absl::StrCat("row ", t, " column ", c, " was overwritten"));
       }
@@ -170,7 +173,7 @@ absl::Status Fp8Output::Check(const std::function<uint16_t(int t, int column)>& 
   }
   for (size_t s = 0; s < scale_count_; ++s) {
     if (!scale_used[s] && (*scales)[s] != 0xffffffffu) {
-      report(absl::StrCat("scale entry ", s, " (outside the batch) was overwritten"));
+      report(absl::StrCat("scale entry ", s, " (outside the live batch) was overwritten"));
     }
   }
   if (error_count == 0) return absl::OkStatus();

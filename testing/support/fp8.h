@@ -53,8 +53,11 @@ class Fp8Output {
 
   // Checks every (row, head) of the batch bit for bit against QuantizeHead of the bf16 values
   // `bf16(t, column)` (the bf16 tail's output; NaN codes and NaN scales match any NaN), and that
-  // padding columns, guard rows and unused scale entries still hold NaN.
-  absl::Status Check(const std::function<uint16_t(int t, int column)>& bf16) const;
+  // padding columns, guard rows and unused scale entries still hold NaN. With `live_rows` >= 0,
+  // rows at and past it (values and scales) are checked to hold NaN still, as a row count keeps
+  // the tail off them.
+  absl::Status Check(const std::function<uint16_t(int t, int column)>& bf16,
+                     int live_rows = -1) const;
   // Nothing written: every byte still NaN.
   absl::Status CheckUntouched() const;
 
