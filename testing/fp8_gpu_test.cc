@@ -189,9 +189,10 @@ INSTANTIATE_TEST_SUITE_P(Heads, Fp8WeightGridTest,
                          });
 
 // The flagship checkpoints' tail, e4m3 W_UV without a gate (DeepSeek-V3/R1, Kimi-K2), and e4m3
-// W_UV with a live row count, gated and not: every kernel and the rule, into the bf16 output
-// (against the reference) and the e4m3 output (bit for bit the quantization of that bf16
-// output). With the count, rows past it keep their NaN in both outputs and their scales.
+// W_UV with a live row count (read after the wait, early, and with the rows past it readable),
+// gated and not: every kernel and the rule, into the bf16 output (against the reference) and the
+// e4m3 output (bit for bit the quantization of that bf16 output). With the count, rows past it
+// keep their NaN in both outputs and their scales.
 TEST_F(Fp8GpuTest, UngatedAndCountedE4m3Tails) {
   absl::StatusOr<DeviceMemory> count = DeviceMemory::Allocate(sizeof(int32_t));
   ASSERT_TRUE(count.ok()) << count.status();
@@ -224,8 +225,13 @@ TEST_F(Fp8GpuTest, UngatedAndCountedE4m3Tails) {
             cudaMemcpyAsync(count->get(), &live, sizeof(live), cudaMemcpyHostToDevice, stream_),
             cudaSuccess);
         ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-        TailBuffers counted = buffers;
-        counted.row_count = count->as<int32_t>();
+        // The count read after the wait, read early, and with the rows past it readable: each
+        // its own path through the kernels.
+        std::array<TailBuffers, 3> counted;
+        counted.fill(buffers);
+        for (TailBuffers& c : counted) c.row_count = count->as<int32_t>();
+        counted[1].row_count_before_upstream = true;
+        counted[2].rows_past_count_readable = true;
         // The first kernel against the reference, every other bit for bit equal to it (the sums
         // are exact).
         std::vector<uint16_t> first, first_counted;
@@ -237,11 +243,16 @@ TEST_F(Fp8GpuTest, UngatedAndCountedE4m3Tails) {
             EXPECT_TRUE(bf16 == first) << Name(*tail) << " differs from ColumnSplit";
             RunE4m3(*tail, *problem, buffers, *out, bf16);
           }
-          const std::vector<uint16_t> bf16 = RunBf16(
-              *tail, *problem, counted, in, true, first_counted.empty() ? sample : NoRows(), live);
-          if (first_counted.empty()) first_counted = bf16;
-          EXPECT_TRUE(bf16 == first_counted) << Name(*tail) << " differs from ColumnSplit";
-          RunE4m3(*tail, *problem, counted, *out, bf16, live);
+          for (const TailBuffers& c : counted) {
+            SCOPED_TRACE(c.row_count_before_upstream  ? "count read early"
+                         : c.rows_past_count_readable ? "rows past the count readable"
+                                                      : "count read after the wait");
+            const std::vector<uint16_t> bf16 = RunBf16(
+                *tail, *problem, c, in, true, first_counted.empty() ? sample : NoRows(), live);
+            if (first_counted.empty()) first_counted = bf16;
+            EXPECT_TRUE(bf16 == first_counted) << Name(*tail) << " differs from ColumnSplit";
+            RunE4m3(*tail, *problem, c, *out, bf16, live);
+          }
         }
       }
     }
