@@ -449,7 +449,8 @@ TEST_F(Fp8GpuTest, GraphSetReplaysAndUpdates) {
 }
 
 // Graph nodes with e4m3 buffers: a node added for e4m3 W_UV runs it, updates to other e4m3
-// pointers apply, and buffers of another type are refused with nothing changed.
+// pointers apply, with and without a gate (the node's kernel switched in place), and buffers of
+// another type are refused with nothing changed.
 TEST_F(Fp8GpuTest, GraphNodesTakeE4m3AndRefuseATypeChange) {
   ProblemOptions options;
   options.shape = {12, 16, 1};
@@ -471,15 +472,27 @@ TEST_F(Fp8GpuTest, GraphNodesTakeE4m3AndRefuseATypeChange) {
   ASSERT_TRUE(node.ok()) << node.status();
   cudaGraphExec_t exec = nullptr;
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-  for (const Fp8Weights* w : {a.get(), b.get()}) {
+  // Other e4m3 weights, then without a gate and with one again (the node's kernel switched in
+  // place each time).
+  const struct {
+    const Fp8Weights* weights;
+    bool gated;
+  } updates[] = {
+      {a.get(), true}, {b.get(), true}, {b.get(), false}, {a.get(), false}, {a.get(), true}};
+  for (const auto& update : updates) {
+    SCOPED_TRACE(update.gated ? "gated" : "no gate");
     TailBuffers next = problem->buffers();
-    w->Apply(&next);
+    update.weights->Apply(&next);
+    ReferenceInputs in = problem->reference_inputs();
+    update.weights->Apply(&in);
+    if (!update.gated) {
+      next.gate = nullptr;
+      in.gate = nullptr;
+    }
     ASSERT_OK(node->Update(exec, next));
     ASSERT_OK(problem->PoisonOutput(next.output, stream_));
     ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
     ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-    ReferenceInputs in = problem->reference_inputs();
-    w->Apply(&in);
     ASSERT_OK(problem->Check(next.output, problem->SampleRows(), true, in));
   }
   const absl::Status refused = node->Update(exec, problem->buffers());  // bf16 W_UV
