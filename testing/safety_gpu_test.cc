@@ -32,6 +32,7 @@
 #include "mla_tail/mla/errors.h"
 #include "mla_tail/mla/tail.h"
 #include "testing/support/capture_on_another_thread.h"
+#include "testing/support/fp8.h"
 #include "testing/support/gpu.h"
 #include "testing/support/gpu_stream_test.h"
 #include "testing/support/problem.h"
@@ -205,6 +206,71 @@ TEST_F(SafetyGpuTest, AllocationsShorterThanTheCallAreRefused) {
   // A call of 63 heads over the same memory fits.
   ASSERT_OK(tail_->Run({63, 16, 1}, b, stream_));
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+}
+
+// The e4m3 buffers are checked like every other: pageable host memory in place of each of
+// w_uv_fp8, w_uv_scale, output_fp8 and output_scale is refused by name, and so is each placed so
+// that its last 16 (scales: 4) bytes lie past the end of a 2 MiB allocation. Nothing is written,
+// and the context stays usable.
+TEST_F(SafetyGpuTest, E4m3BuffersAreCheckedLikeEveryBuffer) {
+  std::unique_ptr<Problem> problem = MakeProblem(12, 16, 4);
+  ASSERT_NE(problem, nullptr);
+  absl::StatusOr<std::unique_ptr<Fp8Weights>> weights = Fp8Weights::Create(12, {});
+  ASSERT_TRUE(weights.ok()) << weights.status();
+  absl::StatusOr<std::unique_ptr<Fp8Output>> out = Fp8Output::Create(problem->shape(), false);
+  ASSERT_TRUE(out.ok()) << out.status();
+  TailBuffers good = problem->buffers();
+  (*weights)->Apply(&good);
+  (*out)->Apply(&good);
+  const int64_t heads = 12, rows = 16;
+  // Each buffer's bytes (docs/spec.md), and how far past the end of the allocation it is placed.
+  const int64_t w_bytes = (heads - 1) * good.w_head_stride + 127 * good.w_row_stride + 512;
+  const int64_t w_scale_bytes = ((heads - 1) * good.w_uv_scale_head_stride + 4) * 4;
+  const int64_t out_bytes = (rows - 1) * good.output_row_stride + heads * 128;
+  const int64_t out_scale_bytes = ((rows - 1) * good.output_scale_row_stride +
+                                   (heads - 1) * good.output_scale_head_stride + 1) *
+                                  4;
+  HostBuffer host(size_t{1} << 20);
+  absl::StatusOr<DeviceMemory> page = DeviceMemory::Allocate(size_t{2} << 20);
+  ASSERT_TRUE(page.ok());
+  char* const end = page->as<char>() + page->bytes();
+  struct Case {
+    const char* name;
+    TailBuffers buffers;
+    const char* why;
+  };
+  std::vector<Case> cases;
+  for (bool on_host : {true, false}) {
+    const char* why = on_host ? "not memory CUDA knows" : "bytes before";
+    auto at = [&](int64_t bytes, int64_t past) {
+      return on_host ? host.as<char>() : end - bytes + past;
+    };
+    TailBuffers b = good;
+    b.w_uv_fp8 = reinterpret_cast<const mla_tail::fp8_e4m3*>(at(w_bytes, 16));
+    cases.push_back({"w_uv_fp8", b, why});
+    b = good;
+    b.w_uv_scale = reinterpret_cast<const float*>(at(w_scale_bytes, 16));
+    cases.push_back({"w_uv_scale", b, why});
+    b = good;
+    b.output_fp8 = reinterpret_cast<mla_tail::fp8_e4m3*>(at(out_bytes, 16));
+    cases.push_back({"output_fp8", b, why});
+    b = good;
+    b.output_scale = reinterpret_cast<float*>(at(out_scale_bytes, 4));
+    cases.push_back({"output_scale", b, why});
+  }
+  for (const Case& c : cases) {
+    SCOPED_TRACE(absl::StrCat(c.name, ": ", c.why));
+    ASSERT_OK((*out)->Poison(stream_));
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    ExpectRefused(tail_->Run(problem->shape(), c.buffers, stream_), c.name, c.why);
+    ExpectRefused(full_->Run(problem->shape(), c.buffers, stream_), c.name, c.why);
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    ASSERT_OK((*out)->CheckUntouched());
+  }
+  // The context is usable: the good buffers run.
+  ASSERT_OK(tail_->Run(problem->shape(), good, stream_));
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
 // Freed memory: refused when never checked before, and refused after it was checked and cached
