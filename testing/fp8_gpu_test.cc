@@ -190,9 +190,10 @@ INSTANTIATE_TEST_SUITE_P(Heads, Fp8WeightGridTest,
 
 // The flagship checkpoints' tail, e4m3 W_UV without a gate (DeepSeek-V3/R1, Kimi-K2), and e4m3
 // W_UV with a live row count (read after the wait, early, and with the rows past it readable),
-// gated and not: every kernel and the rule, into the bf16 output (against the reference) and the
-// e4m3 output (bit for bit the quantization of that bf16 output). With the count, rows past it
-// keep their NaN in both outputs and their scales.
+// gated and not, W_UV compact, as kv_b_proj's V half, and with padded rows: every kernel and the
+// rule, into the bf16 output (against the reference) and the e4m3 output (bit for bit the
+// quantization of that bf16 output). With the count, rows past it keep their NaN in both outputs
+// and their scales.
 TEST_F(Fp8GpuTest, UngatedAndCountedE4m3Tails) {
   absl::StatusOr<DeviceMemory> count = DeviceMemory::Allocate(sizeof(int32_t));
   ASSERT_TRUE(count.ok()) << count.status();
@@ -209,6 +210,7 @@ TEST_F(Fp8GpuTest, UngatedAndCountedE4m3Tails) {
         Fp8WeightOptions w_options;
         w_options.values = rows % 2 == 1 ? E4m3Values::kEdges : E4m3Values::kSmallIntegers;
         w_options.kv_b_proj_view = heads == 64;
+        w_options.row_padding = rows % 3 == 1 ? 16 : 0;  // W_UV's rows 528 codes apart
         w_options.seed = options.seed;
         std::unique_ptr<Fp8Weights> weights = MakeWeights(heads, w_options);
         ASSERT_NE(weights, nullptr);

@@ -44,8 +44,9 @@ absl::StatusOr<std::unique_ptr<Fp8Weights>> Fp8Weights::Create(int heads,
                                                                const Fp8WeightOptions& options) {
   std::unique_ptr<Fp8Weights> w(new Fp8Weights());
   const bool view = options.kv_b_proj_view;
-  w->w_head_stride_ = int64_t{view ? 256 : 128} * kLatentDim;
-  w->w_offset_ = view ? int64_t{kValueDim} * kLatentDim : 0;
+  w->w_row_stride_ = kLatentDim + options.row_padding;
+  w->w_head_stride_ = int64_t{view ? 256 : 128} * w->w_row_stride_;
+  w->w_offset_ = view ? int64_t{kValueDim} * w->w_row_stride_ : 0;
   w->scale_head_stride_ = view ? 8 : 4;
   w->scale_offset_ = view ? 4 : 0;
   // What the tail must not read holds NaN: the K half of kv_b_proj and its scales.
@@ -55,7 +56,7 @@ absl::StatusOr<std::unique_ptr<Fp8Weights>> Fp8Weights::Create(int heads,
   for (int h = 0; h < heads; ++h) {
     for (int d = 0; d < kValueDim; ++d) {
       for (int k = 0; k < kLatentDim; ++k) {
-        w->w_host_[w->w_offset_ + h * w->w_head_stride_ + d * kLatentDim + k] =
+        w->w_host_[w->w_offset_ + h * w->w_head_stride_ + d * w->w_row_stride_ + k] =
             Fp8WeightCode(options, h, k, d);
       }
     }
@@ -73,7 +74,7 @@ void Fp8Weights::Apply(mla_tail::TailBuffers* b) const {
   b->w_uv = nullptr;
   b->w_uv_fp8 = w_.as<mla_tail::fp8_e4m3>() + w_offset_;
   b->w_head_stride = w_head_stride_;
-  b->w_row_stride = kLatentDim;
+  b->w_row_stride = w_row_stride_;
   b->w_uv_scale = scales_.as<float>() + scale_offset_;
   b->w_uv_scale_head_stride = scale_head_stride_;
 }
@@ -81,9 +82,10 @@ void Fp8Weights::Apply(mla_tail::TailBuffers* b) const {
 void Fp8Weights::Apply(ReferenceInputs* in) const {
   const uint8_t* w = w_host_.data() + w_offset_;
   const float* s = scales_host_.data() + scale_offset_;
-  const int64_t head_stride = w_head_stride_, scale_stride = scale_head_stride_;
+  const int64_t head_stride = w_head_stride_, row_stride = w_row_stride_;
+  const int64_t scale_stride = scale_head_stride_;
   in->w_uv = nullptr;
-  in->w_uv_fp8 = [=](int h, int k, int d) { return w[h * head_stride + d * kLatentDim + k]; };
+  in->w_uv_fp8 = [=](int h, int k, int d) { return w[h * head_stride + d * row_stride + k]; };
   in->w_uv_scale = [=](int h, int j) { return s[h * scale_stride + j]; };
 }
 

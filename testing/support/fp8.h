@@ -34,7 +34,8 @@ class Fp8Weights {
 
  private:
   Fp8Weights() = default;
-  int64_t w_offset_ = 0, w_head_stride_ = 0, scale_offset_ = 0, scale_head_stride_ = 0;
+  int64_t w_offset_ = 0, w_head_stride_ = 0, w_row_stride_ = 0, scale_offset_ = 0,
+          scale_head_stride_ = 0;
   DeviceMemory w_, scales_;
   std::vector<uint8_t> w_host_;
   std::vector<float> scales_host_;

@@ -36,6 +36,7 @@ struct Fp8WeightOptions {
   E4m3Values values = E4m3Values::kSmallIntegers;
   E4m3Scales scales = E4m3Scales::kPowersOfTwo;
   bool kv_b_proj_view = false;  // e4m3 [H, 256, 512], scales [2H, 4] viewed at +4, stride 8
+  int64_t row_padding = 0;      // e4m3 codes after each row of 512 (a multiple of 16; NaN codes)
   // (head, k, d) elements set to NaN codes, alternately 0x7f and 0xff.
   std::vector<std::array<int, 3>> nan_at;
   uint64_t seed = 1;
