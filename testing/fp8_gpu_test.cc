@@ -22,6 +22,7 @@
 #include "testing/support/fp8.h"
 #include "testing/support/gpu.h"
 #include "testing/support/gpu_stream_test.h"
+#include "testing/support/late_inputs.h"
 #include "testing/support/problem.h"
 #include "testing/support/status_macros.h"
 
@@ -81,11 +82,15 @@ class Fp8GpuTest : public GpuStreamTest<> {
 
   // Runs `tail` over `buffers` (their bf16 output poisoned first) and checks the bf16 output
   // against the reference `in`; returns the output's bits.
-  // With `live_rows` >= 0 (the buffers' row count), rows past it must keep their NaN.
+  // With `live_rows` >= 0 (the buffers' row count), rows past it must keep their NaN. With
+  // `late`, the inputs are spoilt and the tail runs behind an upstream kernel that writes them
+  // late (LateInputs).
   std::vector<uint16_t> RunBf16(mla_tail::MlaTail& tail, const Problem& problem,
                                 const TailBuffers& buffers, const ReferenceInputs& in, bool exact,
-                                const std::vector<int>& rows, int live_rows = -1) {
+                                const std::vector<int>& rows, int live_rows = -1,
+                                const LateInputs* late = nullptr) {
     EXPECT_OK(problem.PoisonOutput(buffers.output, stream_));
+    BehindLateWriter(problem, late);
     const absl::Status run = tail.Run(problem.shape(), buffers, stream_);
     EXPECT_TRUE(run.ok()) << Name(tail) << ": " << run;
     EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
@@ -99,9 +104,11 @@ class Fp8GpuTest : public GpuStreamTest<> {
   // Runs `tail` into the e4m3 output `out` and checks it bit for bit against the quantization of
   // `bf16` (an output of the problem's layout: the bf16 tail's result for the same inputs).
   void RunE4m3(mla_tail::MlaTail& tail, const Problem& problem, TailBuffers buffers,
-               const Fp8Output& out, const std::vector<uint16_t>& bf16, int live_rows = -1) {
+               const Fp8Output& out, const std::vector<uint16_t>& bf16, int live_rows = -1,
+               const LateInputs* late = nullptr) {
     ASSERT_OK(out.Poison(stream_));
     out.Apply(&buffers);
+    BehindLateWriter(problem, late);
     const absl::Status run = tail.Run(problem.shape(), buffers, stream_);
     ASSERT_TRUE(run.ok()) << Name(tail) << ": " << run;
     ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
@@ -112,6 +119,13 @@ class Fp8GpuTest : public GpuStreamTest<> {
   }
 
   static std::vector<int> NoRows() { return {}; }
+
+  // With `late`: the problem's inputs spoilt, then the upstream kernel that writes them back late.
+  void BehindLateWriter(const Problem& problem, const LateInputs* late) {
+    if (late == nullptr) return;
+    EXPECT_OK(late->Spoil(problem, stream_));
+    EXPECT_EQ(late->LaunchWriter(problem, stream_), cudaSuccess);
+  }
 
   std::vector<std::unique_ptr<mla_tail::MlaTail>> tails_;  // KernelsAndRule()'s order
 };
@@ -255,6 +269,47 @@ TEST_F(Fp8GpuTest, UngatedAndCountedE4m3Tails) {
             EXPECT_TRUE(bf16 == first_counted) << Name(*tail) << " differs from ColumnSplit";
             RunE4m3(*tail, *problem, c, *out, bf16, live);
           }
+        }
+      }
+    }
+  }
+}
+
+// The programmatic-dependency contract for the e4m3 forms, whose code before the wait is their
+// own (e4m3 W_UV loaded there, and in the tiles dequantized): an upstream kernel triggers its
+// dependents at once and writes latent, gate and lengths 50 us later, which until then hold NaN
+// and zero lengths. Every kernel and the rule with e4m3 W_UV into the bf16 output, and with
+// either W_UV into the e4m3 output, gated and not, at 64 rows and at 5-13 (the 8-row blocks):
+// each output the reference's (the e4m3 output the quantization of the kernel's bf16 output).
+TEST_F(Fp8GpuTest, E4m3FormsWaitForTheUpstreamInputs) {
+  for (const auto& [heads, rows] : {std::pair{12, 64}, {64, 5}, {12, 13}}) {
+    for (bool gated : {true, false}) {
+      SCOPED_TRACE(absl::StrCat("heads ", heads, " rows ", rows, gated ? " gated" : " no gate"));
+      ProblemOptions options;
+      options.shape = {heads, rows, 1};
+      options.inactive_every = 0;
+      options.gated = gated;
+      options.seed = 700 + heads + rows;
+      std::unique_ptr<Problem> problem = MakeProblem(options);
+      ASSERT_NE(problem, nullptr);
+      std::unique_ptr<Fp8Weights> weights = MakeWeights(heads, {});
+      ASSERT_NE(weights, nullptr);
+      std::unique_ptr<Fp8Output> out = MakeOutput(problem->shape(), false);
+      ASSERT_NE(out, nullptr);
+      absl::StatusOr<LateInputs> late = LateInputs::Save(*problem, stream_);
+      ASSERT_TRUE(late.ok()) << late.status();
+      for (bool e4m3_weights : {true, false}) {
+        SCOPED_TRACE(e4m3_weights ? "e4m3 W_UV" : "bf16 W_UV");
+        TailBuffers buffers = problem->buffers();
+        ReferenceInputs in = problem->reference_inputs();
+        if (e4m3_weights) {
+          weights->Apply(&buffers);
+          weights->Apply(&in);
+        }
+        for (const std::unique_ptr<mla_tail::MlaTail>& tail : tails_) {
+          const std::vector<uint16_t> bf16 =
+              RunBf16(*tail, *problem, buffers, in, true, problem->SampleRows(), -1, &*late);
+          RunE4m3(*tail, *problem, buffers, *out, bf16, -1, &*late);
         }
       }
     }

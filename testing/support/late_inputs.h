@@ -11,9 +11,9 @@
 
 namespace mla_tail_testing {
 
-// A problem whose latent, gate and lengths an upstream kernel writes late: before it, they hold
-// NaN and zero lengths, so a tail that read them before its dependency wait shows it. The
-// problem must have a gate.
+// A problem whose latent, gate (if it has one) and lengths an upstream kernel writes late: before
+// it, they hold NaN and zero lengths, so a tail that read them before its dependency wait shows
+// it.
 struct LateInputs {
   DeviceMemory saved;
   size_t latent_bytes = 0, gate_bytes = 0, lengths_bytes = 0;
