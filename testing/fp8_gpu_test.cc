@@ -211,8 +211,8 @@ INSTANTIATE_TEST_SUITE_P(Heads, Fp8WeightGridTest,
 TEST_F(Fp8GpuTest, UngatedAndCountedE4m3Tails) {
   absl::StatusOr<DeviceMemory> count = DeviceMemory::Allocate(sizeof(int32_t));
   ASSERT_TRUE(count.ok()) << count.status();
-  for (int heads : {12, 64}) {
-    for (int rows : ForProfile({1, 9, 64, 200}, {9, 64})) {
+  for (int heads : ForProfile({12, 64}, {12})) {
+    for (int rows : ForProfile({1, 9, 64, 200}, {9})) {
       for (bool gated : {false, true}) {
         SCOPED_TRACE(absl::StrCat("heads ", heads, " rows ", rows, gated ? " gated" : " no gate"));
         ProblemOptions options;
@@ -282,7 +282,8 @@ TEST_F(Fp8GpuTest, UngatedAndCountedE4m3Tails) {
 // either W_UV into the e4m3 output, gated and not, at 64 rows and at 5-13 (the 8-row blocks):
 // each output the reference's (the e4m3 output the quantization of the kernel's bf16 output).
 TEST_F(Fp8GpuTest, E4m3FormsWaitForTheUpstreamInputs) {
-  for (const auto& [heads, rows] : {std::pair{12, 64}, {64, 5}, {12, 13}}) {
+  for (const auto& [heads, rows] :
+       ForProfile<std::pair<int, int>>({{12, 64}, {64, 5}, {12, 13}}, {{12, 13}})) {
     for (bool gated : {true, false}) {
       SCOPED_TRACE(absl::StrCat("heads ", heads, " rows ", rows, gated ? " gated" : " no gate"));
       ProblemOptions options;
