@@ -351,6 +351,124 @@ TEST_F(SafetyGpuTest, MappedPinnedAndManagedMemoryRun) {
   EXPECT_EQ(cudaFree(managed_output), cudaSuccess);
 }
 
+// The driver's virtual memory functions (cuMemAddressReserve and the rest), resolved through the
+// runtime's entry points as the library resolves its own.
+struct VirtualMemoryApi {
+  CUresult (*granularity)(size_t*, const CUmemAllocationProp*,
+                          CUmemAllocationGranularity_flags) = nullptr;
+  CUresult (*reserve)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long) = nullptr;
+  CUresult (*address_free)(CUdeviceptr, size_t) = nullptr;
+  CUresult (*create)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
+                     unsigned long long) = nullptr;
+  CUresult (*release)(CUmemGenericAllocationHandle) = nullptr;
+  CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
+                  unsigned long long) = nullptr;
+  CUresult (*unmap)(CUdeviceptr, size_t) = nullptr;
+  CUresult (*set_access)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t) = nullptr;
+
+  static VirtualMemoryApi Get() {
+    VirtualMemoryApi api;
+    auto resolve = [](const char* name, auto* function) {
+      void* entry = nullptr;
+      cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+      if (cudaGetDriverEntryPointByVersion(name, &entry, 12000, cudaEnableDefault, &found) ==
+              cudaSuccess &&
+          found == cudaDriverEntryPointSuccess) {
+        *function = reinterpret_cast<std::remove_pointer_t<decltype(function)>>(entry);
+      }
+    };
+    resolve("cuMemGetAllocationGranularity", &api.granularity);
+    resolve("cuMemAddressReserve", &api.reserve);
+    resolve("cuMemAddressFree", &api.address_free);
+    resolve("cuMemCreate", &api.create);
+    resolve("cuMemRelease", &api.release);
+    resolve("cuMemMap", &api.map);
+    resolve("cuMemUnmap", &api.unmap);
+    resolve("cuMemSetAccess", &api.set_access);
+    return api;
+  }
+  bool ok() const {
+    return granularity != nullptr && reserve != nullptr && address_free != nullptr &&
+           create != nullptr && release != nullptr && map != nullptr && unmap != nullptr &&
+           set_access != nullptr;
+  }
+};
+
+// Memory of the stream-ordered allocator (the device's default pool, and a pool of the test's
+// own) and two mappings laid end to end in one reserved range (cuMemAddressReserve + cuMemMap,
+// as PyTorch's expandable segments make), with W_UV spanning both: the tail runs over them on
+// both paths, with cached and with full pointer checks, and computes the reference.
+TEST_F(SafetyGpuTest, PoolAndReservedRangeMemoryRun) {
+  const VirtualMemoryApi vm = VirtualMemoryApi::Get();
+  ASSERT_TRUE(vm.ok());
+  std::unique_ptr<Problem> problem = MakeProblem(12, 16, 5);
+  ASSERT_NE(problem, nullptr);
+  const TailBuffers b = problem->buffers();
+  const size_t latent_bytes = size_t{16} * b.latent_row_stride * 2;
+  const size_t output_bytes = problem->output_elements() * 2;
+  const size_t w_bytes = size_t{12} * b.w_head_stride * 2;
+
+  // The latent from the default pool, the output from a pool of the test's own.
+  void* pool_latent = nullptr;
+  ASSERT_EQ(cudaMallocAsync(&pool_latent, latent_bytes, stream_), cudaSuccess);
+  cudaMemPoolProps props = {};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = 0;
+  cudaMemPool_t pool = nullptr;
+  ASSERT_EQ(cudaMemPoolCreate(&pool, &props), cudaSuccess);
+  void* pool_output = nullptr;
+  ASSERT_EQ(cudaMallocFromPoolAsync(&pool_output, output_bytes, pool, stream_), cudaSuccess);
+
+  // Two mappings of one reservation, W_UV's first half in the first and its second in the other.
+  CUmemAllocationProp prop = {};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  size_t granularity = 0;
+  ASSERT_EQ(vm.granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), CUDA_SUCCESS);
+  const size_t chunk = (w_bytes / 2 + granularity - 1) / granularity * granularity;
+  CUdeviceptr range = 0;
+  ASSERT_EQ(vm.reserve(&range, 2 * chunk, 0, 0, 0), CUDA_SUCCESS);
+  CUmemGenericAllocationHandle handles[2] = {};
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(vm.create(&handles[i], chunk, &prop, 0), CUDA_SUCCESS);
+    ASSERT_EQ(vm.map(range + i * chunk, chunk, 0, handles[i], 0), CUDA_SUCCESS);
+  }
+  CUmemAccessDesc access = {};
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  ASSERT_EQ(vm.set_access(range, 2 * chunk, &access, 1), CUDA_SUCCESS);
+  void* spanning_w = reinterpret_cast<void*>(range + chunk - w_bytes / 2);
+
+  ASSERT_EQ(cudaMemcpyAsync(pool_latent, b.latent, latent_bytes, cudaMemcpyDefault, stream_),
+            cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(spanning_w, b.w_uv, w_bytes, cudaMemcpyDefault, stream_), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  TailBuffers moved = b;
+  moved.latent = static_cast<const mla_tail::bf16*>(pool_latent);
+  moved.w_uv = static_cast<const mla_tail::bf16*>(spanning_w);
+  moved.output = static_cast<mla_tail::bf16*>(pool_output);
+  for (TailPath path : {TailPath::kFused, TailPath::kBmm}) {
+    for (mla_tail::MlaTail* tail : {tail_.get(), full_.get()}) {
+      SCOPED_TRACE(mla_tail::TailPathName(path));
+      ASSERT_OK(problem->PoisonOutput(moved.output, stream_));
+      ASSERT_OK(tail->Run(problem->shape(), moved, stream_, path));
+      ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+      ASSERT_OK(problem->Check(moved.output, problem->SampleRows(), true));
+    }
+  }
+  EXPECT_EQ(cudaFreeAsync(pool_latent, stream_), cudaSuccess);
+  EXPECT_EQ(cudaFreeAsync(pool_output, stream_), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  EXPECT_EQ(cudaMemPoolDestroy(pool), cudaSuccess);
+  EXPECT_EQ(vm.unmap(range, 2 * chunk), CUDA_SUCCESS);
+  for (CUmemGenericAllocationHandle h : handles) EXPECT_EQ(vm.release(h), CUDA_SUCCESS);
+  EXPECT_EQ(vm.address_free(range, 2 * chunk), CUDA_SUCCESS);
+  // The checks' cache must not outlive the memory it vouches for in later tests.
+  mla_tail::internal::ForgetCheckedPointers();
+}
+
 // Every call that takes buffers refuses host memory by name, and stores or writes nothing: the
 // graph set's layer keeps its buffers, a node keeps its own, ZeroPaddingLengths writes nothing.
 TEST_F(SafetyGpuTest, EveryCallThatTakesBuffersRefuses) {
