@@ -145,6 +145,20 @@ class SafetyGpuTest : public GpuStreamTest<> {
     ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
   }
 
+  // The tail over `buffers` (the problem's, some moved elsewhere) on both paths, with cached and
+  // with full pointer checks: each run computes the reference.
+  void ExpectRunsOnBothPaths(const Problem& problem, const TailBuffers& buffers) {
+    for (TailPath path : {TailPath::kFused, TailPath::kBmm}) {
+      for (mla_tail::MlaTail* tail : {tail_.get(), full_.get()}) {
+        SCOPED_TRACE(mla_tail::TailPathName(path));
+        ASSERT_OK(problem.PoisonOutput(buffers.output, stream_));
+        ASSERT_OK(tail->Run(problem.shape(), buffers, stream_, path));
+        ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+        ASSERT_OK(problem.Check(buffers.output, problem.SampleRows(), true));
+      }
+    }
+  }
+
   static void ExpectRefused(const absl::Status& status, const std::string& name,
                             const std::string& why) {
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << name << ": " << status;
@@ -336,23 +350,27 @@ TEST_F(SafetyGpuTest, MappedPinnedAndManagedMemoryRun) {
   host_backed.lengths = static_cast<const int32_t*>(pinned_lengths);
   host_backed.latent = static_cast<const mla_tail::bf16*>(managed_latent);
   host_backed.output = static_cast<mla_tail::bf16*>(managed_output);
-  for (TailPath path : {TailPath::kFused, TailPath::kBmm}) {
-    for (mla_tail::MlaTail* tail : {tail_.get(), full_.get()}) {
-      SCOPED_TRACE(mla_tail::TailPathName(path));
-      ASSERT_OK(problem->PoisonOutput(host_backed.output, stream_));
-      ASSERT_OK(tail->Run(problem->shape(), host_backed, stream_, path));
-      ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-      ASSERT_OK(problem->Check(host_backed.output, problem->SampleRows(), true));
-    }
-  }
+  ExpectRunsOnBothPaths(*problem, host_backed);
   EXPECT_EQ(cudaHostUnregister(registered_gate.as<void>()), cudaSuccess);
   EXPECT_EQ(cudaFreeHost(pinned_lengths), cudaSuccess);
   EXPECT_EQ(cudaFree(managed_latent), cudaSuccess);
   EXPECT_EQ(cudaFree(managed_output), cudaSuccess);
 }
 
-// The driver's virtual memory functions (cuMemAddressReserve and the rest), resolved through the
-// runtime's entry points as the library resolves its own.
+// Driver function `name` as of CUDA `version`, through the runtime's entry points (as the library
+// resolves its own); left null where the driver lacks it.
+template <typename Function>
+void ResolveDriver(const char* name, int version, Function* function) {
+  void* entry = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion(name, &entry, version, cudaEnableDefault, &found) ==
+          cudaSuccess &&
+      found == cudaDriverEntryPointSuccess) {
+    *function = reinterpret_cast<Function>(entry);
+  }
+}
+
+// The driver's virtual memory functions (cuMemAddressReserve and the rest).
 struct VirtualMemoryApi {
   CUresult (*granularity)(size_t*, const CUmemAllocationProp*,
                           CUmemAllocationGranularity_flags) = nullptr;
@@ -368,23 +386,14 @@ struct VirtualMemoryApi {
 
   static VirtualMemoryApi Get() {
     VirtualMemoryApi api;
-    auto resolve = [](const char* name, auto* function) {
-      void* entry = nullptr;
-      cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-      if (cudaGetDriverEntryPointByVersion(name, &entry, 12000, cudaEnableDefault, &found) ==
-              cudaSuccess &&
-          found == cudaDriverEntryPointSuccess) {
-        *function = reinterpret_cast<std::remove_pointer_t<decltype(function)>>(entry);
-      }
-    };
-    resolve("cuMemGetAllocationGranularity", &api.granularity);
-    resolve("cuMemAddressReserve", &api.reserve);
-    resolve("cuMemAddressFree", &api.address_free);
-    resolve("cuMemCreate", &api.create);
-    resolve("cuMemRelease", &api.release);
-    resolve("cuMemMap", &api.map);
-    resolve("cuMemUnmap", &api.unmap);
-    resolve("cuMemSetAccess", &api.set_access);
+    ResolveDriver("cuMemGetAllocationGranularity", 12000, &api.granularity);
+    ResolveDriver("cuMemAddressReserve", 12000, &api.reserve);
+    ResolveDriver("cuMemAddressFree", 12000, &api.address_free);
+    ResolveDriver("cuMemCreate", 12000, &api.create);
+    ResolveDriver("cuMemRelease", 12000, &api.release);
+    ResolveDriver("cuMemMap", 12000, &api.map);
+    ResolveDriver("cuMemUnmap", 12000, &api.unmap);
+    ResolveDriver("cuMemSetAccess", 12000, &api.set_access);
     return api;
   }
   bool ok() const {
@@ -449,15 +458,7 @@ TEST_F(SafetyGpuTest, PoolAndReservedRangeMemoryRun) {
   moved.latent = static_cast<const mla_tail::bf16*>(pool_latent);
   moved.w_uv = static_cast<const mla_tail::bf16*>(spanning_w);
   moved.output = static_cast<mla_tail::bf16*>(pool_output);
-  for (TailPath path : {TailPath::kFused, TailPath::kBmm}) {
-    for (mla_tail::MlaTail* tail : {tail_.get(), full_.get()}) {
-      SCOPED_TRACE(mla_tail::TailPathName(path));
-      ASSERT_OK(problem->PoisonOutput(moved.output, stream_));
-      ASSERT_OK(tail->Run(problem->shape(), moved, stream_, path));
-      ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-      ASSERT_OK(problem->Check(moved.output, problem->SampleRows(), true));
-    }
-  }
+  ExpectRunsOnBothPaths(*problem, moved);
   EXPECT_EQ(cudaFreeAsync(pool_latent, stream_), cudaSuccess);
   EXPECT_EQ(cudaFreeAsync(pool_output, stream_), cudaSuccess);
   EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
@@ -796,19 +797,10 @@ struct ContextApi {
 
   static ContextApi Get() {
     ContextApi api;
-    auto resolve = [](const char* name, int version, auto* function) {
-      void* entry = nullptr;
-      cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-      if (cudaGetDriverEntryPointByVersion(name, &entry, version, cudaEnableDefault, &found) ==
-              cudaSuccess &&
-          found == cudaDriverEntryPointSuccess) {
-        *function = reinterpret_cast<std::remove_pointer_t<decltype(function)>>(entry);
-      }
-    };
-    resolve("cuCtxCreate", 13000, &api.create);
-    resolve("cuCtxDestroy", 12000, &api.destroy);
-    resolve("cuCtxGetCurrent", 12000, &api.get_current);
-    resolve("cuCtxSetCurrent", 12000, &api.set_current);
+    ResolveDriver("cuCtxCreate", 13000, &api.create);
+    ResolveDriver("cuCtxDestroy", 12000, &api.destroy);
+    ResolveDriver("cuCtxGetCurrent", 12000, &api.get_current);
+    ResolveDriver("cuCtxSetCurrent", 12000, &api.set_current);
     return api;
   }
   bool ok() const {
