@@ -106,6 +106,7 @@ class Fp8GpuTest : public GpuStreamTest<> {
   void RunE4m3(mla_tail::MlaTail& tail, const Problem& problem, TailBuffers buffers,
                const Fp8Output& out, const std::vector<uint16_t>& bf16, int live_rows = -1,
                const LateInputs* late = nullptr) {
+    ASSERT_EQ(bf16.size(), problem.output_elements()) << Name(tail) << ": no bf16 output";
     ASSERT_OK(out.Poison(stream_));
     out.Apply(&buffers);
     BehindLateWriter(problem, late);
@@ -154,12 +155,15 @@ TEST_P(Fp8WeightGridTest, EveryKernelBitExact) {
   int round = q == 1 ? 0 : static_cast<int>(row_counts.size());
   for (int rows : row_counts) {
     if (rows % q != 0) continue;
-    const Data& d = data[round % 4];
-    const bool view = round % 2 == 1;
+    // Each data set meets both W_UV layouts over four rounds, and both scale layouts.
+    const int data_index = round % 4;
+    const Data& d = data[data_index];
+    const bool view = (round / 4) % 2 == 1;
     const bool head_major = round % 3 == 0;
     ++round;
-    SCOPED_TRACE(absl::StrCat("heads ", heads, " rows ", rows, " q ", q, " data ", round % 4,
-                              view ? " kv_b_proj view" : " compact"));
+    SCOPED_TRACE(absl::StrCat("heads ", heads, " rows ", rows, " q ", q, " data ", data_index,
+                              view ? " kv_b_proj view" : " compact",
+                              head_major ? ", scales head-major" : ", scales row-major"));
     ProblemOptions options;            // the default data: latent sums that bf16 must round, gates
     options.shape = {heads, rows, q};  // over the whole range, inactive requests under NaN
     options.row_padding = 8;
@@ -228,7 +232,8 @@ TEST_F(Fp8GpuTest, UngatedAndCountedE4m3Tails) {
         w_options.seed = options.seed;
         std::unique_ptr<Fp8Weights> weights = MakeWeights(heads, w_options);
         ASSERT_NE(weights, nullptr);
-        std::unique_ptr<Fp8Output> out = MakeOutput(problem->shape(), rows % 2 == 0);
+        // Each weight data set with both scale layouts, over the two head counts.
+        std::unique_ptr<Fp8Output> out = MakeOutput(problem->shape(), (rows + heads / 4) % 2 == 0);
         ASSERT_NE(out, nullptr);
         TailBuffers buffers = problem->buffers();
         weights->Apply(&buffers);

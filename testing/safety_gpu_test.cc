@@ -19,10 +19,10 @@
 #include <string>
 #include <thread>
 #include <tuple>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -150,7 +150,8 @@ class SafetyGpuTest : public GpuStreamTest<> {
   void ExpectRunsOnBothPaths(const Problem& problem, const TailBuffers& buffers) {
     for (TailPath path : {TailPath::kFused, TailPath::kBmm}) {
       for (mla_tail::MlaTail* tail : {tail_.get(), full_.get()}) {
-        SCOPED_TRACE(mla_tail::TailPathName(path));
+        SCOPED_TRACE(absl::StrCat(mla_tail::TailPathName(path), ", ",
+                                  tail == full_.get() ? "full" : "cached", " pointer checks"));
         ASSERT_OK(problem.PoisonOutput(buffers.output, stream_));
         ASSERT_OK(tail->Run(problem.shape(), buffers, stream_, path));
         ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
@@ -224,8 +225,9 @@ TEST_F(SafetyGpuTest, AllocationsShorterThanTheCallAreRefused) {
 
 // The e4m3 buffers are checked like every other: pageable host memory in place of each of
 // w_uv_fp8, w_uv_scale, output_fp8 and output_scale is refused by name, and so is each placed so
-// that its last 16 (scales: 4) bytes lie past the end of a 2 MiB allocation. Nothing is written,
-// and the context stays usable.
+// that its last 16 bytes (output_scale's last 4) lie past the end of a 2 MiB allocation. Nothing
+// is written, neither the e4m3 output nor the memory put in a buffer's place, and the context
+// stays usable: the good buffers then compute the tail.
 TEST_F(SafetyGpuTest, E4m3BuffersAreCheckedLikeEveryBuffer) {
   std::unique_ptr<Problem> problem = MakeProblem(12, 16, 4);
   ASSERT_NE(problem, nullptr);
@@ -244,9 +246,10 @@ TEST_F(SafetyGpuTest, E4m3BuffersAreCheckedLikeEveryBuffer) {
   const int64_t out_scale_bytes = ((rows - 1) * good.output_scale_row_stride +
                                    (heads - 1) * good.output_scale_head_stride + 1) *
                                   4;
-  HostBuffer host(size_t{1} << 20);
+  HostBuffer host(size_t{1} << 20);  // zeros
   absl::StatusOr<DeviceMemory> page = DeviceMemory::Allocate(size_t{2} << 20);
   ASSERT_TRUE(page.ok());
+  ASSERT_EQ(cudaMemset(page->get(), 0xff, page->bytes()), cudaSuccess);
   char* const end = page->as<char>() + page->bytes();
   struct Case {
     const char* name;
@@ -280,11 +283,34 @@ TEST_F(SafetyGpuTest, E4m3BuffersAreCheckedLikeEveryBuffer) {
     ExpectRefused(full_->Run(problem->shape(), c.buffers, stream_), c.name, c.why);
     ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
     ASSERT_OK((*out)->CheckUntouched());
+    std::vector<unsigned char> bytes(page->bytes());
+    ASSERT_EQ(cudaMemcpy(bytes.data(), page->get(), bytes.size(), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    EXPECT_EQ(std::count(bytes.begin(), bytes.end(), 0xff), static_cast<long>(bytes.size()))
+        << "a refused call wrote the device allocation";
+    const unsigned char* const host_bytes = host.as<unsigned char>();
+    EXPECT_EQ(std::count(host_bytes, host_bytes + (size_t{1} << 20), 0), 1L << 20)
+        << "a refused call wrote the host buffer";
   }
-  // The context is usable: the good buffers run.
+  // The context is usable: the bf16 output of the same e4m3 weights against the reference, then
+  // the good buffers' e4m3 output against its quantization.
+  ReferenceInputs in = problem->reference_inputs();
+  (*weights)->Apply(&in);
+  TailBuffers bf16_output = problem->buffers();
+  (*weights)->Apply(&bf16_output);
+  ASSERT_OK(problem->PoisonOutput(bf16_output.output, stream_));
+  ASSERT_OK(tail_->Run(problem->shape(), bf16_output, stream_));
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ASSERT_OK(problem->Check(bf16_output.output, problem->SampleRows(), true, in));
+  absl::StatusOr<std::vector<uint16_t>> bf16 =
+      DownloadBits(bf16_output.output, problem->output_elements());
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+  ASSERT_OK((*out)->Poison(stream_));
   ASSERT_OK(tail_->Run(problem->shape(), good, stream_));
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  const int64_t stride = bf16_output.output_row_stride;
+  EXPECT_OK((*out)->Check([&](int t, int column) { return (*bf16)[t * stride + column]; }));
 }
 
 // Freed memory: refused when never checked before, and refused after it was checked and cached
@@ -413,21 +439,35 @@ TEST_F(SafetyGpuTest, PoolAndReservedRangeMemoryRun) {
   std::unique_ptr<Problem> problem = MakeProblem(12, 16, 5);
   ASSERT_NE(problem, nullptr);
   const TailBuffers b = problem->buffers();
-  const size_t latent_bytes = size_t{16} * b.latent_row_stride * 2;
+  const size_t latent_bytes = size_t(problem->shape().rows) * b.latent_row_stride * 2;
   const size_t output_bytes = problem->output_elements() * 2;
-  const size_t w_bytes = size_t{12} * b.w_head_stride * 2;
+  const size_t w_bytes = size_t(problem->shape().heads) * b.w_head_stride * 2;
+  // Each resource is given back by the cleanup made when it is obtained, whatever fails after;
+  // the checks' cache, which must not outlive the memory it vouches for, is forgotten last.
+  const absl::Cleanup forget = [] { mla_tail::internal::ForgetCheckedPointers(); };
+  const absl::Cleanup drain = [this] { EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess); };
 
   // The latent from the default pool, the output from a pool of the test's own.
   void* pool_latent = nullptr;
   ASSERT_EQ(cudaMallocAsync(&pool_latent, latent_bytes, stream_), cudaSuccess);
+  const absl::Cleanup free_latent = [&] {
+    EXPECT_EQ(cudaFreeAsync(pool_latent, stream_), cudaSuccess);
+  };
   cudaMemPoolProps props = {};
   props.allocType = cudaMemAllocationTypePinned;
   props.location.type = cudaMemLocationTypeDevice;
   props.location.id = 0;
   cudaMemPool_t pool = nullptr;
   ASSERT_EQ(cudaMemPoolCreate(&pool, &props), cudaSuccess);
+  const absl::Cleanup destroy_pool = [&] {
+    EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    EXPECT_EQ(cudaMemPoolDestroy(pool), cudaSuccess);
+  };
   void* pool_output = nullptr;
   ASSERT_EQ(cudaMallocFromPoolAsync(&pool_output, output_bytes, pool, stream_), cudaSuccess);
+  const absl::Cleanup free_output = [&] {
+    EXPECT_EQ(cudaFreeAsync(pool_output, stream_), cudaSuccess);
+  };
 
   // Two mappings of one reservation, W_UV's first half in the first and its second in the other.
   CUmemAllocationProp prop = {};
@@ -439,16 +479,37 @@ TEST_F(SafetyGpuTest, PoolAndReservedRangeMemoryRun) {
   const size_t chunk = (w_bytes / 2 + granularity - 1) / granularity * granularity;
   CUdeviceptr range = 0;
   ASSERT_EQ(vm.reserve(&range, 2 * chunk, 0, 0, 0), CUDA_SUCCESS);
+  const absl::Cleanup free_range = [&] {
+    EXPECT_EQ(vm.address_free(range, 2 * chunk), CUDA_SUCCESS);
+  };
+  // The mappings are unmapped and their handles released before the range is freed.
   CUmemGenericAllocationHandle handles[2] = {};
+  bool created[2] = {}, mapped[2] = {};
+  const absl::Cleanup unmap_and_release = [&] {
+    for (int i = 0; i < 2; ++i) {
+      if (mapped[i]) {
+        EXPECT_EQ(vm.unmap(range + i * chunk, chunk), CUDA_SUCCESS);
+      }
+      if (created[i]) {
+        EXPECT_EQ(vm.release(handles[i]), CUDA_SUCCESS);
+      }
+    }
+  };
   for (int i = 0; i < 2; ++i) {
     ASSERT_EQ(vm.create(&handles[i], chunk, &prop, 0), CUDA_SUCCESS);
+    created[i] = true;
     ASSERT_EQ(vm.map(range + i * chunk, chunk, 0, handles[i], 0), CUDA_SUCCESS);
+    mapped[i] = true;
   }
   CUmemAccessDesc access = {};
   access.location = prop.location;
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   ASSERT_EQ(vm.set_access(range, 2 * chunk, &access, 1), CUDA_SUCCESS);
   void* spanning_w = reinterpret_cast<void*>(range + chunk - w_bytes / 2);
+  // Before any memory is given back, the stream's work on it is done.
+  const absl::Cleanup drain_first = [this] {
+    EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  };
 
   ASSERT_EQ(cudaMemcpyAsync(pool_latent, b.latent, latent_bytes, cudaMemcpyDefault, stream_),
             cudaSuccess);
@@ -459,15 +520,6 @@ TEST_F(SafetyGpuTest, PoolAndReservedRangeMemoryRun) {
   moved.w_uv = static_cast<const mla_tail::bf16*>(spanning_w);
   moved.output = static_cast<mla_tail::bf16*>(pool_output);
   ExpectRunsOnBothPaths(*problem, moved);
-  EXPECT_EQ(cudaFreeAsync(pool_latent, stream_), cudaSuccess);
-  EXPECT_EQ(cudaFreeAsync(pool_output, stream_), cudaSuccess);
-  EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-  EXPECT_EQ(cudaMemPoolDestroy(pool), cudaSuccess);
-  EXPECT_EQ(vm.unmap(range, 2 * chunk), CUDA_SUCCESS);
-  for (CUmemGenericAllocationHandle h : handles) EXPECT_EQ(vm.release(h), CUDA_SUCCESS);
-  EXPECT_EQ(vm.address_free(range, 2 * chunk), CUDA_SUCCESS);
-  // The checks' cache must not outlive the memory it vouches for in later tests.
-  mla_tail::internal::ForgetCheckedPointers();
 }
 
 // Every call that takes buffers refuses host memory by name, and stores or writes nothing: the

@@ -17,7 +17,7 @@ absl::StatusOr<LateInputs> LateInputs::Save(const Problem& problem, cudaStream_t
   LateInputs late;
   late.latent_bytes = size_t(rows) * b.latent_row_stride * 2;
   late.gate_bytes = b.gate == nullptr ? 0 : size_t(rows) * b.gate_row_stride * 2;  // none without
-  late.lengths_bytes = size_t(rows) * 4;
+  late.lengths_bytes = size_t(rows / problem.shape().q) * 4;  // a length a request
   absl::StatusOr<DeviceMemory> saved =
       DeviceMemory::Allocate(late.latent_bytes + late.gate_bytes + late.lengths_bytes);
   if (!saved.ok()) return saved.status();
