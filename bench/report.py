@@ -6,8 +6,9 @@
     python3 bench/report.py bench/results/h200 --out /tmp/plot  # the plot elsewhere
 
 Reads tail_bench.csv (our paths, the limit, the cuBLASLt + gate peer) and torch_peer.csv (the
-PyTorch formulation), and tail_bench_fp8.csv when present (e4m3 W_UV and the e4m3 output against
-the bf16 tail of the same run, and over the streaming floor of their own bytes: print_fp8). Per
+PyTorch formulation), and tail_bench_fp8.csv and tail_bench_fp8_output.csv when present (e4m3
+W_UV, and the e4m3 output, against the bf16 tail of the same run, and over the streaming floor of
+their own bytes: print_fp8). Per
 shape: the dispatched path, the fastest of the kernels the run forced (every fused kernel and bmm,
 as the run forced them), the back-to-back replays (auto-replay rows, when present), the limit
 (the bytes' time), the FLOPs' time at the run's bf16 matrix rate (when the run recorded it), the

@@ -306,14 +306,15 @@ absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
   MLA_RETURN_IF_ERROR(CheckRows(rows));
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device_));
-  // A stream's device never changes: asking CUDA once per stream keeps two driver queries off
-  // every replay.
-  if (accepted_stream_ != stream) {
-    MLA_RETURN_IF_ERROR(tail_->CheckStream(stream));
-    accepted_stream_ = stream;
-  }
   absl::StatusOr<bool> capturing = internal::IsCapturing(stream);
   if (!capturing.ok()) return capturing.status();
+  // A stream's device never changes: asking CUDA once per stream keeps two driver queries off
+  // every replay. A capturing stream's device cannot be asked (CheckStream lets it pass): it is
+  // asked at its next replay outside a capture.
+  if (accepted_stream_ != stream) {
+    MLA_RETURN_IF_ERROR(tail_->CheckStream(stream));
+    if (!*capturing) accepted_stream_ = stream;
+  }
 
   absl::StatusOr<int> bucket = FindBucket(options_.buckets, rows);
   if (!bucket.ok()) {

@@ -19,9 +19,10 @@
 // GEMM's descriptors hold, re-captures that graph (counted in stats()). Replaying unchanged
 // pointers costs one comparison. docs/benchmarks.md has the measured costs.
 //
-// Padding: rows between `rows` and the bucket belong to requests that must have length 0 (the
-// kernels write their output rows as +0.0 whatever their inputs hold). ZeroPaddingLengths
-// writes those zeros in stream order.
+// Padding: rows between `rows` and the bucket are skipped, neither read nor written, when the
+// buffers carry a live row count (TailBuffers::row_count) that holds `rows`. Without one they
+// belong to requests that must have length 0 (the kernels write their output rows as +0.0
+// whatever their inputs hold); ZeroPaddingLengths writes those zeros in stream order.
 //
 // Inside the caller's capture: Replay on a stream that is being captured (a runtime capturing
 // its whole decode step) records the bucket's tail into that capture, as MlaTail::Run would,
@@ -94,7 +95,8 @@ struct GraphSetStats {
 
 class TailGraphSet {
  public:
-  // Validates the options and allocates the shared scratch; captures nothing yet.
+  // Validates the options; allocates nothing and captures nothing yet (a BMM-path set's scratch
+  // comes with its first capture).
   static absl::StatusOr<std::unique_ptr<TailGraphSet>> Create(int device,
                                                               const GraphSetOptions& options);
   ~TailGraphSet();

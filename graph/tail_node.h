@@ -62,7 +62,8 @@ class TailNode {
   // The node that work after the tail depends on.
   cudaGraphNode_t node() const { return node_; }
   const TailShape& shape() const { return shape_; }
-  // The buffers the node's graph holds (as added, or as last given to Update).
+  // The buffers last written: as added, or as last given to Update or UpdateGraph (after
+  // Update, what that exec holds; the graph itself holds them only after UpdateGraph).
   const TailBuffers& buffers() const { return buffers_; }
   // The kernel the node runs.
   FusedKernel kernel() const { return kernel_; }

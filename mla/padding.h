@@ -1,9 +1,10 @@
 #ifndef MLA_TAIL_MLA_PADDING_H_
 #define MLA_TAIL_MLA_PADDING_H_
 
-// Padded batches: a runtime that runs the tail for more rows than it has tokens (a graph set's
-// bucket, a graph or node built for a fixed row count) gives the padding requests length 0, and
-// the tail writes their output rows as +0.0 whatever their inputs hold (docs/spec.md).
+// Padded batches without a live row count: a runtime that runs the tail for more rows than it has
+// tokens (a graph set's bucket, a graph or node built for a fixed row count) gives the padding
+// requests length 0, and the tail writes their output rows as +0.0 whatever their inputs hold
+// (docs/spec.md). With TailBuffers::row_count the padding rows are skipped instead.
 
 #include <cuda_runtime_api.h>
 
@@ -18,8 +19,9 @@ namespace mla_tail {
 // eager run recorded for it) writes +0.0 to the padding rows. Runs on the device whose memory
 // `lengths` is (the current device for host-mapped or managed memory), whatever the thread has
 // current; `stream` must belong to it. InvalidArgument for q outside [1, 64],
-// rows < 0, bucket_rows > 65536, either not a multiple of q, rows > bucket_rows, or lengths
-// that do not hold bucket_rows / q requests of reachable memory (MlaTail::Run's checks).
+// rows < 0, bucket_rows > 65536, either not a multiple of q, rows > bucket_rows, or padding
+// requests [rows / q, bucket_rows / q) that are not reachable memory (MlaTail::Run's checks).
+// With rows == bucket_rows there is nothing to write: OK, nothing checked.
 absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int q,
                                 cudaStream_t stream);
 

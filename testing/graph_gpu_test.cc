@@ -477,6 +477,36 @@ TEST_P(GraphGpuTest, ErrorsLeaveTheSetUsable) {
   ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(), true));
 }
 
+// With two GPUs: a stream of another device is refused by name by Replay outside a capture, also
+// after it was first given to Replay while it captured (when CUDA cannot name a capturing
+// stream's device, and the replay is recorded or fails at its launch instead).
+TEST_P(GraphGpuTest, StreamOfAnotherDeviceIsRefusedOnceItNoLongerCaptures) {
+  MLA_REQUIRE_GPUS_OR_SKIP(2);
+  std::unique_ptr<Problem> problem = MakeProblem(12, 16, 1, 103);
+  ASSERT_NE(problem, nullptr);
+  std::unique_ptr<TailGraphSet> set = MakeSet(Options(12, 1, 1, {16}));
+  ASSERT_NE(set, nullptr);
+  ASSERT_OK(set->SetLayer(0, problem->buffers()));
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  cudaStream_t other = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamBeginCapture(other, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  const absl::Status under_capture = set->Replay(0, 16, other);
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(other, &graph);
+  if (graph != nullptr) cudaGraphDestroy(graph);
+  (void)cudaGetLastError();  // an invalidated capture's error is not the test's subject
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  SCOPED_TRACE(absl::StrCat("under capture: ", under_capture.ToString(),
+                            "; capture ended: ", cudaGetErrorName(ended)));
+  const absl::Status status = set->Replay(0, 16, other);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("stream belongs to device 1"));
+  EXPECT_EQ(cudaStreamDestroy(other), cudaSuccess);
+}
+
 // The fused path with each Tile configuration forced (at 64 heads x 256 rows the
 // warp-specialized one runs one 128-row tile a block; TileKernelTest loops it over 4 at
 // 64 heads x 1000 rows): the captured node is found (the capture fails otherwise), replays equal

@@ -32,7 +32,8 @@
 #     --no-tests        no plain run of the tests
 #     --bin="NAME ARGS" run the staged bin/NAME with ARGS after the tests (repeatable); {out} in
 #                       ARGS becomes the output folder (for CSV files). Staged: tail_bench,
-#                       graph_bench, decode_demo; bench/*.py are in scripts/.
+#                       every gpu_bench binary and example_runtime (MANIFEST lists them);
+#                       bench/*.py are in scripts/.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$PWD/gpu-results}

@@ -15,11 +15,11 @@ absl::Status CublasStatus(cublasStatus_t status, const char* what) {
       lt.ok() ? absl::StrCat(what, ": ", (*lt)->cublasLtGetStatusName(status), " (",
                              (*lt)->cublasLtGetStatusString(status), ")")
               : absl::StrCat(what, ": cuBLAS status ", static_cast<int>(status));
+  // INVALID_VALUE is Internal: the descriptors are the library's own, built from validated
+  // arguments (as cudaErrorInvalidValue from its CUDA calls; docs/spec.md, "Errors").
   switch (status) {
     case CUBLAS_STATUS_ALLOC_FAILED:
       return absl::ResourceExhaustedError(message);
-    case CUBLAS_STATUS_INVALID_VALUE:
-      return absl::InvalidArgumentError(message);
     case CUBLAS_STATUS_NOT_SUPPORTED:
     case CUBLAS_STATUS_ARCH_MISMATCH:
       return absl::FailedPreconditionError(message);
@@ -124,6 +124,11 @@ absl::StatusOr<ValueBmm> ValueBmm::Create(cublasLtHandle_t handle, const ValueBm
     status = lt.cublasLtMatmulAlgoGetHeuristic(handle, descriptors->matmul, descriptors->a,
                                                descriptors->b, descriptors->d, descriptors->d,
                                                preference, 1, &result, &found);
+    // The heuristic's NOT_SUPPORTED is its "no algorithm for this GEMM": NotFound below.
+    if (status == CUBLAS_STATUS_NOT_SUPPORTED) {
+      status = CUBLAS_STATUS_SUCCESS;
+      found = 0;
+    }
   }
   lt.cublasLtMatmulPreferenceDestroy(preference);
   MLA_RETURN_IF_CUBLAS_ERROR(status, "cublasLtMatmulAlgoGetHeuristic");
