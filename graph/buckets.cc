@@ -8,7 +8,8 @@
 namespace mla_tail {
 
 std::vector<int> DefaultBuckets(int q, int max_rows) {
-  if (q < 1) return {};  // no multiple of q: ValidateBuckets names the bad q
+  if (q < 1 || q > kMaxQ) return {};  // ValidateBuckets names the bad q
+  max_rows = std::min(max_rows, kMaxRows);
   std::vector<int> rows = {1, 2, 4};
   for (int r = 8; r <= 256; r += 8) rows.push_back(r);
   for (int r = 272; r <= 512; r += 16) rows.push_back(r);

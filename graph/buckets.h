@@ -13,8 +13,8 @@
 namespace mla_tail {
 
 // The default list, close to vLLM's and SGLang's: 1, 2, 4, 8..256 by 8, 272..512 by 16, each
-// rounded up to a multiple of q and deduplicated (tokens = requests * q), up to `max_rows`;
-// empty for q < 1.
+// rounded up to a multiple of q and deduplicated (tokens = requests * q), then 544.. by 32, up to
+// `max_rows` (at most kMaxRows); empty for q outside [1, kMaxQ].
 std::vector<int> DefaultBuckets(int q, int max_rows = 512);
 
 // InvalidArgument unless `buckets` is non-empty, strictly increasing, every entry a multiple of

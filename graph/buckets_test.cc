@@ -1,7 +1,11 @@
 #include "mla_tail/graph/buckets.h"
 
+#include <limits>
+#include <vector>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "mla_tail/mla/tail_args.h"
 
 namespace mla_tail {
 namespace {
@@ -28,9 +32,21 @@ TEST(DefaultBucketsTest, AreMultiplesOfQ) {
   EXPECT_THAT(DefaultBuckets(1, 1000).back(), 992);
 }
 
-TEST(DefaultBucketsTest, EmptyForQBelowOne) {
+TEST(DefaultBucketsTest, EmptyForQOutsideItsRange) {
   EXPECT_TRUE(DefaultBuckets(0).empty());
   EXPECT_TRUE(DefaultBuckets(-3).empty());
+  EXPECT_TRUE(DefaultBuckets(65).empty());
+  EXPECT_TRUE(DefaultBuckets(std::numeric_limits<int>::max(), 512).empty());
+}
+
+// A max_rows above the rows of one call stops at kMaxRows (no bucket could be used past it).
+TEST(DefaultBucketsTest, StopAtTheRowsOfOneCall) {
+  for (int q : {1, 3, 64}) {
+    const std::vector<int> b = DefaultBuckets(q, std::numeric_limits<int>::max());
+    EXPECT_TRUE(ValidateBuckets(b, q).ok()) << q;
+    EXPECT_LE(b.back(), kMaxRows);
+    EXPECT_GT(b.back(), kMaxRows - 32 * q);
+  }
 }
 
 TEST(ValidateBucketsTest, NamesTheFault) {

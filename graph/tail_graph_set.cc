@@ -68,8 +68,14 @@ absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
   if (options.buckets.empty()) options.buckets = DefaultBuckets(options.q);
   MLA_RETURN_IF_ERROR(ValidateBuckets(options.buckets, options.q));
   MLA_RETURN_IF_ERROR(ValidateShape({options.heads, options.buckets.back(), options.q}));
-  if (options.layers < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("layers = ", options.layers, " is below 1"));
+  if (options.layers < 1 || options.layers > kMaxGraphSetLayers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("layers = ", options.layers, " is outside [1, ", kMaxGraphSetLayers, "]"));
+  }
+  if (int64_t{options.layers} * static_cast<int64_t>(options.buckets.size()) > kMaxGraphSetGraphs) {
+    return absl::InvalidArgumentError(absl::StrCat("layers x buckets = ", options.layers, " x ",
+                                                   options.buckets.size(), " is above ",
+                                                   kMaxGraphSetGraphs, " graphs"));
   }
   if (options.max_eager_rows < 0 || options.max_eager_rows > kMaxRows ||
       options.max_eager_rows % options.q != 0) {
@@ -77,6 +83,7 @@ absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
                                                    " must be in [0, ", kMaxRows,
                                                    "] and a multiple of q = ", options.q));
   }
+  MLA_RETURN_IF_ERROR(MlaTail::CheckPathTakes(options.path, TailBuffers{}));  // a TailPath
   TailOptions tail_options;
   // The BMM path's scratch (64 MiB and more) only for a set that takes that path.
   tail_options.bmm = options.path == TailPath::kBmm;

@@ -64,10 +64,14 @@
 
 namespace mla_tail {
 
+// A set's limits: the host state of every (layer, bucket) graph is held for the set's lifetime.
+inline constexpr int kMaxGraphSetLayers = 1024;
+inline constexpr int64_t kMaxGraphSetGraphs = int64_t{1} << 18;  // layers x buckets
+
 struct GraphSetOptions {
   int heads = 0;             // H, 1..128
   int q = 1;                 // tokens per request
-  int layers = 0;            // layers of the model, >= 1
+  int layers = 0;            // layers of the model, 1..kMaxGraphSetLayers
   std::vector<int> buckets;  // rows per bucket, sorted; empty: DefaultBuckets(q)
   int max_eager_rows = 0;    // Replay of more rows than the largest bucket runs the eager tail
                              // up to this many rows (0: OutOfRange instead)

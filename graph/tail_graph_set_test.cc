@@ -2,6 +2,7 @@
 
 #include "mla_tail/graph/tail_graph_set.h"
 
+#include <limits>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -58,6 +59,26 @@ TEST(TailGraphSetOptionsTest, BadOptionsAreRefused) {
   options = Valid();
   options.max_eager_rows = -1;
   ExpectRefused(options, "max_eager_rows");
+  options = Valid();
+  options.path = static_cast<TailPath>(7);
+  ExpectRefused(options, "not a TailPath");
+  options = Valid();
+  options.fused_kernel = static_cast<FusedKernel>(99);
+  ExpectRefused(options, "not a FusedKernel");
+}
+
+// The set's host state grows with layers x buckets: both are bounded before anything is built.
+TEST(TailGraphSetOptionsTest, LayersAndGraphsAreBounded) {
+  GraphSetOptions options = Valid();
+  for (int layers : {kMaxGraphSetLayers + 1, std::numeric_limits<int>::max()}) {
+    options.layers = layers;
+    ExpectRefused(options, "layers = ");
+  }
+  options = Valid();
+  options.layers = kMaxGraphSetLayers;
+  options.buckets.clear();
+  for (int rows = 1; rows <= 1024; ++rows) options.buckets.push_back(rows);
+  ExpectRefused(options, "graphs");
 }
 
 }  // namespace

@@ -143,6 +143,12 @@ absl::StatusOr<TailNode> AddTailNode(const MlaTail& tail, cudaGraph_t graph,
       edges[i].type = cudaGraphDependencyTypeProgrammatic;
     }
   }
+  // CUDA takes no dependency twice (and its refusal would read as a library fault).
+  std::vector<cudaGraphNode_t> distinct(dependencies.begin(), dependencies.end());
+  std::sort(distinct.begin(), distinct.end());
+  if (std::adjacent_find(distinct.begin(), distinct.end()) != distinct.end()) {
+    return absl::InvalidArgumentError("a dependency is given twice");
+  }
 
   absl::StatusOr<internal::TailKernelNode> node =
       internal::TailAccess::FusedNode(tail, shape, buffers);

@@ -104,8 +104,8 @@ class TailNode {
 
 // Adds `tail`'s fused kernel for `shape` over `buffers` to `graph`, after `dependencies` (nodes
 // of `graph`; may be empty). The graph must be instantiated on `tail`'s device. Validates every
-// argument first: InvalidArgument for a bad shape or buffer, or a dependency that is null or not
-// a node of `graph`. On error nothing was added.
+// argument first: InvalidArgument for a bad shape or buffer, or a dependency that is null, given
+// twice or not a node of `graph`. On error nothing was added.
 absl::StatusOr<TailNode> AddTailNode(const MlaTail& tail, cudaGraph_t graph,
                                      absl::Span<const cudaGraphNode_t> dependencies,
                                      const TailShape& shape, const TailBuffers& buffers,

@@ -59,7 +59,7 @@ const char* FusedKernelName(FusedKernel kernel);
 // Whether LatentSplit's blocks (8 a head per 8 rows up to 8 rows, else per 16 rows) fit one
 // an SM.
 constexpr bool LatentSplitBlocksFitOneWave(int heads, int rows, int multiprocessors) {
-  const int tile_rows = rows <= 8 ? 8 : 16;
+  const long long tile_rows = rows <= 8 ? 8 : 16;
   return 8LL * heads * ((rows + tile_rows - 1) / tile_rows) <= multiprocessors;
 }
 
@@ -197,6 +197,11 @@ constexpr FusedKernel DispatchE4m3OutputKernel(int heads, int rows, int multipro
 constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocessors,
                                           WeightType weight = WeightType::kBf16,
                                           OutputType output = OutputType::kBf16) {
+  // The rule's domain: shapes ValidateShape accepts on a GPU with at least one SM. Values
+  // outside it are clamped into it, so that no arithmetic below overflows or divides by zero.
+  heads = heads < 1 ? 1 : heads > kMaxHeads ? kMaxHeads : heads;
+  rows = rows < 1 ? 1 : rows > kMaxRows ? kMaxRows : rows;
+  multiprocessors = multiprocessors < 1 ? 1 : multiprocessors;
   if (output == OutputType::kE4m3) {
     return DispatchE4m3OutputKernel(heads, rows, multiprocessors, weight);
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <limits>
 #include <string>
 #include <tuple>
 
@@ -350,6 +351,25 @@ TEST(DispatchTest, E4m3WeightsArePlannedByTheE4m3Rule) {
 // The SM count enters where the rule counts waves: a GPU with fewer SMs moves the 16-row
 // LatentSplit blocks', the 8-row ColumnSplit blocks' and the one-wave 64 x 128 tiles' ranges
 // with it.
+// Outside its domain (ValidateShape's shapes, at least one SM) the rule clamps its inputs: no
+// overflow, no division by zero (tools/ubsan.sh runs this), the nearest valid shape's kernel.
+TEST(DispatchTest, ClampsValuesOutsideItsDomain) {
+  constexpr int kMin = std::numeric_limits<int>::min(), kMax = std::numeric_limits<int>::max();
+  for (WeightType weight : {WeightType::kBf16, WeightType::kE4m3}) {
+    for (OutputType output : {OutputType::kBf16, OutputType::kE4m3}) {
+      EXPECT_EQ(DispatchFusedKernel(128, 4096, 0, weight, output),
+                DispatchFusedKernel(128, 4096, 1, weight, output));
+      EXPECT_EQ(DispatchFusedKernel(1, kMax - 100, 132, weight, output),
+                DispatchFusedKernel(1, kMaxRows, 132, weight, output));
+      EXPECT_EQ(DispatchFusedKernel(kMax, kMax, kMax, weight, output),
+                DispatchFusedKernel(kMaxHeads, kMaxRows, kMax, weight, output));
+      EXPECT_EQ(DispatchFusedKernel(kMin, kMin, kMin, weight, output),
+                DispatchFusedKernel(1, 1, 1, weight, output));
+    }
+  }
+  EXPECT_FALSE(LatentSplitBlocksFitOneWave(1, kMax, 132));
+}
+
 TEST(DispatchTest, FollowsTheMultiprocessorCount) {
   EXPECT_EQ(DispatchFusedKernel(8, 32, kH200), FusedKernel::kLatentSplit);
   EXPECT_EQ(DispatchFusedKernel(8, 32, 114), FusedKernel::kTile64x32AllSteps);

@@ -39,7 +39,8 @@ absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int
   }
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device));
-  const auto begin = reinterpret_cast<uintptr_t>(lengths + rows / q);
+  const auto begin =
+      reinterpret_cast<uintptr_t>(lengths) + static_cast<uintptr_t>(rows / q) * sizeof(int32_t);
   const internal::Extent padding{
       "lengths", begin, begin + static_cast<uintptr_t>((bucket_rows - rows) / q) * sizeof(int32_t)};
   MLA_RETURN_IF_ERROR(

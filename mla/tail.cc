@@ -3,7 +3,9 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -128,6 +130,13 @@ absl::StatusOr<std::unique_ptr<MlaTail>> MlaTail::Create(int device, const TailO
     return absl::InvalidArgumentError(absl::StrCat("TailOptions.max_rows = ", options.max_rows,
                                                    " is outside [1, ", kMaxRows, "]"));
   }
+  if (options.fused_kernel != FusedKernel::kAuto &&
+      std::find(std::begin(kFusedKernels), std::end(kFusedKernels), options.fused_kernel) ==
+          std::end(kFusedKernels)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("TailOptions.fused_kernel = ", static_cast<int>(options.fused_kernel),
+                     " is not a FusedKernel"));
+  }
   MLA_RETURN_IF_ERROR(internal::CheckDevice(device));
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device));
@@ -220,6 +229,10 @@ absl::Status MlaTail::Impl::AllocateBmmScratch() {
 }
 
 absl::Status MlaTail::CheckPathTakes(TailPath path, const TailBuffers& buffers) {
+  if (path != TailPath::kAuto && path != TailPath::kFused && path != TailPath::kBmm) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("path = ", static_cast<int>(path), " is not a TailPath"));
+  }
   if (path != TailPath::kBmm) return absl::OkStatus();
   if (WeightTypeOf(buffers) != WeightType::kBf16) {
     return absl::UnimplementedError(
@@ -364,13 +377,15 @@ absl::Status MlaTail::Impl::RunFused(const TailShape& shape, const TailBuffers& 
   MLA_RETURN_IF_CUDA_ERROR(
       internal::PlanFusedKernel(params, options.fused_kernel, multiprocessors, &launch),
       "planning the fused kernel");
+  // A recorded node's launches are planned before anything is enqueued.
+  absl::StatusOr<internal::TailKernelNode> node = internal::TailKernelNode{};
+  if (recorded != nullptr) node = FusedNode(shape, b);
+  if (!node.ok()) return node.status();
   MLA_RETURN_IF_CUDA_ERROR(internal::LaunchKernel(launch, &params, stream, options.pdl),
                            "fused kernel launch");
   if (recorded == nullptr) return absl::OkStatus();
   absl::StatusOr<cudaGraphNode_t> captured = internal::LastCapturedNode(stream);
   if (!captured.ok()) return captured.status();
-  absl::StatusOr<internal::TailKernelNode> node = FusedNode(shape, b);
-  if (!node.ok()) return node.status();
   node->node = *captured;
   *recorded = *node;
   return absl::OkStatus();

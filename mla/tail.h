@@ -93,8 +93,9 @@ class MlaTail {
   // outside any capture (Run() does so on first use when not capturing).
   absl::Status PrepareBmm(const TailShape& shape, const TailBuffers& buffers);
 
-  // Unimplemented when `path` is the BMM path and `buffers` hold e4m3 W_UV or an e4m3 output: the
-  // fused path alone takes them. OK otherwise (nothing else is checked).
+  // InvalidArgument when `path` is not a TailPath; Unimplemented when it is the BMM path and
+  // `buffers` hold e4m3 W_UV or an e4m3 output: the fused path alone takes them. OK otherwise
+  // (nothing else is checked).
   static absl::Status CheckPathTakes(TailPath path, const TailBuffers& buffers);
 
   // The fused kernel Run() launches for `shape`, W_UV of `weight` and an output of `output` on

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <utility>
 
 #include "absl/container/inlined_vector.h"
@@ -232,7 +233,8 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
   // address space.
   const internal::TailExtents e = internal::ExtentsOf(shape, b);
   for (const internal::Extent& extent : e.All()) {
-    if (extent.end < extent.begin) {
+    if (extent.end < extent.begin ||
+        extent.end > static_cast<uintptr_t>(std::numeric_limits<int64_t>::max())) {
       return absl::InvalidArgumentError(
           absl::StrFormat("%s = %p: the bytes it spans run past the end of the address space",
                           extent.name, reinterpret_cast<const void*>(extent.begin)));
@@ -260,10 +262,14 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
   absl::InlinedVector<std::pair<Rows, const char*>, 5> inputs = {
       {Rows{Address(b.latent), rows, b.latent_row_stride * kBytes, heads * kLatentDim * kBytes},
        "latent"},
-      {Rows{Address(b.gate), rows, b.gate_row_stride * kBytes, width * kBytes}, "gate"},
       {Rows{Address(b.lengths), 1, 1, static_cast<int64_t>(rows / shape.q * sizeof(int32_t))},
        "lengths"},
       {Rows{Address(b.row_count), 1, 1, sizeof(int32_t)}, "row_count"}};
+  // Without a gate its stride is not validated (nor used).
+  if (b.gate != nullptr) {
+    inputs.push_back(
+        {Rows{Address(b.gate), rows, b.gate_row_stride * kBytes, width * kBytes}, "gate"});
+  }
   if (fp8_weight) {
     const int64_t stride = heads > 1 ? b.w_uv_scale_head_stride : 4;
     inputs.push_back({Rows{Address(b.w_uv_scale), heads, stride * 4, 16}, "w_uv_scale"});

@@ -236,6 +236,33 @@ TEST(ValidateTailTest, TheCountsFlagsNeedACount) {
   }
 }
 
+// Strides of absent tensors are not validated, so nothing may compute with them: under UBSan an
+// extreme value would overflow there.
+TEST(ValidateTailTest, StridesOfAbsentTensorsAreNeverUsed) {
+  Fixture f({4, 16, 1});
+  TailBuffers b = f.buffers;
+  b.gate = nullptr;
+  b.gate_row_stride = std::numeric_limits<int64_t>::max();
+  b.output_scale_row_stride = std::numeric_limits<int64_t>::max();
+  b.output_scale_head_stride = std::numeric_limits<int64_t>::min();
+  b.w_uv_scale_head_stride = std::numeric_limits<int64_t>::max();
+  EXPECT_TRUE(ValidateTail(f.shape, b).ok()) << ValidateTail(f.shape, b);
+}
+
+// No user address lies above 2^63 - 1: a span ending there is refused before the overlap rule's
+// signed arithmetic sees it, and so is one that wraps past the top of the address space.
+TEST(ValidateTailTest, SpansEndingAboveTheSignedRangeAreRefused) {
+  Fixture f({1, 1, 1});
+  for (const uintptr_t address :
+       {uintptr_t{0x7FFFFFFFFFFFFF00}, uintptr_t{0x8000000000000000}, ~uintptr_t{0xFF}}) {
+    TailBuffers b = f.buffers;
+    b.output = reinterpret_cast<bf16*>(address);
+    const absl::Status status = ValidateTail(f.shape, b);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_THAT(std::string(status.message()), HasSubstr("past the end of the address space"));
+  }
+}
+
 TEST(ValidateTailTest, OneHeadMayUseAnyHeadStride) {
   Fixture f({1, 16, 1});
   f.buffers.w_head_stride = 0;

@@ -144,6 +144,13 @@ absl::Status Query(int device, const Extent& e,
 }  // namespace
 
 absl::Status CheckExtents(int device, absl::Span<const Extent> extents, PointerCheck mode) {
+  for (const Extent& e : extents) {
+    if (e.end < e.begin) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s = %p: the bytes it spans run past the end of the address space",
+                          e.name, AsPointer(e.begin)));
+    }
+  }
   const bool cached = device >= 0 && device < kCachedDevices;
   absl::InlinedVector<const Extent*, 8> unchecked;
   if (cached && mode == PointerCheck::kCached) {

@@ -14,7 +14,9 @@
 namespace mla_tail::internal {
 
 // Bytes [begin, end) of one buffer. Computed from validated strides (each at most kMaxStride),
-// so no product overflows; `end < begin` means the span runs past the top of the address space.
+// so no product overflows; `end < begin` means the span runs past the top of the address space,
+// and validation refuses spans that end above 2^63 - 1 (no user address lies there), so that the
+// overlap rule's signed arithmetic cannot overflow.
 // An optional buffer that is absent spans nothing (begin == end == 0).
 struct Extent {
   const char* name;
@@ -48,8 +50,11 @@ inline TailExtents ExtentsOf(const TailShape& shape, const TailBuffers& b) {
   const bool fp8_output = b.output_fp8 != nullptr;
   const auto w_scale = reinterpret_cast<uintptr_t>(b.w_uv_scale);
   const auto out_scale = reinterpret_cast<uintptr_t>(b.output_scale);
-  const int64_t last_scale = (rows > 1 ? (rows - 1) * b.output_scale_row_stride : 0) +
-                             (heads > 1 ? (heads - 1) * b.output_scale_head_stride : 0);
+  // The output scales' strides are validated only with an e4m3 output, which alone has them.
+  const int64_t last_scale = fp8_output
+                                 ? (rows > 1 ? (rows - 1) * b.output_scale_row_stride : 0) +
+                                       (heads > 1 ? (heads - 1) * b.output_scale_head_stride : 0)
+                                 : 0;
   return {
       RowsExtent("latent", b.latent, rows, b.latent_row_stride, heads * kLatentDim),
       fp8_weight ? RowsExtent("w_uv_fp8", b.w_uv_fp8, heads, b.w_head_stride,
