@@ -48,23 +48,21 @@ absl::StatusOr<cudaGraphExec_t> CaptureStepWithTail(mla_tail::MlaTail& tail,
                                                     const mla_tail::TailShape& shape,
                                                     const mla_tail::TailBuffers& buffers,
                                                     cudaStream_t stream) {
-  MLA_TAIL_RETURN_IF_ERROR(CudaStatus(
+  MLA_TAIL_RETURN_IF_ERROR(CudaStatus(  // this file's helper: cudaError_t to absl::Status
       cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin capture"));
   // ... the runtime's attention kernels, writing buffers.latent ...
   const absl::Status run = tail.Run(shape, buffers, stream);
   // ... the runtime's output projection, reading buffers.output ...
   cudaGraph_t graph = nullptr;
   const cudaError_t end = cudaStreamEndCapture(stream, &graph);  // end it whatever Run said
-  if (!run.ok()) {
-    if (graph != nullptr) cudaGraphDestroy(graph);
-    return run;
-  }
+  if (!run.ok() && graph != nullptr) cudaGraphDestroy(graph);
+  MLA_TAIL_RETURN_IF_ERROR(run);
   MLA_TAIL_RETURN_IF_ERROR(CudaStatus(end, "end capture"));
   cudaGraphExec_t exec = nullptr;
   const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
   cudaGraphDestroy(graph);
   MLA_TAIL_RETURN_IF_ERROR(CudaStatus(instantiated, "instantiate"));
-  return exec;  // the runtime launches it each step: cudaGraphLaunch(exec, stream)
+  return exec;  // the caller's: launched each step, cudaGraphExecDestroy(exec) at the end
 }
 // [end snippet]
 
@@ -87,6 +85,7 @@ absl::StatusOr<std::unique_ptr<mla_tail::TailGraphSet>> MakeTailGraphSet(
   return set;
 }
 
+// Each step. Every layer's TailBuffers::lengths must point at `lengths`: one padding fill for all.
 absl::Status DecodeStepWithGraphSet(mla_tail::TailGraphSet& set, int rows, int32_t* lengths,
                                     cudaStream_t stream) {
   absl::StatusOr<int> bucket_rows = set.BucketRows(rows);
@@ -104,10 +103,18 @@ absl::Status DecodeStepWithGraphSet(mla_tail::TailGraphSet& set, int rows, int32
 // [end snippet]
 
 // [snippet: tail nodes in the runtime's step graph]
+// StepGraph (embedding_snippets.h): the runtime's graph with the attention nodes, exec, tails.
 absl::Status AddTailsToStepGraph(const mla_tail::MlaTail& tail, const mla_tail::TailShape& shape,
                                  absl::Span<const cudaGraphNode_t> attention_nodes,
                                  absl::Span<const mla_tail::TailBuffers> layer_buffers,
                                  StepGraph* step) {
+  if (attention_nodes.size() < layer_buffers.size()) {
+    return absl::InvalidArgumentError("attention_nodes: fewer than layer_buffers");
+  }
+  if (step->exec != nullptr) {  // an earlier call's: replaced, not leaked
+    MLA_TAIL_RETURN_IF_ERROR(CudaStatus(cudaGraphExecDestroy(step->exec), "destroy exec"));
+    step->exec = nullptr;
+  }
   step->tails.clear();
   for (size_t layer = 0; layer < layer_buffers.size(); ++layer) {
     // A programmatic edge from the attention kernel node: the tail fetches W_UV while the

@@ -30,7 +30,8 @@ mla_tail::TailBuffers LayerBuffers(int heads, const mla_tail::bf16* latent,
 absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> MakeTail(int device);
 
 // (a) The runtime captures its decode step on its own stream; MlaTail::Run records the tail
-// into that capture (programmatic edge included) and the runtime instantiates the graph.
+// into that capture (programmatic edge included) and the runtime instantiates the graph. The
+// executable graph returned is the caller's: it destroys it (cudaGraphExecDestroy).
 absl::StatusOr<cudaGraphExec_t> CaptureStepWithTail(mla_tail::MlaTail& tail,
                                                     const mla_tail::TailShape& shape,
                                                     const mla_tail::TailBuffers& buffers,
@@ -38,6 +39,8 @@ absl::StatusOr<cudaGraphExec_t> CaptureStepWithTail(mla_tail::MlaTail& tail,
 
 // (b) A TailGraphSet for a model's layers and batch buckets: set up once, then one Replay per
 // layer and step (the smallest bucket that holds `rows`; padding requests get length 0).
+// `lengths` must be the buffer every layer's TailBuffers::lengths points at: its padding is
+// zeroed once for all layers.
 absl::StatusOr<std::unique_ptr<mla_tail::TailGraphSet>> MakeTailGraphSet(
     int device, int heads, const std::vector<int>& buckets,
     absl::Span<const mla_tail::TailBuffers> layer_buffers);
@@ -45,7 +48,10 @@ absl::Status DecodeStepWithGraphSet(mla_tail::TailGraphSet& set, int rows, int32
                                     cudaStream_t stream);
 
 // (c) The tail as nodes of the runtime's own step graph, after each layer's attention node,
-// updated in place in the instantiated graph when pointers move.
+// updated in place in the instantiated graph when pointers move. The caller owns `graph` and
+// `exec` and destroys both (cudaGraphExecDestroy, cudaGraphDestroy). AddTailsToStepGraph needs an
+// attention node per layer (else InvalidArgument) and a graph without tails: calling it again
+// with a new graph destroys the exec of the earlier call before instantiating the new one.
 struct StepGraph {
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;

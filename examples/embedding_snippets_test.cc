@@ -195,5 +195,39 @@ TEST_F(EmbeddingSnippetsTest, TailNodeUpdatedInPlace) {
   cudaGraphDestroy(step.graph);
 }
 
+TEST_F(EmbeddingSnippetsTest, TailNodesNeedAnAttentionNodePerLayer) {
+  StepGraph step;
+  ASSERT_EQ(cudaGraphCreate(&step.graph, 0), cudaSuccess);
+  std::vector<cudaGraphNode_t> attention(1);
+  ASSERT_EQ(cudaGraphAddEmptyNode(&attention[0], step.graph, nullptr, 0), cudaSuccess);
+  const std::vector<mla_tail::TailBuffers> layers = {Buffers(0), Buffers(1)};
+  const absl::Status added =
+      AddTailsToStepGraph(*tail_, {kHeads, kRows, 1}, attention, layers, &step);
+  EXPECT_EQ(added.code(), absl::StatusCode::kInvalidArgument) << added;
+  EXPECT_TRUE(step.tails.empty());
+  EXPECT_EQ(step.exec, nullptr);
+  cudaGraphDestroy(step.graph);
+}
+
+// A second call, on a new graph, replaces the first call's executable graph (destroyed) and runs.
+TEST_F(EmbeddingSnippetsTest, TailNodesAddedAgainToANewGraph) {
+  StepGraph step;
+  for (int output : {0, 1}) {
+    if (step.graph != nullptr) ASSERT_EQ(cudaGraphDestroy(step.graph), cudaSuccess);
+    ASSERT_EQ(cudaGraphCreate(&step.graph, 0), cudaSuccess);
+    std::vector<cudaGraphNode_t> attention(1);
+    ASSERT_EQ(cudaGraphAddEmptyNode(&attention[0], step.graph, nullptr, 0), cudaSuccess);
+    const std::vector<mla_tail::TailBuffers> layers = {Buffers(output)};
+    const absl::Status added =
+        AddTailsToStepGraph(*tail_, {kHeads, kRows, 1}, attention, layers, &step);
+    ASSERT_TRUE(added.ok()) << added;
+    ASSERT_EQ(step.tails.size(), 1u);
+  }
+  ASSERT_EQ(cudaGraphLaunch(step.exec, stream_), cudaSuccess);
+  ExpectOutput(1, kRows, kRows);
+  cudaGraphExecDestroy(step.exec);
+  cudaGraphDestroy(step.graph);
+}
+
 }  // namespace
 }  // namespace mla_tail_examples

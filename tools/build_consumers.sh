@@ -7,8 +7,10 @@
 #   - examples/cmake_consumer/ with CMake, once with add_subdirectory(mla-tail) and once with
 #     find_package(mla_tail) from an install of that build (in .cmake_build/).
 # Checks: each build succeeds without a warning; readelf -d shows no libcublasLt, no search path
-# but $ORIGIN, and an RPATH $ORIGIN wherever Abseil's shared libraries are needed; the host loads the plugin and each program runs: FailedPrecondition (no usable
-# GPU) ends them cleanly here, a GPU runs and checks them. Quiet unless something fails.
+# but $ORIGIN, and an RPATH $ORIGIN wherever Abseil's shared libraries are needed; the plugin's
+# header compiles as C; the host loads the plugin and each program (the runtime, the plugin host,
+# the CMake consumer) runs: FailedPrecondition (no usable GPU) ends them cleanly here, a GPU runs
+# and checks them. Quiet unless something fails.
 #
 #   tools/build_consumers.sh [bazel build flags for examples/runtime...]
 set -uo pipefail
@@ -75,8 +77,19 @@ elif quiet "$runtime"; then
              grep -v '^tail_plugin_' || true)
   [ -z "$exported" ] || fail "libtail_plugin.so exports more than tail_plugin_*: $exported"
   echo "build_consumers: $runtime (Bazel): runtime, plugin/libtail_plugin.so, plugin/plugin_host"
+  check_run "runtime --check" "$bin/runtime" --check
   check_run "plugin_host loading libtail_plugin.so" "$bin/plugin/plugin_host" \
     "$bin/plugin/libtail_plugin.so"
+fi
+
+# The plugin's C interface is C as well as C++ (C11, as CUDA's headers need): a host in C
+# includes it.
+cuda=${CUDA_PATH:-/usr/local/cuda}
+if ! gcc -x c -std=c11 -Wall -Wextra -Wpedantic -Werror -fsyntax-only -I"$cuda/include" \
+     "$runtime/plugin/tail_plugin.h" >"$log" 2>&1; then
+  fail "$runtime/plugin/tail_plugin.h does not compile as C:" "$log"
+else
+  echo "build_consumers: $runtime/plugin/tail_plugin.h compiles as C"
 fi
 
 # CMake: add_subdirectory(mla-tail), then find_package(mla_tail) from that build's install.

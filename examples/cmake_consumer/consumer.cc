@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "mla_tail/graph/tail_node.h"
@@ -60,13 +61,37 @@ absl::Status Cuda(cudaError_t error, const char* what) {
   return absl::InternalError(std::string(what) + ": " + cudaGetErrorString(error));
 }
 
+// Owners of the CUDA objects Run creates: whatever an error return leaves is released. The
+// success path releases each itself, checking the call.
+struct CudaFree {
+  void operator()(void* p) const { cudaFree(p); }
+};
+struct StreamDestroy {
+  void operator()(cudaStream_t stream) const { cudaStreamDestroy(stream); }
+};
+struct GraphDestroy {
+  void operator()(cudaGraph_t graph) const { cudaGraphDestroy(graph); }
+};
+struct GraphExecDestroy {
+  void operator()(cudaGraphExec_t exec) const { cudaGraphExecDestroy(exec); }
+};
 template <typename T>
-absl::Status Upload(const std::vector<T>& host, T** device) {
-  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaMalloc(device, host.size() * sizeof(T)), "cudaMalloc"));
-  MLA_TAIL_RETURN_IF_ERROR(Cuda(
-      cudaMemcpy(*device, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "upload"));
+using DeviceBuffer = std::unique_ptr<T, CudaFree>;
+using Stream = std::unique_ptr<std::remove_pointer_t<cudaStream_t>, StreamDestroy>;
+using Graph = std::unique_ptr<std::remove_pointer_t<cudaGraph_t>, GraphDestroy>;
+using GraphExec = std::unique_ptr<std::remove_pointer_t<cudaGraphExec_t>, GraphExecDestroy>;
+
+template <typename T>
+absl::Status Upload(const std::vector<T>& host, DeviceBuffer<T>* device) {
+  void* p = nullptr;
+  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaMalloc(&p, host.size() * sizeof(T)), "cudaMalloc"));
+  device->reset(static_cast<T*>(p));
+  MLA_TAIL_RETURN_IF_ERROR(
+      Cuda(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "upload"));
   // A copy from pageable memory may return before its data lands, and the legacy stream it runs
-  // on is not ordered with the non-blocking stream the tail runs on: wait for it.
+  // on is not ordered with the non-blocking stream the tail runs on: wait for it. (A loop that
+  // copies from pinned memory, truly asynchronously, must also not rewrite the host buffer until
+  // the copy has completed.)
   return Cuda(cudaDeviceSynchronize(), "upload");
 }
 
@@ -116,8 +141,8 @@ absl::StatusOr<bool> Run() {
       }
     }
   }
-  uint16_t *d_latent = nullptr, *d_w_uv = nullptr, *d_gate = nullptr, *d_output = nullptr;
-  int32_t* d_lengths = nullptr;
+  DeviceBuffer<uint16_t> d_latent, d_w_uv, d_gate, d_output;
+  DeviceBuffer<int32_t> d_lengths;
   MLA_TAIL_RETURN_IF_ERROR(Upload(latent, &d_latent));
   MLA_TAIL_RETURN_IF_ERROR(Upload(w_uv, &d_w_uv));
   MLA_TAIL_RETURN_IF_ERROR(Upload(gate, &d_gate));
@@ -125,42 +150,49 @@ absl::StatusOr<bool> Run() {
   MLA_TAIL_RETURN_IF_ERROR(Upload(std::vector<uint16_t>(size_t{kRows} * kColumns), &d_output));
   const mla_tail::TailShape shape{kHeads, kRows, 1};
   const mla_tail::TailBuffers buffers =
-      mla_tail::CompactBuffers(shape, reinterpret_cast<const mla_tail::bf16*>(d_latent),
-                               reinterpret_cast<const mla_tail::bf16*>(d_w_uv),
-                               reinterpret_cast<const mla_tail::bf16*>(d_gate), d_lengths,
-                               reinterpret_cast<mla_tail::bf16*>(d_output));
-  cudaStream_t stream = nullptr;
+      mla_tail::CompactBuffers(shape, reinterpret_cast<const mla_tail::bf16*>(d_latent.get()),
+                               reinterpret_cast<const mla_tail::bf16*>(d_w_uv.get()),
+                               reinterpret_cast<const mla_tail::bf16*>(d_gate.get()),
+                               d_lengths.get(), reinterpret_cast<mla_tail::bf16*>(d_output.get()));
+  cudaStream_t created_stream = nullptr;
   MLA_TAIL_RETURN_IF_ERROR(
-      Cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate"));
+      Cuda(cudaStreamCreateWithFlags(&created_stream, cudaStreamNonBlocking), "cudaStreamCreate"));
+  Stream owned_stream(created_stream);
+  cudaStream_t stream = owned_stream.get();
   const size_t output_bytes = size_t{kRows} * kColumns * 2;
 
   // Eager.
-  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaMemsetAsync(d_output, 0xff, output_bytes, stream), "poison"));
+  MLA_TAIL_RETURN_IF_ERROR(
+      Cuda(cudaMemsetAsync(d_output.get(), 0xff, output_bytes, stream), "poison"));
   MLA_TAIL_RETURN_IF_ERROR((*tail)->Run(shape, buffers, stream));
-  absl::StatusOr<bool> eager = Check(d_output, stream, "eager Run");
+  absl::StatusOr<bool> eager = Check(d_output.get(), stream, "eager Run");
   if (!eager.ok()) return eager.status();
 
   // A tail node in the program's own graph.
-  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaMemsetAsync(d_output, 0xff, output_bytes, stream), "poison"));
-  cudaGraph_t graph = nullptr;
-  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaGraphCreate(&graph, 0), "cudaGraphCreate"));
+  MLA_TAIL_RETURN_IF_ERROR(
+      Cuda(cudaMemsetAsync(d_output.get(), 0xff, output_bytes, stream), "poison"));
+  cudaGraph_t created_graph = nullptr;
+  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaGraphCreate(&created_graph, 0), "cudaGraphCreate"));
+  Graph graph(created_graph);
   absl::StatusOr<mla_tail::TailNode> node =
-      mla_tail::AddTailNode(**tail, graph, {}, shape, buffers);
+      mla_tail::AddTailNode(**tail, graph.get(), {}, shape, buffers);
   if (!node.ok()) return node.status();
-  cudaGraphExec_t exec = nullptr;
-  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate"));
-  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaGraphLaunch(exec, stream), "cudaGraphLaunch"));
-  absl::StatusOr<bool> graphed = Check(d_output, stream, "AddTailNode graph");
+  cudaGraphExec_t created_exec = nullptr;
+  MLA_TAIL_RETURN_IF_ERROR(
+      Cuda(cudaGraphInstantiate(&created_exec, graph.get(), 0), "cudaGraphInstantiate"));
+  GraphExec exec(created_exec);
+  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaGraphLaunch(exec.get(), stream), "cudaGraphLaunch"));
+  absl::StatusOr<bool> graphed = Check(d_output.get(), stream, "AddTailNode graph");
   if (!graphed.ok()) return graphed.status();
 
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
-  for (void* p :
-       {static_cast<void*>(d_latent), static_cast<void*>(d_w_uv), static_cast<void*>(d_gate),
-        static_cast<void*>(d_lengths), static_cast<void*>(d_output)}) {
-    cudaFree(p);
-  }
+  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaGraphExecDestroy(exec.release()), "cudaGraphExecDestroy"));
+  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaGraphDestroy(graph.release()), "cudaGraphDestroy"));
+  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaStreamDestroy(owned_stream.release()), "cudaStreamDestroy"));
+  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaFree(d_latent.release()), "cudaFree"));
+  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaFree(d_w_uv.release()), "cudaFree"));
+  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaFree(d_gate.release()), "cudaFree"));
+  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaFree(d_lengths.release()), "cudaFree"));
+  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaFree(d_output.release()), "cudaFree"));
   return *eager && *graphed;
 }
 

@@ -141,7 +141,9 @@ class Layer {
   size_t output_bytes() const { return size_t{kRows} * heads_ * kValueDim * 2; }
   static bool Put(void** device, const void* host, size_t bytes) {
     // A copy from pageable memory may return before its data lands, and the legacy stream it
-    // runs on is not ordered with the host's non-blocking stream: wait for it.
+    // runs on is not ordered with the host's non-blocking stream: wait for it. (A loop that
+    // copies from pinned memory, truly asynchronously, must also not rewrite the host buffer
+    // until the copy has completed.)
     return Cuda(cudaMalloc(device, bytes), "cudaMalloc") &&
            Cuda(cudaMemcpy(*device, host, bytes, cudaMemcpyHostToDevice), "upload") &&
            Cuda(cudaDeviceSynchronize(), "upload");
