@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench/limit_kernels.h"
+#include "bench/stream_hold.h"
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/value_bmm.h"
 #include "testing/support/fill.h"
@@ -47,20 +48,39 @@ int64_t TailBytes(const mla_tail::TailShape& s, mla_tail::WeightType weight,
   return bytes;
 }
 
-uint8_t Fp8LayerCode(int64_t i) {
-  const uint8_t code = static_cast<uint8_t>(mla_tail_testing::SplitMix64(i) % 254);
-  return code < 0x7f ? code : static_cast<uint8_t>(code + 1);  // no NaN codes
+namespace {
+// Code index r in [0, 254) as a code: 0x00..0x7e, 0x80..0xfe (no NaN codes).
+uint8_t CodeOfIndex(uint32_t r) { return static_cast<uint8_t>(r < 0x7f ? r : r + 1); }
+uint32_t Fp8BaseIndex(int64_t i) {
+  return static_cast<uint32_t>(mla_tail_testing::SplitMix64(i) % 254);
+}
+}  // namespace
+
+uint8_t Fp8LayerCode(int layer, int64_t i) {
+  return CodeOfIndex((Fp8BaseIndex(i) + 37u * static_cast<uint32_t>(layer)) % 254);
+}
+
+float Fp8LayerScale(int layer, int head, int block) {
+  return (1.0f / 128) * (1.0f + static_cast<float>((layer + 3 * head + block) % 8) / 8);
 }
 
 absl::StatusOr<std::vector<Fp8Layer>> MakeFp8Layers(const mla_tail::TailShape& shape, int count,
                                                     cudaStream_t stream) {
   std::vector<Fp8Layer> layers(count);
   const int64_t h = shape.heads, b = shape.rows;
-  // Codes and scales of a checkpoint's range, the same for every layer (the bytes move anyway).
-  std::vector<uint8_t> codes(h * kValueDim * kLatentDim);
-  for (size_t i = 0; i < codes.size(); ++i) codes[i] = Fp8LayerCode(static_cast<int64_t>(i));
-  const std::vector<float> scales(h * 4, kFp8LayerScale);
-  for (Fp8Layer& layer : layers) {
+  // Codes and scales of a checkpoint's range, each layer its own (a kernel that read another
+  // layer's W_UV would show in the output check): one draw of code indices, rotated by layer.
+  std::vector<uint32_t> base(h * kValueDim * kLatentDim);
+  for (size_t i = 0; i < base.size(); ++i) base[i] = Fp8BaseIndex(static_cast<int64_t>(i));
+  std::vector<uint8_t> codes(base.size());
+  std::vector<float> scales(h * 4);
+  for (int index = 0; index < count; ++index) {
+    Fp8Layer& layer = layers[index];
+    const uint32_t shift = 37u * static_cast<uint32_t>(index);
+    for (size_t i = 0; i < base.size(); ++i) codes[i] = CodeOfIndex((base[i] + shift) % 254);
+    for (int64_t j = 0; j < h * 4; ++j) {
+      scales[j] = Fp8LayerScale(index, static_cast<int>(j / 4), static_cast<int>(j % 4));
+    }
     MLA_RETURN_IF_ERROR(layer.w.Reset(codes.size()));
     MLA_RETURN_IF_ERROR(layer.w_scales.Reset(scales.size() * sizeof(float)));
     MLA_RETURN_IF_ERROR(layer.output.Reset(b * h * kValueDim));
@@ -96,9 +116,8 @@ mla_tail::TailBuffers Fp8Buffers(const mla_tail::TailShape& shape, const Layer& 
   return b;
 }
 
-int LayersForColdL2(const mla_tail::TailShape& shape, int min_layers, int max_layers,
-                    int64_t cold_bytes) {
-  const int64_t per_layer = TailBytes(shape);
+int LayersForColdL2(int64_t per_layer, int min_layers, int max_layers, int64_t cold_bytes) {
+  per_layer = std::max<int64_t>(per_layer, 1);
   const int64_t needed = (cold_bytes + per_layer - 1) / per_layer;
   return static_cast<int>(std::clamp<int64_t>(needed, min_layers, max_layers));
 }
@@ -150,18 +169,38 @@ absl::StatusOr<double> TimeOnStream(cudaStream_t stream,
                                     const std::function<absl::Status(cudaStream_t)>& enqueue,
                                     int replays, int warmup) {
   cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
+  MLA_RETURN_IF_CUDA_ERROR(cudaEventCreate(&start), "cudaEventCreate");
+  if (const cudaError_t e = cudaEventCreate(&stop); e != cudaSuccess) {
+    cudaEventDestroy(start);
+    return mla_tail::internal::CudaStatus(e, "cudaEventCreate");
+  }
+  // Each replay's work waits behind a hold until it is all enqueued (stream_hold.h).
+  StreamHold hold;
   std::vector<float> times;
   absl::Status status;
   for (int i = 0; i < warmup + replays && status.ok(); ++i) {
-    cudaEventRecord(start, stream);
-    status = enqueue(stream);
-    cudaEventRecord(stop, stream);
-    if (status.ok())
-      status = mla_tail::internal::CudaStatus(cudaEventSynchronize(stop), "timed work");
+    status = mla_tail::internal::CudaStatus(hold.Hold(stream), "the stream hold");
+    if (status.ok()) {
+      status = mla_tail::internal::CudaStatus(cudaEventRecord(start, stream), "cudaEventRecord");
+    }
+    if (status.ok()) status = enqueue(stream);
+    if (status.ok()) {
+      status = mla_tail::internal::CudaStatus(cudaEventRecord(stop, stream), "cudaEventRecord");
+    }
+    hold.Release();
+    // Drained even after a failure, so that no work outlives the events.
+    const absl::Status drained =
+        mla_tail::internal::CudaStatus(cudaStreamSynchronize(stream), "timed work");
+    if (status.ok()) status = drained;
+    if (status.ok() && hold.TimedOut()) {
+      status = absl::InternalError(
+          "the stream hold timed out: enqueueing the timed work waited on the GPU");
+    }
     float ms = 0;
-    cudaEventElapsedTime(&ms, start, stop);
+    if (status.ok()) {
+      status = mla_tail::internal::CudaStatus(cudaEventElapsedTime(&ms, start, stop),
+                                              "cudaEventElapsedTime");
+    }
     if (i >= warmup) times.push_back(ms);
   }
   cudaEventDestroy(start);

@@ -40,19 +40,20 @@ int64_t TailBytes(const mla_tail::TailShape& shape, mla_tail::WeightType weight,
 struct Fp8Layer {
   mla_tail_testing::DeviceMemory w, w_scales, output, output_scales;
 };
-// The e4m3 code of W_UV element i (in [H, 128, 512] order) in every Fp8Layer, and the block
-// scale of every block (no NaN codes).
-uint8_t Fp8LayerCode(int64_t i);
-inline constexpr float kFp8LayerScale = 1.0f / 128;
+// The e4m3 code of W_UV element i (in [H, 128, 512] order) of MakeFp8Layers's layer `layer` (no
+// NaN codes), and the scale of its block (head, block) (2^-7 to 2^-7 * 15 / 8): each layer's own.
+uint8_t Fp8LayerCode(int layer, int64_t i);
+float Fp8LayerScale(int layer, int head, int block);
 absl::StatusOr<std::vector<Fp8Layer>> MakeFp8Layers(const mla_tail::TailShape& shape, int count,
                                                     cudaStream_t stream);
 // `layer`'s buffers with e4m3 W_UV (`weight`) and the e4m3 output (`output`) from `fp8`.
 mla_tail::TailBuffers Fp8Buffers(const mla_tail::TailShape& shape, const Layer& layer,
                                  const Fp8Layer& fp8, bool weight, bool output);
 
-// Layers enough that their bytes exceed `cold_bytes` (three L2s by default), at least
-// `min_layers`, at most `max_layers`.
-int LayersForColdL2(const mla_tail::TailShape& shape, int min_layers, int max_layers,
+// Layers enough that their bytes, `per_layer_bytes` each, exceed `cold_bytes` (three L2s by
+// default), at least `min_layers`, at most `max_layers`. A run of several modes counts the bytes
+// of the one that moves the fewest (TailBytes of its types), so that every mode runs L2-cold.
+int LayersForColdL2(int64_t per_layer_bytes, int min_layers, int max_layers,
                     int64_t cold_bytes = int64_t{180} << 20);
 
 absl::StatusOr<std::vector<Layer>> MakeLayers(const mla_tail::TailShape& shape, int count,
@@ -62,7 +63,10 @@ absl::StatusOr<std::vector<Layer>> MakeLayers(const mla_tail::TailShape& shape, 
 inline uint64_t LayerSeed(int index) { return 1000 + 4 * uint64_t(index); }
 
 // Enqueues `enqueue`'s work on `stream` between two events, `warmup` then `replays` times, and
-// returns the median time in microseconds.
+// returns the median time in microseconds. Each time the stream is held (StreamHold) until the
+// work and the stop event are enqueued, so the events time the GPU's work alone, back to back,
+// without the host's submission; work whose enqueueing waits on the GPU is refused (the hold
+// times out). The work must not synchronise.
 absl::StatusOr<double> TimeOnStream(cudaStream_t stream,
                                     const std::function<absl::Status(cudaStream_t)>& enqueue,
                                     int replays, int warmup = 3);

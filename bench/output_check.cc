@@ -57,10 +57,10 @@ mla_tail_testing::ReferenceInputs InputsFor(const mla_tail::TailShape& shape, in
   mla_tail_testing::ReferenceInputs in = LayerReferenceInputs(shape, index);
   if (weight) {
     in.w_uv = nullptr;
-    in.w_uv_fp8 = [](int h, int k, int d) {
-      return Fp8LayerCode((int64_t{h} * kValueDim + d) * kLatentDim + k);
+    in.w_uv_fp8 = [index](int h, int k, int d) {
+      return Fp8LayerCode(index, (int64_t{h} * kValueDim + d) * kLatentDim + k);
     };
-    in.w_uv_scale = [](int, int) { return kFp8LayerScale; };
+    in.w_uv_scale = [index](int h, int block) { return Fp8LayerScale(index, h, block); };
   }
   return in;
 }
@@ -118,17 +118,33 @@ absl::Status CheckFp8Outputs(const mla_tail::TailShape& shape, const std::vector
 }
 
 absl::Status CheckOutputs(const mla_tail::TailShape& shape, const std::vector<Layer>& layers,
-                          cudaStream_t stream, bool e4m3_weight) {
+                          cudaStream_t stream, bool e4m3_weight, int live_rows, bool gated) {
   MLA_RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(stream), "the timed runs");
   const int64_t width = int64_t{shape.heads} * kValueDim;
-  const std::set<int> rows = {0, shape.rows / 2, shape.rows - 1};
+  const int live = live_rows < 0 ? shape.rows : std::min(live_rows, shape.rows);
+  const std::set<int> rows = live > 0 ? std::set<int>{0, live / 2, live - 1} : std::set<int>{};
+  const std::set<int> past = live < shape.rows
+                                 ? std::set<int>{live, (live + shape.rows) / 2, shape.rows - 1}
+                                 : std::set<int>{};
   const int64_t columns = std::min<int64_t>(width, 256);
   std::string errors;
   int mismatches = 0;
   for (int index : std::set<int>{0, static_cast<int>(layers.size()) - 1}) {
     mla_tail_testing::ReferenceInputs in = InputsFor(shape, index, e4m3_weight);
-    if (layers[index].buffers.gate == nullptr) in.gate = nullptr;  // the tail without a gate
+    // The tail without a gate.
+    if (!gated || layers[index].buffers.gate == nullptr) in.gate = nullptr;
     std::vector<uint16_t> row(width);
+    for (int t : past) {  // never written: the poison whole
+      MLA_RETURN_IF_CUDA_ERROR(cudaMemcpy(row.data(), layers[index].buffers.output + t * width,
+                                          width * 2, cudaMemcpyDeviceToHost),
+                               "download output");
+      const int64_t written =
+          std::count_if(row.begin(), row.end(), [](uint16_t bits) { return bits != 0xffff; });
+      if (written > 0 && ++mismatches <= 4) {
+        absl::StrAppend(&errors, "\n  layer ", index, " row ", t, " past the ", live,
+                        " live rows: ", written, " elements written");
+      }
+    }
     for (int t : rows) {
       MLA_RETURN_IF_CUDA_ERROR(cudaMemcpy(row.data(), layers[index].buffers.output + t * width,
                                           width * 2, cudaMemcpyDeviceToHost),

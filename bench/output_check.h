@@ -26,9 +26,13 @@ absl::Status PoisonOutputs(const std::vector<Layer>& layers, cudaStream_t stream
 // contract's accumulation bound (the uniform data's sums are not exact in FP32, and may be added
 // in any order). Synchronizes `stream` first. An error
 // names the first mismatches.
-// `e4m3_weight`: the layers ran with the e4m3 W_UV of MakeFp8Layers.
+// `e4m3_weight`: the layers ran with the e4m3 W_UV of MakeFp8Layers. `live_rows` >= 0: only rows
+// below it were computed (a live row count, or a tail of fewer rows over the layers' buffers),
+// and rows at and past it must hold the poison whole. `gated` false: the tails ran without the
+// layers' gates.
 absl::Status CheckOutputs(const mla_tail::TailShape& shape, const std::vector<Layer>& layers,
-                          cudaStream_t stream, bool e4m3_weight = false);
+                          cudaStream_t stream, bool e4m3_weight = false, int live_rows = -1,
+                          bool gated = true);
 
 // CheckOutputs for the e4m3 modes (`weight`: e4m3 W_UV from `fp8`, `output`: the e4m3 output
 // in `fp8`). A bf16 output as CheckOutputs checks it, against the reference with the layers'

@@ -91,7 +91,7 @@ struct Peer::Gemm {
   }
 };
 
-absl::StatusOr<std::unique_ptr<Peer>> Peer::Create(const mla_tail::TailShape& shape, int layers) {
+absl::StatusOr<std::unique_ptr<Peer>> Peer::Create(const mla_tail::TailShape& shape) {
   std::unique_ptr<Peer> peer(new Peer());
   peer->shape_ = shape;
   peer->gemm_ = std::make_unique<Gemm>();
@@ -100,22 +100,19 @@ absl::StatusOr<std::unique_ptr<Peer>> Peer::Create(const mla_tail::TailShape& sh
       mla_tail_testing::DeviceMemory::Allocate(kWorkspaceBytes);
   if (!workspace.ok()) return workspace.status();
   peer->workspace_ = *std::move(workspace);
-  for (int l = 0; l < layers; ++l) {
-    absl::StatusOr<mla_tail_testing::DeviceMemory> values =
-        mla_tail_testing::DeviceMemory::Allocate(sizeof(mla_tail::bf16) * shape.heads * shape.rows *
-                                                 kValueDim);
-    if (!values.ok()) return values.status();
-    peer->values_.push_back(*std::move(values));
-  }
+  absl::StatusOr<mla_tail_testing::DeviceMemory> values = mla_tail_testing::DeviceMemory::Allocate(
+      sizeof(mla_tail::bf16) * shape.heads * shape.rows * kValueDim);
+  if (!values.ok()) return values.status();
+  peer->values_ = *std::move(values);
   return peer;
 }
 
 Peer::~Peer() = default;
 
-absl::Status Peer::Run(int layer, const mla_tail::TailBuffers& buffers, cudaStream_t stream) const {
+absl::Status Peer::Run(const mla_tail::TailBuffers& buffers, cudaStream_t stream) const {
   const float alpha = 1.0f, beta = 0.0f;
   const Gemm& g = *gemm_;
-  void* values = values_[layer].get();
+  void* values = values_.get();
   MLA_RETURN_IF_ERROR(CublasStatus(
       cublasLtMatmul(g.handle, g.matmul, &alpha, buffers.w_uv, g.a, buffers.latent, g.b, &beta,
                      values, g.d, values, g.d, &g.algo, workspace_.get(), kWorkspaceBytes, stream),

@@ -3,8 +3,9 @@
 
 // The unfused formulation serving engines use, done well, as tail_bench's `peer`: a strided
 // cuBLASLt batched GEMM (a batch entry per head) of the layer's latent and W_UV into values
-// [H, B, 128], then a plain gate kernel (peer_gate.cu) launched with PDL. Each layer has its own
-// values buffer, as a model's layers would, so that no layer reads the last one's values from L2.
+// [H, B, 128], then a plain gate kernel (peer_gate.cu) launched with PDL. The layers share one
+// values buffer, as a runtime's memory pool reuses the intermediate: each gate kernel reads what
+// its own GEMM has just written, and the next GEMM (launched without PDL) starts after it.
 
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
@@ -22,14 +23,14 @@ namespace mla_tail_bench {
 class Peer {
  public:
   // Plans the GEMM for `shape` over compact tensors (mla_tail::CompactBuffers, as MakeLayers
-  // makes them) and allocates `layers` values buffers.
-  static absl::StatusOr<std::unique_ptr<Peer>> Create(const mla_tail::TailShape& shape, int layers);
+  // makes them) and allocates the values buffer the layers share.
+  static absl::StatusOr<std::unique_ptr<Peer>> Create(const mla_tail::TailShape& shape);
   ~Peer();
   Peer(const Peer&) = delete;
   Peer& operator=(const Peer&) = delete;
 
-  // Enqueues layer `layer`'s tail over `buffers` (compact, of the planned shape) on `stream`.
-  absl::Status Run(int layer, const mla_tail::TailBuffers& buffers, cudaStream_t stream) const;
+  // Enqueues a layer's tail over `buffers` (compact, of the planned shape) on `stream`.
+  absl::Status Run(const mla_tail::TailBuffers& buffers, cudaStream_t stream) const;
 
  private:
   struct Gemm;
@@ -37,7 +38,7 @@ class Peer {
 
   mla_tail::TailShape shape_;
   std::unique_ptr<Gemm> gemm_;
-  std::vector<mla_tail_testing::DeviceMemory> values_;  // [layer]: [H, B, 128]
+  mla_tail_testing::DeviceMemory values_;  // [H, B, 128]
   mla_tail_testing::DeviceMemory workspace_;
 };
 

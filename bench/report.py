@@ -36,6 +36,16 @@ def is_kernel_mode(mode):
     return (mode in ("fused", "bmm") or mode.startswith("fused-")) and not mode.endswith("-replay")
 
 
+def number_or_text(cell):
+    """A CSV cell as a float, None where empty, or its text (stream_floor_block: "512x4")."""
+    if not cell:
+        return None
+    try:
+        return float(cell)
+    except ValueError:
+        return cell
+
+
 def records(path):
     """Each data row of a tail_bench CSV as (section, (heads, rows, q, mode), {column: float or
     None}), by each section's own header line (the CSVs are appended to, one header per run, and
@@ -53,7 +63,7 @@ def records(path):
             if r[0] == "heads":
                 header = r
                 continue
-            values = {k: float(v) if v else None for k, v in zip(header[4:], r[4:])}
+            values = {k: number_or_text(v) for k, v in zip(header[4:], r[4:])}
             yield section, (int(r[0]), int(r[1]), int(r[2]), r[3]), values
 
 

@@ -30,7 +30,9 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
 #include "bench/bench_util.h"
+#include "bench/output_check.h"
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/device_guard.h"
 #include "mla/internal/pointer_checks.h"
@@ -54,6 +56,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr int kTails = 5;  // counted, early, readable, padded, exact
+constexpr const char* kTailNames[kTails] = {"counted", "early", "readable", "padded", "exact"};
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -86,7 +89,10 @@ absl::Status DeviceTimes(cudaStream_t stream, FILE* csv) {
   for (int heads : ParseIntList(absl::GetFlag(FLAGS_heads))) {
     for (int bucket : ParseIntList(absl::GetFlag(FLAGS_buckets))) {
       const mla_tail::TailShape shape{heads, bucket, 1};
-      const int count_layers = LayersForColdL2(shape, 16, 256);
+      // Cold for the tail that moves the fewest bytes: one live row.
+      const int count_layers = LayersForColdL2(
+          TailBytes({heads, 1, 1}, mla_tail::WeightType::kBf16, mla_tail::OutputType::kBf16, gated),
+          16, 256);
       absl::StatusOr<std::vector<Layer>> layers = MakeLayers(shape, count_layers, stream);
       if (!layers.ok()) return layers.status();
       std::vector<mla_tail::TailBuffers> padded, counted, early, readable;
@@ -111,6 +117,20 @@ absl::Status DeviceTimes(cudaStream_t stream, FILE* csv) {
         const std::vector<mla_tail::TailBuffers>* buffers[kTails] = {&counted, &early, &readable,
                                                                      &padded, &padded};
         const mla_tail::TailShape shapes[kTails] = {shape, shape, shape, shape, {heads, live, 1}};
+        // What each tail computes, checked once before it is timed: the live rows against the
+        // reference and the rows past them untouched (the padded tail computes every row).
+        for (int i = 0; i < kTails; ++i) {
+          MLA_RETURN_IF_ERROR(PoisonOutputs(*layers, stream));
+          for (const mla_tail::TailBuffers& b : *buffers[i]) {
+            MLA_RETURN_IF_ERROR((*tail)->Run(shapes[i], b, stream));
+          }
+          const absl::Status checked =
+              CheckOutputs(shape, *layers, stream, false, i == 3 ? -1 : live, gated);
+          if (!checked.ok()) {
+            return absl::InternalError(absl::StrCat("the ", kTailNames[i], " tail at live ", live,
+                                                    ": ", checked.message()));
+          }
+        }
         std::vector<double> us[kTails];
         const int rounds = std::max(1, absl::GetFlag(FLAGS_rounds));
         for (int round = 0; round < rounds; ++round) {

@@ -5,13 +5,11 @@
 #include <vector>
 
 #include "bench/stream_floor.h"
+#include "bench/stream_hold.h"
 
 namespace mla_tail_bench {
 namespace {
 
-constexpr int kThreads = 512;
-constexpr int kLoads = 4;  // independent 16-byte loads in flight a thread
-constexpr int64_t kWordsPerBlockPass = int64_t{kThreads} * kLoads;
 constexpr int64_t kLayerAlign = 256;  // bytes between layers' buffers, at least
 
 __device__ unsigned g_stream_sink;  // written only if the xor of all words is a magic value
@@ -29,7 +27,9 @@ __device__ __forceinline__ uint4 LoadStreaming(const uint4* pointer) {
   return v;
 }
 
+template <int kThreads, int kLoads>
 __global__ void __launch_bounds__(kThreads) StreamReadKernel(const StreamReadParams p) {
+  constexpr int64_t kWordsPerBlockPass = int64_t{kThreads} * kLoads;
   asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   unsigned acc = 0;
@@ -48,9 +48,24 @@ __global__ void __launch_bounds__(kThreads) StreamReadKernel(const StreamReadPar
   if (acc == 0x9e3779b9u) g_stream_sink = acc;
 }
 
-int64_t BlocksWithWork(int64_t bytes) {
+// The kernel of `shape` (one of kStreamReadShapes), or null.
+const void* KernelOf(StreamReadShape shape) {
+  if (shape.threads == 512 && shape.loads == 4) {
+    return reinterpret_cast<const void*>(&StreamReadKernel<512, 4>);
+  }
+  if (shape.threads == 128 && shape.loads == 4) {
+    return reinterpret_cast<const void*>(&StreamReadKernel<128, 4>);
+  }
+  if (shape.threads == 128 && shape.loads == 1) {
+    return reinterpret_cast<const void*>(&StreamReadKernel<128, 1>);
+  }
+  return nullptr;
+}
+
+int64_t BlocksWithWork(int64_t bytes, StreamReadShape shape) {
   const int64_t words = (bytes + 15) / 16;
-  return std::max<int64_t>(1, (words + kWordsPerBlockPass - 1) / kWordsPerBlockPass);
+  const int64_t per_pass = int64_t{shape.threads} * shape.loads;
+  return std::max<int64_t>(1, (words + per_pass - 1) / per_pass);
 }
 
 // Frees what MeasureStreamFloor holds however it returns; ends a capture left open.
@@ -87,18 +102,21 @@ struct Resources {
 }  // namespace
 
 cudaError_t LaunchStreamRead(const void* src, int64_t bytes, int blocks, cudaStream_t stream,
-                             bool pdl) {
+                             bool pdl, StreamReadShape shape) {
+  const void* kernel = KernelOf(shape);
+  if (kernel == nullptr) return cudaErrorInvalidValue;
   cudaLaunchAttribute attributes[1];
   attributes[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attributes[0].val.programmaticStreamSerializationAllowed = pdl ? 1 : 0;
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(blocks);
-  config.blockDim = dim3(kThreads);
+  config.blockDim = dim3(shape.threads);
   config.stream = stream;
   config.attrs = attributes;
   config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, StreamReadKernel,
-                            StreamReadParams{static_cast<const uint4*>(src), bytes / 16});
+  StreamReadParams params{static_cast<const uint4*>(src), bytes / 16};
+  void* arguments[] = {&params};
+  return cudaLaunchKernelExC(&config, kernel, arguments);
 }
 
 cudaError_t MeasureStreamFloor(int64_t bytes, cudaStream_t stream, StreamFloor* floor,
@@ -125,46 +143,54 @@ cudaError_t MeasureStreamFloor(int64_t bytes, cudaStream_t stream, StreamFloor* 
 
   StreamFloor result;
   result.layers = layers;
-  const int64_t useful_blocks = BlocksWithWork(read_bytes);
-  int64_t last_blocks = -1;
-  for (int k = 1; k <= options.max_blocks_per_sm; ++k) {
-    const int64_t blocks = std::min<int64_t>(int64_t{k} * sms, useful_blocks);
-    if (blocks == last_blocks) {  // the same grid as k - 1: the same kernel
-      result.us_by_blocks_per_sm.push_back(result.us_by_blocks_per_sm.back());
-      continue;
-    }
-    last_blocks = blocks;
-    STREAM_FLOOR_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    r.capturing = true;
-    for (int l = 0; l < layers; ++l) {
-      STREAM_FLOOR_RETURN_IF_ERROR(LaunchStreamRead(static_cast<const char*>(r.buffer) + l * stride,
-                                                    read_bytes, static_cast<int>(blocks), stream,
-                                                    /*pdl=*/true));
-    }
-    r.capturing = false;
-    STREAM_FLOOR_RETURN_IF_ERROR(cudaStreamEndCapture(stream, &r.graph));
-    STREAM_FLOOR_RETURN_IF_ERROR(cudaGraphInstantiate(&r.exec, r.graph, 0));
-    std::vector<float> ms;
-    constexpr int kWarmup = 3;
-    for (int i = 0; i < kWarmup + options.replays; ++i) {
-      STREAM_FLOOR_RETURN_IF_ERROR(cudaEventRecord(r.start, stream));
-      STREAM_FLOOR_RETURN_IF_ERROR(cudaGraphLaunch(r.exec, stream));
-      STREAM_FLOOR_RETURN_IF_ERROR(cudaEventRecord(r.stop, stream));
-      STREAM_FLOOR_RETURN_IF_ERROR(cudaEventSynchronize(r.stop));
-      float t = 0;
-      STREAM_FLOOR_RETURN_IF_ERROR(cudaEventElapsedTime(&t, r.start, r.stop));
-      if (i >= kWarmup) ms.push_back(t);
-    }
-    STREAM_FLOOR_RETURN_IF_ERROR(cudaGraphExecDestroy(r.exec));
-    r.exec = nullptr;
-    STREAM_FLOOR_RETURN_IF_ERROR(cudaGraphDestroy(r.graph));
-    r.graph = nullptr;
-    std::sort(ms.begin(), ms.end());
-    const double us = 1000.0 * ms[ms.size() / 2] / layers;
-    result.us_by_blocks_per_sm.push_back(us);
-    if (result.blocks_per_sm == 0 || us < result.us) {
-      result.us = us;
-      result.blocks_per_sm = k;
+  StreamHold hold;
+  for (const StreamReadShape& shape : kStreamReadShapes) {
+    const int64_t useful_blocks = BlocksWithWork(read_bytes, shape);
+    int64_t last_blocks = -1;
+    for (int k = 1; k <= options.max_blocks_per_sm; ++k) {
+      const int64_t blocks = std::min<int64_t>(int64_t{k} * sms, useful_blocks);
+      if (blocks == last_blocks) continue;  // the same grid as k - 1: the same kernel
+      last_blocks = blocks;
+      STREAM_FLOOR_RETURN_IF_ERROR(
+          cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+      r.capturing = true;
+      for (int l = 0; l < layers; ++l) {
+        STREAM_FLOOR_RETURN_IF_ERROR(
+            LaunchStreamRead(static_cast<const char*>(r.buffer) + l * stride, read_bytes,
+                             static_cast<int>(blocks), stream, /*pdl=*/true, shape));
+      }
+      r.capturing = false;
+      STREAM_FLOOR_RETURN_IF_ERROR(cudaStreamEndCapture(stream, &r.graph));
+      STREAM_FLOOR_RETURN_IF_ERROR(cudaGraphInstantiate(&r.exec, r.graph, 0));
+      std::vector<float> ms;
+      constexpr int kWarmup = 3;
+      for (int i = 0; i < kWarmup + options.replays; ++i) {
+        // Held until the graph and the stop event are enqueued: the events time the GPU alone.
+        STREAM_FLOOR_RETURN_IF_ERROR(hold.Hold(stream));
+        cudaError_t e = cudaEventRecord(r.start, stream);
+        if (e == cudaSuccess) e = cudaGraphLaunch(r.exec, stream);
+        if (e == cudaSuccess) e = cudaEventRecord(r.stop, stream);
+        hold.Release();
+        const cudaError_t drained = cudaStreamSynchronize(stream);
+        STREAM_FLOOR_RETURN_IF_ERROR(e);
+        STREAM_FLOOR_RETURN_IF_ERROR(drained);
+        if (hold.TimedOut()) return cudaErrorTimeout;
+        float t = 0;
+        STREAM_FLOOR_RETURN_IF_ERROR(cudaEventElapsedTime(&t, r.start, r.stop));
+        if (i >= kWarmup) ms.push_back(t);
+      }
+      STREAM_FLOOR_RETURN_IF_ERROR(cudaGraphExecDestroy(r.exec));
+      r.exec = nullptr;
+      STREAM_FLOOR_RETURN_IF_ERROR(cudaGraphDestroy(r.graph));
+      r.graph = nullptr;
+      std::sort(ms.begin(), ms.end());
+      const double us = 1000.0 * ms[ms.size() / 2] / layers;
+      if (result.blocks == 0 || us < result.us) {
+        result.us = us;
+        result.shape = shape;
+        result.blocks = static_cast<int>(blocks);
+        result.blocks_per_sm = k;
+      }
     }
   }
   *floor = result;

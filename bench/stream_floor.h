@@ -8,10 +8,13 @@
 // upstream-written inputs before the wait.
 //
 // The kernel: griddepcontrol.wait, then launch_dependents (the next kernel's blocks may take
-// their places early), then a grid-stride read of 16-byte words, 4 independent loads in flight a
-// thread, 512 threads a block. The grid is k blocks a multiprocessor for k = 1..8 (blocks past
-// what fits run as later waves); the floor is the fastest k. Layers rotate through distinct
-// buffers whose bytes together exceed three L2s, so every kernel reads from DRAM.
+// their places early), then a grid-stride read of 16-byte words. Its shapes: 512 threads a block
+// with 4 independent loads in flight a thread (32 KiB a block's pass), and 128 threads with 4 or
+// 1 (8 and 2 KiB), so that a few MiB spread over every multiprocessor too. The grid is k blocks a
+// multiprocessor for k = 1..8, capped at the blocks that have work (blocks past what fits run as
+// later waves); the floor is the fastest shape and k. Each timing holds the stream until the
+// graph is enqueued (stream_hold.h). Layers rotate through distinct buffers whose bytes together
+// exceed three L2s, so every kernel reads from DRAM.
 
 #include <cuda_runtime_api.h>
 
@@ -23,16 +26,24 @@ namespace mla_tail_bench {
 struct StreamFloorOptions {
   int replays = 20;                         // timed replays of each graph (median)
   int min_layers = 16;                      // kernels a graph, at least
-  int max_layers = 256;                     // and at most
+  int max_layers = 512;                     // and at most
   int64_t cold_bytes = int64_t{180} << 20;  // the layers' bytes together, at least
   int max_blocks_per_sm = 8;                // k = 1..max_blocks_per_sm
 };
 
+// A block shape of the streaming kernel.
+struct StreamReadShape {
+  int threads = 512;  // a block's
+  int loads = 4;      // 16-byte loads in flight a thread
+};
+inline constexpr StreamReadShape kStreamReadShapes[] = {{512, 4}, {128, 4}, {128, 1}};
+
 struct StreamFloor {
-  double us = 0;                            // per kernel, at the fastest k
-  int blocks_per_sm = 0;                    // that k
-  int layers = 0;                           // kernels a graph
-  std::vector<double> us_by_blocks_per_sm;  // [k - 1]: per kernel at k
+  double us = 0;          // per kernel, at the fastest shape and grid
+  StreamReadShape shape;  // that shape
+  int blocks = 0;         // and grid
+  int blocks_per_sm = 0;  // its k
+  int layers = 0;         // kernels a graph
 };
 
 // Measures the streaming floor of `bytes` on the current device (allocates the layers' buffers
@@ -40,10 +51,11 @@ struct StreamFloor {
 cudaError_t MeasureStreamFloor(int64_t bytes, cudaStream_t stream, StreamFloor* floor,
                                const StreamFloorOptions& options = {});
 
-// One streaming read of `bytes` (a multiple of 16) at `src` by `blocks` blocks, launched as the
-// floor launches it (with the PDL attribute when `pdl`): for profilers and microbenchmarks.
+// One streaming read of `bytes` (a multiple of 16) at `src` by `blocks` blocks of `shape` (one
+// of kStreamReadShapes), launched as the floor launches it (with the PDL attribute when `pdl`):
+// for profilers and microbenchmarks.
 cudaError_t LaunchStreamRead(const void* src, int64_t bytes, int blocks, cudaStream_t stream,
-                             bool pdl);
+                             bool pdl, StreamReadShape shape = {});
 
 }  // namespace mla_tail_bench
 

@@ -67,7 +67,7 @@ ABSL_FLAG(std::string, modes, "fused,bmm,auto,peer,auto-replay",
           "<kernel> a fused kernel's name (ColumnSplit, LatentSplit, Tile64x64Pipeline4, ...: "
           "mla_tail::FusedKernelName)");
 ABSL_FLAG(int, min_layers, 16, "layers rotated at least");
-ABSL_FLAG(int, max_layers, 256, "layers rotated at most");
+ABSL_FLAG(int, max_layers, 512, "layers rotated at most");
 ABSL_FLAG(int, replays, 20,
           "timed replays of each graph; in the -replay modes, timed rounds over all layers");
 ABSL_FLAG(std::string, csv, "", "append results to this CSV file");
@@ -312,9 +312,10 @@ int Main() {
     // FLOPs at the matrix rate. limit_us: the tail's bytes at copy_tbs, the higher of the two
     // measured copy rates. stream_floor_us: the streaming floor of bytes_per_layer
     // (bench/stream_floor.h), measured in this run beside the shape's tails, at
-    // stream_floor_blocks_per_sm; empty with --nostream_floor.
+    // stream_floor_blocks_per_sm blocks of stream_floor_block (threads x loads a thread); empty
+    // with --nostream_floor.
     csv << "heads,rows,q,mode,layers,us_per_layer,limit_us,bytes_per_layer,host_us_per_replay,"
-           "flop_us,copy_tbs,stream_floor_us,stream_floor_blocks_per_sm\n";
+           "flop_us,copy_tbs,stream_floor_us,stream_floor_blocks_per_sm,stream_floor_block\n";
   }
 
   mla_tail::TailOptions options;
@@ -370,14 +371,6 @@ int Main() {
       for (int rows : ParseIntList(absl::GetFlag(FLAGS_rows))) {
         if (rows % q != 0) continue;
         const mla_tail::TailShape shape{heads, rows, q};
-        const int layer_count = LayersForColdL2(shape, absl::GetFlag(FLAGS_min_layers),
-                                                absl::GetFlag(FLAGS_max_layers));
-        absl::StatusOr<std::vector<Layer>> layers = MakeLayers(shape, layer_count, stream);
-        if (!layers.ok()) {
-          std::fprintf(stderr, "layers: %s\n", layers.status().ToString().c_str());
-          return 1;
-        }
-        const double flop_us = TailFlops(shape) / *matrix_rate * 1e6;
         // The bytes of a mode's types: e4m3 W_UV or output move a byte a value; without a gate
         // none is read.
         auto mode_bytes = [&](absl::string_view mode) {
@@ -387,6 +380,19 @@ int Main() {
               shape, e4m3.weight ? mla_tail::WeightType::kE4m3 : mla_tail::WeightType::kBf16,
               e4m3.output ? mla_tail::OutputType::kE4m3 : mla_tail::OutputType::kBf16, gated);
         };
+        // Layers enough that the mode moving the fewest bytes runs L2-cold too.
+        int64_t fewest_bytes = TailBytes(shape);
+        for (const std::string& mode : modes) {
+          fewest_bytes = std::min(fewest_bytes, mode_bytes(mode));
+        }
+        const int layer_count = LayersForColdL2(fewest_bytes, absl::GetFlag(FLAGS_min_layers),
+                                                absl::GetFlag(FLAGS_max_layers));
+        absl::StatusOr<std::vector<Layer>> layers = MakeLayers(shape, layer_count, stream);
+        if (!layers.ok()) {
+          std::fprintf(stderr, "layers: %s\n", layers.status().ToString().c_str());
+          return 1;
+        }
+        const double flop_us = TailFlops(shape) / *matrix_rate * 1e6;
         // The streaming floor of each byte count the modes move, measured beside the shape's
         // tails.
         std::map<int64_t, StreamFloor> stream_floors;
@@ -417,10 +423,12 @@ int Main() {
                 << per_layer << "," << limit_us << "," << bytes << ",";
             if (host_us_per_replay) csv << *host_us_per_replay;
             csv << "," << flop_us << "," << bandwidth / 1e12 << ",";
-            if (stream_floor.us > 0)
-              csv << stream_floor.us << "," << stream_floor.blocks_per_sm;
-            else
-              csv << ",";
+            if (stream_floor.us > 0) {
+              csv << stream_floor.us << "," << stream_floor.blocks_per_sm << ","
+                  << stream_floor.shape.threads << "x" << stream_floor.shape.loads;
+            } else {
+              csv << ",,";
+            }
             csv << "\n";
           }
         };
@@ -464,6 +472,10 @@ int Main() {
               poisoned = mla_tail::internal::CudaStatus(
                   cudaMemsetAsync(fp8.output.get(), 0xff, fp8.output.bytes(), stream),
                   "poison e4m3 output");
+              if (!poisoned.ok()) break;
+              poisoned = mla_tail::internal::CudaStatus(
+                  cudaMemsetAsync(fp8.output_scales.get(), 0xff, fp8.output_scales.bytes(), stream),
+                  "poison e4m3 output scales");
             }
             if (!poisoned.ok()) {
               std::fprintf(stderr, "poison: %s\n", poisoned.ToString().c_str());
@@ -475,12 +487,16 @@ int Main() {
                   for (size_t i = 0; i < layers->size(); ++i) {
                     const Layer& layer = (*layers)[i];
                     const Fp8Layer& fp8 = fp8_layers[i];
-                    const mla_tail::TailBuffers buffers =
+                    mla_tail::TailBuffers buffers =
                         Fp8Buffers(shape, layer, fp8, e4m3.weight, e4m3.output && !pair);
+                    // The pair's bf16 intermediate: one buffer every layer reuses (layer 0's
+                    // output), as a runtime's memory pool would; the quantization kernel reads
+                    // what the tail has just written.
+                    if (pair) buffers.output = (*layers)[0].buffers.output;
                     MLA_RETURN_IF_ERROR(runner.Run(shape, buffers, s, ModePath(e4m3.base)));
                     if (!pair) continue;
-                    const GroupQuantParams quant{layer.buffers.output,
-                                                 layer.buffers.output_row_stride,
+                    const GroupQuantParams quant{buffers.output,
+                                                 buffers.output_row_stride,
                                                  fp8.output.as<mla_tail::fp8_e4m3>(),
                                                  int64_t{heads} * mla_tail::kValueDim,
                                                  fp8.output_scales.as<float>(),
@@ -528,7 +544,7 @@ int Main() {
             continue;
           }
           if (mode == "peer" && peer == nullptr) {
-            absl::StatusOr<std::unique_ptr<Peer>> p = Peer::Create(shape, layer_count);
+            absl::StatusOr<std::unique_ptr<Peer>> p = Peer::Create(shape);
             if (!p.ok()) {
               std::fprintf(stderr, "peer: %s\n", p.status().ToString().c_str());
               ++failures;
@@ -562,10 +578,10 @@ int Main() {
                         "upstream kernel");
                     if (mode == "up") continue;
                   }
-                  MLA_RETURN_IF_ERROR(
-                      mode == "peer"       ? peer->Run(static_cast<int>(l), layer.buffers, s)
-                      : mode == "up+nopdl" ? (*no_pdl)->Run(shape, layer.buffers, s)
-                                           : runner.Run(shape, layer.buffers, s, path));
+                  MLA_RETURN_IF_ERROR(mode == "peer" ? peer->Run(layer.buffers, s)
+                                      : mode == "up+nopdl"
+                                          ? (*no_pdl)->Run(shape, layer.buffers, s)
+                                          : runner.Run(shape, layer.buffers, s, path));
                 }
                 return absl::OkStatus();
               },

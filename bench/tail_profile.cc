@@ -73,6 +73,7 @@ int Main() {
     std::vector<std::pair<mla_tail::FusedKernel, std::unique_ptr<mla_tail::MlaTail>>> tails;
     mla_tail_testing::DeviceMemory stream_bytes;
     int stream_blocks = 0;
+    StreamReadShape stream_shape;
   };
   std::vector<Work> work;
   for (absl::string_view text : absl::StrSplit(absl::GetFlag(FLAGS_shapes), ',')) {
@@ -118,7 +119,8 @@ int Main() {
         std::fprintf(stderr, "stream floor: %s\n", cudaGetErrorString(e));
         return 1;
       }
-      w.stream_blocks = floor.blocks_per_sm * sms;
+      w.stream_blocks = floor.blocks;
+      w.stream_shape = floor.shape;
       absl::Status allocated = w.stream_bytes.Reset(bytes * launches);
       if (!allocated.ok()) {
         std::fprintf(stderr, "stream bytes: %s\n", allocated.ToString().c_str());
@@ -164,7 +166,8 @@ int Main() {
       const int64_t bytes = (TailBytes(w.shape) + 15) / 16 * 16;
       for (int i = 0; i < launches; ++i) {
         if (LaunchStreamRead(static_cast<const char*>(w.stream_bytes.get()) + i * bytes, bytes,
-                             w.stream_blocks, stream, /*pdl=*/true) != cudaSuccess) {
+                             w.stream_blocks, stream, /*pdl=*/true,
+                             w.stream_shape) != cudaSuccess) {
           ++failures;
         }
         std::printf("%d,%d,%d,%d,StreamRead,,%d\n", w.shape.heads, w.shape.rows, w.shape.q, i,
