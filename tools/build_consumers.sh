@@ -8,9 +8,10 @@
 #     find_package(mla_tail) from an install of that build (in .cmake_build/).
 # Checks: each build succeeds without a warning; readelf -d shows no libcublasLt, no search path
 # but $ORIGIN, and an RPATH $ORIGIN wherever Abseil's shared libraries are needed; the plugin's
-# header compiles as C; the host loads the plugin and each program (the runtime, the plugin host,
-# the CMake consumer) runs: FailedPrecondition (no usable GPU) ends them cleanly here, a GPU runs
-# and checks them. Quiet unless something fails.
+# header compiles as C; the host loads the plugin and each program (the runtime, also with its
+# heads split over two devices, the plugin host, the CMake consumer) runs: FailedPrecondition (no
+# usable GPU) ends them cleanly here, a GPU runs and checks them (the two-device runtime skips
+# where fewer than two GPUs are usable). Quiet unless something fails.
 #
 #   tools/build_consumers.sh [bazel build flags for examples/runtime...]
 set -uo pipefail
@@ -49,18 +50,22 @@ check_dynamic() {  # file
 }
 
 # Runs a consumer program: it must exit 0, having passed (PASS) or, without a usable GPU,
-# having been refused by the library with FailedPrecondition.
+# having been refused by the library with FailedPrecondition (or, for the runtime on two devices,
+# having found fewer usable GPUs than it names).
 check_run() {  # what command...
   local what=$1 output
   shift
   if ! output=$("$@" 2>&1); then
     fail "$what failed:"
     echo "$output" >&2
-  elif ! tail -n 1 <<<"$output" | grep -qE '^PASS$|^SKIP \(no usable GPU\): .*FAILED_PRECONDITION'; then
+  elif ! tail -n 1 <<<"$output" |
+       grep -qE '^PASS$|^SKIP \(no usable GPU\): .*FAILED_PRECONDITION|^SKIP \(fewer usable GPUs'; then
     fail "$what ended without PASS or FailedPrecondition:"
     echo "$output" >&2
   elif [ "$(tail -n 1 <<<"$output")" = PASS ]; then
     echo "  $what: PASS"
+  elif tail -n 1 <<<"$output" | grep -q '^SKIP (fewer usable GPUs'; then
+    echo "  $what: fewer usable GPUs than it names, clean exit"
   else
     echo "  $what: FailedPrecondition (no usable GPU), clean exit"
   fi
@@ -78,6 +83,8 @@ elif quiet "$runtime"; then
   [ -z "$exported" ] || fail "libtail_plugin.so exports more than tail_plugin_*: $exported"
   echo "build_consumers: $runtime (Bazel): runtime, plugin/libtail_plugin.so, plugin/plugin_host"
   check_run "runtime --check" "$bin/runtime" --check
+  check_run "runtime --check --devices=0,1 --heads=24" "$bin/runtime" --check --devices=0,1 \
+    --heads=24
   check_run "plugin_host loading libtail_plugin.so" "$bin/plugin/plugin_host" \
     "$bin/plugin/libtail_plugin.so"
 fi

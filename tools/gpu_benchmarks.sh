@@ -7,11 +7,12 @@
 # (sm_ingest_probe), the rates of e4m3 dequantization (convert_probe), graph_bench, the table and
 # plot (bench/report.py), the decode demo, the consumer runtime (examples/runtime) checked and
 # measured inside its own step graph, and the other consumers (a plugin loaded with dlopen, the
-# CMake consumer) checked.
+# CMake consumer) checked. Opt-in, on two GPUs: the consumer runtime with its heads split over
+# them (--with=runtime_two_gpus).
 # tail_bench checks a sample of every output it times against the CPU reference and fails on a
 # mismatch. The GPU is required (MLA_TAIL_REQUIRE_GPU=1).
 #
-#   benchmarks.sh [--out=DIR] [--after=CMD] [--skip=STEP,...]
+#   benchmarks.sh [--out=DIR] [--after=CMD] [--skip=STEP,...] [--with=STEP,...]
 #     --out    where the CSV files, logs, table.md and rc.txt go (default $OUT, else
 #              ./gpu-benchmarks); files of the same names there are appended to
 #     --after  a command run after each step (e.g. packing the folder, so that a run cut off
@@ -19,16 +20,19 @@
 #     --skip   steps not to run: graph_bench, row_count, no_gate, no_gate_embeddings, grid, fp8,
 #              fp8_output, q, torch, upstream, upstream_kernels, upstream_exceptions, upstream_no_smem, large,
 #              pdl_probe, timeline, sm_ingest, convert, demo, runtime, consumers
+#     --with   opt-in steps to run as well: runtime_two_gpus (needs two GPUs)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$PWD/gpu-benchmarks}
 after=:
 skip=,
+with=,
 for arg in "$@"; do
   case $arg in
     --out=*) out=${arg#*=} ;;
     --after=*) after=${arg#*=} ;;
     --skip=*) skip=",${arg#*=}," ;;
+    --with=*) with=",${arg#*=}," ;;
     -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
     *) echo "benchmarks.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
@@ -49,6 +53,7 @@ step() {
   local name=$1 limit=$2 log=$3
   shift 3
   case $skip in *",$name,"*) return 0 ;; esac
+  case $name in runtime_two_gpus) case $with in *",$name,"*) ;; *) return 0 ;; esac ;; esac
   if [ "$(type -t "$1")" = function ]; then
     "$@" >>"$out/$log" 2>&1
   else
@@ -208,6 +213,17 @@ runtime() {
       --csv="$out/runtime_embedding.csv"
 }
 step runtime - runtime_embedding.log runtime
+# Opt-in (--with=runtime_two_gpus): the same model with its heads split over two GPUs, as tensor
+# parallelism splits them (24 and 128 heads: 12 and 64 a device), one thread a device; each
+# device's slice checked against the model's heads it serves, then each device's step timed while
+# the other runs its own. Two GPUs are required (fewer fail the step).
+runtime_two_gpus() {
+  MLA_TAIL_REQUIRE_GPUS=2 timeout 60 "$bin/example_runtime" --devices=0,1 --heads=24,128 \
+    --buckets=1,16,64 --check &&
+    MLA_TAIL_REQUIRE_GPUS=2 timeout 120 "$bin/example_runtime" --devices=0,1 --heads=24,128 \
+      --buckets=1,16,64 --measure --csv="$out/runtime_two_gpus.csv"
+}
+step runtime_two_gpus - runtime_two_gpus.log runtime_two_gpus
 # The consumers (tools/build_consumers.sh): the shared-library plugin loaded by its host with
 # dlopen, and the CMake consumer, each checked against its CPU reference; the Abseil libraries
 # they need are staged beside them.

@@ -56,7 +56,9 @@ int64_t CheckLayer(const LayerCase& c, const uint16_t* got, std::string* first) 
   for (int h = 0; h < c.heads; ++h) {
     for (int d = 0; d < kValueDim; ++d) {
       int32_t* row = &weights[(static_cast<size_t>(h) * kValueDim + d) * kLatentDim];
-      for (int k = 0; k < kLatentDim; ++k) row[k] = WeightCode(c.set, c.layer, h, k, d);
+      for (int k = 0; k < kLatentDim; ++k) {
+        row[k] = WeightCode(c.set, c.layer, c.first_head + h, k, d);
+      }
     }
   }
   std::vector<int32_t> latent(kLatentDim);
@@ -66,7 +68,7 @@ int64_t CheckLayer(const LayerCase& c, const uint16_t* got, std::string* first) 
       char text[240];
       std::snprintf(text, sizeof(text),
                     "layer %d step %d set %d row %d column %d: got 0x%04x (%g), %s 0x%04x (%g)",
-                    c.layer, c.step, c.set, t, column,
+                    c.layer, c.step, c.set, t, c.first_head * kValueDim + column,
                     got[static_cast<size_t>(t) * columns + column],
                     Bf16ToFloat(got[static_cast<size_t>(t) * columns + column]), what, want,
                     Bf16ToFloat(want));
@@ -82,7 +84,9 @@ int64_t CheckLayer(const LayerCase& c, const uint16_t* got, std::string* first) 
       continue;
     }
     for (int h = 0; h < c.heads; ++h) {
-      for (int k = 0; k < kLatentDim; ++k) latent[k] = LatentCode(c.step, c.layer, t, h, k);
+      for (int k = 0; k < kLatentDim; ++k) {
+        latent[k] = LatentCode(c.step, c.layer, t, c.first_head + h, k);
+      }
       for (int d = 0; d < kValueDim; ++d) {
         const int32_t* w = &weights[(static_cast<size_t>(h) * kValueDim + d) * kLatentDim];
         int32_t dot = 0;
@@ -90,7 +94,7 @@ int64_t CheckLayer(const LayerCase& c, const uint16_t* got, std::string* first) 
         const float sum = static_cast<float>(dot) * (kLatentScale * kWeightScale);  // exact
         const uint16_t v = FloatToBf16(sum);
         const int column = h * kValueDim + d;
-        const float g = GateValue(c.set, c.layer, t, column);
+        const float g = GateValue(c.set, c.layer, t, c.first_head * kValueDim + column);
         const float s = 1.0f / (1.0f + std::exp(-g));
         const uint16_t want = FloatToBf16(Bf16ToFloat(v) * s);
         if (out[column] != want && !Agrees(v, s, out[column])) {

@@ -17,16 +17,18 @@ uint16_t FloatToBf16(float value);  // round to nearest even
 float Bf16ToFloat(uint16_t bits);
 
 struct LayerCase {
-  int heads = 0;
-  int rows = 0;  // the bucket's rows
-  int step = 0;  // the formulas' step the attention stand-in wrote the latent for
-  int set = 0;   // the buffer set (weights and gate)
+  int heads = 0;       // the heads of `got`: a slice of the model's heads on one device
+  int first_head = 0;  // the model's head of the slice's first head (formulas.h's indices)
+  int rows = 0;        // the bucket's rows
+  int step = 0;        // the formulas' step the attention stand-in wrote the latent for
+  int set = 0;         // the buffer set (weights and gate)
   int layer = 0;
   const int32_t* lengths = nullptr;  // [rows], q = 1: row t is active when lengths[t] > 0
 };
 
-// Checks `got` (bf16 bits, [rows, heads * 128], row stride heads * 128) against the formulas of
-// formulas.h. Returns the number of elements that disagree; `first` describes the first one.
+// Checks `got` (bf16 bits, [rows, heads * 128], row stride heads * 128: the model's heads
+// first_head .. first_head + heads - 1) against the formulas of formulas.h. Returns the number of
+// elements that disagree; `first` describes the first one (its column is the model's).
 int64_t CheckLayer(const LayerCase& c, const uint16_t* got, std::string* first);
 
 }  // namespace example

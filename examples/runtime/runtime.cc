@@ -1,6 +1,6 @@
 // A small serving runtime's decode step with mla_tail inside it.
 //
-// The model: `--layers` layers of `--heads` local heads, batch buckets `--buckets`, q = 1. Per
+// The model: `--layers` layers of `--heads` heads, batch buckets `--buckets`, q = 1. Per
 // layer the step runs the runtime's attention kernel (a stand-in that writes the layer's latent
 // and then runs on for --attention_us), the tail added with mla_tail::AddTailNode behind a
 // programmatic (PDL) edge from the attention node, and the runtime's output projection (a
@@ -10,27 +10,41 @@
 // output, lengths) with kernel-node updates in the instantiated graph (TailNode::Update for the
 // tail), and launches the graph once.
 //
+// Tensor parallelism (`--devices`, a list of N CUDA devices): each heads count H is the model's,
+// split evenly; the k-th device of the list serves the model's heads [k*H/N, (k+1)*H/N), with
+// the model's data for those heads, as one rank per GPU would: a host thread of its own that
+// makes its device current before anything else, its own stream, buffers, step graphs, MlaTail
+// and TailNodes. The devices run at once; nothing crosses from one device to another.
+//
 //   runtime [--check]   steps with changing lengths and pointers, checked against the CPU
-//                       reference; prints PASS or FAIL (exit status 0 or 1)
+//                       reference; prints PASS or FAIL (exit status 0 or 1); with several
+//                       devices each checks its slice against the model's heads it serves
 //   runtime --measure   per heads and bucket: the step's GPU time with the tail behind a PDL
 //                       edge, behind a full edge, and without the tail; the tail's added time
 //                       per layer; the host time of one layer's TailNode::Update, over two
-//                       buffer sets (cached by the node) and over all of them (--csv=PATH)
+//                       buffer sets (cached by the node) and over all of them (--csv=PATH);
+//                       with several devices, each device's, timed while the others run theirs
 //
 // Without a usable GPU, MlaTail::Create's FailedPrecondition is printed as SKIP and the program
-// exits 0, unless MLA_TAIL_REQUIRE_GPU=1; other errors exit 2.
+// exits 0, unless MLA_TAIL_REQUIRE_GPU=1 (or MLA_TAIL_REQUIRE_GPUS=N, N >= the devices asked
+// for). With fewer usable GPUs than --devices names, it prints SKIP and exits 0, unless
+// MLA_TAIL_REQUIRE_GPUS=N with N >= that many devices. Other errors exit 2.
 
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -41,6 +55,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "mla_tail/graph/tail_node.h"
 #include "mla_tail/mla/dispatch.h"
 #include "mla_tail/mla/errors.h"
@@ -51,12 +66,16 @@
 
 ABSL_FLAG(bool, check, false, "run steps and check them against the CPU reference (the default)");
 ABSL_FLAG(bool, measure, false, "time the step graph with and without the tail");
-ABSL_FLAG(std::vector<std::string>, heads, {"12"}, "local heads, a list: e.g. 12,64");
+ABSL_FLAG(std::vector<std::string>, heads, {"12"},
+          "the model's heads, a list: e.g. 12,64; split evenly over --devices");
 ABSL_FLAG(int, layers, 61, "layers of the model");
 ABSL_FLAG(std::vector<std::string>, buckets, std::vector<std::string>({"1", "16", "64"}),
           "batch buckets (rows), increasing");
 ABSL_FLAG(int, steps, 6, "--check: steps per bucket and edge kind");
-ABSL_FLAG(int, device, 0, "CUDA device");
+ABSL_FLAG(std::vector<std::string>, devices, {"0"},
+          "CUDA devices, a list: with N, the k-th serves heads [k*H/N, (k+1)*H/N) of each --heads "
+          "value H, from a host thread of its own");
+ABSL_FLAG(int, device, -1, "one CUDA device N: the same as --devices=N (-1: not given)");
 ABSL_FLAG(double, attention_us, 5.0,
           "how long the attention stand-in runs on after triggering its dependents");
 ABSL_FLAG(int, measure_steps, 20, "--measure: step launches per timing");
@@ -106,8 +125,10 @@ absl::Status CreateEvent(Event* event) {
   return absl::OkStatus();
 }
 
-// The device memory of a model for one heads count: `sets` buffer sets, each with every layer's
-// latent, W_UV, gate and output and a lengths buffer, all sized for the largest bucket.
+// The device memory of a model for one heads count, or of the slice of its heads that one device
+// serves (the model's heads first_head .. first_head + heads - 1, filled with the model's data for
+// them): `sets` buffer sets, each with every layer's latent, W_UV, gate and output and a lengths
+// buffer, all sized for the largest bucket.
 class Model {
  public:
   struct Layer {
@@ -117,9 +138,10 @@ class Model {
     bf16* output = nullptr;
   };
 
-  static absl::StatusOr<std::unique_ptr<Model>> Create(int heads, int layers, int max_rows,
-                                                       int min_rows, cudaStream_t stream) {
-    auto model = std::unique_ptr<Model>(new Model(heads, layers, max_rows));
+  static absl::StatusOr<std::unique_ptr<Model>> Create(int heads, int first_head, int layers,
+                                                       int max_rows, int min_rows,
+                                                       cudaStream_t stream) {
+    auto model = std::unique_ptr<Model>(new Model(heads, first_head, layers, max_rows));
     // Bytes a step at the smallest bucket touches: every layer's W_UV and its rows.
     const int64_t touched =
         int64_t{layers} *
@@ -147,9 +169,11 @@ class Model {
         l.w_uv = reinterpret_cast<bf16*>(take(model->w_uv_elements() * 2));
         l.gate = reinterpret_cast<bf16*>(take(model->io_elements() * 2));
         l.output = reinterpret_cast<bf16*>(take(model->io_elements() * 2));
-        MLA_TAIL_RETURN_IF_ERROR(Cuda(FillWeights(l.w_uv, heads, set, layer, stream), "fill"));
         MLA_TAIL_RETURN_IF_ERROR(
-            Cuda(FillGate(l.gate, max_rows, model->columns(), set, layer, stream), "fill"));
+            Cuda(FillWeights(l.w_uv, heads, first_head, set, layer, stream), "fill"));
+        MLA_TAIL_RETURN_IF_ERROR(Cuda(FillGate(l.gate, max_rows, model->columns(),
+                                               first_head * kValueDim, set, layer, stream),
+                                      "fill"));
         model->layers_[set].push_back(l);
       }
       model->lengths_.push_back(reinterpret_cast<int32_t*>(take(int64_t{max_rows} * 4)));
@@ -174,19 +198,21 @@ class Model {
   int32_t* lengths(int set) const { return lengths_[set]; }
 
   int heads() const { return heads_; }
+  int first_head() const { return first_head_; }
   int layers() const { return layer_count_; }
   int sets() const { return sets_; }
   int columns() const { return heads_ * kValueDim; }
   int64_t bytes() const { return bytes_; }  // all sets
 
  private:
-  Model(int heads, int layers, int max_rows)
-      : heads_(heads), layer_count_(layers), max_rows_(max_rows) {}
+  Model(int heads, int first_head, int layers, int max_rows)
+      : heads_(heads), first_head_(first_head), layer_count_(layers), max_rows_(max_rows) {}
   int64_t latent_elements() const { return int64_t{max_rows_} * heads_ * kLatentDim; }
   int64_t w_uv_elements() const { return int64_t{heads_} * kValueDim * kLatentDim; }
   int64_t io_elements() const { return int64_t{max_rows_} * columns(); }
 
   int heads_;
+  int first_head_;
   int layer_count_;
   int max_rows_;
   int sets_ = 2;
@@ -231,6 +257,7 @@ class StepGraph {
       a.row_stride = int64_t{model.heads()} * kLatentDim;
       a.rows = rows;
       a.heads = model.heads();
+      a.first_head = model.first_head();
       a.step = 0;
       a.layer = layer;
       a.spin_cycles = spin_cycles;
@@ -339,11 +366,11 @@ class StepGraph {
 };
 
 struct Options {
-  std::vector<int> heads;
+  std::vector<int> heads;  // the model's
   std::vector<int> buckets;
+  std::vector<int> devices;  // CUDA devices; the k-th serves the k-th of as many slices of heads
   int layers = 61;
   int steps = 6;
-  int device = 0;
   double attention_us = 5;
   int measure_steps = 20;
   int repeats = 7;
@@ -351,12 +378,13 @@ struct Options {
   std::string csv;
 };
 
-absl::StatusOr<std::vector<int>> ParseList(const std::vector<std::string>& items,
-                                           const char* flag) {
+// A list flag's integers, each at least `min`.
+absl::StatusOr<std::vector<int>> ParseList(const std::vector<std::string>& items, const char* flag,
+                                           int min = 1) {
   std::vector<int> values;
   for (const std::string& item : items) {
     int value = 0;
-    if (!absl::SimpleAtoi(item, &value) || value <= 0) {
+    if (!absl::SimpleAtoi(item, &value) || value < min) {
       return absl::InvalidArgumentError(absl::StrCat("--", flag, ": bad entry '", item, "'"));
     }
     values.push_back(value);
@@ -365,17 +393,111 @@ absl::StatusOr<std::vector<int>> ParseList(const std::vector<std::string>& items
   return values;
 }
 
-// Everything one heads count needs: the model's memory, the checksums, the spin length.
+// One device's part of the model, as one rank of a tensor-parallel runtime holds it: its CUDA
+// device, its MlaTail (of that device) and its place among the devices, which fixes the heads it
+// serves of every heads count.
+struct Shard {
+  int index = 0;   // in --devices
+  int count = 1;   // devices
+  int device = 0;  // CUDA device
+  const mla_tail::MlaTail* tail = nullptr;
+
+  int Heads(int model_heads) const { return model_heads / count; }
+  int FirstHead(int model_heads) const { return index * Heads(model_heads); }
+  // Names the heads in printed lines: "heads  12" with one device, as always; with several,
+  // "device 1 heads [12, 24) of  24".
+  std::string Label(int model_heads) const {
+    if (count == 1) return absl::StrFormat("heads %3d", model_heads);
+    return absl::StrFormat("device %d heads [%d, %d) of %3d", device, FirstHead(model_heads),
+                           FirstHead(model_heads) + Heads(model_heads), model_heads);
+  }
+};
+
+// Whole lines to stdout from any device's thread, each written at once.
+void Print(const std::string& text) {
+  static std::mutex* const mutex = new std::mutex;
+  std::lock_guard<std::mutex> lock(*mutex);
+  std::fputs(text.c_str(), stdout);
+  std::fflush(stdout);
+}
+
+// The devices' threads meet here, so that they time their steps at the same time. A thread that
+// ends (done, or on an error) leaves: the others no longer wait for it.
+class Barrier {
+ public:
+  explicit Barrier(int count) : count_(count) {}
+
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const int64_t generation = generation_;
+    if (++waiting_ >= count_) {
+      Release();
+      return;
+    }
+    released_.wait(lock, [&] { return generation_ != generation; });
+  }
+
+  void Leave() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --count_;
+    if (waiting_ > 0 && waiting_ >= count_) Release();
+  }
+
+ private:
+  void Release() {  // mutex_ held
+    waiting_ = 0;
+    ++generation_;
+    released_.notify_all();
+  }
+
+  std::mutex mutex_;
+  std::condition_variable released_;
+  int count_;
+  int waiting_ = 0;
+  int64_t generation_ = 0;
+};
+
+// Runs `work(shard, stream, barrier)` for every shard at once, each on a thread of its own that
+// makes the shard's device current before anything else and owns a stream of that device; joins
+// them all and returns each one's status (in --devices order). Everything `work` makes on a
+// device it frees before it returns, on its thread.
+template <typename Work>
+std::vector<absl::Status> OnEachDevice(const std::vector<Shard>& shards, Work work) {
+  std::vector<absl::Status> results(shards.size());
+  Barrier barrier(static_cast<int>(shards.size()));
+  std::vector<std::thread> threads;
+  threads.reserve(shards.size());
+  for (size_t i = 0; i < shards.size(); ++i) {
+    threads.emplace_back([&, i] {
+      results[i] = [&]() -> absl::Status {
+        MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaSetDevice(shards[i].device), "cudaSetDevice"));
+        cudaStream_t created = nullptr;
+        MLA_TAIL_RETURN_IF_ERROR(
+            Cuda(cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking), "cudaStreamCreate"));
+        const Stream stream(created);
+        return work(shards[i], stream.get(), barrier);
+      }();
+      barrier.Leave();
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  return results;
+}
+
+// Everything one heads count needs on one device: the memory of the device's slice of the model,
+// the checksums, the spin length.
 struct Setup {
   std::unique_ptr<Model> model;
   std::unique_ptr<float, CudaFree> checksums;  // [layers], written by the output projection
   long long spin_cycles = 0;
 };
 
-absl::StatusOr<Setup> MakeSetup(const Options& options, int heads, cudaStream_t stream) {
+absl::StatusOr<Setup> MakeSetup(const Options& options, const Shard& shard, int model_heads,
+                                cudaStream_t stream) {
   Setup setup;
   absl::StatusOr<std::unique_ptr<Model>> model =
-      Model::Create(heads, options.layers, options.buckets.back(), options.buckets.front(), stream);
+      Model::Create(shard.Heads(model_heads), shard.FirstHead(model_heads), options.layers,
+                    options.buckets.back(), options.buckets.front(), stream);
   if (!model.ok()) return model.status();
   setup.model = std::move(*model);
   void* checksums = nullptr;
@@ -384,7 +506,7 @@ absl::StatusOr<Setup> MakeSetup(const Options& options, int heads, cudaStream_t 
   setup.checksums.reset(static_cast<float*>(checksums));
   int clock_khz = 0;
   MLA_TAIL_RETURN_IF_ERROR(
-      Cuda(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, options.device), "clock"));
+      Cuda(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, shard.device), "clock"));
   setup.spin_cycles = static_cast<long long>(options.attention_us * clock_khz / 1000.0);
   return setup;
 }
@@ -400,13 +522,15 @@ std::vector<int32_t> StepLengths(int step, int rows, int max_rows) {
   return lengths;
 }
 
-// --check: steps on the PDL-edge and the full-edge step graph of every heads count and bucket.
-absl::StatusOr<bool> Check(const Options& options, const mla_tail::MlaTail& tail,
-                           cudaStream_t stream) {
+// --check on one device: steps on the PDL-edge and the full-edge step graph of every heads count
+// and bucket, the device's slice checked against the model's heads it serves. Every device makes
+// the same steps (the same step numbers, lengths and buffer sets): together, one model's.
+absl::StatusOr<bool> Check(const Options& options, const Shard& shard, cudaStream_t stream) {
+  const mla_tail::MlaTail& tail = *shard.tail;
   bool all_ok = true;
   int step = 0;  // the formulas' step: distinct for every launch
-  for (int heads : options.heads) {
-    absl::StatusOr<Setup> setup = MakeSetup(options, heads, stream);
+  for (int model_heads : options.heads) {
+    absl::StatusOr<Setup> setup = MakeSetup(options, shard, model_heads, stream);
     if (!setup.ok()) return setup.status();
     const Model& model = *setup->model;
     const int max_rows = options.buckets.back();
@@ -447,7 +571,8 @@ absl::StatusOr<bool> Check(const Options& options, const mla_tail::MlaTail& tail
                                                      out.size() * 2, cudaMemcpyDeviceToHost),
                                           "output"));
             LayerCase c;
-            c.heads = heads;
+            c.heads = model.heads();
+            c.first_head = model.first_head();
             c.rows = rows;
             c.step = step;
             c.set = set;
@@ -470,10 +595,10 @@ absl::StatusOr<bool> Check(const Options& options, const mla_tail::MlaTail& tail
             }
           }
         }
-        std::printf(
-            "check heads %3d rows %3d %-16s %d steps x layers {%d,%d,%d}: %s%s\n", heads, rows,
-            EdgeName(edge), options.steps, checked_layers[0], checked_layers[1], checked_layers[2],
-            bad == 0 ? "ok" : absl::StrCat(bad, " mismatches; first: ").c_str(), first.c_str());
+        Print(absl::StrFormat("check %s rows %3d %-16s %d steps x layers {%d,%d,%d}: %s%s\n",
+                              shard.Label(model_heads), rows, EdgeName(edge), options.steps,
+                              checked_layers[0], checked_layers[1], checked_layers[2],
+                              bad == 0 ? "ok" : absl::StrCat(bad, " mismatches; first: "), first));
         all_ok = all_ok && bad == 0;
       }
     }
@@ -623,33 +748,52 @@ absl::StatusOr<double> SetParamsMicroseconds(StepGraph& graph, int layers, int c
   return std::chrono::duration<double, std::micro>(stop - start).count() / calls;
 }
 
-absl::Status Measure(const Options& options, const mla_tail::MlaTail& tail, cudaStream_t stream) {
+// What --measure found on one device.
+struct Measured {
+  std::string csv;  // rows, without the header
+  bool all_ok = true;
+  int holds_timed_out = 0;
+};
+
+// --measure on one device. With several devices, each times its own step graphs while the others
+// time theirs (the threads meet before each timing), and prints its rows as they come, each
+// naming its device and the model's heads.
+absl::Status Measure(const Options& options, const Shard& shard, cudaStream_t stream,
+                     Barrier& barrier, Measured* measured) {
+  const mla_tail::MlaTail& tail = *shard.tail;
+  const bool several = shard.count > 1;
   absl::StatusOr<double> copy_rate = CopyRate(stream);
   if (!copy_rate.ok()) return copy_rate.status();
   absl::StatusOr<std::unique_ptr<StepTimer>> timer = StepTimer::Create();
   if (!timer.ok()) return timer.status();
-  std::printf("device-to-device copy rate (read + write): %.0f GB/s\n", *copy_rate / 1e9);
-  std::printf(
-      "%d layers, attention stand-in runs on %.1f us after its trigger; step times are "
-      "medians of %d timings of %d launches\n",
-      options.layers, options.attention_us, options.repeats, options.measure_steps);
-  std::printf("%5s %4s %-12s %4s %10s %10s %10s | %10s %10s %10s %5s | %9s %9s %9s\n", "heads",
-              "rows", "kernel", "sets", "step PDL", "step full", "step none", "tail PDL",
-              "tail full", "budget", "ok", "update", "cuda", "all sets");
-  std::printf("%5s %4s %-12s %4s %10s %10s %10s | %10s %10s %10s %5s | %9s %9s %9s\n", "", "", "",
-              "", "us", "us", "us", "us/layer", "us/layer", "us/layer", "", "us/layer", "us/layer",
-              "us/layer");
-  std::string csv =
-      "heads,rows,layers,kernel,buffer_sets,buffer_bytes,attention_us,step_us_tail_pdl,"
-      "step_us_tail_full,step_us_no_tail,tail_us_per_layer_pdl,tail_us_per_layer_full,"
-      "activation_bytes,copy_rate_gbps,budget_us_per_layer,within_budget,pdl_faster,"
-      "update_us_per_layer,set_params_us_per_layer,update_us_per_layer_all_sets\n";
-  bool all_ok = true;
+  Print(absl::StrFormat("%sdevice-to-device copy rate (read + write): %.0f GB/s\n",
+                        several ? absl::StrFormat("device %d: ", shard.device) : "",
+                        *copy_rate / 1e9));
+  barrier.Wait();  // every device's copy rate printed
+  if (shard.index == 0) {
+    // With several devices: the CUDA device and the model's heads, then the device's own heads.
+    const std::string device_columns[2] = {
+        several ? absl::StrFormat("%3s %5s ", "dev", "model") : "",
+        several ? absl::StrFormat("%3s %5s ", "", "heads") : ""};
+    Print(absl::StrFormat(
+        "%d layers, attention stand-in runs on %.1f us after its trigger; step times are "
+        "medians of %d timings of %d launches\n",
+        options.layers, options.attention_us, options.repeats, options.measure_steps));
+    Print(absl::StrFormat("%s%5s %4s %-12s %4s %10s %10s %10s | %10s %10s %10s %5s | %9s %9s %9s\n",
+                          device_columns[0], "heads", "rows", "kernel", "sets", "step PDL",
+                          "step full", "step none", "tail PDL", "tail full", "budget", "ok",
+                          "update", "cuda", "all sets"));
+    Print(absl::StrFormat("%s%5s %4s %-12s %4s %10s %10s %10s | %10s %10s %10s %5s | %9s %9s %9s\n",
+                          device_columns[1], "", "", "", "", "us", "us", "us", "us/layer",
+                          "us/layer", "us/layer", "", "us/layer", "us/layer", "us/layer"));
+  }
+  barrier.Wait();  // the header printed
   int step = 0;
-  for (int heads : options.heads) {
-    absl::StatusOr<Setup> setup = MakeSetup(options, heads, stream);
+  for (int model_heads : options.heads) {
+    absl::StatusOr<Setup> setup = MakeSetup(options, shard, model_heads, stream);
     if (!setup.ok()) return setup.status();
     const Model& model = *setup->model;
+    const int heads = model.heads();
     for (int rows : options.buckets) {
       // Every request active in every set.
       std::vector<int32_t> lengths(options.buckets.back(), 0);
@@ -671,6 +815,7 @@ absl::Status Measure(const Options& options, const mla_tail::MlaTail& tail, cuda
       std::vector<std::vector<double>> times(graphs.size());
       for (int repeat = -1; repeat < options.repeats; ++repeat) {  // -1: warm-up
         for (size_t g = 0; g < graphs.size(); ++g) {
+          barrier.Wait();  // every device times the same graph at once
           absl::StatusOr<double> us =
               (*timer)->Time(*graphs[g], model.sets(), options.measure_steps, &step, stream);
           if (!us.ok()) return us.status();
@@ -685,6 +830,7 @@ absl::Status Measure(const Options& options, const mla_tail::MlaTail& tail, cuda
       const int64_t activation_bytes =
           int64_t{rows} * heads * (kLatentDim + 2 * kValueDim) * 2 + int64_t{rows} * 4;
       const double budget = 1.0 + activation_bytes / *copy_rate * 1e6;
+      barrier.Wait();  // the host times too: every device's thread updates at once
       absl::StatusOr<double> update =
           UpdateMicroseconds(*graphs[0], model, /*sets=*/2, options.update_calls);
       if (!update.ok()) return update.status();
@@ -697,43 +843,91 @@ absl::Status Measure(const Options& options, const mla_tail::MlaTail& tail, cuda
       const bool within = added_pdl <= budget;
       const bool pdl_faster = added_pdl < added_full;
       const bool ok = within && pdl_faster && *update <= 2.0;
-      all_ok = all_ok && ok;
+      measured->all_ok = measured->all_ok && ok;
       const char* kernel = mla_tail::FusedKernelName(graphs[0]->tails()[0].kernel());
-      std::printf(
-          "%5d %4d %-12s %4d %10.1f %10.1f %10.1f | %10.3f %10.3f %10.3f %5s | %9.3f %9.3f %9.3f\n",
-          heads, rows, kernel, model.sets(), pdl, full, none, added_pdl, added_full, budget,
-          ok ? "yes" : "NO", *update, *set_params, *update_all_sets);
-      std::fflush(stdout);
+      Print(absl::StrFormat(
+          "%s%5d %4d %-12s %4d %10.1f %10.1f %10.1f | %10.3f %10.3f %10.3f %5s | %9.3f %9.3f "
+          "%9.3f\n",
+          several ? absl::StrFormat("%3d %5d ", shard.device, model_heads) : "", heads, rows,
+          kernel, model.sets(), pdl, full, none, added_pdl, added_full, budget, ok ? "yes" : "NO",
+          *update, *set_params, *update_all_sets));
       absl::StrAppendFormat(
-          &csv,
-          "%d,%d,%d,%s,%d,%d,%.2f,%.3f,%.3f,%.3f,%.4f,%.4f,%d,%.1f,%.4f,%d,%d,%.4f,%.4f,%.4f\n",
+          &measured->csv,
+          "%d,%d,%d,%s,%d,%d,%.2f,%.3f,%.3f,%.3f,%.4f,%.4f,%d,%.1f,%.4f,%d,%d,%.4f,%.4f,%.4f%s\n",
           heads, rows, options.layers, kernel, model.sets(), model.bytes(), options.attention_us,
           pdl, full, none, added_pdl, added_full, activation_bytes, *copy_rate / 1e9, budget,
-          within ? 1 : 0, pdl_faster ? 1 : 0, *update, *set_params, *update_all_sets);
+          within ? 1 : 0, pdl_faster ? 1 : 0, *update, *set_params, *update_all_sets,
+          several ? absl::StrCat(",", shard.device) : "");
     }
   }
-  std::printf(
-      "budget = 1.0 us + activation bytes (latent, gate, output, lengths) at the copy "
-      "rate; ok = within it, faster with the PDL edge than with a full edge, and an "
-      "update <= 2 us (TailNode::Update; of it, CUDA's cudaGraphExecKernelNodeSetParams: cuda)\n"
-      "update = with the buffers cached: each layer alternates two buffer sets, both among the "
-      "node's last two checked sets, which it does not check again; all sets = each layer cycles "
-      "through all `sets`, as the steps do, so with 3 or more every update checks its buffers\n");
-  if ((*timer)->holds_timed_out() > 0) {
-    std::printf(
-        "note: in %d timings the launch queue filled before every launch was enqueued; "
-        "those timings include host time if the host was slower than the GPU\n",
-        (*timer)->holds_timed_out());
-  }
-  std::printf("%s\n", all_ok ? "MEASURE: all within" : "MEASURE: some outside");
-  if (!options.csv.empty()) {
-    std::FILE* f = std::fopen(options.csv.c_str(), "w");
-    if (f == nullptr) return absl::InternalError(absl::StrCat("cannot write ", options.csv));
-    std::fputs(csv.c_str(), f);
-    std::fclose(f);
-    std::printf("wrote %s\n", options.csv.c_str());
-  }
+  measured->holds_timed_out = (*timer)->holds_timed_out();
   return absl::OkStatus();
+}
+
+// MLA_TAIL_REQUIRE_GPU=1: a run without a usable GPU fails instead of skipping.
+bool GpuRequired() {
+  const char* require = std::getenv("MLA_TAIL_REQUIRE_GPU");
+  return require != nullptr && std::strcmp(require, "1") == 0;
+}
+
+// MLA_TAIL_REQUIRE_GPUS=N (as the GPU tests read it): a run that asks for N or fewer devices
+// fails instead of skipping when they are not all usable.
+int RequiredGpus() {
+  const char* value = std::getenv("MLA_TAIL_REQUIRE_GPUS");
+  return value == nullptr ? 0 : std::atoi(value);
+}
+
+// The MlaTail of every device of --devices, in its order; exits (0: SKIP, 2: failure) where they
+// cannot all be made. Created here, before any device's thread starts, each is then used by its
+// device's thread alone and destroyed after every thread has been joined.
+absl::StatusOr<std::vector<std::unique_ptr<mla_tail::MlaTail>>> CreateTails(const Options& options,
+                                                                            int* exit_code) {
+  const int count = static_cast<int>(options.devices.size());
+  const std::string devices = absl::StrJoin(options.devices, ",");
+  // Fewer usable GPUs than --devices names (none at all is the case below).
+  auto too_few = [&](const std::string& why) {
+    if (RequiredGpus() >= count) {
+      std::fprintf(stderr, "--devices=%s needs %d usable GPUs (MLA_TAIL_REQUIRE_GPUS=%d): %s\n",
+                   devices.c_str(), count, RequiredGpus(), why.c_str());
+      *exit_code = 2;
+    } else {
+      std::printf(
+          "SKIP (fewer usable GPUs than --devices names): --devices=%s needs %d: %s (set "
+          "MLA_TAIL_REQUIRE_GPUS=%d to fail instead)\n",
+          devices.c_str(), count, why.c_str(), count);
+      *exit_code = 0;
+    }
+    return absl::FailedPreconditionError(why);
+  };
+  int visible = 0;
+  if (cudaGetDeviceCount(&visible) != cudaSuccess) {
+    visible = 0;
+    (void)cudaGetLastError();  // not sticky: MlaTail::Create says why below
+  }
+  if (visible > 0 && visible < count) {
+    return too_few(absl::StrCat(visible, " visible"));
+  }
+  std::vector<std::unique_ptr<mla_tail::MlaTail>> tails;
+  for (int i = 0; i < count; ++i) {
+    absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail =
+        mla_tail::MlaTail::Create(options.devices[i], mla_tail::TailOptions{});
+    if (tail.ok()) {
+      tails.push_back(std::move(*tail));
+      continue;
+    }
+    if (tail.status().code() == absl::StatusCode::kFailedPrecondition) {
+      if (i > 0) return too_few(tail.status().ToString());
+      if (!GpuRequired() && RequiredGpus() < count) {
+        std::printf("SKIP (no usable GPU): %s\n", tail.status().ToString().c_str());
+        *exit_code = 0;
+        return tail.status();
+      }
+    }
+    std::fprintf(stderr, "MlaTail::Create: %s\n", tail.status().ToString().c_str());
+    *exit_code = 2;
+    return tail.status();
+  }
+  return tails;
 }
 
 int Main(int argc, char** argv) {
@@ -752,9 +946,43 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "--buckets must increase\n");
     return 2;
   }
+  absl::StatusOr<std::vector<int>> devices =
+      ParseList(absl::GetFlag(FLAGS_devices), "devices", /*min=*/0);
+  if (!devices.ok()) {
+    std::fprintf(stderr, "%s\n", devices.status().ToString().c_str());
+    return 2;
+  }
+  options.devices = *devices;
+  // --device=N is --devices=N; with another --devices it is a mistake.
+  if (const int device = absl::GetFlag(FLAGS_device); device != -1) {
+    if (device < 0) {
+      std::fprintf(stderr, "--device=%d: not a device\n", device);
+      return 2;
+    }
+    if (options.devices != std::vector<int>{0}) {
+      std::fprintf(stderr, "--device and --devices: give one of them\n");
+      return 2;
+    }
+    options.devices = {device};
+  }
+  if (std::set<int>(options.devices.begin(), options.devices.end()).size() !=
+      options.devices.size()) {
+    std::fprintf(stderr, "--devices=%s: each device once\n",
+                 absl::StrJoin(options.devices, ",").c_str());
+    return 2;
+  }
+  const int device_count = static_cast<int>(options.devices.size());
+  for (int h : options.heads) {
+    if (h % device_count != 0) {
+      std::fprintf(stderr,
+                   "--heads: %d heads do not split evenly over %d devices (--devices=%s); give "
+                   "heads counts divisible by %d\n",
+                   h, device_count, absl::StrJoin(options.devices, ",").c_str(), device_count);
+      return 2;
+    }
+  }
   options.layers = absl::GetFlag(FLAGS_layers);
   options.steps = absl::GetFlag(FLAGS_steps);
-  options.device = absl::GetFlag(FLAGS_device);
   options.attention_us = absl::GetFlag(FLAGS_attention_us);
   options.measure_steps = absl::GetFlag(FLAGS_measure_steps);
   options.repeats = std::max(1, absl::GetFlag(FLAGS_repeats));
@@ -766,46 +994,108 @@ int Main(int argc, char** argv) {
   }
   const bool measure = absl::GetFlag(FLAGS_measure);
   const bool check = absl::GetFlag(FLAGS_check) || !measure;
+  const bool several = device_count > 1;
 
-  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail =
-      mla_tail::MlaTail::Create(options.device, mla_tail::TailOptions{});
-  if (!tail.ok()) {
-    const char* require = std::getenv("MLA_TAIL_REQUIRE_GPU");
-    if (tail.status().code() == absl::StatusCode::kFailedPrecondition &&
-        (require == nullptr || std::strcmp(require, "1") != 0)) {
-      std::printf("SKIP (no usable GPU): %s\n", tail.status().ToString().c_str());
-      return 0;
+  int exit_code = 0;
+  // Outlive every device's thread: destroyed when Main returns, after the last join.
+  absl::StatusOr<std::vector<std::unique_ptr<mla_tail::MlaTail>>> tails =
+      CreateTails(options, &exit_code);
+  if (!tails.ok()) return exit_code;
+  std::vector<Shard> shards(device_count);
+  for (int i = 0; i < device_count; ++i) {
+    shards[i].index = i;
+    shards[i].count = device_count;
+    shards[i].device = options.devices[i];
+    shards[i].tail = (*tails)[i].get();
+  }
+  // A device's error: "check: ..." with one device, as always; "check: device N: ..." with more.
+  auto report_errors = [&](const char* what, const std::vector<absl::Status>& results) {
+    bool failed = false;
+    for (int i = 0; i < device_count; ++i) {
+      if (results[i].ok()) continue;
+      failed = true;
+      std::fprintf(stderr, "%s: %s%s\n", what,
+                   several ? absl::StrCat("device ", shards[i].device, ": ").c_str() : "",
+                   results[i].ToString().c_str());
     }
-    std::fprintf(stderr, "MlaTail::Create: %s\n", tail.status().ToString().c_str());
-    return 2;
-  }
-  if (const cudaError_t error = cudaSetDevice(options.device); error != cudaSuccess) {
-    std::fprintf(stderr, "cudaSetDevice: %s\n", cudaGetErrorString(error));
-    return 2;
-  }
-  cudaStream_t created = nullptr;
-  if (const cudaError_t error = cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking);
-      error != cudaSuccess) {
-    std::fprintf(stderr, "cudaStreamCreate: %s\n", cudaGetErrorString(error));
-    return 2;
-  }
-  const Stream owned_stream(created);
-  cudaStream_t stream = owned_stream.get();
+    return failed;
+  };
   int status = 0;
   if (check) {
-    absl::StatusOr<bool> passed = Check(options, **tail, stream);
-    if (!passed.ok()) {
-      std::fprintf(stderr, "check: %s\n", passed.status().ToString().c_str());
-      return 2;
+    std::vector<char> passed(device_count, 0);
+    const std::vector<absl::Status> results =
+        OnEachDevice(shards, [&](const Shard& shard, cudaStream_t stream, Barrier&) {
+          absl::StatusOr<bool> ok = Check(options, shard, stream);
+          if (!ok.ok()) return ok.status();
+          passed[shard.index] = *ok ? 1 : 0;
+          return absl::OkStatus();
+        });
+    if (report_errors("check", results)) return 2;
+    bool all_passed = true;
+    for (int i = 0; i < device_count; ++i) {
+      if (several) std::printf("device %d: %s\n", shards[i].device, passed[i] ? "PASS" : "FAIL");
+      all_passed = all_passed && passed[i];
     }
-    std::printf("%s\n", *passed ? "PASS" : "FAIL");
-    if (!*passed) status = 1;
+    std::printf("%s\n", all_passed ? "PASS" : "FAIL");
+    std::fflush(stdout);
+    if (!all_passed) status = 1;
   }
   if (measure) {
-    const absl::Status measured = Measure(options, **tail, stream);
-    if (!measured.ok()) {
-      std::fprintf(stderr, "measure: %s\n", measured.ToString().c_str());
-      return 2;
+    std::vector<Measured> measured(device_count);
+    const std::vector<absl::Status> results =
+        OnEachDevice(shards, [&](const Shard& shard, cudaStream_t stream, Barrier& barrier) {
+          return Measure(options, shard, stream, barrier, &measured[shard.index]);
+        });
+    if (report_errors("measure", results)) return 2;
+    std::printf(
+        "budget = 1.0 us + activation bytes (latent, gate, output, lengths) at the copy "
+        "rate; ok = within it, faster with the PDL edge than with a full edge, and an "
+        "update <= 2 us (TailNode::Update; of it, CUDA's cudaGraphExecKernelNodeSetParams: cuda)\n"
+        "update = with the buffers cached: each layer alternates two buffer sets, both among the "
+        "node's last two checked sets, which it does not check again; all sets = each layer "
+        "cycles through all `sets`, as the steps do, so with 3 or more every update checks its "
+        "buffers\n");
+    if (several) {
+      std::printf(
+          "dev = the CUDA device, timed while the others ran theirs; model = the model's heads, "
+          "of which the k-th device of --devices=%s serves heads [k*h, (k+1)*h), h = heads\n",
+          absl::StrJoin(options.devices, ",").c_str());
+    }
+    bool all_ok = true;
+    for (int i = 0; i < device_count; ++i) {
+      if (measured[i].holds_timed_out > 0) {
+        std::printf(
+            "note: %sin %d timings the launch queue filled before every launch was enqueued; "
+            "those timings include host time if the host was slower than the GPU\n",
+            several ? absl::StrCat("device ", shards[i].device, ": ").c_str() : "",
+            measured[i].holds_timed_out);
+      }
+      if (several) {
+        std::printf("device %d: %s\n", shards[i].device,
+                    measured[i].all_ok ? "all within" : "some outside");
+      }
+      all_ok = all_ok && measured[i].all_ok;
+    }
+    std::printf("%s\n", all_ok ? "MEASURE: all within" : "MEASURE: some outside");
+    if (!options.csv.empty()) {
+      // With several devices a last column, device: rows come in --devices order.
+      std::string csv = absl::StrCat(
+          "heads,rows,layers,kernel,buffer_sets,buffer_bytes,attention_us,step_us_tail_pdl,"
+          "step_us_tail_full,step_us_no_tail,tail_us_per_layer_pdl,tail_us_per_layer_full,"
+          "activation_bytes,copy_rate_gbps,budget_us_per_layer,within_budget,pdl_faster,"
+          "update_us_per_layer,set_params_us_per_layer,update_us_per_layer_all_sets",
+          several ? ",device" : "", "\n");
+      for (const Measured& m : measured) csv += m.csv;
+      std::FILE* f = std::fopen(options.csv.c_str(), "w");
+      if (f == nullptr) {
+        std::fprintf(
+            stderr, "measure: %s\n",
+            absl::InternalError(absl::StrCat("cannot write ", options.csv)).ToString().c_str());
+        return 2;
+      }
+      std::fputs(csv.c_str(), f);
+      std::fclose(f);
+      std::printf("wrote %s\n", options.csv.c_str());
     }
   }
   return status;

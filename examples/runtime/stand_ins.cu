@@ -22,7 +22,8 @@ __global__ void AttentionStandIn(AttentionArgs a) {
     __align__(16) bf16 values[8];
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      values[j] = __float2bfloat16_rn(LatentCode(a.step, a.layer, t, h, k + j) * kLatentScale);
+      values[j] = __float2bfloat16_rn(LatentCode(a.step, a.layer, t, a.first_head + h, k + j) *
+                                      kLatentScale);
     }
     *reinterpret_cast<uint4*>(row + i) = *reinterpret_cast<const uint4*>(values);
   }
@@ -53,23 +54,24 @@ __global__ void ProjectionStandIn(ProjectionArgs a) {
   if (threadIdx.x == 0) *a.checksum = partial[0];
 }
 
-__global__ void FillWeightsKernel(bf16* w_uv, int heads, int set, int layer) {
+__global__ void FillWeightsKernel(bf16* w_uv, int heads, int first_head, int set, int layer) {
   const long long n = static_cast<long long>(heads) * kValueDim * kLatentDim;
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long long>(gridDim.x) * blockDim.x) {
     const int k = static_cast<int>(i % kLatentDim);
     const int d = static_cast<int>(i / kLatentDim % kValueDim);
     const int h = static_cast<int>(i / (kLatentDim * kValueDim));
-    w_uv[i] = __float2bfloat16_rn(WeightCode(set, layer, h, k, d) * kWeightScale);
+    w_uv[i] = __float2bfloat16_rn(WeightCode(set, layer, first_head + h, k, d) * kWeightScale);
   }
 }
 
-__global__ void FillGateKernel(bf16* gate, int rows, int columns, int set, int layer) {
+__global__ void FillGateKernel(bf16* gate, int rows, int columns, int first_column, int set,
+                               int layer) {
   const long long n = static_cast<long long>(rows) * columns;
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    gate[i] = __float2bfloat16_rn(
-        GateValue(set, layer, static_cast<int>(i / columns), static_cast<int>(i % columns)));
+    gate[i] = __float2bfloat16_rn(GateValue(set, layer, static_cast<int>(i / columns),
+                                            first_column + static_cast<int>(i % columns)));
   }
 }
 
@@ -111,13 +113,15 @@ float ProjectionChecksum(const uint16_t* output, int64_t row_stride, int rows, i
   return partial[0];
 }
 
-cudaError_t FillWeights(bf16* w_uv, int heads, int set, int layer, cudaStream_t stream) {
-  FillWeightsKernel<<<264, 256, 0, stream>>>(w_uv, heads, set, layer);
+cudaError_t FillWeights(bf16* w_uv, int heads, int first_head, int set, int layer,
+                        cudaStream_t stream) {
+  FillWeightsKernel<<<264, 256, 0, stream>>>(w_uv, heads, first_head, set, layer);
   return cudaGetLastError();
 }
 
-cudaError_t FillGate(bf16* gate, int rows, int columns, int set, int layer, cudaStream_t stream) {
-  FillGateKernel<<<132, 256, 0, stream>>>(gate, rows, columns, set, layer);
+cudaError_t FillGate(bf16* gate, int rows, int columns, int first_column, int set, int layer,
+                     cudaStream_t stream) {
+  FillGateKernel<<<132, 256, 0, stream>>>(gate, rows, columns, first_column, set, layer);
   return cudaGetLastError();
 }
 

@@ -18,14 +18,16 @@ struct AttentionArgs {
   bf16* latent = nullptr;  // [rows, heads, 512]
   int64_t row_stride = 0;  // elements
   int rows = 0;
-  int heads = 0;
-  int step = 0;  // the formulas' step (formulas.h)
+  int heads = 0;       // the heads this device serves
+  int first_head = 0;  // the model's head of the first of them
+  int step = 0;        // the formulas' step (formulas.h)
   int layer = 0;
   long long spin_cycles = 0;  // how long the kernel runs on after its trigger (SM clocks)
 };
 
-// One block of 256 threads per row: writes latent[t] = LatentCode(step, layer, t, ...) / 16,
-// then triggers its dependents (griddepcontrol.launch_dependents), then spins `spin_cycles`.
+// One block of 256 threads per row: writes latent[t, h] = LatentCode(step, layer, t,
+// first_head + h, ...) / 16, then triggers its dependents (griddepcontrol.launch_dependents), then
+// spins `spin_cycles`.
 const void* AttentionKernel();
 inline constexpr int kAttentionThreads = 256;
 
@@ -45,10 +47,13 @@ inline constexpr int kProjectionThreads = 256;
 // kernel's order, so that the two agree bit for bit.
 float ProjectionChecksum(const uint16_t* output, int64_t row_stride, int rows, int columns);
 
-// W_UV [heads, 128, 512] (d-major rows of 512 k) of buffer set `set`, layer `layer`.
-cudaError_t FillWeights(bf16* w_uv, int heads, int set, int layer, cudaStream_t stream);
-// gate [rows, columns] of buffer set `set`, layer `layer`.
-cudaError_t FillGate(bf16* gate, int rows, int columns, int set, int layer, cudaStream_t stream);
+// W_UV [heads, 128, 512] (d-major rows of 512 k) of buffer set `set`, layer `layer`: the model's
+// heads first_head, first_head + 1, ...
+cudaError_t FillWeights(bf16* w_uv, int heads, int first_head, int set, int layer,
+                        cudaStream_t stream);
+// gate [rows, columns] of buffer set `set`, layer `layer`: the model's columns first_column, ...
+cudaError_t FillGate(bf16* gate, int rows, int columns, int first_column, int set, int layer,
+                     cudaStream_t stream);
 
 // Holds `stream` until *release is non-zero or `timeout_ns` passed (then *timed_out = 1): lets
 // the host enqueue many launches before the GPU starts them, so that host time between launches
