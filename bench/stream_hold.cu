@@ -1,9 +1,9 @@
-#include "bench/stream_hold.h"
-
 #include <cuda_runtime.h>
 
 #include <atomic>
 #include <cstdint>
+
+#include "bench/stream_hold.h"
 
 namespace mla_tail_bench {
 namespace {
