@@ -377,17 +377,18 @@ absl::Status MlaTail::Impl::RunFused(const TailShape& shape, const TailBuffers& 
   MLA_RETURN_IF_CUDA_ERROR(
       internal::PlanFusedKernel(params, options.fused_kernel, multiprocessors, &launch),
       "planning the fused kernel");
-  // A recorded node's launches are planned before anything is enqueued.
-  absl::StatusOr<internal::TailKernelNode> node = internal::TailKernelNode{};
-  if (recorded != nullptr) node = FusedNode(shape, b);
-  if (!node.ok()) return node.status();
+  // A recorded node's launches are planned before anything is enqueued; its node once captured.
+  if (recorded != nullptr) {
+    absl::StatusOr<internal::TailKernelNode> node = FusedNode(shape, b);
+    if (!node.ok()) return node.status();
+    *recorded = *std::move(node);
+  }
   MLA_RETURN_IF_CUDA_ERROR(internal::LaunchKernel(launch, &params, stream, options.pdl),
                            "fused kernel launch");
   if (recorded == nullptr) return absl::OkStatus();
   absl::StatusOr<cudaGraphNode_t> captured = internal::LastCapturedNode(stream);
   if (!captured.ok()) return captured.status();
-  node->node = *captured;
-  *recorded = *node;
+  recorded->node = *captured;
   return absl::OkStatus();
 }
 
