@@ -145,6 +145,8 @@ cudaError_t MeasureStreamFloor(int64_t bytes, cudaStream_t stream, StreamFloor* 
   result.layers = layers;
   StreamHold hold;
   for (const StreamReadShape& shape : kStreamReadShapes) {
+    // Small blocks only where 512-thread ones leave multiprocessors idle or barely fill them.
+    if (shape.threads < 512 && read_bytes > (int64_t{16} << 20)) continue;
     const int64_t useful_blocks = BlocksWithWork(read_bytes, shape);
     int64_t last_blocks = -1;
     for (int k = 1; k <= options.max_blocks_per_sm; ++k) {
@@ -162,19 +164,23 @@ cudaError_t MeasureStreamFloor(int64_t bytes, cudaStream_t stream, StreamFloor* 
       r.capturing = false;
       STREAM_FLOOR_RETURN_IF_ERROR(cudaStreamEndCapture(stream, &r.graph));
       STREAM_FLOOR_RETURN_IF_ERROR(cudaGraphInstantiate(&r.exec, r.graph, 0));
+      STREAM_FLOOR_RETURN_IF_ERROR(cudaGraphUpload(r.exec, stream));
+      STREAM_FLOOR_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
       std::vector<float> ms;
       constexpr int kWarmup = 3;
       for (int i = 0; i < kWarmup + options.replays; ++i) {
-        // Held until the graph and the stop event are enqueued: the events time the GPU alone.
-        STREAM_FLOOR_RETURN_IF_ERROR(hold.Hold(stream));
-        cudaError_t e = cudaEventRecord(r.start, stream);
+        // Timed replays are held until the graph and the stop event are enqueued: the events
+        // time the GPU alone. The warm-up replays run unheld.
+        const bool held = i >= kWarmup;
+        cudaError_t e = held ? hold.Hold(stream) : cudaSuccess;
+        if (e == cudaSuccess) e = cudaEventRecord(r.start, stream);
         if (e == cudaSuccess) e = cudaGraphLaunch(r.exec, stream);
         if (e == cudaSuccess) e = cudaEventRecord(r.stop, stream);
-        hold.Release();
+        if (held) hold.Release();
         const cudaError_t drained = cudaStreamSynchronize(stream);
         STREAM_FLOOR_RETURN_IF_ERROR(e);
         STREAM_FLOOR_RETURN_IF_ERROR(drained);
-        if (hold.TimedOut()) return cudaErrorTimeout;
+        if (held && hold.TimedOut()) return cudaErrorTimeout;
         float t = 0;
         STREAM_FLOOR_RETURN_IF_ERROR(cudaEventElapsedTime(&t, r.start, r.stop));
         if (i >= kWarmup) ms.push_back(t);

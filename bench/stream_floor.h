@@ -9,12 +9,12 @@
 //
 // The kernel: griddepcontrol.wait, then launch_dependents (the next kernel's blocks may take
 // their places early), then a grid-stride read of 16-byte words. Its shapes: 512 threads a block
-// with 4 independent loads in flight a thread (32 KiB a block's pass), and 128 threads with 4 or
-// 1 (8 and 2 KiB), so that a few MiB spread over every multiprocessor too. The grid is k blocks a
-// multiprocessor for k = 1..8, capped at the blocks that have work (blocks past what fits run as
-// later waves); the floor is the fastest shape and k. Each timing holds the stream until the
-// graph is enqueued (stream_hold.h). Layers rotate through distinct buffers whose bytes together
-// exceed three L2s, so every kernel reads from DRAM.
+// with 4 independent loads in flight a thread (32 KiB a block's pass), and up to 16 MiB also 128
+// threads with 4 or 1 (8 and 2 KiB), so that a few MiB spread over every multiprocessor too. The
+// grid is k blocks a multiprocessor for k = 1..8, capped at the blocks that have work (blocks past
+// what fits run as later waves); the floor is the fastest shape and k. Each timing holds the stream
+// until the graph is enqueued (stream_hold.h). Layers rotate through distinct buffers whose bytes
+// together exceed three L2s, so every kernel reads from DRAM.
 
 #include <cuda_runtime_api.h>
 

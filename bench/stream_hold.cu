@@ -26,7 +26,9 @@ __global__ void HoldKernel(volatile int* flags) {
 }  // namespace
 
 StreamHold::~StreamHold() {
-  if (flags_ != nullptr) cudaFreeHost(const_cast<int*>(flags_));
+  if (flags_ == nullptr) return;
+  Release();  // a spin still waiting ends before its flag's memory goes
+  cudaFreeHost(const_cast<int*>(flags_));
 }
 
 cudaError_t StreamHold::Hold(cudaStream_t stream) {
@@ -46,8 +48,9 @@ cudaError_t StreamHold::Hold(cudaStream_t stream) {
   }
   flags_[0] = 0;
   flags_[1] = 0;
-  HoldKernel<<<1, 1, 0, stream>>>(device_flags_);
-  return cudaGetLastError();
+  void* arguments[] = {&device_flags_};
+  return cudaLaunchKernel(reinterpret_cast<const void*>(&HoldKernel), dim3(1), dim3(1), arguments,
+                          0, stream);
 }
 
 void StreamHold::Release() {

@@ -83,9 +83,9 @@ step graph_bench 30 graph_bench.log "$bin/graph_bench" --commit="$commit" \
 # and without a gate; the host time of Run, SetLayer and Update with cached and full pointer
 # checks, and of Update's parts (validation, error scope and device guard, pointer checks, CUDA's
 # node update).
-step row_count 60 row_count_bench.log "$bin/row_count_bench" --commit="$commit" \
+step row_count 90 row_count_bench.log "$bin/row_count_bench" --commit="$commit" \
   --csv="$out/row_count_bench.csv"
-step row_count 60 row_count_bench.log "$bin/row_count_bench" --commit="$commit" \
+step row_count 90 row_count_bench.log "$bin/row_count_bench" --commit="$commit" \
   --csv="$out/row_count_bench.csv" --gate=false --host_calls=1000
 # The tail without a gate over the grid, every fused kernel forced, and the rule's choice gated
 # and ungated alternated three times in one process (the same kernels, the same layers).
@@ -111,15 +111,15 @@ no_gate_embeddings() {
     --upstream_smem_bytes=0 --csv="$f"
 }
 step no_gate_embeddings 200 tail_bench_no_gate_embeddings.log no_gate_embeddings
-step grid 170 tail_bench.log "$bin/tail_bench" --commit="$commit" --csv="$out/tail_bench.csv" \
+step grid 240 tail_bench.log "$bin/tail_bench" --commit="$commit" --csv="$out/tail_bench.csv" \
   --modes=$kernels,bmm,auto,peer,auto-replay
 # e4m3 W_UV on the grid (every kernel forced, and the rule), and the e4m3 output beside the
 # unfused pair with every kernel forced on it (bf16 and e4m3 W_UV), each against the bf16 tail
 # (auto) of the same run.
 fp8_kernels=${kernels//fused-/fp8w-fused-}
-step fp8 240 tail_bench_fp8.log "$bin/tail_bench" --commit="$commit" \
+step fp8 300 tail_bench_fp8.log "$bin/tail_bench" --commit="$commit" \
   --csv="$out/tail_bench_fp8.csv" --modes=auto,fp8w-auto,$fp8_kernels
-step fp8_output 240 tail_bench_fp8_output.log "$bin/tail_bench" --commit="$commit" \
+step fp8_output 300 tail_bench_fp8_output.log "$bin/tail_bench" --commit="$commit" \
   --csv="$out/tail_bench_fp8_output.csv" \
   --modes=auto,fp8o-auto,fp8o-pair,fp8w-fp8o-auto,fp8w-fp8o-pair,${kernels//fused-/fp8o-fused-},${kernels//fused-/fp8w-fp8o-fused-}
 step q 40 tail_bench_q.log "$bin/tail_bench" --commit="$commit" --q=2,4 --heads=12,64,128 \
@@ -185,7 +185,7 @@ upstream_no_smem() {
   return $rc
 }
 step upstream_no_smem - tail_bench_upstream_no_smem.log upstream_no_smem
-step large 25 tail_bench_large.log "$bin/tail_bench" --commit="$commit" \
+step large 45 tail_bench_large.log "$bin/tail_bench" --commit="$commit" \
   --csv="$out/tail_bench_large.csv" --heads=64,128 --rows=2048,4096 --modes=auto,bmm,peer
 pdl_probe() {
   timeout 15 "$bin/pdl_probe" --epilogues_ns=1000 --dependent_blocks=48 --prefetch_words=16 \
