@@ -242,6 +242,8 @@ absl::Status TailGraphSet::Capture(int layer, int bucket_index) {
 }
 
 absl::Status TailGraphSet::CaptureMeasured(int layer, int bucket_index) {
+  // The queries neither fail for nor break a capture of this or another thread.
+  internal::RelaxedCaptureMode relaxed;
   size_t free_before = 0, free_after = 0, total = 0;
   cudaMemGetInfo(&free_before, &total);
   MLA_RETURN_IF_ERROR(Capture(layer, bucket_index));

@@ -46,7 +46,9 @@
 // half-built graph is ever replayed, and a later call retries.
 //
 // Lifetime: destroying a set never blocks; graphs still running finish. Graphs exported from a
-// set that takes the BMM path use its scratch, and must not be launched after the set is gone.
+// set that takes the BMM path (and its tails recorded into the caller's captures) use its
+// scratch: they must not be launched after the set is gone, and the caller's launches of them
+// must have completed before it goes.
 
 #include <cuda_runtime_api.h>
 

@@ -276,6 +276,7 @@ absl::Status CheckStreamOf(int device, cudaStream_t stream) {
 }  // namespace
 
 absl::Status MlaTail::CheckStream(cudaStream_t stream) const {
+  internal::CudaErrorScope errors;
   return CheckStreamOf(impl_->device, stream);
 }
 

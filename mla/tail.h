@@ -72,7 +72,8 @@ class MlaTail {
 
   // Never blocks: the BMM scratch goes back to CUDA in stream order, after the instance's last
   // eager BMM run. Graphs captured from this instance's BMM path must not be launched after it
-  // is destroyed (fused-path graphs hold nothing of it).
+  // is destroyed, and their launches must have completed before (the release is not ordered
+  // after them); fused-path graphs hold nothing of it.
   ~MlaTail();
   MlaTail(const MlaTail&) = delete;
   MlaTail& operator=(const MlaTail&) = delete;

@@ -41,6 +41,11 @@ absl::StatusOr<cudaGraphNode_t> LastCapturedNode(cudaStream_t stream) {
   MLA_RETURN_IF_CUDA_ERROR(
       cudaStreamGetCaptureInfo(stream, &status, nullptr, nullptr, &dependencies, nullptr, &count),
       "cudaStreamGetCaptureInfo");
+  if (status == cudaStreamCaptureStatusInvalidated) {
+    // Invalidated since the launch (by other work on the capture): a capture error, which the
+    // callers map to FailedPrecondition (the caller's capture) or Aborted (the library's own).
+    return CudaStatus(cudaErrorStreamCaptureInvalidated, "the capture of the tail's launch");
+  }
   if (status != cudaStreamCaptureStatusActive || count != 1) {
     return absl::InternalError(
         absl::StrCat("the capture did not end in the launch's node (capture status ",

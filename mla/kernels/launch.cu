@@ -35,9 +35,10 @@ cudaError_t SetFunctionAttribute(const void* kernel, CUfunction_attribute attrib
   cudaFunction_t function = nullptr;
   const cudaError_t e = cudaGetFuncBySymbol(&function, kernel);
   if (e != cudaSuccess) return e;
-  return set_attribute(reinterpret_cast<CUfunction>(function), attribute, value) == CUDA_SUCCESS
-             ? cudaSuccess
-             : cudaErrorInvalidValue;
+  // The driver's codes are the runtime's for every error this can return (out of memory, sticky
+  // errors, an invalid value).
+  return static_cast<cudaError_t>(
+      set_attribute(reinterpret_cast<CUfunction>(function), attribute, value));
 }
 
 }  // namespace
