@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "testing/support/bf16_bits.h"
@@ -348,6 +349,91 @@ TEST(ReferenceTest, NonExactComparisonAllowsTheAccumulationBound) {
   EXPECT_FALSE(OutputAgrees(r, Bf16Next(FloatToBf16(0.03125f), true), false, &why));
   EXPECT_TRUE(OutputAgrees(r, 0x0000, true, &why)) << why;
   EXPECT_FALSE(OutputAgrees(r, FloatToBf16(0.03125f), true, &why));
+}
+
+// The outputs bf16(float(v') * s') for every bf16 v' some FP32 sum within the accumulation bound
+// rounds to, and every FP32 s' within the sigmoid's bound, enumerated: the set OutputAgrees must
+// accept, no more (steps of v' larger than the output's leave gaps; zeros keep their sign) and
+// no less.
+std::vector<bool> EnumeratedOutputs(const ReferenceElement& e) {
+  const AllowedValues v = AllowedV(e);
+  const float low = Bf16ToFloat(v.low), high = Bf16ToFloat(v.high);
+  std::vector<bool> reached(0x10000, false);
+  for (uint32_t bits = 0; bits <= 0xffff; ++bits) {
+    const uint16_t b = static_cast<uint16_t>(bits);
+    if (Bf16IsNan(b)) continue;
+    const float value = Bf16ToFloat(b);
+    bool possible = low <= value && value <= high;
+    if (b == 0x8000) possible = (v.low & 0x8000) != 0 && high >= 0;  // a negative sum near 0
+    if (b == 0x0000) possible = (v.high & 0x8000) == 0 && low <= 0;  // a non-negative one
+    if (!possible) continue;
+    for (float sigmoid = e.s.low; sigmoid <= e.s.high; sigmoid = std::nextafter(sigmoid, 2.0f)) {
+      reached[FloatToBf16(value * sigmoid)] = true;
+    }
+  }
+  return reached;
+}
+
+TEST(ReferenceTest, NonExactComparisonAcceptsExactlyTheReachableOutputs) {
+  struct Case {
+    double acc, magnitude;
+    float gate;
+  };
+  std::vector<Case> cases = {
+      {4.0078125, 92.18, 1.0f},  // v' in {4, 4.03125}: 4.015625 · s unreachable between them
+      {1.0, 1.0, -100.0f},       // s = 0: only +0 (the sum is positive)
+      {-1.0, 1.0, -100.0f},      // only -0
+      {0.0, 1.0, 0.5f},          // v' of either sign near 0
+      {0x1p-140, 0x1p-139, 3.0f}, {-0x1p-140, 0x1p-139, 3.0f},
+  };
+  uint64_t seed = 7;
+  auto next = [&] { return seed = seed * 6364136223846793005ull + 1442695040888963407ull; };
+  for (int i = 0; i < 120; ++i) {
+    const double magnitude = std::ldexp(1.0 + (next() >> 40) * 0x1p-24, int(next() % 40) - 20);
+    const double share = (next() % 5 == 0) ? 0.0 : double(next() >> 11) * 0x1p-53;  // of M
+    const double acc = (next() & 1 ? -1 : 1) * magnitude * share;
+    const float gate = (next() % 7 == 0) ? 0.0f : float(int(next() % 1600) - 800) / 10;
+    cases.push_back({acc, magnitude, gate});
+  }
+  std::string why;
+  for (const Case& c : cases) {
+    ReferenceElement e;
+    e.active = true;
+    e.acc = c.acc;
+    e.magnitude = c.magnitude;
+    e.v = DoubleToBf16(c.acc);
+    e.s = AllowedSigmoids(FloatToBf16(c.gate));
+    e.out = FloatToBf16(Bf16ToFloat(e.v) * e.s.nearest);
+    const std::vector<bool> reached = EnumeratedOutputs(e);
+    int accepted = 0;
+    for (uint32_t got = 0; got <= 0xffff; ++got) {
+      if (Bf16IsNan(static_cast<uint16_t>(got))) continue;
+      const bool agrees = OutputAgrees(e, static_cast<uint16_t>(got), false, &why);
+      ASSERT_EQ(agrees, static_cast<bool>(reached[got]))
+          << "acc " << c.acc << " M " << c.magnitude << " gate " << c.gate << " got 0x" << std::hex
+          << got;
+      accepted += agrees;
+    }
+    EXPECT_GT(accepted, 0);
+  }
+  // The gap: 0x403c lies between the outputs of v' = 4 and v' = 4.03125 at gate 1.
+  ReferenceElement gap;
+  gap.active = true;
+  gap.acc = 4.0078125;
+  gap.magnitude = 92.18;
+  gap.v = DoubleToBf16(gap.acc);
+  gap.s = AllowedSigmoids(FloatToBf16(1.0f));
+  EXPECT_FALSE(OutputAgrees(gap, 0x403c, false, &why));
+}
+
+// For tiny gates the bound is that of 1/2 + g/4, which double precision would round to 1/2.
+TEST(ReferenceTest, SigmoidBoundsOfTinyGatesKeepTheirSlope) {
+  const SigmoidBounds up = AllowedSigmoids(0x2000);  // 2^-63
+  EXPECT_EQ(up.low, 0x1.fffff2p-2f);
+  EXPECT_EQ(up.high, 0x1.000008p-1f);
+  const SigmoidBounds down = AllowedSigmoids(0xa000);  // -2^-63
+  EXPECT_EQ(down.low, 0x1.fffffp-2f);
+  EXPECT_EQ(down.high, 0x1.000006p-1f);
 }
 
 TEST(E4m3BitsTest, DecodesEveryCode) {

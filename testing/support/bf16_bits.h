@@ -51,6 +51,7 @@ inline uint16_t DoubleToBf16(double x) {
 }
 
 inline bool Bf16IsNan(uint16_t bits) { return (bits & 0x7fffu) > 0x7f80u; }
+inline bool Bf16IsInf(uint16_t bits) { return (bits & 0x7fffu) == 0x7f80u; }
 
 // The next bf16 value towards +inf / -inf (finite inputs).
 inline uint16_t Bf16Next(uint16_t bits, bool up) {

@@ -24,6 +24,31 @@ float FloatAtMost(double x) {
   return f;
 }
 
+// For |g| < 2^-20, σ(g) = 1/2 + g/4 up to |g|^3 / 48, which no FP32 decision below can see; in
+// double, 1/2 + g/4 loses g below 2^-52. The least FP32 >= 1/2 · (1 - r) + (g/4 · (1 - r) - 2^-149)
+// (`low`) or the greatest <= 1/2 · (1 + r) + (g/4 · (1 + r) + 2^-149): the FP32 values near
+// 1/2 less the exact first term are exact in double (Sterbenz), and compared with the small one.
+float FloatAtLeastHalfPlus(double half_term, double small) {
+  float f = FloatAtLeast(half_term);
+  while (static_cast<double>(f) - half_term < small) {
+    f = std::nextafter(f, std::numeric_limits<float>::infinity());
+  }
+  for (float below = std::nextafter(f, 0.0f); static_cast<double>(below) - half_term >= small;
+       below = std::nextafter(below, 0.0f)) {
+    f = below;
+  }
+  return f;
+}
+float FloatAtMostHalfPlus(double half_term, double small) {
+  float f = FloatAtMost(half_term);
+  while (static_cast<double>(f) - half_term > small) f = std::nextafter(f, 0.0f);
+  for (float above = std::nextafter(f, 1.0f); static_cast<double>(above) - half_term <= small;
+       above = std::nextafter(above, 1.0f)) {
+    f = above;
+  }
+  return f;
+}
+
 }  // namespace
 
 SigmoidBounds AllowedSigmoids(uint16_t gate) {
@@ -32,6 +57,14 @@ SigmoidBounds AllowedSigmoids(uint16_t gate) {
   if (std::isnan(g)) {
     b.exact = std::numeric_limits<double>::quiet_NaN();
     b.low = b.high = b.nearest = std::numeric_limits<float>::quiet_NaN();
+    return b;
+  }
+  if (std::fabs(g) < 0x1p-20) {
+    constexpr double r = kSigmoidRelativeBound;
+    b.exact = 0.5 + g / 4;
+    b.low = FloatAtLeastHalfPlus(0.5 * (1 - r), g / 4 * (1 - r) - 0x1p-149);
+    b.high = FloatAtMostHalfPlus(0.5 * (1 + r), g / 4 * (1 + r) + 0x1p-149);
+    b.nearest = std::clamp(static_cast<float>(b.exact), b.low, b.high);
     return b;
   }
   const double e = std::exp(-g);  // +inf for g = -inf
@@ -125,6 +158,52 @@ bool ReachableWith(uint16_t v, const SigmoidBounds& s, uint16_t got) {
   return std::min(a, b) < x && x < std::max(a, b);
 }
 
+// bf16 values by order: the finite and infinite values as integers that order like them (both
+// zeros as 0), and back (0 as +0).
+int OrderOf(uint16_t b) {
+  const int magnitude = b & 0x7fff;
+  return (b & 0x8000) != 0 ? -magnitude : magnitude;
+}
+uint16_t Bf16OfOrder(int order) {
+  return order >= 0 ? static_cast<uint16_t>(order) : static_cast<uint16_t>(0x8000 | -order);
+}
+
+// Whether bf16(float(v') * s') = `got` for some bf16 v' in [v.low, v.high] and FP32 s' within
+// the sigmoid's bound: not every output between the least and the greatest, since a step of v'
+// may exceed a step of the output. For each v', the outputs it reaches form an interval whose
+// ends do not decrease as v' grows (s' >= 0): the v' to try is the largest whose interval starts
+// at or below `got`. A zero output keeps its sign: it comes from a zero v' of that sign (v.low
+// is -0 or negative where a negative sum within the bound rounds to bf16 -0; v.high is +0 or
+// positive where a non-negative one rounds to +0) or from the nonzero v' of that sign nearest 0.
+bool ReachableWithSome(const AllowedValues& v, const SigmoidBounds& s, uint16_t got) {
+  const float x = Bf16ToFloat(got);
+  const int low = OrderOf(v.low), high = OrderOf(v.high);
+  if (x == 0) {
+    const bool negative = (got & 0x8000) != 0;
+    const bool zero_v =
+        negative ? (v.low & 0x8000) != 0 && high >= 0 : (v.high & 0x8000) == 0 && low <= 0;
+    if (zero_v && ReachableWith(negative ? 0x8000 : 0x0000, s, got)) return true;
+    const int nearest = negative ? std::min(-1, high) : std::max(1, low);
+    return low <= nearest && nearest <= high && ReachableWith(Bf16OfOrder(nearest), s, got);
+  }
+  const auto starts = [&](int order) {
+    const float value = Bf16ToFloat(Bf16OfOrder(order));
+    return std::min(Bf16ToFloat(FloatToBf16(value * s.low)),
+                    Bf16ToFloat(FloatToBf16(value * s.high)));
+  };
+  if (!(starts(low) <= x)) return false;
+  int lo = low, hi = high;  // starts(lo) <= x; the largest such order lies in [lo, hi]
+  while (lo < hi) {
+    const int mid = lo + (hi - lo + 1) / 2;
+    if (starts(mid) <= x) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return ReachableWith(Bf16OfOrder(lo), s, got);
+}
+
 }  // namespace
 
 AllowedValues AllowedV(const ReferenceElement& ref) {
@@ -163,9 +242,16 @@ bool OutputAgrees(const ReferenceElement& ref, uint16_t got, bool exact, std::st
   }
   if (ReachableWith(ref.v, ref.s, got)) return true;
   if (!exact) {
-    const OutputRange range = AllowedOutputs(ref, /*exact=*/false);
-    const float x = Bf16ToFloat(got);
-    if (range.least <= x && x <= range.greatest) return true;
+    const AllowedValues v = AllowedV(ref);
+    // v' infinite (a sum near FP32's largest): its products with s' = 0 are NaN, which the
+    // interval search does not order; the outputs between the extremes are accepted there.
+    if (Bf16IsInf(v.low) || Bf16IsInf(v.high)) {
+      const OutputRange range = AllowedOutputs(ref, /*exact=*/false);
+      const float x = Bf16ToFloat(got);
+      if (range.least <= x && x <= range.greatest) return true;
+    } else if (ReachableWithSome(v, ref.s, got)) {
+      return true;
+    }
   }
   *why = Describe(ref, got, exact);
   return false;

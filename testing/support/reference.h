@@ -102,8 +102,9 @@ OutputRange AllowedOutputs(const ReferenceElement& ref, bool exact);
 // The contract's tolerance: `got` is +0.0 exactly on inactive rows; on active rows it equals
 // bf16(float(v') * s') for an FP32 s' within the sigmoid's bound (AllowedSigmoids) and
 //   exact:  v' = v, the reference's bf16(acc) (every partial sum exact in FP32: integer data);
-//   else:   v' in AllowedV (any order and grouping of the FP32 sum); `got` is then accepted
-//           anywhere between the least and the greatest output those v' and s' give.
+//   else:   v' any bf16 in AllowedV (any order and grouping of the FP32 sum): exactly the
+//           outputs some such v' and s' give, signed zeros by their sign (a step of v' may
+//           exceed a step of the output, leaving outputs between the extremes unreachable).
 // NaN where the reference is NaN. On failure `why` says what was expected.
 bool OutputAgrees(const ReferenceElement& ref, uint16_t got, bool exact, std::string* why);
 
