@@ -25,7 +25,8 @@
 #     --sanitize-jobs   sanitizer runs at once (default 1: one after another). Tests that fill
 #                       the device (*DeviceFull*, *DeviceMemoryExhausted*) always run alone,
 #                       after the others.
-#     --sanitize-profile  every test under all four tools, sized for under 8 minutes on one H200:
+#     --sanitize-profile  every test under all four tools (about 15 minutes on one H200, racecheck
+#                       11 of them: split it by tool or binary to fit a time limit):
 #                       --profile=sanitize --sanitize --sanitize-shards=case --no-tests
 #                       --sanitize-jobs=<CPU cores> --timeout=300 (flags given as well win);
 #                       ends with a table of the runs by binary and tool
