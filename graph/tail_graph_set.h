@@ -82,8 +82,8 @@ struct GraphSetOptions {
   bool pdl = true;
   size_t workspace_bytes = size_t{32} << 20;  // cuBLASLt workspace, shared by all graphs
                                               // (path kBmm)
-  bool full_pointer_checks = false;  // TailOptions::full_pointer_checks, for SetLayer and the
-                                     // eager fallback
+  bool full_pointer_checks = false;  // TailOptions::full_pointer_checks, for SetLayer, the
+                                     // eager fallback and each (re)capture
 };
 
 struct GraphSetStats {
@@ -93,16 +93,18 @@ struct GraphSetStats {
   int64_t replays = 0;             // graph launches
   int64_t eager_runs = 0;          // Replay calls served by the eager tail
   double capture_seconds = 0;      // host time spent capturing and instantiating
-  int64_t graph_memory_bytes = 0;  // device memory taken by captures and instantiations
+  // Device memory taken by captures and instantiations; a BMM-path set's first capture counts
+  // the scratch it allocates as well.
+  int64_t graph_memory_bytes = 0;
   // Device memory the set holds besides its graphs: the BMM path's scratch, allocated at the
-  // first capture of a set whose path is kBmm.
+  // first capture or eager run of a set whose path is kBmm.
   int64_t scratch_bytes = 0;
 };
 
 class TailGraphSet {
  public:
   // Validates the options; allocates nothing and captures nothing yet (a BMM-path set's scratch
-  // comes with its first capture).
+  // comes with its first capture or eager run).
   static absl::StatusOr<std::unique_ptr<TailGraphSet>> Create(int device,
                                                               const GraphSetOptions& options);
   ~TailGraphSet();
@@ -112,8 +114,9 @@ class TailGraphSet {
   // Sets a layer's pointers and strides, checked for the most rows a Replay can run (the
   // largest bucket, or max_eager_rows when larger): latent, gate and output hold that many rows,
   // lengths that many requests, in memory this set's device can reach (MlaTail::Run's pointer
-  // checks, made here and not at Replay; not again for one of the layer's last two sets that
-  // passed, but for full pointer checks). Takes effect at the layer's next Replay; on error the
+  // checks, made here and not at a graph's launch; not again for one of the layer's last two sets
+  // that passed, but for full pointer checks; a capture or re-capture, in Replay, CaptureAll or
+  // ExportGraph, runs the tail's checks again). Takes effect at the layer's next Replay; on error the
   // layer keeps what it had.
   absl::Status SetLayer(int layer, const TailBuffers& buffers);
 
@@ -123,7 +126,9 @@ class TailGraphSet {
   // Runs layer `layer`'s tail for `rows` rows on `stream`: the smallest bucket >= rows,
   // captured first if it is not yet, or the eager tail for exactly `rows` up to max_eager_rows.
   // rows must be a positive multiple of q. On a capturing stream, records the tail into that
-  // capture instead (above); a BMM-path bucket must have been captured (CaptureAll) first.
+  // capture instead (above); a BMM-path bucket must have been captured (CaptureAll) first, with
+  // the layer's present strides, and an eager fallback there needs an earlier run of those rows
+  // outside any capture (the BMM path's plans, MlaTail::PrepareBmm).
   absl::Status Replay(int layer, int rows, cudaStream_t stream);
 
   // The rows a Replay of `rows` runs: the smallest bucket >= rows, or `rows` itself on the eager

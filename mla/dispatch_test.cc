@@ -503,5 +503,22 @@ TEST(LatentSplitTest, RowsAndWarpsByBatch) {
             KernelFunction(12, 9, FusedKernel::kLatentSplit));
 }
 
+// An absent gate's stride, which validation does not look at, reaches the kernels as 0 on both
+// paths (the forms that run with a gate and without form its offsets before testing for it).
+TEST(KernelParamsTest, AnAbsentGatesStrideIsZero) {
+  TailBuffers b;
+  b.gate = nullptr;
+  b.gate_row_stride = std::numeric_limits<int64_t>::max();
+  const TailShape shape{12, 4, 1};
+  EXPECT_EQ(internal::MakeFusedTailParams(shape, b).gate_row_stride, 0);
+  alignas(8) unsigned char tables[internal::kOperandTableBytes];
+  EXPECT_EQ(internal::MakeBmmPointerParams(shape, b, nullptr, tables).gate.gate_row_stride, 0);
+  static const bf16 kSomeGate[8] = {};
+  b.gate = kSomeGate;
+  b.gate_row_stride = 1536;
+  EXPECT_EQ(internal::MakeFusedTailParams(shape, b).gate_row_stride, 1536);
+  EXPECT_EQ(internal::MakeBmmPointerParams(shape, b, nullptr, tables).gate.gate_row_stride, 1536);
+}
+
 }  // namespace
 }  // namespace mla_tail

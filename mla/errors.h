@@ -2,8 +2,10 @@
 #define MLA_TAIL_MLA_ERRORS_H_
 
 // How the library reports failures. Every public call returns absl::Status / absl::StatusOr;
-// nothing throws or aborts. A call that fails has launched nothing and written nothing of the
-// caller's, except where its comment says otherwise. The codes, in short (docs/spec.md, "Errors",
+// nothing throws or aborts. A call that fails its checks (the arguments, what the buffers point
+// at, the stream, the objects' state) has launched and written nothing of the caller's; what can
+// still fail once a call has launched (CUDA or cuBLASLt refusing a later launch of the same call)
+// is in docs/spec.md, "Errors". The codes, in short (docs/spec.md, "Errors",
 // says when each is returned; docs/contract_test keeps the two lists the same):
 //
 //   code                  meaning                                        what a runtime does
@@ -26,7 +28,8 @@
 // later CUDA call fails too. IsStickyCudaError tells them apart from transient ones.
 //
 // The library never clears a CUDA error it did not cause: an error pending from the caller's
-// own launches stays pending (cudaGetLastError) across every call of this library.
+// own launches stays pending (cudaGetLastError) across every call of this library that
+// succeeds (a call that fails in CUDA leaves its own error, as CUDA keeps one: docs/spec.md).
 
 #include <cuda_runtime_api.h>
 

@@ -1,4 +1,4 @@
-// CUDA errors as statuses (CPU only: no CUDA call needs a device here).
+// CUDA errors as statuses (CPU only: no CUDA call here needs a device).
 
 #include "mla_tail/mla/errors.h"
 
@@ -109,6 +109,25 @@ TEST(CudaStatusTest, StatusesNotFromCudaCarryNoError) {
   EXPECT_FALSE(CudaErrorOf(absl::InvalidArgumentError("heads = 0")).has_value());
   EXPECT_FALSE(IsStickyCudaError(absl::DataLossError("not from CUDA")));
   EXPECT_FALSE(IsStickyCudaError(absl::OkStatus()));
+}
+
+// Without a usable device (this machine's case when it has no GPU or no driver) the device check
+// is FailedPrecondition carrying CUDA's error; with one, a device that does not exist is
+// InvalidArgument and device 0 passes.
+TEST(CheckDeviceTest, NoDeviceIsFailedPreconditionWithItsError) {
+  int count = 0;
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  (void)cudaGetLastError();
+  const absl::Status status = internal::CheckDevice(0);
+  if (error != cudaSuccess) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+    ASSERT_TRUE(CudaErrorOf(status).has_value()) << status;
+    EXPECT_EQ(*CudaErrorOf(status), error);
+  } else if (count > 0) {
+    EXPECT_TRUE(status.ok()) << status;
+    EXPECT_EQ(internal::CheckDevice(count).code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(internal::CheckDevice(-1).code(), absl::StatusCode::kInvalidArgument);
+  }
 }
 
 TEST(VersionTest, MatchesTheHeader) {

@@ -31,11 +31,16 @@ absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int
   if (rows == bucket_rows) return absl::OkStatus();
   // The device whose memory `lengths` is (the current device for host or managed memory).
   int device = -1;
-  MLA_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device), "cudaGetDevice");
-  cudaPointerAttributes attributes = {};
-  if (cudaPointerGetAttributes(&attributes, lengths) == cudaSuccess &&
-      attributes.type == cudaMemoryTypeDevice) {
-    device = attributes.device;
+  {
+    // Queries, legal while another thread captures, in relaxed mode as every query of the
+    // library's is.
+    internal::RelaxedCaptureMode relaxed;
+    MLA_RETURN_IF_CUDA_ERROR(cudaGetDevice(&device), "cudaGetDevice");
+    cudaPointerAttributes attributes = {};
+    if (cudaPointerGetAttributes(&attributes, lengths) == cudaSuccess &&
+        attributes.type == cudaMemoryTypeDevice) {
+      device = attributes.device;
+    }
   }
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device));

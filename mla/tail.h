@@ -85,7 +85,9 @@ class MlaTail {
   // validation fails nothing is launched and nothing written; a capture of the caller's that is
   // invalid is FailedPrecondition. The BMM path needs TailOptions::bmm
   // (FailedPrecondition otherwise), rows <= max_rows and heads <= max_heads (OutOfRange), under
-  // capture a PrepareBmm() for the shape beforehand (FailedPrecondition), and cuBLASLt, which
+  // capture a plan made beforehand, by PrepareBmm() or a BMM Run() outside a capture, for the
+  // shape's heads and rows and the buffers' latent and W_UV row strides (FailedPrecondition
+  // otherwise), and cuBLASLt, which
   // its first use outside a capture loads (FailedPrecondition when it cannot be loaded).
   absl::Status Run(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream,
                    TailPath path = TailPath::kAuto);

@@ -76,10 +76,17 @@ absl::Status CheckDevice(int device) {
   CudaErrorScope errors;
   int count = 0;
   const cudaError_t error = cudaGetDeviceCount(&count);
-  if (error != cudaSuccess || count == 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("no CUDA device: cudaGetDeviceCount returned ",
-                     error == cudaSuccess ? "0 devices" : cudaGetErrorName(error)));
+  if (error != cudaSuccess) {
+    // The status carries the error (CudaErrorOf), as every status that comes from CUDA does; no
+    // device and an old driver are FailedPrecondition.
+    absl::Status status = CudaStatus(error, "no CUDA device: cudaGetDeviceCount");
+    if (status.code() == absl::StatusCode::kDataLoss) return status;
+    absl::Status failed(absl::StatusCode::kFailedPrecondition, status.message());
+    failed.SetPayload(kCudaErrorPayloadUrl, *status.GetPayload(kCudaErrorPayloadUrl));
+    return failed;
+  }
+  if (count == 0) {
+    return absl::FailedPreconditionError("no CUDA device: cudaGetDeviceCount returned 0 devices");
   }
   if (device < 0 || device >= count) {
     return absl::InvalidArgumentError(

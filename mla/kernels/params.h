@@ -85,6 +85,8 @@ struct BmmPointerParams {
 inline constexpr size_t kOperandTableBytes =
     3 * size_t{kMaxHeads} * sizeof(void*) + sizeof(GateOperands);
 
+// A stride of an absent tensor is not validated and reaches the kernels as 0: the forms that run
+// with a gate and without form the gate's offsets before testing for it.
 inline FusedTailParams MakeFusedTailParams(const TailShape& shape, const TailBuffers& b) {
   return {b.latent,
           b.latent_row_stride,
@@ -95,7 +97,7 @@ inline FusedTailParams MakeFusedTailParams(const TailShape& shape, const TailBuf
           b.w_uv_scale,
           b.w_uv_scale_head_stride,
           b.gate,
-          b.gate_row_stride,
+          b.gate != nullptr ? b.gate_row_stride : 0,
           b.lengths,
           b.output,
           b.output_fp8,
@@ -122,7 +124,8 @@ inline BmmPointerParams MakeBmmPointerParams(const TailShape& shape, const TailB
           values,
           shape.heads,
           shape.rows,
-          {b.gate, b.gate_row_stride, b.lengths, b.output, b.output_row_stride, b.row_count},
+          {b.gate, b.gate != nullptr ? b.gate_row_stride : 0, b.lengths, b.output,
+           b.output_row_stride, b.row_count},
           const_cast<const void**>(addresses),
           const_cast<const void**>(addresses + kMaxHeads),
           addresses + 2 * kMaxHeads,
