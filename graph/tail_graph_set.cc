@@ -331,8 +331,8 @@ absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
       return EagerOutOfRange(bucket.status(), options_.max_eager_rows);
     }
     ++stats_.eager_runs;
-    const absl::Status ran = tail_->Run({options_.heads, rows, options_.q},
-                                        layers_[layer].buffers, stream, options_.path);
+    const absl::Status ran = tail_->Run({options_.heads, rows, options_.q}, layers_[layer].buffers,
+                                        stream, options_.path);
     // A BMM-path eager run may have allocated the scratch.
     stats_.scratch_bytes = static_cast<int64_t>(tail_->scratch_bytes());
     return ran;

@@ -82,17 +82,17 @@ struct GraphSetOptions {
   bool pdl = true;
   size_t workspace_bytes = size_t{32} << 20;  // cuBLASLt workspace, shared by all graphs
                                               // (path kBmm)
-  bool full_pointer_checks = false;  // TailOptions::full_pointer_checks, for SetLayer, the
-                                     // eager fallback and each (re)capture
+  bool full_pointer_checks = false;           // TailOptions::full_pointer_checks, for SetLayer, the
+                                              // eager fallback and each (re)capture
 };
 
 struct GraphSetStats {
-  int64_t graphs_captured = 0;     // captures that became executable graphs (re-captures too)
-  int64_t instantiations = 0;      // successful cudaGraphInstantiate calls
-  int64_t node_updates = 0;        // kernel nodes rewritten in executable graphs
-  int64_t replays = 0;             // graph launches
-  int64_t eager_runs = 0;          // Replay calls served by the eager tail
-  double capture_seconds = 0;      // host time spent capturing and instantiating
+  int64_t graphs_captured = 0;  // captures that became executable graphs (re-captures too)
+  int64_t instantiations = 0;   // successful cudaGraphInstantiate calls
+  int64_t node_updates = 0;     // kernel nodes rewritten in executable graphs
+  int64_t replays = 0;          // graph launches
+  int64_t eager_runs = 0;       // Replay calls served by the eager tail
+  double capture_seconds = 0;   // host time spent capturing and instantiating
   // Device memory taken by captures and instantiations; a BMM-path set's first capture counts
   // the scratch it allocates as well.
   int64_t graph_memory_bytes = 0;
@@ -116,8 +116,8 @@ class TailGraphSet {
   // lengths that many requests, in memory this set's device can reach (MlaTail::Run's pointer
   // checks, made here and not at a graph's launch; not again for one of the layer's last two sets
   // that passed, but for full pointer checks; a capture or re-capture, in Replay, CaptureAll or
-  // ExportGraph, runs the tail's checks again). Takes effect at the layer's next Replay; on error the
-  // layer keeps what it had.
+  // ExportGraph, runs the tail's checks again). Takes effect at the layer's next Replay; on error
+  // the layer keeps what it had.
   absl::Status SetLayer(int layer, const TailBuffers& buffers);
 
   // Captures every (layer, bucket) graph not captured yet. Every layer must be set.
