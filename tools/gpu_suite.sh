@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The staged GPU suite's runner (tools/stage_gpu.sh copies it to STAGE_DIR/run.sh). Runs every
 # staged GPU test with the GPU required (MLA_TAIL_REQUIRE_GPU=1: a missing GPU fails, never
-# skips), optionally under compute-sanitizer, and the benchmarks; leaves logs and summary.txt.
+# skips), optionally under compute-sanitizer, and with --bin any staged binary (the benchmarks
+# are benchmarks.sh's); leaves logs and summary.txt.
 # Every verdict (a binary, a test case, a sanitizer run) is appended to summary.txt the moment
 # it is known, so a run cut short by a time limit keeps what it finished.
 #

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The README's test command: installs what a fresh Debian 12 machine lacks, then builds every
-# target and runs every test that can run here, then builds and checks every consumer form
+# The README's test command: installs what a fresh Debian 12 machine with the CUDA 13 toolkit
+# lacks (tools/setup.sh; in a git checkout), then builds every target and runs every test that
+# can run here, then builds and checks every consumer form
 # (tools/build_consumers.sh: the Bazel workspace examples/runtime/ with its shared-library plugin,
 # and examples/cmake_consumer/ with CMake), then checks the sources' format
 # (tools/check_format.sh). Tests tagged gpu

@@ -10,7 +10,9 @@ namespace mla_tail_testing {
 
 bool GpuRequired() {
   const char* value = std::getenv(kRequireGpuVariable);
-  return value != nullptr && *value != '\0' && std::strcmp(value, "0") != 0;
+  // Requiring N >= 1 GPUs requires one.
+  return (value != nullptr && *value != '\0' && std::strcmp(value, "0") != 0) ||
+         RequiredGpus() >= 1;
 }
 
 absl::Status GpuUsable() { return mla_tail::internal::CheckDevice(0); }

@@ -17,7 +17,8 @@ inline constexpr char kRequireGpuVariable[] = "MLA_TAIL_REQUIRE_GPU";
 // when this says that many are required (the staged runner sets it to the GPUs it sees).
 inline constexpr char kRequireGpusVariable[] = "MLA_TAIL_REQUIRE_GPUS";
 
-// True when the environment says a GPU is required (MLA_TAIL_REQUIRE_GPU set, not "0").
+// True when the environment says a GPU is required: MLA_TAIL_REQUIRE_GPU set, not "0", or
+// MLA_TAIL_REQUIRE_GPUS at least 1.
 bool GpuRequired();
 
 // OK when device 0 is a usable sm_90 GPU; otherwise why not.
