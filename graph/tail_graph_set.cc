@@ -264,7 +264,13 @@ absl::Status TailGraphSet::CaptureAll() {
   absl::Status status;
   for (int layer = 0; layer < options_.layers && status.ok(); ++layer) {
     for (size_t b = 0; b < options_.buckets.size() && status.ok(); ++b) {
-      if (EntryFor(layer, b).captured()) continue;
+      if (EntryFor(layer, b).captured()) {
+        // Up to date with the layer's present buffers (re-captured where its strides, its gate's
+        // presence or its types changed), as a replay would make it: a replay recorded into a
+        // caller's capture then finds the BMM plan it needs.
+        status = Apply(layer, b, /*measure=*/false);
+        continue;
+      }
       status = Capture(layer, b);
       if (status.ok()) {
         // Ahead of time, so that a first replay costs what every replay costs.
@@ -280,7 +286,7 @@ absl::Status TailGraphSet::CaptureAll() {
   return status.ok() ? uploaded : status;
 }
 
-absl::Status TailGraphSet::Apply(int layer, int bucket_index) {
+absl::Status TailGraphSet::Apply(int layer, int bucket_index, bool measure) {
   Entry& entry = EntryFor(layer, bucket_index);
   const TailBuffers& want = layers_[layer].buffers;
   if (internal::SameBuffers(entry.applied, want)) return absl::OkStatus();
@@ -291,13 +297,14 @@ absl::Status TailGraphSet::Apply(int layer, int bucket_index) {
                                       want.w_row_stride != entry.applied.w_row_stride);
   const bool gate_changed = (want.gate == nullptr) != (entry.applied.gate == nullptr);
   if (gemm_changed || gate_changed || !SameTypes(want, entry.applied)) {
-    return CaptureMeasured(layer, bucket_index);
+    return measure ? CaptureMeasured(layer, bucket_index) : Capture(layer, bucket_index);
   }
 
   const absl::Status status = entry.node.Write(entry.exec, want);
   if (!status.ok()) {
-    // Part of the update may have landed: drop the graph rather than ever launch it half
-    // updated. The next Replay captures it anew.
+    // Drop the graph rather than ever launch it with other pointers than the layer's: the next
+    // Replay captures it anew.
+    internal::RelaxedCaptureMode relaxed;
     entry.Destroy();
     return status;
   }
@@ -330,11 +337,11 @@ absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
     if (rows > options_.max_eager_rows) {
       return EagerOutOfRange(bucket.status(), options_.max_eager_rows);
     }
-    ++stats_.eager_runs;
     const absl::Status ran = tail_->Run({options_.heads, rows, options_.q}, layers_[layer].buffers,
                                         stream, options_.path);
     // A BMM-path eager run may have allocated the scratch.
     stats_.scratch_bytes = static_cast<int64_t>(tail_->scratch_bytes());
+    if (ran.ok()) ++stats_.eager_runs;
     return ran;
   }
   if (*capturing) {

@@ -91,7 +91,7 @@ struct GraphSetStats {
   int64_t instantiations = 0;   // successful cudaGraphInstantiate calls
   int64_t node_updates = 0;     // kernel nodes rewritten in executable graphs
   int64_t replays = 0;          // graph launches
-  int64_t eager_runs = 0;       // Replay calls served by the eager tail
+  int64_t eager_runs = 0;       // Replay calls the eager tail served (ran or recorded)
   double capture_seconds = 0;   // host time spent capturing and instantiating
   // Device memory taken by captures and instantiations; a BMM-path set's first capture counts
   // the scratch it allocates as well.
@@ -120,7 +120,8 @@ class TailGraphSet {
   // the layer keeps what it had.
   absl::Status SetLayer(int layer, const TailBuffers& buffers);
 
-  // Captures every (layer, bucket) graph not captured yet. Every layer must be set.
+  // Captures every (layer, bucket) graph not captured yet, and brings every captured one up to
+  // its layer's present buffers (as a Replay would). Every layer must be set.
   absl::Status CaptureAll();
 
   // Runs layer `layer`'s tail for `rows` rows on `stream`: the smallest bucket >= rows,
@@ -155,7 +156,9 @@ class TailGraphSet {
   // Capture, counting the device memory it takes into stats() (captures one at a time).
   absl::Status CaptureMeasured(int layer, int bucket_index);
   absl::StatusOr<Entry> CaptureEntry(int layer, int bucket_index);
-  absl::Status Apply(int layer, int bucket_index);
+  // Brings the graph up to the layer's present buffers: a node update, or a re-capture (counted
+  // into stats() when `measure`) where a GEMM stride, the gate's presence or a type changed.
+  absl::Status Apply(int layer, int bucket_index, bool measure = true);
   absl::Status CheckRows(int rows) const;
   int max_rows() const;
   bool bmm() const { return options_.path == TailPath::kBmm; }

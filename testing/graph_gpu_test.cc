@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -218,6 +219,46 @@ TEST_P(GraphGpuTest, StrideChangesAreApplied) {
   strides.output_row_stride = (*padded)->buffers().output_row_stride;
   ExpectReplayEqualsEager(*set, **padded, 0, 16, strides);
   expect_counts(bmm ? 3 : 1, bmm ? 1 : 3);
+}
+
+// CaptureAll brings a graph captured before up to its layer's present buffers, as a replay would
+// (a node update, or on the BMM path with other GEMM strides a re-capture, which plans the GEMM):
+// a replay recorded into the caller's capture then runs the new buffers.
+TEST_P(GraphGpuTest, CaptureAllBringsCapturedGraphsUpToTheLayer) {
+  ProblemOptions wide;
+  wide.shape = {4, 16, 1};
+  wide.row_padding = 64;
+  wide.w_row_padding = 64;
+  wide.seed = 43;
+  absl::StatusOr<std::unique_ptr<Problem>> padded = Problem::Create(wide, stream_);
+  ASSERT_TRUE(padded.ok()) << padded.status();
+  std::unique_ptr<Problem> compact = MakeProblem(4, 16, 1, 42);
+  ASSERT_NE(compact, nullptr);
+  std::unique_ptr<TailGraphSet> set = MakeSet(Options(4, 1, 1, {16}));
+  ASSERT_NE(set, nullptr);
+  const bool bmm = GetParam() == TailPath::kBmm;
+  ASSERT_OK(set->SetLayer(0, compact->buffers()));
+  ASSERT_OK(set->CaptureAll());
+  EXPECT_EQ(set->stats().graphs_captured, 1);
+  const mla_tail::TailBuffers b = (*padded)->buffers();
+  ASSERT_OK(set->SetLayer(0, b));
+  ASSERT_OK(set->CaptureAll());
+  EXPECT_EQ(set->stats().graphs_captured, bmm ? 2 : 1);
+  EXPECT_EQ(set->stats().node_updates, bmm ? 0 : 1);
+
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  const absl::Status replayed = set->Replay(0, 16, stream_);
+  ASSERT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess) << "the capture broke";
+  const absl::Cleanup destroy_graph = [&] { cudaGraphDestroy(graph); };
+  ASSERT_OK(replayed);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  const absl::Cleanup destroy_exec = [&] { cudaGraphExecDestroy(exec); };
+  ASSERT_OK((*padded)->PoisonOutput(b.output, stream_));
+  ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ASSERT_OK((*padded)->Check(b.output, (*padded)->SampleRows(), true));
 }
 
 // Lengths are read at replay time; padded rows are +0.0 even with NaN in their inputs, and the
