@@ -10,6 +10,7 @@
 #include <mutex>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "mla/internal/cublaslt.h"
@@ -58,6 +59,13 @@ struct BmmScratch {
   size_t bytes = 0;
 
   bool allocated() const { return values != nullptr; }
+  // Frees what was allocated, in `stream`'s order (nothing null reaches cudaFreeAsync, whose
+  // error would replace one the caller has pending).
+  void FreeAsync() const {
+    for (void* p : {operand_tables, static_cast<void*>(values), workspace}) {
+      if (p != nullptr) cudaFreeAsync(p, stream);
+    }
+  }
 };
 
 struct MlaTail::Impl {
@@ -161,9 +169,7 @@ MlaTail::~MlaTail() {
   internal::RelaxedCaptureMode relaxed;
   // Stream order: the frees wait for the last eager BMM run on the GPU, the host does not.
   if (s.last_run != nullptr) cudaStreamWaitEvent(s.stream, s.last_run, 0);
-  cudaFreeAsync(s.operand_tables, s.stream);
-  cudaFreeAsync(s.values, s.stream);
-  cudaFreeAsync(s.workspace, s.stream);
+  s.FreeAsync();
   impl_->plans.clear();
   if (s.last_run != nullptr) cudaEventDestroy(s.last_run);
   cudaStreamDestroy(s.stream);  // its resources go once its frees have run
@@ -177,9 +183,7 @@ absl::Status MlaTail::Impl::AllocateBmmScratch() {
   // destructor's: kept in `bmm` only once complete.
   auto release = [&s] {
     if (s.stream == nullptr) return;
-    cudaFreeAsync(s.operand_tables, s.stream);
-    cudaFreeAsync(s.values, s.stream);
-    cudaFreeAsync(s.workspace, s.stream);
+    s.FreeAsync();
     if (s.last_run != nullptr) cudaEventDestroy(s.last_run);
     cudaStreamDestroy(s.stream);
   };
@@ -300,15 +304,20 @@ absl::StatusOr<const internal::ValueBmm*> MlaTail::Impl::Plan(const TailShape& s
         "the BMM path is not prepared for heads = ", shape.heads, ", rows = ", shape.rows,
         " and these strides: call PrepareBmm() before capturing"));
   }
-  MLA_RETURN_IF_ERROR(AllocateBmmScratch());
+  // Planned before the scratch is allocated: a GEMM cuBLASLt cannot run holds no memory.
+  absl::StatusOr<cublasLtHandle_t> handle = SharedCublasLt(device);
+  if (!handle.ok()) return handle.status();
   internal::ValueBmmShape bmm_shape;
   bmm_shape.heads = shape.heads;
   bmm_shape.rows = shape.rows;
   bmm_shape.latent_row_stride = buffers.latent_row_stride;
   bmm_shape.w_row_stride = buffers.w_row_stride;
-  absl::StatusOr<internal::ValueBmm> plan =
-      internal::ValueBmm::Create(bmm.cublaslt, bmm_shape, options.workspace_bytes);
+  absl::StatusOr<internal::ValueBmm> plan = [&] {
+    internal::RelaxedCaptureMode relaxed;
+    return internal::ValueBmm::Create(*handle, bmm_shape, options.workspace_bytes);
+  }();
   if (!plan.ok()) return plan.status();
+  MLA_RETURN_IF_ERROR(AllocateBmmScratch());
   return &plans.emplace(key, *std::move(plan)).first->second;
 }
 
@@ -406,6 +415,11 @@ absl::Status MlaTail::Impl::RunBmm(const TailShape& shape, const TailBuffers& b,
   const internal::KernelLaunch pointers = internal::PlanBmmPointers();
   MLA_RETURN_IF_CUDA_ERROR(internal::LaunchKernel(pointers, &tables, stream, options.pdl),
                            "BmmPointersKernel launch");
+  // From here the scratch is in use on `stream`: should a later launch fail, the destructor's
+  // frees still wait for what was enqueued. A captured run is the caller's graph's to order.
+  absl::Cleanup mark_use = [&] {
+    if (!*capturing) (void)cudaEventRecord(bmm.last_run, stream);
+  };
   if (recorded != nullptr) {
     absl::StatusOr<cudaGraphNode_t> node = internal::LastCapturedNode(stream);
     if (!node.ok()) return node.status();
@@ -420,6 +434,7 @@ absl::Status MlaTail::Impl::RunBmm(const TailShape& shape, const TailBuffers& b,
                              &gate, stream, options.pdl),
       "BmmGateKernel launch");
   // What the destructor's frees wait for. A captured run is the caller's graph's to order.
+  std::move(mark_use).Cancel();
   if (!*capturing) {
     MLA_RETURN_IF_CUDA_ERROR(cudaEventRecord(bmm.last_run, stream), "cudaEventRecord");
   }

@@ -49,7 +49,7 @@ const char* TailPathName(TailPath path);
 struct TailOptions {
   // Whether the BMM path may run. Its scratch (values [max_heads, max_rows, 128] and a
   // cuBLASLt workspace) is allocated on the first PrepareBmm(), or the first BMM Run() outside a
-  // capture: never by Create, never for the fused path.
+  // capture, that cuBLASLt plans: never by Create, never for the fused path.
   bool bmm = true;
   int max_heads = kMaxHeads;  // capacity of the BMM path's scratch
   int max_rows = 1024;

@@ -212,6 +212,9 @@ TEST_F(FaultGpuTest, NoBmmAlgorithmIsReportedAndRetried) {
     const absl::Status all = (*set)->CaptureAll();
     EXPECT_EQ(all.code(), absl::StatusCode::kNotFound) << all;
     ExpectUntouched(*problem);
+    // Planned before the scratch is allocated: nothing is held for a GEMM that cannot run.
+    EXPECT_EQ((*tail)->scratch_bytes(), 0u);
+    EXPECT_EQ((*set)->stats().scratch_bytes, 0);
   }
   EXPECT_EQ((*set)->stats().graphs_captured, 0);
   EXPECT_EQ((*set)->stats().replays, 0);
