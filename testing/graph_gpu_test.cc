@@ -70,6 +70,20 @@ class GraphGpuTest : public mla_tail_testing::GpuStreamTest<::testing::TestWithP
     return problem.ok() ? *std::move(problem) : nullptr;
   }
 
+  // 4 heads x 16 rows whose latent, gate, output and W_UV rows are padded by 64 elements (other
+  // strides than MakeProblem's), W_UV in the kv_b_proj view when asked.
+  std::unique_ptr<Problem> MakePaddedProblem(uint64_t seed, bool kv_b_proj_view) {
+    ProblemOptions options;
+    options.shape = {4, 16, 1};
+    options.row_padding = 64;
+    options.w_row_padding = 64;
+    options.kv_b_proj_view = kv_b_proj_view;
+    options.seed = seed;
+    absl::StatusOr<std::unique_ptr<Problem>> problem = Problem::Create(options, stream_);
+    EXPECT_TRUE(problem.ok()) << problem.status();
+    return problem.ok() ? *std::move(problem) : nullptr;
+  }
+
   // The output bits of `run` into a freshly poisoned copy of the buffers' output layout.
   std::vector<uint16_t> Outputs(const Problem& problem, const mla_tail::TailBuffers& buffers) {
     absl::StatusOr<std::vector<uint16_t>> bits =
@@ -187,13 +201,8 @@ TEST_P(GraphGpuTest, PointerUpdatesReplayWithoutInstantiation) {
 // everywhere else (gate and output strides on every path, everything on the fused path); every
 // replay equals the eager tail and the reference.
 TEST_P(GraphGpuTest, StrideChangesAreApplied) {
-  ProblemOptions wide;
-  wide.shape = {4, 16, 1};
-  wide.row_padding = 64;
-  wide.w_row_padding = 64;
-  wide.kv_b_proj_view = true;
-  absl::StatusOr<std::unique_ptr<Problem>> padded = Problem::Create(wide, stream_);
-  ASSERT_TRUE(padded.ok()) << padded.status();
+  std::unique_ptr<Problem> padded = MakePaddedProblem(ProblemOptions{}.seed, true);
+  ASSERT_NE(padded, nullptr);
   std::unique_ptr<Problem> compact = MakeProblem(4, 16, 1, 41);
   ASSERT_NE(compact, nullptr);
   std::unique_ptr<TailGraphSet> set = MakeSet(Options(4, 1, 1, {16}));
@@ -206,18 +215,18 @@ TEST_P(GraphGpuTest, StrideChangesAreApplied) {
   };
   ExpectReplayEqualsEager(*set, *compact, 0, 16, compact->buffers());
   expect_counts(1, 0);
-  ExpectReplayEqualsEager(*set, **padded, 0, 16, (*padded)->buffers());
-  ASSERT_OK((*padded)->Check((*padded)->buffers().output, (*padded)->SampleRows(), true));
+  ExpectReplayEqualsEager(*set, *padded, 0, 16, padded->buffers());
+  ASSERT_OK(padded->Check(padded->buffers().output, padded->SampleRows(), true));
   expect_counts(bmm ? 2 : 1, bmm ? 0 : 1);
   ExpectReplayEqualsEager(*set, *compact, 0, 16, compact->buffers());
   expect_counts(bmm ? 3 : 1, bmm ? 0 : 2);
   // Only the gate and output strides change: a node update on every path.
   mla_tail::TailBuffers strides = compact->buffers();
-  strides.gate = (*padded)->buffers().gate;
-  strides.gate_row_stride = (*padded)->buffers().gate_row_stride;
-  strides.output = (*padded)->buffers().output;
-  strides.output_row_stride = (*padded)->buffers().output_row_stride;
-  ExpectReplayEqualsEager(*set, **padded, 0, 16, strides);
+  strides.gate = padded->buffers().gate;
+  strides.gate_row_stride = padded->buffers().gate_row_stride;
+  strides.output = padded->buffers().output;
+  strides.output_row_stride = padded->buffers().output_row_stride;
+  ExpectReplayEqualsEager(*set, *padded, 0, 16, strides);
   expect_counts(bmm ? 3 : 1, bmm ? 1 : 3);
 }
 
@@ -225,13 +234,8 @@ TEST_P(GraphGpuTest, StrideChangesAreApplied) {
 // (a node update, or on the BMM path with other GEMM strides a re-capture, which plans the GEMM):
 // a replay recorded into the caller's capture then runs the new buffers.
 TEST_P(GraphGpuTest, CaptureAllBringsCapturedGraphsUpToTheLayer) {
-  ProblemOptions wide;
-  wide.shape = {4, 16, 1};
-  wide.row_padding = 64;
-  wide.w_row_padding = 64;
-  wide.seed = 43;
-  absl::StatusOr<std::unique_ptr<Problem>> padded = Problem::Create(wide, stream_);
-  ASSERT_TRUE(padded.ok()) << padded.status();
+  std::unique_ptr<Problem> padded = MakePaddedProblem(43, false);
+  ASSERT_NE(padded, nullptr);
   std::unique_ptr<Problem> compact = MakeProblem(4, 16, 1, 42);
   ASSERT_NE(compact, nullptr);
   std::unique_ptr<TailGraphSet> set = MakeSet(Options(4, 1, 1, {16}));
@@ -240,7 +244,7 @@ TEST_P(GraphGpuTest, CaptureAllBringsCapturedGraphsUpToTheLayer) {
   ASSERT_OK(set->SetLayer(0, compact->buffers()));
   ASSERT_OK(set->CaptureAll());
   EXPECT_EQ(set->stats().graphs_captured, 1);
-  const mla_tail::TailBuffers b = (*padded)->buffers();
+  const mla_tail::TailBuffers b = padded->buffers();
   ASSERT_OK(set->SetLayer(0, b));
   ASSERT_OK(set->CaptureAll());
   EXPECT_EQ(set->stats().graphs_captured, bmm ? 2 : 1);
@@ -255,10 +259,10 @@ TEST_P(GraphGpuTest, CaptureAllBringsCapturedGraphsUpToTheLayer) {
   cudaGraphExec_t exec = nullptr;
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
   const absl::Cleanup destroy_exec = [&] { cudaGraphExecDestroy(exec); };
-  ASSERT_OK((*padded)->PoisonOutput(b.output, stream_));
+  ASSERT_OK(padded->PoisonOutput(b.output, stream_));
   ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-  ASSERT_OK((*padded)->Check(b.output, (*padded)->SampleRows(), true));
+  ASSERT_OK(padded->Check(b.output, padded->SampleRows(), true));
 }
 
 // Lengths are read at replay time; padded rows are +0.0 even with NaN in their inputs, and the
