@@ -145,4 +145,4 @@ mla_tail_library(//mla:value_bmm
   PACKAGE "mla"
   SRCS "mla/internal/value_bmm.cc"
   HDRS "mla/internal/value_bmm.h"
-  DEPS "//mla:cublaslt" "//mla:fault_hooks" "//mla:tail_args" "CUDA::toolkit" "absl::status" "absl::statusor" "absl::strings")
+  DEPS "//mla:cublaslt" "//mla:cuda_status" "//mla:errors" "//mla:fault_hooks" "//mla:tail_args" "CUDA::toolkit" "absl::status" "absl::statusor" "absl::strings")

@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "mla/internal/cublaslt.h"
+#include "mla/internal/cuda_status.h"
+#include "mla_tail/mla/errors.h"
 
 namespace mla_tail::internal {
 
@@ -156,10 +158,23 @@ absl::Status ValueBmm::RunPointerArray(const void* const* w_uv_table,
   const float alpha = 1.0f, beta = 0.0f;
   const Descriptors& x = *descriptors_;
   void* d = const_cast<void*>(static_cast<const void*>(values_table));
-  return CublasStatus(
+  const cublasStatus_t status =
       x.lt.cublasLtMatmul(handle_, x.matmul, &alpha, w_uv_table, x.a, latent_table, x.b, &beta, d,
-                          x.d, d, x.d, &x.algo, workspace, workspace_bytes_, stream),
-      "cublasLtMatmul");
+                          x.d, d, x.d, &x.algo, workspace, workspace_bytes_, stream);
+  if (status == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
+  // cuBLASLt reports CUDA's failures as statuses of its own: a sticky CUDA error (the context is
+  // lost) and a capture of the stream's that CUDA invalidated are told by CUDA's own error, as
+  // every other call's are.
+  const cudaError_t cuda = cudaPeekAtLastError();
+  if (IsStickyCudaError(cuda)) return CudaStatus(cuda, "cublasLtMatmul");
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  // The legacy stream is never asked (IsCapturing).
+  if (stream != nullptr && stream != cudaStreamLegacy &&
+      cudaStreamIsCapturing(stream, &capture) == cudaSuccess &&
+      capture == cudaStreamCaptureStatusInvalidated) {
+    return CudaStatus(cudaErrorStreamCaptureInvalidated, "cublasLtMatmul");
+  }
+  return CublasStatus(status, "cublasLtMatmul");
 }
 
 }  // namespace mla_tail::internal
