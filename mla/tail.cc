@@ -50,9 +50,8 @@ absl::StatusOr<cublasLtHandle_t> SharedCublasLt(int device) {
 // The BMM path's device memory, allocated on first use in stream order on the instance's own
 // non-blocking stream, and freed the same way after the instance's last eager BMM run.
 struct BmmScratch {
-  cudaStream_t stream = nullptr;        // the instance's own: allocations and frees only
-  cudaEvent_t last_run = nullptr;       // recorded after each eager (uncaptured) BMM run
-  cublasLtHandle_t cublaslt = nullptr;  // the device's shared handle (SharedCublasLt)
+  cudaStream_t stream = nullptr;   // the instance's own: allocations and frees only
+  cudaEvent_t last_run = nullptr;  // recorded after each eager (uncaptured) BMM run
   void* workspace = nullptr;
   bf16* values = nullptr;          // [max_heads, max_rows, 128]
   void* operand_tables = nullptr;  // kOperandTableBytes: BmmPointersKernel's output
@@ -187,10 +186,6 @@ absl::Status MlaTail::Impl::AllocateBmmScratch() {
     if (s.last_run != nullptr) cudaEventDestroy(s.last_run);
     cudaStreamDestroy(s.stream);
   };
-  // cuBLASLt first: without it nothing is made.
-  absl::StatusOr<cublasLtHandle_t> handle = SharedCublasLt(device);
-  if (!handle.ok()) return handle.status();
-  s.cublaslt = *handle;
   absl::Status status = internal::CudaStatus(
       cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate(BMM scratch)");
   if (status.ok()) {
@@ -304,7 +299,8 @@ absl::StatusOr<const internal::ValueBmm*> MlaTail::Impl::Plan(const TailShape& s
         "the BMM path is not prepared for heads = ", shape.heads, ", rows = ", shape.rows,
         " and these strides: call PrepareBmm() before capturing"));
   }
-  // Planned before the scratch is allocated: a GEMM cuBLASLt cannot run holds no memory.
+  // cuBLASLt first, and the GEMM planned before the scratch is allocated: without cuBLASLt, or
+  // for a GEMM it cannot run, nothing is held.
   absl::StatusOr<cublasLtHandle_t> handle = SharedCublasLt(device);
   if (!handle.ok()) return handle.status();
   internal::ValueBmmShape bmm_shape;

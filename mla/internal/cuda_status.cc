@@ -60,12 +60,22 @@ absl::Status CudaStatus(cudaError_t error, absl::string_view what) {
   return status;
 }
 
-absl::Status CallersHandleStatus(cudaError_t error, absl::string_view what) {
+namespace {
+
+// CUDA's status for `error` with `code` in place of its own, unless it is OK or sticky (DataLoss
+// stays): the message and CUDA's error are kept.
+absl::Status CudaStatusAs(absl::StatusCode code, cudaError_t error, absl::string_view what) {
   absl::Status status = CudaStatus(error, what);
   if (status.ok() || status.code() == absl::StatusCode::kDataLoss) return status;
-  absl::Status caller(absl::StatusCode::kInvalidArgument, status.message());
-  caller.SetPayload(kCudaErrorPayloadUrl, *status.GetPayload(kCudaErrorPayloadUrl));
-  return caller;
+  absl::Status recoded(code, status.message());
+  recoded.SetPayload(kCudaErrorPayloadUrl, *status.GetPayload(kCudaErrorPayloadUrl));
+  return recoded;
+}
+
+}  // namespace
+
+absl::Status CallersHandleStatus(cudaError_t error, absl::string_view what) {
+  return CudaStatusAs(absl::StatusCode::kInvalidArgument, error, what);
 }
 
 absl::Status DriverStatus(CUresult result, absl::string_view what) {
@@ -77,13 +87,9 @@ absl::Status CheckDevice(int device) {
   int count = 0;
   const cudaError_t error = cudaGetDeviceCount(&count);
   if (error != cudaSuccess) {
-    // The status carries the error (CudaErrorOf), as every status that comes from CUDA does; no
-    // device and an old driver are FailedPrecondition.
-    absl::Status status = CudaStatus(error, "no CUDA device: cudaGetDeviceCount");
-    if (status.code() == absl::StatusCode::kDataLoss) return status;
-    absl::Status failed(absl::StatusCode::kFailedPrecondition, status.message());
-    failed.SetPayload(kCudaErrorPayloadUrl, *status.GetPayload(kCudaErrorPayloadUrl));
-    return failed;
+    // No usable device, whatever CUDA's reason: FailedPrecondition, carrying CUDA's error.
+    return CudaStatusAs(absl::StatusCode::kFailedPrecondition, error,
+                        "no CUDA device: cudaGetDeviceCount");
   }
   if (count == 0) {
     return absl::FailedPreconditionError("no CUDA device: cudaGetDeviceCount returned 0 devices");
