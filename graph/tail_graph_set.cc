@@ -160,10 +160,13 @@ absl::Status TailGraphSet::SetLayer(int layer, const TailBuffers& buffers) {
         absl::StrCat("layer = ", layer, " is outside [0, ", options_.layers, ")"));
   }
   const TailShape shape{options_.heads, max_rows(), options_.q};
-  // A set that passed before passes again (the answers depend on the shape, the path and the
-  // buffers alone), but for full pointer checks, which ask CUDA anew.
-  const bool checked =
-      internal::IsRecent(layers_[layer].checked, layers_[layer].checked_count, buffers);
+  // A set that passed before passes again while the pointer cache has forgotten nothing (the
+  // answers depend on the shape, the path, the buffers and the cache alone), but for full
+  // pointer checks, which ask CUDA anew.
+  LayerState& l = layers_[layer];
+  const internal::RecentSets recent{l.checked, l.checked_count, l.checked_stamp};
+  const uint64_t stamp = internal::CheckedPointersStamp(device_);
+  const bool checked = internal::IsRecent(recent, buffers, stamp);
   if (!checked) {
     MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
     MLA_RETURN_IF_ERROR(MlaTail::CheckPathTakes(options_.path, buffers));
@@ -174,10 +177,9 @@ absl::Status TailGraphSet::SetLayer(int layer, const TailBuffers& buffers) {
   if (!checked || pointer_check == internal::PointerCheck::kEveryCall) {
     MLA_RETURN_IF_ERROR(internal::CheckTailBuffers(device_, shape, buffers, pointer_check));
   }
-  LayerState& l = layers_[layer];
   l.buffers = buffers;
   l.set = true;
-  internal::MakeRecent(l.checked, l.checked_count, buffers);
+  internal::MakeRecent(recent, buffers, stamp);
   return absl::OkStatus();
 }
 

@@ -172,9 +172,11 @@ class TailGraphSet {
     TailBuffers buffers;  // valid once `set`
     bool set = false;
     // The last buffer sets validated and checked, most recent first: SetLayer with one of them
-    // again skips ValidateTail and the cached pointer checks.
+    // again skips ValidateTail and the cached pointer checks while the cache has forgotten
+    // nothing since.
     std::array<TailBuffers, 2> checked{};
     int checked_count = 0;
+    uint64_t checked_stamp = 0;  // the pointer cache's when they were checked
   };
   std::vector<LayerState> layers_;
   std::vector<Entry> entries_;  // [layer][bucket]

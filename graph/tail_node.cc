@@ -19,8 +19,9 @@ namespace mla_tail {
 
 class TailNodeBuilder {
  public:
+  // `stamp`: the pointer cache's, read before `buffers` were checked.
   static TailNode Make(const MlaTail& tail, const internal::TailKernelNode& node,
-                       const TailBuffers& buffers) {
+                       const TailBuffers& buffers, uint64_t stamp) {
     TailNode made;
     made.device_ = tail.device();
     made.full_pointer_checks_ = tail.options().full_pointer_checks;
@@ -33,8 +34,12 @@ class TailNodeBuilder {
     made.shape_ = node.shape;
     made.buffers_ = buffers;
     made.kernel_ = tail.FusedKernelFor(node.shape, WeightTypeOf(buffers), OutputTypeOf(buffers));
-    internal::MakeRecent(made.checked_, made.checked_count_, buffers);
+    internal::MakeRecent(Recent(made), buffers, stamp);
     return made;
+  }
+
+  static internal::RecentSets Recent(TailNode& made) {
+    return {made.checked_, made.checked_count_, made.checked_stamp_};
   }
 
   // What `buffers` point at, checked as the node's MlaTail checks it (the device current).
@@ -48,9 +53,11 @@ class TailNodeBuilder {
   // Points the node at `buffers`: in `exec`, or in the graph itself when `exec` is null.
   static absl::Status Write(TailNode& made, cudaGraphExec_t exec, const TailBuffers& buffers) {
     internal::CudaErrorScope errors;
-    // A set that passed before passes again (the answers depend on the shape and buffers alone),
-    // but for full pointer checks, which ask CUDA anew.
-    const bool checked = internal::IsRecent(made.checked_, made.checked_count_, buffers);
+    // A set that passed before passes again while the pointer cache has forgotten nothing (the
+    // answers depend on the shape, the buffers and the cache alone), but for full pointer
+    // checks, which ask CUDA anew.
+    const uint64_t stamp = internal::CheckedPointersStamp(made.device_);
+    const bool checked = internal::IsRecent(Recent(made), buffers, stamp);
     if (!checked) MLA_RETURN_IF_ERROR(ValidateTail(made.shape_, buffers));
     // The node's kernel is the instantiation for its buffers' weight and output types.
     if (WeightTypeOf(buffers) != WeightTypeOf(made.buffers_) ||
@@ -78,12 +85,12 @@ class TailNodeBuilder {
         (error == cudaErrorInvalidValue || error == cudaErrorInvalidResourceHandle)) {
       return internal::CallersHandleStatus(
           *error,
-          "exec was not instantiated from the graph that holds this TailNode's node "
-          "(cudaGraphExecKernelNodeSetParams)");
+          "exec was not instantiated from the graph that holds this TailNode's node, or the "
+          "node was added or removed since (cudaGraphExecKernelNodeSetParams)");
     }
     MLA_RETURN_IF_ERROR(written);
     made.buffers_ = buffers;
-    internal::MakeRecent(made.checked_, made.checked_count_, buffers);
+    internal::MakeRecent(Recent(made), buffers, stamp);
     return absl::OkStatus();
   }
 };
@@ -108,17 +115,28 @@ absl::StatusOr<TailNode> AddTailNode(const MlaTail& tail, cudaGraph_t graph,
   MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(tail.device()));
+  const uint64_t stamp = internal::CheckedPointersStamp(tail.device());
   MLA_RETURN_IF_ERROR(TailNodeBuilder::CheckPointers(
       tail.device(), tail.options().full_pointer_checks, shape, buffers));
 
-  // Every dependency must be a node of `graph` (CUDA's refusal would not say which).
+  // `graph` is asked for its nodes whether or not they are needed: a handle CUDA refuses is the
+  // caller's to fix. Every dependency must be one of them (CUDA's refusal would not say which).
+  auto graph_nodes_status = [](cudaError_t error) {
+    return error == cudaErrorInvalidValue || error == cudaErrorInvalidResourceHandle
+               ? internal::CallersHandleStatus(error, "graph is not a graph CUDA knows")
+               : internal::CudaStatus(error, "cudaGraphGetNodes");
+  };
+  size_t count = 0;
+  if (const cudaError_t e = cudaGraphGetNodes(graph, nullptr, &count); e != cudaSuccess) {
+    return graph_nodes_status(e);
+  }
   std::vector<cudaGraphNode_t> graph_nodes;
   if (!dependencies.empty()) {
-    size_t count = 0;
-    MLA_RETURN_IF_CUDA_ERROR(cudaGraphGetNodes(graph, nullptr, &count), "cudaGraphGetNodes");
     graph_nodes.resize(count);
-    MLA_RETURN_IF_CUDA_ERROR(cudaGraphGetNodes(graph, graph_nodes.data(), &count),
-                             "cudaGraphGetNodes");
+    if (const cudaError_t e = cudaGraphGetNodes(graph, graph_nodes.data(), &count);
+        e != cudaSuccess) {
+      return graph_nodes_status(e);
+    }
     graph_nodes.resize(count);
     std::sort(graph_nodes.begin(), graph_nodes.end());
   }
@@ -166,7 +184,7 @@ absl::StatusOr<TailNode> AddTailNode(const MlaTail& tail, cudaGraph_t graph,
       cudaGraphAddNode(&node->node, graph, dependencies.empty() ? nullptr : dependencies.data(),
                        dependencies.empty() ? nullptr : edges.data(), dependencies.size(), &params),
       "cudaGraphAddNode(tail)");
-  return TailNodeBuilder::Make(tail, *node, buffers);
+  return TailNodeBuilder::Make(tail, *node, buffers, stamp);
 }
 
 absl::StatusOr<TailNode> RecordTailNode(const MlaTail& tail, cudaStream_t stream,
@@ -174,10 +192,11 @@ absl::StatusOr<TailNode> RecordTailNode(const MlaTail& tail, cudaStream_t stream
   internal::CudaErrorScope errors;
   // Recorded as MlaTail::Run records it (the launch attribute makes the edge programmatic).
   // `stream` is the caller's: a capture of theirs that CUDA refuses is theirs to begin anew.
+  const uint64_t stamp = internal::CheckedPointersStamp(tail.device());
   absl::StatusOr<internal::TailKernelNode> node =
       internal::TailAccess::Record(tail, shape, buffers, stream, TailPath::kFused);
   if (!node.ok()) return internal::OnCallersCapture(node.status());
-  return TailNodeBuilder::Make(tail, *node, buffers);
+  return TailNodeBuilder::Make(tail, *node, buffers, stamp);
 }
 
 }  // namespace mla_tail

@@ -35,6 +35,7 @@
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <cstdint>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -97,9 +98,11 @@ class TailNode {
   TailBuffers buffers_;
   FusedKernel kernel_ = FusedKernel::kAuto;
   // The last buffer sets validated and checked for this node, most recent first: an update with
-  // one of them again skips ValidateTail and the cached pointer checks.
+  // one of them again skips ValidateTail and the cached pointer checks while the cache has
+  // forgotten nothing since.
   std::array<TailBuffers, 2> checked_{};
   int checked_count_ = 0;
+  uint64_t checked_stamp_ = 0;  // the pointer cache's when they were checked
 };
 
 // Adds `tail`'s fused kernel for `shape` over `buffers` to `graph`, after `dependencies` (nodes

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -651,6 +652,86 @@ TEST_F(SafetyGpuTest, FullChecksAskAgainForASetCheckedBefore) {
   cudaGraphDestroy(graph);
 }
 
+// With cached checks a set checked before skips its checks only while the cache still holds what
+// they found: once the cache forgets (memory freed and its range taken by a new allocation, the
+// cache full, ForgetCheckedPointers) the node and the layer ask CUDA again, so memory freed since
+// is refused and nothing is written.
+TEST_F(SafetyGpuTest, ASetCheckedBeforeIsCheckedAgainOnceTheCacheForgets) {
+  std::unique_ptr<Problem> problem = MakeProblem(12, 16, 7);
+  ASSERT_NE(problem, nullptr);
+  const TailBuffers b = problem->buffers();
+  const size_t latent_bytes = size_t{16} * b.latent_row_stride * 2;
+  GraphSetOptions options;
+  options.heads = 12;
+  options.layers = 1;
+  options.buckets = {16};
+  absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
+  ASSERT_TRUE(set.ok()) << set.status();
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
+  absl::StatusOr<TailNode> node = AddTailNode(*tail_, graph, {}, problem->shape(), b);
+  ASSERT_TRUE(node.ok()) << node.status();
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+
+  // Set a: the latent copied into an allocation of its own, set on both and run.
+  auto set_a = [&](void** latent) {
+    ASSERT_EQ(cudaMalloc(latent, latent_bytes), cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(*latent, b.latent, latent_bytes, cudaMemcpyDeviceToDevice, stream_),
+              cudaSuccess);
+    TailBuffers a = b;
+    a.latent = static_cast<const mla_tail::bf16*>(*latent);
+    ASSERT_OK(node->Update(exec, a));
+    ASSERT_OK((*set)->SetLayer(0, a));
+    ASSERT_OK(node->Update(exec, b));
+    ASSERT_OK((*set)->SetLayer(0, b));
+  };
+  auto expect_a_refused = [&](const void* latent, const std::string& why) {
+    TailBuffers a = b;
+    a.latent = static_cast<const mla_tail::bf16*>(latent);
+    ExpectRefused(node->Update(exec, a), "latent", why);
+    ExpectRefused(node->UpdateGraph(a), "latent", why);
+    ExpectRefused((*set)->SetLayer(0, a), "latent", why);
+    EXPECT_EQ(node->buffers().latent, b.latent);
+  };
+
+  // The cache forgotten: a's latent, freed since, is asked about again.
+  void* latent = nullptr;
+  set_a(&latent);
+  ASSERT_EQ(cudaFree(latent), cudaSuccess);
+  mla_tail::internal::ForgetCheckedPointers();
+  expect_a_refused(latent, "not memory CUDA knows");
+
+  // a's latent freed and a smaller allocation at its address checked by another call: the cache
+  // drops a's range, and a's set runs past the new allocation's end. CUDA need not hand the same
+  // address out again; where it does not, this part checks nothing.
+  set_a(&latent);
+  ASSERT_EQ(cudaFree(latent), cudaSuccess);
+  void* smaller = nullptr;
+  ASSERT_EQ(cudaMalloc(&smaller, latent_bytes / 2), cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(smaller, 0, latent_bytes / 2, stream_), cudaSuccess);
+  if (smaller == latent) {
+    TailBuffers in_smaller = b;
+    in_smaller.lengths = static_cast<const int32_t*>(smaller);
+    ASSERT_OK(tail_->Run(problem->shape(), in_smaller, stream_));
+    expect_a_refused(latent, "allocation ends at");
+  } else {
+    std::printf("[ INFO     ] the smaller allocation is at another address: not checked\n");
+  }
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ASSERT_EQ(cudaFree(smaller), cudaSuccess);
+  ASSERT_OK(problem->PoisonOutput(b.output, stream_));
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ExpectUntouchedThenUsable(*problem);
+  // The node and the layer kept b and still run it.
+  ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+  ASSERT_OK((*set)->Replay(0, 16, stream_));
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ASSERT_OK(problem->Check(b.output, problem->SampleRows(), true));
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+}
+
 // ZeroPaddingLengths is bounded like every call: no bucket past kMaxRows, q within [1, 64].
 TEST_F(SafetyGpuTest, ZeroPaddingLengthsIsBounded) {
   absl::StatusOr<DeviceMemory> lengths = DeviceMemory::Allocate(size_t{1} << 20);
@@ -834,9 +915,24 @@ TEST_F(SafetyGpuTest, HandlesOfAnotherGraphAreInvalidArgument) {
   ASSERT_EQ(cudaGraphLaunch(exec_second, stream_), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
   ASSERT_OK(problem->Check(b.output, problem->SampleRows(), true));
+
+  // An exec of the node's graph instantiated before the node was added.
+  cudaGraph_t third = nullptr;
+  cudaGraphExec_t exec_before = nullptr;
+  ASSERT_EQ(cudaGraphCreate(&third, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphInstantiate(&exec_before, third, 0), cudaSuccess);
+  absl::StatusOr<TailNode> in_third = AddTailNode(*tail_, third, {}, problem->shape(), b);
+  ASSERT_TRUE(in_third.ok()) << in_third.status();
+  const absl::Status before = in_third->Update(exec_before, b);
+  EXPECT_EQ(before.code(), absl::StatusCode::kInvalidArgument) << before;
+  EXPECT_THAT(std::string(before.message()), HasSubstr("exec was not instantiated"));
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+
+  cudaGraphExecDestroy(exec_before);
   cudaGraphExecDestroy(exec_second);
   cudaGraphDestroy(first);
   cudaGraphDestroy(second);
+  cudaGraphDestroy(third);
 }
 
 // The driver functions a test calls to make and inspect contexts (the library's own come

@@ -43,22 +43,32 @@ class CheckedRanges {
   // Adds a range found reachable. Live mappings never overlap, so a kept range that overlaps it
   // belonged to memory freed since and is dropped.
   void Add(const Range& r) {
+    const size_t before = ranges_.size();
     ranges_.erase(
         std::remove_if(ranges_.begin(), ranges_.end(),
                        [&r](const Range& c) { return c.begin < r.end && r.begin < c.end; }),
         ranges_.end());
     if (ranges_.size() >= kMaxRanges) ranges_.clear();
+    if (ranges_.size() != before) ++stamp_;
     ranges_.insert(
         std::lower_bound(ranges_.begin(), ranges_.end(), r,
                          [](const Range& a, const Range& b) { return a.begin < b.begin; }),
         r);
   }
 
-  void Clear() { ranges_.clear(); }
+  void Clear() {
+    ranges_.clear();
+    ++stamp_;
+  }
   size_t size() const { return ranges_.size(); }
+
+  // Changes whenever a range is dropped (by Add or Clear), never otherwise: while it holds, every
+  // span Covers accepted is still accepted.
+  uint64_t stamp() const { return stamp_; }
 
  private:
   std::vector<Range> ranges_;  // sorted by begin, disjoint
+  uint64_t stamp_ = 1;
 };
 
 }  // namespace mla_tail::internal

@@ -127,5 +127,27 @@ TEST(CheckedRangesTest, AgreesWithAModelOfEveryUnit) {
   }
 }
 
+TEST(CheckedRangesTest, StampChangesExactlyWhenARangeIsDropped) {
+  CheckedRanges r;
+  const uint64_t first = r.stamp();
+  r.Add({0x1000, 0x2000, 0x1000});
+  r.Add({0x3000, 0x4000, 0x3000});
+  EXPECT_EQ(r.stamp(), first);  // added, nothing dropped: every accepted span still accepted
+  r.Add({0x1800, 0x2800, 0x1800});  // memory at 0x1000 freed and mapped anew
+  EXPECT_NE(r.stamp(), first);
+  EXPECT_FALSE(r.Covers(0x1000, 0x1800));
+  const uint64_t second = r.stamp();
+  r.Clear();
+  EXPECT_NE(r.stamp(), second);
+  const uint64_t third = r.stamp();
+  for (uintptr_t i = 0; i < CheckedRanges::kMaxRanges; ++i) {
+    r.Add({0x100000 + 0x100 * i, 0x100000 + 0x100 * i + 0x80, 0x100000 + 0x100 * i});
+  }
+  EXPECT_EQ(r.stamp(), third);
+  r.Add({0x10, 0x20, 0x10});  // full: the set starts again empty
+  EXPECT_NE(r.stamp(), third);
+  EXPECT_EQ(r.size(), 1u);
+}
+
 }  // namespace
 }  // namespace mla_tail::internal

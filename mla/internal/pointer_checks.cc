@@ -186,6 +186,13 @@ absl::Status CheckTailBuffers(int device, const TailShape& shape, const TailBuff
   return CheckExtents(device, present, mode);
 }
 
+uint64_t CheckedPointersStamp(int device) {
+  if (device < 0 || device >= kCachedDevices) return 0;
+  DeviceCache& cache = CacheOf(device);
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  return cache.ranges.stamp();
+}
+
 void ForgetCheckedPointers() {
   for (int device = 0; device < kCachedDevices; ++device) {
     DeviceCache& cache = CacheOf(device);

@@ -23,6 +23,8 @@
 // while this or another thread captures; a failed driver query leaves the runtime's error state
 // alone. Not part of the public API.
 
+#include <cstdint>
+
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "mla/internal/tail_extents.h"
@@ -42,6 +44,12 @@ absl::Status CheckExtents(int device, absl::Span<const Extent> extents, PointerC
 // CheckExtents for every buffer a tail of `shape` over `buffers` (both validated) touches.
 absl::Status CheckTailBuffers(int device, const TailShape& shape, const TailBuffers& buffers,
                               PointerCheck mode);
+
+// A stamp of `device`'s cache that changes whenever the cache forgets a range (a range of memory
+// freed since, found overlapped by a new one; the cache full; ForgetCheckedPointers): a cached
+// check that passed while the stamp was s passes again while it is s. 0, never a cache's stamp,
+// for a device whose checks are not cached. Read it before the check it stands for.
+uint64_t CheckedPointersStamp(int device);
 
 // Forgets every cached check (tests and benchmarks measure the first call with it).
 void ForgetCheckedPointers();

@@ -22,15 +22,23 @@ bool SameBuffers(const TailBuffers& a, const TailBuffers& b) {
          a.rows_past_count_readable == b.rows_past_count_readable;
 }
 
-bool IsRecent(const RecentBufferSets& sets, int count, const TailBuffers& buffers) {
-  for (int i = 0; i < count; ++i) {
-    if (SameBuffers(sets[i], buffers)) return true;
+bool IsRecent(const RecentSets& recent, const TailBuffers& buffers, uint64_t stamp_now) {
+  if (stamp_now == 0 || stamp_now != recent.stamp) return false;
+  for (int i = 0; i < recent.count; ++i) {
+    if (SameBuffers(recent.sets[i], buffers)) return true;
   }
   return false;
 }
 
-void MakeRecent(RecentBufferSets& sets, int& count, const TailBuffers& buffers) {
+void MakeRecent(const RecentSets& recent, const TailBuffers& buffers, uint64_t stamp) {
+  // Sets checked under another stamp may rest on ranges the cache has dropped since.
+  if (stamp != recent.stamp) {
+    recent.count = 0;
+    recent.stamp = stamp;
+  }
   // Most recent first; a set already held moves to the front instead of taking two slots.
+  RecentBufferSets& sets = recent.sets;
+  int& count = recent.count;
   int held = 0;
   while (held < count && !SameBuffers(sets[held], buffers)) ++held;
   const int last = std::min(held, static_cast<int>(sets.size()) - 1);

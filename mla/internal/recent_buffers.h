@@ -3,12 +3,14 @@
 
 // The buffer sets a node or a graph-set layer validated and checked last. A runtime that
 // double-buffers its activations passes two sets in turn; for a set passed again ValidateTail
-// and the cached pointer checks would give the answers they gave (both depend on the shape and
-// the buffers alone), so the caller skips them. Full pointer checks are never skipped. Not part
-// of the public API.
+// would give the answer it gave (it depends on the shape and the buffers alone), and so would
+// the cached pointer checks while the cache has forgotten nothing since (its stamp,
+// CheckedPointersStamp, unchanged), so the caller skips them. Full pointer checks are never
+// skipped. Not part of the public API.
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 #include <utility>
 
@@ -45,14 +47,23 @@ constexpr size_t FieldCount() {
 inline constexpr size_t kTailBuffersFields = 20;
 bool SameBuffers(const TailBuffers& a, const TailBuffers& b);
 
-// The last sets that passed, most recent first; `count` of them are held. The holder's shape is
-// fixed, so the sets alone identify a check.
+// The last sets that passed, most recent first; `count` of them are held, all checked while the
+// pointer cache's stamp was `stamp` (read before each check). The holder's shape is fixed, so the
+// sets alone identify a validation.
 using RecentBufferSets = std::array<TailBuffers, 2>;
+struct RecentSets {
+  RecentBufferSets& sets;
+  int& count;
+  uint64_t& stamp;
+};
 
-bool IsRecent(const RecentBufferSets& sets, int count, const TailBuffers& buffers);
+// Whether `buffers` is held and the cache's stamp is still the sets' (0, a device whose checks are
+// not cached: never).
+bool IsRecent(const RecentSets& recent, const TailBuffers& buffers, uint64_t stamp_now);
 
-// Records `buffers` as the most recent set that passed (the oldest is dropped).
-void MakeRecent(RecentBufferSets& sets, int& count, const TailBuffers& buffers);
+// Records `buffers`, checked while the stamp was `stamp`, as the most recent set (the oldest is
+// dropped; every set is dropped when `stamp` differs from theirs).
+void MakeRecent(const RecentSets& recent, const TailBuffers& buffers, uint64_t stamp);
 
 }  // namespace mla_tail::internal
 

@@ -64,43 +64,73 @@ TEST(FieldCountTest, CountsAnAggregatesFields) {
   EXPECT_EQ(FieldCount<One>(), 1u);
 }
 
-TEST(RecentBuffersTest, HoldsTheLastTwoSets) {
-  RecentBufferSets sets;
+// A holder's three fields, as a TailNode or a graph-set layer keeps them.
+struct Holder {
+  RecentBufferSets sets{};
   int count = 0;
+  uint64_t stamp = 0;
+  RecentSets recent() { return {sets, count, stamp}; }
+};
+
+TEST(RecentBuffersTest, HoldsTheLastTwoSets) {
+  Holder h;
+  const uint64_t s = 7;
   const TailBuffers a = Buffers(0x1000), b = Buffers(0x2000), c = Buffers(0x3000);
-  EXPECT_FALSE(IsRecent(sets, count, a));
-  MakeRecent(sets, count, a);
-  EXPECT_EQ(count, 1);
-  EXPECT_TRUE(IsRecent(sets, count, a));
-  EXPECT_FALSE(IsRecent(sets, count, b));
-  MakeRecent(sets, count, b);
-  EXPECT_EQ(count, 2);
-  EXPECT_TRUE(IsRecent(sets, count, a));
-  EXPECT_TRUE(IsRecent(sets, count, b));
+  EXPECT_FALSE(IsRecent(h.recent(), a, s));
+  MakeRecent(h.recent(), a, s);
+  EXPECT_EQ(h.count, 1);
+  EXPECT_TRUE(IsRecent(h.recent(), a, s));
+  EXPECT_FALSE(IsRecent(h.recent(), b, s));
+  MakeRecent(h.recent(), b, s);
+  EXPECT_EQ(h.count, 2);
+  EXPECT_TRUE(IsRecent(h.recent(), a, s));
+  EXPECT_TRUE(IsRecent(h.recent(), b, s));
   // Alternating between two sets keeps both.
-  MakeRecent(sets, count, a);
-  MakeRecent(sets, count, b);
-  EXPECT_EQ(count, 2);
-  EXPECT_TRUE(IsRecent(sets, count, a));
-  EXPECT_TRUE(IsRecent(sets, count, b));
+  MakeRecent(h.recent(), a, s);
+  MakeRecent(h.recent(), b, s);
+  EXPECT_EQ(h.count, 2);
+  EXPECT_TRUE(IsRecent(h.recent(), a, s));
+  EXPECT_TRUE(IsRecent(h.recent(), b, s));
   // A third set drops the least recent.
-  MakeRecent(sets, count, c);
-  EXPECT_TRUE(IsRecent(sets, count, c));
-  EXPECT_TRUE(IsRecent(sets, count, b));
-  EXPECT_FALSE(IsRecent(sets, count, a));
+  MakeRecent(h.recent(), c, s);
+  EXPECT_TRUE(IsRecent(h.recent(), c, s));
+  EXPECT_TRUE(IsRecent(h.recent(), b, s));
+  EXPECT_FALSE(IsRecent(h.recent(), a, s));
 }
 
 TEST(RecentBuffersTest, ASetPassedAgainMovesToTheFront) {
-  RecentBufferSets sets;
-  int count = 0;
+  Holder h;
+  const uint64_t s = 7;
   const TailBuffers a = Buffers(0x1000), b = Buffers(0x2000), c = Buffers(0x3000);
-  MakeRecent(sets, count, a);
-  MakeRecent(sets, count, b);
-  MakeRecent(sets, count, a);  // a most recent, b second
-  MakeRecent(sets, count, c);  // drops b
-  EXPECT_TRUE(IsRecent(sets, count, a));
-  EXPECT_TRUE(IsRecent(sets, count, c));
-  EXPECT_FALSE(IsRecent(sets, count, b));
+  MakeRecent(h.recent(), a, s);
+  MakeRecent(h.recent(), b, s);
+  MakeRecent(h.recent(), a, s);  // a most recent, b second
+  MakeRecent(h.recent(), c, s);  // drops b
+  EXPECT_TRUE(IsRecent(h.recent(), a, s));
+  EXPECT_TRUE(IsRecent(h.recent(), c, s));
+  EXPECT_FALSE(IsRecent(h.recent(), b, s));
+}
+
+TEST(RecentBuffersTest, NoSetIsHeldOnceThePointerCacheForgetsARange) {
+  Holder h;
+  const TailBuffers a = Buffers(0x1000), b = Buffers(0x2000);
+  MakeRecent(h.recent(), a, 7);
+  MakeRecent(h.recent(), b, 7);
+  // The cache dropped a range since: either set's checks may rest on it.
+  EXPECT_FALSE(IsRecent(h.recent(), a, 8));
+  EXPECT_FALSE(IsRecent(h.recent(), b, 8));
+  // A set checked under the new stamp replaces both.
+  MakeRecent(h.recent(), b, 8);
+  EXPECT_EQ(h.count, 1);
+  EXPECT_TRUE(IsRecent(h.recent(), b, 8));
+  EXPECT_FALSE(IsRecent(h.recent(), a, 8));
+}
+
+TEST(RecentBuffersTest, NothingIsHeldForADeviceWhoseChecksAreNotCached) {
+  Holder h;
+  const TailBuffers a = Buffers(0x1000);
+  MakeRecent(h.recent(), a, 0);
+  EXPECT_FALSE(IsRecent(h.recent(), a, 0));
 }
 
 }  // namespace
