@@ -132,7 +132,7 @@ TEST(CheckedRangesTest, StampChangesExactlyWhenARangeIsDropped) {
   const uint64_t first = r.stamp();
   r.Add({0x1000, 0x2000, 0x1000});
   r.Add({0x3000, 0x4000, 0x3000});
-  EXPECT_EQ(r.stamp(), first);  // added, nothing dropped: every accepted span still accepted
+  EXPECT_EQ(r.stamp(), first);      // added, nothing dropped: every accepted span still accepted
   r.Add({0x1800, 0x2800, 0x1800});  // memory at 0x1000 freed and mapped anew
   EXPECT_NE(r.stamp(), first);
   EXPECT_FALSE(r.Covers(0x1000, 0x1800));
