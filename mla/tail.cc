@@ -276,6 +276,8 @@ absl::Status CheckStreamOf(int device, cudaStream_t stream) {
 
 absl::Status MlaTail::CheckStream(cudaStream_t stream) const {
   internal::CudaErrorScope errors;
+  internal::DeviceGuard guard;
+  MLA_RETURN_IF_ERROR(guard.Enter(impl_->device));
   return CheckStreamOf(impl_->device, stream);
 }
 
@@ -300,16 +302,17 @@ absl::StatusOr<const internal::ValueBmm*> MlaTail::Impl::Plan(const TailShape& s
         " and these strides: call PrepareBmm() before capturing"));
   }
   // cuBLASLt first, and the GEMM planned before the scratch is allocated: without cuBLASLt, or
-  // for a GEMM it cannot run, nothing is held.
-  absl::StatusOr<cublasLtHandle_t> handle = SharedCublasLt(device);
-  if (!handle.ok()) return handle.status();
+  // for a GEMM it cannot run, nothing is held. Loading cuBLASLt, making its handle and planning
+  // may allocate: relaxed, so that no other thread's capture is broken.
   internal::ValueBmmShape bmm_shape;
   bmm_shape.heads = shape.heads;
   bmm_shape.rows = shape.rows;
   bmm_shape.latent_row_stride = buffers.latent_row_stride;
   bmm_shape.w_row_stride = buffers.w_row_stride;
-  absl::StatusOr<internal::ValueBmm> plan = [&] {
+  absl::StatusOr<internal::ValueBmm> plan = [&]() -> absl::StatusOr<internal::ValueBmm> {
     internal::RelaxedCaptureMode relaxed;
+    absl::StatusOr<cublasLtHandle_t> handle = SharedCublasLt(device);
+    if (!handle.ok()) return handle.status();
     return internal::ValueBmm::Create(*handle, bmm_shape, options.workspace_bytes);
   }();
   if (!plan.ok()) return plan.status();

@@ -1038,6 +1038,45 @@ TEST_F(SafetyGpuTest, TheCallersContextStaysCurrent) {
       ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(), true));
     }
   }
+
+  // A thread with no context current (a new thread, whose runtime device is 0 until it sets
+  // one) has none after each call, and its runtime device is the one it had: the last device's
+  // instance works there without binding a context to the thread.
+  const int last = std::min(devices, 2) - 1;
+  std::unique_ptr<mla_tail::MlaTail> on_last = MakeTail(false, last);
+  ASSERT_NE(on_last, nullptr);
+  std::vector<std::string> failures;
+  std::thread([&] {
+    auto expect_none = [&](const char* after) {
+      CUcontext current = nullptr;
+      int runtime_device = -1;
+      if (api.get_current(&current) != CUDA_SUCCESS || current != nullptr) {
+        failures.push_back(absl::StrCat(after, " left a context current"));
+      }
+      if (cudaGetDevice(&runtime_device) != cudaSuccess || runtime_device != 0) {
+        failures.push_back(
+            absl::StrCat(after, " changed the runtime's device to ", runtime_device));
+      }
+    };
+    expect_none("nothing");
+    if (last == 0) {  // the problem's buffers are device 0's
+      const absl::Status run = on_last->Run(problem->shape(), problem->buffers(), stream_);
+      if (!run.ok()) failures.push_back(run.ToString());
+      expect_none("MlaTail::Run");
+    }
+    const absl::Status refused = on_last->Run(problem->shape(), {}, stream_);
+    if (refused.code() != absl::StatusCode::kInvalidArgument) {
+      failures.push_back(refused.ToString());
+    }
+    expect_none("a refused MlaTail::Run");
+    std::unique_ptr<mla_tail::MlaTail> created = MakeTail(false, last);
+    if (created == nullptr) failures.push_back("MlaTail::Create failed");
+    expect_none("MlaTail::Create");
+    created.reset();
+    expect_none("~MlaTail");
+  }).join();
+  EXPECT_THAT(failures, testing::IsEmpty());
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
 }
 
 // Holds a stream's later work until Release() (or 20 s pass): a blocking host function.

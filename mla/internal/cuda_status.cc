@@ -38,6 +38,12 @@ absl::StatusCode CodeOf(cudaError_t error) {
     case cudaErrorNoDevice:
     case cudaErrorInsufficientDriver:
     case cudaErrorNoKernelImageForDevice:
+    // A GPU that exists but cannot be used: exclusive-process or prohibited compute mode, a
+    // system not ready (an NVSwitch system without its fabric manager), a driver without the
+    // forward-compatibility support it needs.
+    case cudaErrorDevicesUnavailable:
+    case cudaErrorSystemNotReady:
+    case cudaErrorCompatNotSupportedOnDevice:
       return absl::StatusCode::kFailedPrecondition;
     default:
       if (IsCaptureError(error)) return absl::StatusCode::kAborted;  // a capture of our own

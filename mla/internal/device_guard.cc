@@ -2,11 +2,41 @@
 
 #include <cuda_runtime_api.h>
 
+#include <mutex>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/driver.h"
 
 namespace mla_tail::internal {
+
+namespace {
+
+// The primary context of `device`, retained on its first use and kept for the process (the
+// runtime keeps its primary contexts too, so a release could only destroy one it uses).
+absl::Status PrimaryContext(const DriverApi& driver, int device, CUcontext* context) {
+  static std::mutex mutex;
+  static auto* contexts = new std::vector<CUcontext>();  // by device; null: not retained yet
+  std::lock_guard<std::mutex> lock(mutex);
+  if (device < 0) return absl::InvalidArgumentError(absl::StrCat("device = ", device));
+  if (static_cast<size_t>(device) < contexts->size() && (*contexts)[device] != nullptr) {
+    *context = (*contexts)[device];
+    return absl::OkStatus();
+  }
+  CUdevice handle = 0;
+  if (const CUresult r = driver.device_get(&handle, device); r != CUDA_SUCCESS) {
+    return DriverStatus(r, absl::StrCat("cuDeviceGet(", device, ")"));
+  }
+  if (const CUresult r = driver.device_primary_ctx_retain(context, handle); r != CUDA_SUCCESS) {
+    return DriverStatus(r, absl::StrCat("cuDevicePrimaryCtxRetain(", device, ")"));
+  }
+  if (contexts->size() <= static_cast<size_t>(device)) contexts->resize(device + 1, nullptr);
+  (*contexts)[device] = *context;
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status DeviceGuard::Enter(int device) {
   const DriverApi& driver = Driver();
@@ -15,32 +45,27 @@ absl::Status DeviceGuard::Enter(int device) {
   }
   CUcontext current = nullptr;
   if (const CUresult r = driver.ctx_get_current(&current); r != CUDA_SUCCESS) {
-    return CudaStatus(static_cast<cudaError_t>(r), "cuCtxGetCurrent");
+    return DriverStatus(r, "cuCtxGetCurrent");
   }
   if (current != nullptr) {
     CUdevice current_device = -1;
     if (const CUresult r = driver.ctx_get_device(&current_device); r != CUDA_SUCCESS) {
-      return CudaStatus(static_cast<cudaError_t>(r), "cuCtxGetDevice");
+      return DriverStatus(r, "cuCtxGetDevice");
     }
     if (current_device == device) return absl::OkStatus();
-  } else {
-    // No context yet: the runtime binds the primary context of its device at its next call.
-    MLA_RETURN_IF_CUDA_ERROR(cudaGetDevice(&caller_device_), "cudaGetDevice");
-    if (caller_device_ == device) return absl::OkStatus();
   }
-  MLA_RETURN_IF_CUDA_ERROR(cudaSetDevice(device), absl::StrCat("cudaSetDevice(", device, ")"));
+  CUcontext primary = nullptr;
+  MLA_RETURN_IF_ERROR(PrimaryContext(driver, device, &primary));
+  if (const CUresult r = driver.ctx_set_current(primary); r != CUDA_SUCCESS) {
+    return DriverStatus(r, absl::StrCat("cuCtxSetCurrent(device ", device, ")"));
+  }
   caller_context_ = current;
   switched_ = true;
   return absl::OkStatus();
 }
 
 DeviceGuard::~DeviceGuard() {
-  if (!switched_) return;
-  if (caller_context_ != nullptr) {
-    Driver().ctx_set_current(caller_context_);
-  } else {
-    cudaSetDevice(caller_device_);
-  }
+  if (switched_) Driver().ctx_set_current(caller_context_);
 }
 
 }  // namespace mla_tail::internal

@@ -13,10 +13,11 @@ namespace mla_tail::internal {
 //   green context) stays current: the library's calls run in it, with the caller's stream and
 //   buffers of that context, and MlaTail::Create loads the kernels into it (docs/spec.md,
 //   "Contexts": an instance is used in the context it was created in);
-// - otherwise the device's primary context is made current (cudaSetDevice), and on exit the
-//   caller's context is made current again (cuCtxSetCurrent: a non-primary or green context of
-//   another device comes back as it was), or, when the thread had none, the caller's device is
-//   set again (cudaSetDevice).
+// - otherwise the device's primary context is made current (cuCtxSetCurrent; retained once for
+//   the process, as the runtime keeps it), and on exit the caller's context is made current
+//   again: a non-primary or green context of another device comes back as it was, and a thread
+//   that had none has none again. The runtime's device of the thread (cudaSetDevice's) is never
+//   changed, so no other device's primary context is made or bound.
 class DeviceGuard {
  public:
   DeviceGuard() = default;
@@ -29,7 +30,6 @@ class DeviceGuard {
  private:
   bool switched_ = false;
   CUcontext caller_context_ = nullptr;  // null: the thread had no current context
-  int caller_device_ = -1;              // the runtime's device, when it had none
 };
 
 }  // namespace mla_tail::internal

@@ -30,6 +30,8 @@ const DriverApi& Driver() {
     Resolve("cuCtxGetCurrent", &a.ctx_get_current);
     Resolve("cuCtxSetCurrent", &a.ctx_set_current);
     Resolve("cuCtxGetDevice", &a.ctx_get_device);
+    Resolve("cuDeviceGet", &a.device_get);
+    Resolve("cuDevicePrimaryCtxRetain", &a.device_primary_ctx_retain);
     return a;
   }();
   return api;

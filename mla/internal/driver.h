@@ -17,11 +17,14 @@ struct DriverApi {
   CUresult (*ctx_get_current)(CUcontext* context);
   CUresult (*ctx_set_current)(CUcontext context);
   CUresult (*ctx_get_device)(CUdevice* device);
+  CUresult (*device_get)(CUdevice* device, int ordinal);
+  CUresult (*device_primary_ctx_retain)(CUcontext* context, CUdevice device);
 
   // Whether every function was found.
   bool complete() const {
     return mem_get_address_range != nullptr && pointer_get_attributes != nullptr &&
-           ctx_get_current != nullptr && ctx_set_current != nullptr && ctx_get_device != nullptr;
+           ctx_get_current != nullptr && ctx_set_current != nullptr && ctx_get_device != nullptr &&
+           device_get != nullptr && device_primary_ctx_retain != nullptr;
   }
 };
 

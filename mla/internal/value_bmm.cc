@@ -165,15 +165,19 @@ absl::Status ValueBmm::RunPointerArray(const void* const* w_uv_table,
   // cuBLASLt reports CUDA's failures as statuses of its own: a sticky CUDA error (the context is
   // lost) and a capture of the stream's that CUDA invalidated are told by CUDA's own error, as
   // every other call's are.
-  const cudaError_t cuda = cudaPeekAtLastError();
-  if (IsStickyCudaError(cuda)) return CudaStatus(cuda, "cublasLtMatmul");
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  // The legacy stream is never asked (IsCapturing).
-  if (stream != nullptr && stream != cudaStreamLegacy &&
-      cudaStreamIsCapturing(stream, &capture) == cudaSuccess &&
-      capture == cudaStreamCaptureStatusInvalidated) {
-    return CudaStatus(cudaErrorStreamCaptureInvalidated, "cublasLtMatmul");
+  // cuBLASLt links a CUDA runtime of its own, whose errors this runtime's error state does not
+  // hold: the stream is asked instead (a call into the context returns its sticky error). The
+  // legacy stream is never asked (IsCapturing).
+  cudaError_t cuda = cudaPeekAtLastError();
+  if (!IsStickyCudaError(cuda) && stream != nullptr && stream != cudaStreamLegacy) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    const cudaError_t asked = cudaStreamIsCapturing(stream, &capture);
+    if (asked == cudaSuccess && capture == cudaStreamCaptureStatusInvalidated) {
+      return CudaStatus(cudaErrorStreamCaptureInvalidated, "cublasLtMatmul");
+    }
+    cuda = asked;
   }
+  if (IsStickyCudaError(cuda)) return CudaStatus(cuda, "cublasLtMatmul");
   return CublasStatus(status, "cublasLtMatmul");
 }
 
