@@ -168,6 +168,58 @@ class SafetyGpuTest : public GpuStreamTest<> {
     EXPECT_THAT(std::string(status.message()), HasSubstr(why)) << status;
   }
 
+  // A graph set of one layer (bucket 16, 12 heads) and a node of `tail` in a graph of its own,
+  // both set to `first` (the buffers of a 12 x 16 problem).
+  struct NodeAndLayer {
+    std::unique_ptr<TailGraphSet> set;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    TailNode node;
+    ~NodeAndLayer() {
+      if (exec != nullptr) cudaGraphExecDestroy(exec);
+      if (graph != nullptr) cudaGraphDestroy(graph);
+    }
+  };
+  static void MakeNodeAndLayer(const mla_tail::MlaTail& tail, const Problem& problem,
+                               const TailBuffers& first, NodeAndLayer* made) {
+    GraphSetOptions options;
+    options.heads = 12;
+    options.layers = 1;
+    options.buckets = {16};
+    options.full_pointer_checks = tail.options().full_pointer_checks;
+    absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
+    ASSERT_TRUE(set.ok()) << set.status();
+    made->set = *std::move(set);
+    ASSERT_OK(made->set->SetLayer(0, first));
+    ASSERT_EQ(cudaGraphCreate(&made->graph, 0), cudaSuccess);
+    absl::StatusOr<TailNode> node = AddTailNode(tail, made->graph, {}, problem.shape(), first);
+    ASSERT_TRUE(node.ok()) << node.status();
+    made->node = *node;
+    ASSERT_EQ(cudaGraphInstantiate(&made->exec, made->graph, 0), cudaSuccess);
+  }
+
+  // `x`, whose latent is refused for `why`, refused by the node (both updates) and the layer.
+  static void ExpectLatentRefused(NodeAndLayer& n, const TailBuffers& x, const std::string& why) {
+    const TailBuffers kept = n.node.buffers();
+    ExpectRefused(n.node.Update(n.exec, x), "latent", why);
+    ExpectRefused(n.node.UpdateGraph(x), "latent", why);
+    ExpectRefused(n.set->SetLayer(0, x), "latent", why);
+    EXPECT_EQ(n.node.buffers().latent, kept.latent);
+  }
+
+  // Nothing written by the refusals, the context usable, and the node and the layer still run
+  // `problem`'s own buffers (what they kept).
+  void ExpectKeptAndRunning(NodeAndLayer& n, const Problem& problem) {
+    const TailBuffers& b = problem.buffers();
+    ASSERT_OK(problem.PoisonOutput(b.output, stream_));
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    ExpectUntouchedThenUsable(problem);
+    ASSERT_EQ(cudaGraphLaunch(n.exec, stream_), cudaSuccess);
+    ASSERT_OK(n.set->Replay(0, 16, stream_));
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    ASSERT_OK(problem.Check(b.output, problem.SampleRows(), true));
+  }
+
   std::unique_ptr<mla_tail::MlaTail> tail_;
   std::unique_ptr<mla_tail::MlaTail> full_;
 };
@@ -611,45 +663,22 @@ TEST_F(SafetyGpuTest, FullChecksAskAgainForASetCheckedBefore) {
   TailBuffers a = b;
   a.latent = static_cast<const mla_tail::bf16*>(latent);
 
-  GraphSetOptions options;
-  options.heads = 12;
-  options.layers = 1;
-  options.buckets = {16};
-  options.full_pointer_checks = true;
-  absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
-  ASSERT_TRUE(set.ok()) << set.status();
-  cudaGraph_t graph = nullptr;
-  ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
-  absl::StatusOr<TailNode> node = AddTailNode(*full_, graph, {}, problem->shape(), a);
-  ASSERT_TRUE(node.ok()) << node.status();
-  cudaGraphExec_t exec = nullptr;
-  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  NodeAndLayer n;
+  ASSERT_NO_FATAL_FAILURE(MakeNodeAndLayer(*full_, *problem, a, &n));
   for (int i = 0; i < 4; ++i) {  // both sets, twice each
     const TailBuffers& x = i % 2 == 0 ? b : a;
-    ASSERT_OK(node->Update(exec, x));
-    ASSERT_OK((*set)->SetLayer(0, x));
-    ASSERT_OK((*set)->Replay(0, 16, stream_));
+    ASSERT_OK(n.node.Update(n.exec, x));
+    ASSERT_OK(n.set->SetLayer(0, x));
+    ASSERT_OK(n.set->Replay(0, 16, stream_));
     ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
     ASSERT_OK(problem->Check(b.output, problem->SampleRows(), true));
     ASSERT_OK(problem->PoisonOutput(b.output, stream_));
   }
-  ASSERT_OK(node->Update(exec, b));
-  ASSERT_OK((*set)->SetLayer(0, b));
+  ASSERT_OK(n.node.Update(n.exec, b));
+  ASSERT_OK(n.set->SetLayer(0, b));
   ASSERT_EQ(cudaFree(latent), cudaSuccess);
-  ExpectRefused(node->Update(exec, a), "latent", "not memory CUDA knows");
-  ExpectRefused(node->UpdateGraph(a), "latent", "not memory CUDA knows");
-  ExpectRefused((*set)->SetLayer(0, a), "latent", "not memory CUDA knows");
-  EXPECT_EQ(node->buffers().latent, b.latent);
-  ASSERT_OK(problem->PoisonOutput(b.output, stream_));
-  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-  ExpectUntouchedThenUsable(*problem);
-  // The node and the layer kept b and still run it.
-  ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
-  ASSERT_OK((*set)->Replay(0, 16, stream_));
-  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-  ASSERT_OK(problem->Check(b.output, problem->SampleRows(), true));
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
+  ExpectLatentRefused(n, a, "not memory CUDA knows");
+  ExpectKeptAndRunning(n, *problem);
 }
 
 // With cached checks a set checked before skips its checks only while the cache still holds what
@@ -661,51 +690,38 @@ TEST_F(SafetyGpuTest, ASetCheckedBeforeIsCheckedAgainOnceTheCacheForgets) {
   ASSERT_NE(problem, nullptr);
   const TailBuffers b = problem->buffers();
   const size_t latent_bytes = size_t{16} * b.latent_row_stride * 2;
-  GraphSetOptions options;
-  options.heads = 12;
-  options.layers = 1;
-  options.buckets = {16};
-  absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
-  ASSERT_TRUE(set.ok()) << set.status();
-  cudaGraph_t graph = nullptr;
-  ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
-  absl::StatusOr<TailNode> node = AddTailNode(*tail_, graph, {}, problem->shape(), b);
-  ASSERT_TRUE(node.ok()) << node.status();
-  cudaGraphExec_t exec = nullptr;
-  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  NodeAndLayer n;
+  ASSERT_NO_FATAL_FAILURE(MakeNodeAndLayer(*tail_, *problem, b, &n));
 
-  // Set a: the latent copied into an allocation of its own, set on both and run.
+  // Set a (the latent copied into an allocation of its own) passes on both, then b again.
   auto set_a = [&](void** latent) {
     ASSERT_EQ(cudaMalloc(latent, latent_bytes), cudaSuccess);
     ASSERT_EQ(cudaMemcpyAsync(*latent, b.latent, latent_bytes, cudaMemcpyDeviceToDevice, stream_),
               cudaSuccess);
     TailBuffers a = b;
     a.latent = static_cast<const mla_tail::bf16*>(*latent);
-    ASSERT_OK(node->Update(exec, a));
-    ASSERT_OK((*set)->SetLayer(0, a));
-    ASSERT_OK(node->Update(exec, b));
-    ASSERT_OK((*set)->SetLayer(0, b));
+    ASSERT_OK(n.node.Update(n.exec, a));
+    ASSERT_OK(n.set->SetLayer(0, a));
+    ASSERT_OK(n.node.Update(n.exec, b));
+    ASSERT_OK(n.set->SetLayer(0, b));
   };
-  auto expect_a_refused = [&](const void* latent, const std::string& why) {
+  auto with_latent = [&](const void* latent) {
     TailBuffers a = b;
     a.latent = static_cast<const mla_tail::bf16*>(latent);
-    ExpectRefused(node->Update(exec, a), "latent", why);
-    ExpectRefused(node->UpdateGraph(a), "latent", why);
-    ExpectRefused((*set)->SetLayer(0, a), "latent", why);
-    EXPECT_EQ(node->buffers().latent, b.latent);
+    return a;
   };
 
   // The cache forgotten: a's latent, freed since, is asked about again.
   void* latent = nullptr;
-  set_a(&latent);
+  ASSERT_NO_FATAL_FAILURE(set_a(&latent));
   ASSERT_EQ(cudaFree(latent), cudaSuccess);
   mla_tail::internal::ForgetCheckedPointers();
-  expect_a_refused(latent, "not memory CUDA knows");
+  ExpectLatentRefused(n, with_latent(latent), "not memory CUDA knows");
 
   // a's latent freed and a smaller allocation at its address checked by another call: the cache
   // drops a's range, and a's set runs past the new allocation's end. CUDA need not hand the same
   // address out again; where it does not, this part checks nothing.
-  set_a(&latent);
+  ASSERT_NO_FATAL_FAILURE(set_a(&latent));
   ASSERT_EQ(cudaFree(latent), cudaSuccess);
   void* smaller = nullptr;
   ASSERT_EQ(cudaMalloc(&smaller, latent_bytes / 2), cudaSuccess);
@@ -714,22 +730,13 @@ TEST_F(SafetyGpuTest, ASetCheckedBeforeIsCheckedAgainOnceTheCacheForgets) {
     TailBuffers in_smaller = b;
     in_smaller.lengths = static_cast<const int32_t*>(smaller);
     ASSERT_OK(tail_->Run(problem->shape(), in_smaller, stream_));
-    expect_a_refused(latent, "allocation ends at");
+    ExpectLatentRefused(n, with_latent(latent), "allocation ends at");
   } else {
     std::printf("[ INFO     ] the smaller allocation is at another address: not checked\n");
   }
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
   ASSERT_EQ(cudaFree(smaller), cudaSuccess);
-  ASSERT_OK(problem->PoisonOutput(b.output, stream_));
-  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-  ExpectUntouchedThenUsable(*problem);
-  // The node and the layer kept b and still run it.
-  ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
-  ASSERT_OK((*set)->Replay(0, 16, stream_));
-  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-  ASSERT_OK(problem->Check(b.output, problem->SampleRows(), true));
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
+  ExpectKeptAndRunning(n, *problem);
 }
 
 // ZeroPaddingLengths is bounded like every call: no bucket past kMaxRows, q within [1, 64].
