@@ -1086,6 +1086,51 @@ TEST_F(SafetyGpuTest, TheCallersContextStaysCurrent) {
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
 }
 
+// An instance used in another context of its device (a runtime's own, a green context), where
+// CUDA loads the kernels at their first launch: every fused kernel, the tile kernels and
+// Persistent128x128 with more than 48 KB of shared memory among them, runs there and computes
+// the tail (`Create` gives the kernels their attributes for the whole device).
+TEST_F(SafetyGpuTest, EveryKernelRunsInAnotherContextOfTheDevice) {
+  const ContextApi api = ContextApi::Get();
+  ASSERT_TRUE(api.ok());
+  CUcontext primary = nullptr;
+  ASSERT_EQ(api.get_current(&primary), CUDA_SUCCESS);
+  std::vector<std::pair<mla_tail::FusedKernel, std::unique_ptr<mla_tail::MlaTail>>> tails;
+  for (mla_tail::FusedKernel kernel : mla_tail::kFusedKernels) {
+    mla_tail::TailOptions options;
+    options.bmm = false;
+    options.fused_kernel = kernel;
+    absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail =
+        mla_tail::MlaTail::Create(0, options);  // in the primary context
+    ASSERT_TRUE(tail.ok()) << tail.status();
+    tails.emplace_back(kernel, *std::move(tail));
+  }
+  CUcontext mine = nullptr;
+  ASSERT_EQ(api.create(&mine, nullptr, 0, 0), CUDA_SUCCESS);  // made current
+  // The primary context current again and this one gone however the test ends; what was made in
+  // it is destroyed before it.
+  const absl::Cleanup restore = [&] {
+    EXPECT_EQ(api.set_current(primary), CUDA_SUCCESS);
+    EXPECT_EQ(api.destroy(mine), CUDA_SUCCESS);
+  };
+  cudaStream_t own = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking), cudaSuccess);
+  const absl::Cleanup destroy_stream = [&] { EXPECT_EQ(cudaStreamDestroy(own), cudaSuccess); };
+  ProblemOptions options;
+  options.shape = {12, 64, 1};
+  options.seed = 29;
+  absl::StatusOr<std::unique_ptr<Problem>> problem = Problem::Create(options, own);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  const TailBuffers b = (*problem)->buffers();
+  for (const auto& [kernel, tail] : tails) {
+    SCOPED_TRACE(mla_tail::FusedKernelName(kernel));
+    ASSERT_OK((*problem)->PoisonOutput(b.output, own));
+    ASSERT_OK(tail->Run((*problem)->shape(), b, own));
+    ASSERT_EQ(cudaStreamSynchronize(own), cudaSuccess);
+    EXPECT_OK((*problem)->Check(b.output, (*problem)->SampleRows(), true));
+  }
+}
+
 // Holds a stream's later work until Release() (or 20 s pass): a blocking host function.
 class StreamGate {
  public:

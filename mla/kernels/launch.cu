@@ -16,29 +16,47 @@
 namespace mla_tail::internal {
 namespace {
 
-// Sets `kernel`'s `attribute` to `value` on the current device, through the driver's
-// cuFuncSetAttribute: cudaFuncSetAttribute resets the thread's pending runtime error, which may be
-// the caller's.
+// The driver function `name` of at least `version`, or null where the driver has none.
+void* DriverEntryPoint(const char* name, int version) {
+  void* entry = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion(name, &entry, version, cudaEnableDefault, &found) !=
+          cudaSuccess ||
+      found != cudaDriverEntryPointSuccess) {
+    return nullptr;
+  }
+  return entry;
+}
+
+// Sets `kernel`'s `attribute` to `value` in the current context, through the driver's
+// cuFuncSetAttribute (cudaFuncSetAttribute resets the thread's pending runtime error, which may
+// be the caller's), and for the kernel on the current device (cuKernelSetAttribute), which holds
+// in every context of the device, so that a context where CUDA loads the kernel later (lazy
+// loading: a context of the caller's, a green context) has it too. The current context's
+// setting decides the result; the device-wide one is a best effort where the driver has it.
 cudaError_t SetFunctionAttribute(const void* kernel, CUfunction_attribute attribute, int value) {
   using SetAttribute = CUresult (*)(CUfunction, CUfunction_attribute, int);
-  static const SetAttribute set_attribute = [] {
-    void* entry = nullptr;
-    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-    if (cudaGetDriverEntryPointByVersion("cuFuncSetAttribute", &entry, 12000, cudaEnableDefault,
-                                         &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess) {
-      return SetAttribute{nullptr};
-    }
-    return reinterpret_cast<SetAttribute>(entry);
-  }();
+  using SetKernelAttribute = CUresult (*)(CUfunction_attribute, int, CUkernel, CUdevice);
+  static const SetAttribute set_attribute =
+      reinterpret_cast<SetAttribute>(DriverEntryPoint("cuFuncSetAttribute", 12000));
+  static const SetKernelAttribute set_kernel_attribute =
+      reinterpret_cast<SetKernelAttribute>(DriverEntryPoint("cuKernelSetAttribute", 12000));
   if (set_attribute == nullptr) return cudaErrorSymbolNotFound;
   cudaFunction_t function = nullptr;
   const cudaError_t e = cudaGetFuncBySymbol(&function, kernel);
   if (e != cudaSuccess) return e;
   // The driver's codes are the runtime's for every error this can return (out of memory, sticky
   // errors, an invalid value).
-  return static_cast<cudaError_t>(
+  const cudaError_t set = static_cast<cudaError_t>(
       set_attribute(reinterpret_cast<CUfunction>(function), attribute, value));
+  if (set != cudaSuccess || set_kernel_attribute == nullptr) return set;
+  int device = -1;
+  cudaKernel_t handle = nullptr;
+  if (cudaGetDevice(&device) == cudaSuccess && cudaGetKernel(&handle, kernel) == cudaSuccess) {
+    (void)set_kernel_attribute(attribute, value, reinterpret_cast<CUkernel>(handle),
+                               static_cast<CUdevice>(device));
+  }
+  return cudaSuccess;
 }
 
 }  // namespace
