@@ -93,6 +93,9 @@ absl::Status Model::Allocate() {
       MLA_RETURN_IF_CUDA_ERROR(cudaMemset(m->get(), 0xff, m->bytes()), "poison activations");
     }
   }
+  // cudaMemset of device memory returns before it is done, on the legacy stream, which the
+  // demo's non-blocking stream does not wait for: done before any step's fill.
+  MLA_RETURN_IF_CUDA_ERROR(cudaDeviceSynchronize(), "poison activations");
   return absl::OkStatus();
 }
 

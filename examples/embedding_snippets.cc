@@ -102,6 +102,14 @@ absl::Status DecodeStepWithGraphSet(mla_tail::TailGraphSet& set, int rows, int32
 }
 // [end snippet]
 
+// The tails a failed AddTailsToStepGraph added, removed from the step's graph (it then holds
+// what it held before the call); `status` returned.
+absl::Status RemoveTails(StepGraph* step, absl::Status status) {
+  for (const mla_tail::TailNode& added : step->tails) cudaGraphDestroyNode(added.node());
+  step->tails.clear();
+  return status;
+}
+
 // [snippet: tail nodes in the runtime's step graph]
 // StepGraph (embedding_snippets.h): the runtime's graph with the attention nodes, exec, tails.
 absl::Status AddTailsToStepGraph(const mla_tail::MlaTail& tail, const mla_tail::TailShape& shape,
@@ -121,16 +129,22 @@ absl::Status AddTailsToStepGraph(const mla_tail::MlaTail& tail, const mla_tail::
     // attention kernel still runs, and waits for it before reading the latent.
     absl::StatusOr<mla_tail::TailNode> nodes = mla_tail::AddTailNode(
         tail, step->graph, {attention_nodes[layer]}, shape, layer_buffers[layer]);
-    if (!nodes.ok()) return nodes.status();
+    if (!nodes.ok()) return RemoveTails(step, nodes.status());  // the graph as it was
     // ... the layer's output projection, after nodes->node() ...
     step->tails.push_back(*nodes);
   }
+  // Instantiated for the device current on this thread: the tail's (one thread a device).
   return CudaStatus(cudaGraphInstantiate(&step->exec, step->graph, 0), "instantiate");
 }
 
 absl::Status PointStepAt(StepGraph& step, absl::Span<const mla_tail::TailBuffers> layer_buffers) {
+  if (layer_buffers.size() < step.tails.size()) {
+    return absl::InvalidArgumentError("layer_buffers: fewer than the step's tails");
+  }
   // A kernel-node update per layer in the instantiated graph: no re-instantiation, and launches
   // already enqueued keep the pointers they had.
+  // On an error the layers before the failing one point at the new buffers already: launch the
+  // step only once a call has returned OK.
   for (size_t layer = 0; layer < step.tails.size(); ++layer) {
     MLA_TAIL_RETURN_IF_ERROR(step.tails[layer].Update(step.exec, layer_buffers[layer]));
   }

@@ -907,6 +907,11 @@ absl::StatusOr<std::vector<std::unique_ptr<mla_tail::MlaTail>>> CreateTails(cons
   if (visible > 0 && visible < count) {
     return too_few(absl::StrCat(visible, " visible"));
   }
+  for (int device : options.devices) {
+    if (visible > 0 && device >= visible) {
+      return too_few(absl::StrCat("device ", device, " of ", visible, " visible"));
+    }
+  }
   std::vector<std::unique_ptr<mla_tail::MlaTail>> tails;
   for (int i = 0; i < count; ++i) {
     absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail =
