@@ -15,7 +15,7 @@ load("//tools/cuda:defs.bzl", "CUDA_ARCH_FLAGS", "NVCC_FLAGS")
 # The libraries of other repositories that this repository's libraries use, as CMake targets.
 _EXTERNAL = {
     "mla_tail_cuda": {
-        "headers": "CUDA::toolkit",
+        "headers": "mla_tail_cuda_headers",  # defined by ../CMakeLists.txt
         "cudart": "CUDA::cudart_static",
         "cublaslt": "CUDA::cublasLt",
         "library_dir": "mla_tail_cuda_library_dir",  # defined by ../CMakeLists.txt

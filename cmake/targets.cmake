@@ -37,7 +37,7 @@ mla_tail_library(//mla:cublaslt
   SRCS "mla/internal/cublaslt.cc"
   HDRS "mla/internal/cublaslt.h"
   LINKOPTS "-ldl"
-  DEPS "//mla:fault_hooks" "CUDA::toolkit" "absl::status" "absl::statusor" "absl::strings" "mla_tail_cuda_library_dir")
+  DEPS "//mla:fault_hooks" "absl::status" "absl::statusor" "absl::strings" "mla_tail_cuda_headers" "mla_tail_cuda_library_dir")
 
 mla_tail_library(//mla:cuda_status
   KIND cc
@@ -67,14 +67,14 @@ mla_tail_library(//mla:errors
   INCLUDE_PREFIX "mla_tail/mla"
   SRCS "mla/errors.cc"
   HDRS "mla/errors.h" "mla/version.h"
-  DEPS "CUDA::toolkit" "absl::cord" "absl::status" "absl::strings")
+  DEPS "absl::cord" "absl::status" "absl::strings" "mla_tail_cuda_headers")
 
 mla_tail_library(//mla:fault_hooks
   KIND cc
   PACKAGE "mla"
   SRCS "mla/internal/fault_hooks.cc"
   HDRS "mla/internal/fault_hooks.h"
-  DEPS "CUDA::toolkit")
+  DEPS "mla_tail_cuda_headers")
 
 mla_tail_library(//mla:kernels
   KIND cuda
@@ -111,7 +111,7 @@ mla_tail_library(//mla:tail
   INCLUDE_PREFIX "mla_tail/mla"
   SRCS "mla/internal/tail_access.h" "mla/tail.cc"
   HDRS "mla/tail.h"
-  DEPS "//mla:cublaslt" "//mla:cuda_status" "//mla:dispatch" "//mla:errors" "//mla:kernels" "//mla:pointer_checks" "//mla:tail_args" "//mla:tail_kernel_node" "//mla:value_bmm" "CUDA::toolkit" "absl::cleanup" "absl::flat_hash_map" "absl::status" "absl::statusor" "absl::strings")
+  DEPS "//mla:cublaslt" "//mla:cuda_status" "//mla:dispatch" "//mla:errors" "//mla:kernels" "//mla:pointer_checks" "//mla:tail_args" "//mla:tail_kernel_node" "//mla:value_bmm" "absl::cleanup" "absl::flat_hash_map" "absl::status" "absl::statusor" "absl::strings" "mla_tail_cuda_headers")
 
 mla_tail_library(//mla:tail_access
   KIND cc
@@ -125,7 +125,7 @@ mla_tail_library(//mla:tail_args
   INCLUDE_PREFIX "mla_tail/mla"
   SRCS "mla/internal/tail_extents.h" "mla/tail_args.cc"
   HDRS "mla/tail_args.h"
-  DEPS "CUDA::toolkit" "absl::inlined_vector" "absl::status" "absl::str_format" "absl::strings")
+  DEPS "absl::inlined_vector" "absl::status" "absl::str_format" "absl::strings" "mla_tail_cuda_headers")
 
 mla_tail_library(//mla:tail_extents
   KIND cc
@@ -145,4 +145,4 @@ mla_tail_library(//mla:value_bmm
   PACKAGE "mla"
   SRCS "mla/internal/value_bmm.cc"
   HDRS "mla/internal/value_bmm.h"
-  DEPS "//mla:cublaslt" "//mla:cuda_status" "//mla:errors" "//mla:fault_hooks" "//mla:tail_args" "CUDA::toolkit" "absl::status" "absl::statusor" "absl::strings")
+  DEPS "//mla:cublaslt" "//mla:cuda_status" "//mla:errors" "//mla:fault_hooks" "//mla:tail_args" "absl::status" "absl::statusor" "absl::strings" "mla_tail_cuda_headers")

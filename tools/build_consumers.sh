@@ -99,7 +99,8 @@ else
   echo "build_consumers: $runtime/plugin/tail_plugin.h compiles as C"
 fi
 
-# CMake: add_subdirectory(mla-tail), then find_package(mla_tail) from that build's install.
+# CMake: add_subdirectory(mla-tail) (its install rules on), then find_package(mla_tail) from that
+# build's install.
 cmake_build=$root/.cmake_build
 consumer=examples/cmake_consumer
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -122,7 +123,8 @@ install_package() {
     return 1
   fi
 }
-if cmake_form add_subdirectory -DMLA_TAIL_SOURCE_DIR="$root" && install_package &&
+if cmake_form add_subdirectory -DMLA_TAIL_SOURCE_DIR="$root" -DMLA_TAIL_INSTALL=ON &&
+   install_package &&
    cmake_form find_package -DMLA_TAIL_SOURCE_DIR= \
      -Dmla_tail_DIR="$cmake_build/install/lib/cmake/mla_tail"; then
   echo "build_consumers: $consumer (CMake): add_subdirectory, install, find_package"
