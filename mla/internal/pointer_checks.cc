@@ -3,6 +3,8 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <string>
 
@@ -21,6 +23,8 @@ constexpr int kCachedDevices = 64;  // devices past this are asked about on ever
 struct DeviceCache {
   std::mutex mutex;
   CheckedRanges ranges;
+  // ranges.stamp(), published after each change under the lock: read without it, per update.
+  std::atomic<uint64_t> stamp{CheckedRanges().stamp()};
 };
 
 DeviceCache& CacheOf(int device) {
@@ -172,6 +176,7 @@ absl::Status CheckExtents(int device, absl::Span<const Extent> extents, PointerC
     DeviceCache& cache = CacheOf(device);
     std::lock_guard<std::mutex> lock(cache.mutex);
     for (const CheckedRanges::Range& r : found) cache.ranges.Add(r);
+    cache.stamp.store(cache.ranges.stamp(), std::memory_order_release);
   }
   return absl::OkStatus();
 }
@@ -188,9 +193,7 @@ absl::Status CheckTailBuffers(int device, const TailShape& shape, const TailBuff
 
 uint64_t CheckedPointersStamp(int device) {
   if (device < 0 || device >= kCachedDevices) return 0;
-  DeviceCache& cache = CacheOf(device);
-  std::lock_guard<std::mutex> lock(cache.mutex);
-  return cache.ranges.stamp();
+  return CacheOf(device).stamp.load(std::memory_order_acquire);
 }
 
 void ForgetCheckedPointers() {
@@ -198,6 +201,7 @@ void ForgetCheckedPointers() {
     DeviceCache& cache = CacheOf(device);
     std::lock_guard<std::mutex> lock(cache.mutex);
     cache.ranges.Clear();
+    cache.stamp.store(cache.ranges.stamp(), std::memory_order_release);
   }
 }
 
