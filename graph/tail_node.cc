@@ -26,11 +26,10 @@ class TailNodeBuilder {
     made.device_ = tail.device();
     made.full_pointer_checks_ = tail.options().full_pointer_checks;
     made.node_ = node.node;
-    made.functions_[0] = node.launches[0].function;
-    made.functions_[1] = node.launches[1].function;
-    made.grid_ = node.launches[0].grid;
-    made.block_ = node.launches[0].block;
-    made.smem_bytes_ = node.launches[0].smem_bytes;
+    for (int gated = 0; gated < 2; ++gated) {
+      const internal::KernelLaunch& launch = node.launches[gated];
+      made.launches_[gated] = {launch.function, launch.grid, launch.block, launch.smem_bytes};
+    }
     made.shape_ = node.shape;
     made.buffers_ = buffers;
     made.kernel_ = tail.FusedKernelFor(node.shape, WeightTypeOf(buffers), OutputTypeOf(buffers));
@@ -75,7 +74,8 @@ class TailNodeBuilder {
     internal::TailKernelNode node;
     node.node = made.node_;
     for (int gated = 0; gated < 2; ++gated) {
-      node.launches[gated] = {made.functions_[gated], made.grid_, made.block_, made.smem_bytes_};
+      const TailNode::Launch& launch = made.launches_[gated];
+      node.launches[gated] = {launch.function, launch.grid, launch.block, launch.smem_bytes};
     }
     node.shape = made.shape_;
     const absl::Status written = node.Write(exec, buffers);
@@ -180,10 +180,18 @@ absl::StatusOr<TailNode> AddTailNode(const MlaTail& tail, cudaGraph_t graph,
   params.kernel.blockDim = kernel.blockDim;
   params.kernel.sharedMemBytes = kernel.sharedMemBytes;
   params.kernel.kernelParams = kernel.kernelParams;
-  MLA_RETURN_IF_CUDA_ERROR(
-      cudaGraphAddNode(&node->node, graph, dependencies.empty() ? nullptr : dependencies.data(),
-                       dependencies.empty() ? nullptr : edges.data(), dependencies.size(), &params),
-      "cudaGraphAddNode(tail)");
+  // The node's own parameters are validated: what CUDA refuses as a value here is the graph or
+  // its dependencies (a graph of another context, an edge CUDA does not take).
+  if (const cudaError_t e = cudaGraphAddNode(
+          &node->node, graph, dependencies.empty() ? nullptr : dependencies.data(),
+          dependencies.empty() ? nullptr : edges.data(), dependencies.size(), &params);
+      e != cudaSuccess) {
+    return e == cudaErrorInvalidValue
+               ? internal::CallersHandleStatus(
+                     e,
+                     "graph or dependencies refused by CUDA for the tail's node (cudaGraphAddNode)")
+               : internal::CudaStatus(e, "cudaGraphAddNode(tail)");
+  }
   return TailNodeBuilder::Make(tail, *node, buffers, stamp);
 }
 

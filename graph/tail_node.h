@@ -88,12 +88,15 @@ class TailNode {
   int device_ = 0;
   bool full_pointer_checks_ = false;
   cudaGraphNode_t node_ = nullptr;
-  // The node's launch: the same for every update (the shape is fixed) but for its function,
-  // which a gate's presence picks ([0]: without a gate, [1]: with one).
-  const void* functions_[2] = {nullptr, nullptr};
-  dim3 grid_;
-  dim3 block_;
-  unsigned int smem_bytes_ = 0;
+  // The node's launch for buffers without a gate ([0]) and with one ([1]), each fixed for the
+  // node's shape: an update takes the one its buffers' gate picks.
+  struct Launch {
+    const void* function = nullptr;
+    dim3 grid;
+    dim3 block;
+    unsigned int smem_bytes = 0;
+  };
+  Launch launches_[2];
   TailShape shape_;
   TailBuffers buffers_;
   FusedKernel kernel_ = FusedKernel::kAuto;
@@ -108,7 +111,8 @@ class TailNode {
 // Adds `tail`'s fused kernel for `shape` over `buffers` to `graph`, after `dependencies` (nodes
 // of `graph`; may be empty). The graph must be instantiated on `tail`'s device. Validates every
 // argument first: InvalidArgument for a bad shape or buffer, or a dependency that is null, given
-// twice or not a node of `graph`. On error nothing was added.
+// twice or not a node of `graph`, and for a graph or dependencies CUDA refuses the node with. On
+// error nothing was added.
 absl::StatusOr<TailNode> AddTailNode(const MlaTail& tail, cudaGraph_t graph,
                                      absl::Span<const cudaGraphNode_t> dependencies,
                                      const TailShape& shape, const TailBuffers& buffers,

@@ -164,6 +164,8 @@ MlaTail::~MlaTail() {
   if (s.stream == nullptr) return;  // the fused path holds no device memory
   internal::CudaErrorScope errors;
   internal::DeviceGuard guard;
+  // A device that cannot be entered (the driver unloading at process exit, a context that can no
+  // longer be made current) has nothing left that a free could release: it goes with the context.
   if (!guard.Enter(impl_->device).ok()) return;
   internal::RelaxedCaptureMode relaxed;
   // Stream order: the frees wait for the last eager BMM run on the GPU, the host does not.

@@ -248,8 +248,9 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
   absl::InlinedVector<std::pair<Rows, const char*>, 2> outputs = {
       {Rows{Address(out), rows, b.output_row_stride * out_bytes, width * out_bytes}, out_name}};
   if (fp8_output) {
-    // The scales as rows of the larger stride (each spanning the entries of the smaller one).
-    const bool row_major = scale_row >= heads * scale_head;
+    // The scales as rows of the larger stride (each spanning the entries of the smaller one);
+    // one row of them is row-major, so a layout keeps its spans whatever the batch.
+    const bool row_major = rows == 1 || scale_row >= heads * scale_head;
     const Rows scales = row_major ? Rows{Address(b.output_scale), rows, scale_row * 4,
                                          ((heads - 1) * scale_head + 1) * 4}
                                   : Rows{Address(b.output_scale), heads, scale_head * 4,

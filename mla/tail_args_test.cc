@@ -354,7 +354,8 @@ TEST(ValidateTailTest, OutputInTheGapsOfW_UV) {
 
 // Random layouts in one arena, their verdict against a byte map: every byte an input is read from
 // marked, then each output byte looked up. The scales of an e4m3 output count as spans, from each
-// row's first entry to its last (row-major) or each head's (head-major), as the contract says.
+// row's first entry to its last (row-major, one row always) or each head's (head-major), as the
+// contract says.
 // The outputs are placed at random, near another tensor, or where a row of theirs ends one byte
 // before or exactly at another's row (the edges an off-by-one would get wrong).
 TEST(ValidateTailTest, OverlapVerdictsAndExtentsMatchAByteMap) {
@@ -397,7 +398,7 @@ TEST(ValidateTailTest, OverlapVerdictsAndExtentsMatchAByteMap) {
     const int64_t scale_row = row_major ? heads * inner + pick(0, 3) : inner;
     const int64_t scale_head = row_major ? inner : rows * inner + pick(0, 3);
     const int64_t row_step = rows > 1 ? scale_row : 0, head_step = heads > 1 ? scale_head : 0;
-    const bool by_rows = row_step >= heads * head_step;
+    const bool by_rows = rows == 1 || row_step >= heads * head_step;
 
     // Each tensor's rows (W_UV's per head, `w_head * wb` bytes apart), and its alignment.
     const Rows layout[kTensors] = {
