@@ -5,7 +5,8 @@
 #     static executable), plugin/libtail_plugin.so (a shared library) and plugin/plugin_host
 #     (loads it with dlopen);
 #   - examples/cmake_consumer/ with CMake, once with add_subdirectory(mla-tail) and once with
-#     find_package(mla_tail) from an install of that build (in .cmake_build/).
+#     find_package(mla_tail) from an install of that build (in .cmake_build/), and once more with
+#     find_package and CMake's own build-tree search path (no toolkit directory may be in it).
 # Checks: each build succeeds without a warning; readelf -d shows no libcublasLt, no search path
 # but $ORIGIN, and an RPATH $ORIGIN wherever Abseil's shared libraries are needed; the plugin's
 # header compiles as C; the host loads the plugin and each program (the runtime, also with its
@@ -113,7 +114,8 @@ cmake_form() {  # name configure-arguments...
     return 1
   fi
   quiet "$consumer with $name" || return 1
-  check_dynamic "$cmake_build/$name/cmake_consumer"
+  # The build-tree search path form is checked on its own (below).
+  [ "$name" = find_package_build_rpath ] || check_dynamic "$cmake_build/$name/cmake_consumer"
 }
 install_package() {
   rm -rf "$cmake_build/install"
@@ -131,6 +133,19 @@ if cmake_form add_subdirectory -DMLA_TAIL_SOURCE_DIR="$root" -DMLA_TAIL_INSTALL=
   for form in add_subdirectory find_package; do
     check_run "cmake_consumer ($form)" "$cmake_build/$form/cmake_consumer"
   done
+  # CMake's own build-tree search path (no RPATH setting of the consumer's): the package's
+  # targets carry no link directory of the toolkit, so none of its directories is in it.
+  if cmake_form find_package_build_rpath -DMLA_TAIL_SOURCE_DIR= \
+       -Dmla_tail_DIR="$cmake_build/install/lib/cmake/mla_tail" -DCONSUMER_ORIGIN_RPATH=OFF; then
+    toolkit=$(readlink -f "$cuda")
+    paths=$(readelf -d "$cmake_build/find_package_build_rpath/cmake_consumer" |
+            grep -E '\((RUNPATH|RPATH)\)' || true)
+    if grep -qE "$cuda|$toolkit" <<<"$paths"; then
+      fail "cmake_consumer's build-tree search path names the toolkit: $paths"
+    else
+      echo "build_consumers: $consumer (CMake): build-tree search path without the toolkit"
+    fi
+  fi
 fi
 
 [ $failed -eq 0 ] || echo "build_consumers: FAILED" >&2
