@@ -111,7 +111,8 @@ absl::Status RemoveTails(StepGraph* step, absl::Status status) {
 }
 
 // [snippet: tail nodes in the runtime's step graph]
-// StepGraph (embedding_snippets.h): the runtime's graph with the attention nodes, exec, tails.
+// StepGraph (embedding_snippets.h): the runtime's graph (its attention nodes, no tails yet),
+// exec, tails.
 absl::Status AddTailsToStepGraph(const mla_tail::MlaTail& tail, const mla_tail::TailShape& shape,
                                  absl::Span<const cudaGraphNode_t> attention_nodes,
                                  absl::Span<const mla_tail::TailBuffers> layer_buffers,
@@ -119,7 +120,7 @@ absl::Status AddTailsToStepGraph(const mla_tail::MlaTail& tail, const mla_tail::
   if (attention_nodes.size() < layer_buffers.size()) {
     return absl::InvalidArgumentError("attention_nodes: fewer than layer_buffers");
   }
-  if (step->exec != nullptr) {  // an earlier call's: replaced, not leaked
+  if (step->exec != nullptr) {  // an earlier graph's: replaced, not leaked
     MLA_TAIL_RETURN_IF_ERROR(CudaStatus(cudaGraphExecDestroy(step->exec), "destroy exec"));
     step->exec = nullptr;
   }

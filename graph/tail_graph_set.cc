@@ -355,7 +355,12 @@ absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
   if (!entry.captured()) MLA_RETURN_IF_ERROR(CaptureMeasured(layer, *bucket));
   MLA_RETURN_IF_ERROR(Apply(layer, *bucket));
   const Entry& ready = EntryFor(layer, *bucket);
-  MLA_RETURN_IF_CUDA_ERROR(cudaGraphLaunch(ready.exec, stream), "cudaGraphLaunch");
+  if (const cudaError_t e = cudaGraphLaunch(ready.exec, stream); e != cudaSuccess) {
+    // A stream handle reused for another device's stream is asked about again; a launch that
+    // a capture elsewhere refused (a global-mode capture) is the caller's to end.
+    accepted_stream_.reset();
+    return internal::OnCallersCapture(internal::CudaStatus(e, "cudaGraphLaunch"));
+  }
   if (bmm()) {
     MLA_RETURN_IF_ERROR(internal::TailAccess::RecordBmmUse(*tail_, stream));
   }

@@ -56,6 +56,9 @@ inline constexpr FusedKernel kFusedKernels[] = {
 // "Auto" for kAuto), as benchmark files record it.
 const char* FusedKernelName(FusedKernel kernel);
 
+// The rule's parts, for DispatchFusedKernel and its tests; not part of the API.
+namespace dispatch_internal {
+
 // Whether LatentSplit's blocks (8 a head per 8 rows up to 8 rows, else per 16 rows) fit one
 // an SM.
 constexpr bool LatentSplitBlocksFitOneWave(int heads, int rows, int multiprocessors) {
@@ -188,6 +191,8 @@ constexpr FusedKernel DispatchE4m3OutputKernel(int heads, int rows, int multipro
   return SmallGridTiles(heads, rows, sms, weight, OutputType::kE4m3);  // T < 48 here
 }
 
+}  // namespace dispatch_internal
+
 // The rule, for a GPU with `multiprocessors` SMs (measured on H200s, 132). T counts 64-row
 // tiles; the tile-count thresholds (96) are measured crossovers, not SM counts. e4m3 W_UV
 // has a rule of its own, drawn from the grid with every kernel forced on e4m3 weights: the
@@ -203,13 +208,13 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
   rows = rows < 1 ? 1 : rows > kMaxRows ? kMaxRows : rows;
   multiprocessors = multiprocessors < 1 ? 1 : multiprocessors;
   if (output == OutputType::kE4m3) {
-    return DispatchE4m3OutputKernel(heads, rows, multiprocessors, weight);
+    return dispatch_internal::DispatchE4m3OutputKernel(heads, rows, multiprocessors, weight);
   }
   const long long work = static_cast<long long>(heads) * rows;
   const long long tiles_64 = heads * ((rows + 63LL) / 64);
   const long long sms = multiprocessors;
   // The latent axis over a block's warps, up to 32 rows while its blocks fit one an SM.
-  if (rows <= 32 && LatentSplitBlocksFitOneWave(heads, rows, multiprocessors)) {
+  if (rows <= 32 && dispatch_internal::LatentSplitBlocksFitOneWave(heads, rows, multiprocessors)) {
     return FusedKernel::kLatentSplit;
   }
   if (weight == WeightType::kE4m3) {
@@ -222,7 +227,7 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
       return FusedKernel::kLatentSplit;
     }
     if (rows <= 16) return FusedKernel::kColumnSplit;
-    return DispatchE4m3Tiles(heads, rows, sms, OutputType::kBf16);
+    return dispatch_internal::DispatchE4m3Tiles(heads, rows, sms, OutputType::kBf16);
   }
   // Past one wave LatentSplit still leads up to 8 rows at up to 64 heads, back to back and after
   // an attention-like upstream kernel, with PDL and without (only behind an upstream kernel that
@@ -234,8 +239,10 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
   if (rows <= 8 && heads <= 64 && !(rows <= 2 && heads > 48)) return FusedKernel::kLatentSplit;
   if (rows <= 16 && heads <= 48) return FusedKernel::kLatentSplit;
   if (rows <= 16 && (heads <= 64 || work <= 768)) return FusedKernel::kColumnSplit;
-  if (EightRowBlocksFitOneWave(heads, rows, multiprocessors)) return FusedKernel::kColumnSplit;
-  if (const FusedKernel small = SmallGridTiles(heads, rows, sms, weight, OutputType::kBf16);
+  if (dispatch_internal::EightRowBlocksFitOneWave(heads, rows, multiprocessors))
+    return FusedKernel::kColumnSplit;
+  if (const FusedKernel small =
+          dispatch_internal::SmallGridTiles(heads, rows, sms, weight, OutputType::kBf16);
       small != FusedKernel::kAuto) {
     return small;
   }
@@ -248,7 +255,7 @@ constexpr FusedKernel DispatchFusedKernel(int heads, int rows, int multiprocesso
                ? FusedKernel::kTile64x128
                : FusedKernel::kTile64x64Pipeline6;
   }
-  return DispatchTilesPastOneWave(heads, rows, sms, weight);
+  return dispatch_internal::DispatchTilesPastOneWave(heads, rows, sms, weight);
 }
 
 }  // namespace mla_tail

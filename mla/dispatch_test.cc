@@ -15,6 +15,8 @@
 namespace mla_tail {
 namespace {
 
+using namespace dispatch_internal;  // NOLINT: the rule's parts are tested here
+
 constexpr int kH200 = 132;  // the GPU the rule was measured on (multiprocessors)
 
 // The function PlanFusedKernel launches for a shape and kernel (with e4m3 W_UV or an e4m3 output

@@ -124,8 +124,9 @@ absl::Status OnCallersCapture(absl::Status status) {
   if (status.ok() || !error.has_value() || !IsCaptureError(*error)) return status;
   absl::Status caller(absl::StatusCode::kFailedPrecondition,
                       absl::StrCat(status.message(),
-                                   "; the stream capture under way on the caller's stream is "
-                                   "invalid: end it and capture anew"));
+                                   "; a stream capture of the caller's (on this stream, or one "
+                                   "this call conflicted with) is invalid: end it and capture "
+                                   "anew"));
   caller.SetPayload(kCudaErrorPayloadUrl, *status.GetPayload(kCudaErrorPayloadUrl));
   return caller;
 }

@@ -448,7 +448,8 @@ int ColumnSplitBlockRows(int heads, int rows, int multiprocessors, WeightType we
   //   which dequantize their W_UV after the wait, each do that again: 16 heads x 32 rows took
   //   3.37 us in 8-row blocks against 2.67 in 32-column 16-row blocks.
   if (rows <= 8 && blocks_per_row_block <= 3 * multiprocessors) return 8;
-  if (weight == WeightType::kBf16 && EightRowBlocksFitOneWave(heads, rows, multiprocessors)) {
+  if (weight == WeightType::kBf16 &&
+      dispatch_internal::EightRowBlocksFitOneWave(heads, rows, multiprocessors)) {
     return 8;
   }
   // 32 while the grid of 32-row blocks still has two blocks per multiprocessor. 64 rows (69 KB of
