@@ -68,8 +68,9 @@ struct TailBuffers {
   int64_t output_scale_row_stride = 0;
   int64_t output_scale_head_stride = 1;
   // Optional: one int32 on the device, the number of live rows n (written by the caller, upstream
-  // of the tail or in stream order). Rows t >= n are neither read (but see
-  // rows_past_count_readable) nor written (their output rows keep what they held); rows below it
+  // of the tail or in stream order). Rows t >= n are neither read by the fused kernels (but see
+  // rows_past_count_readable; the BMM path's GEMM reads their latent) nor written (their output
+  // rows keep what they held); rows below it
   // keep their meaning, lengths included. Read when the tail runs, clamped to [0, B]. Null: all B
   // rows are live.
   const int32_t* row_count = nullptr;
