@@ -89,7 +89,7 @@ mla_tail_library(//mla:padding
   INCLUDE_PREFIX "mla_tail/mla"
   SRCS "mla/padding.cc"
   HDRS "mla/padding.h"
-  DEPS "//mla:cuda_status" "//mla:pointer_checks" "//mla:tail_args" "CUDA::cudart_static" "absl::status" "absl::statusor" "absl::str_format" "absl::strings")
+  DEPS "//mla:cuda_status" "//mla:driver" "//mla:pointer_checks" "//mla:tail_args" "CUDA::cudart_static" "absl::status" "absl::statusor" "absl::str_format" "absl::strings")
 
 mla_tail_library(//mla:pointer_checks
   KIND cc

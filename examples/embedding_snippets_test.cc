@@ -213,7 +213,9 @@ TEST_F(EmbeddingSnippetsTest, TailNodesNeedAnAttentionNodePerLayer) {
 TEST_F(EmbeddingSnippetsTest, TailNodesAddedAgainToANewGraph) {
   StepGraph step;
   for (int output : {0, 1}) {
-    if (step.graph != nullptr) ASSERT_EQ(cudaGraphDestroy(step.graph), cudaSuccess);
+    if (step.graph != nullptr) {
+      ASSERT_EQ(cudaGraphDestroy(step.graph), cudaSuccess);
+    }
     ASSERT_EQ(cudaGraphCreate(&step.graph, 0), cudaSuccess);
     std::vector<cudaGraphNode_t> attention(1);
     ASSERT_EQ(cudaGraphAddEmptyNode(&attention[0], step.graph, nullptr, 0), cudaSuccess);

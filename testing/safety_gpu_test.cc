@@ -1070,6 +1070,10 @@ TEST_F(SafetyGpuTest, TheCallersContextStaysCurrent) {
       const absl::Status run = on_last->Run(problem->shape(), problem->buffers(), stream_);
       if (!run.ok()) failures.push_back(run.ToString());
       expect_none("MlaTail::Run");
+      const absl::Status zeroed = mla_tail::ZeroPaddingLengths(
+          const_cast<int32_t*>(problem->buffers().lengths), 8, 16, 1, stream_);
+      if (!zeroed.ok()) failures.push_back(zeroed.ToString());
+      expect_none("ZeroPaddingLengths");
     }
     const absl::Status refused = on_last->Run(problem->shape(), {}, stream_);
     if (refused.code() != absl::StatusCode::kInvalidArgument) {
