@@ -50,6 +50,7 @@
 // scratch: they must not be launched after the set is gone, and the caller's launches of them
 // must have completed before it goes.
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <array>
@@ -168,6 +169,7 @@ class TailGraphSet {
   std::optional<cudaStream_t> accepted_stream_;  // the last stream MlaTail::CheckStream accepted
   std::unique_ptr<MlaTail> tail_;                // the eager tail, whose launches are captured
   cudaStream_t capture_stream_ = nullptr;
+  CUcontext context_ = nullptr;  // current at Create: where the destructor releases the graphs
   struct LayerState {
     TailBuffers buffers;  // valid once `set`
     bool set = false;

@@ -56,6 +56,7 @@ struct BmmScratch {
   bf16* values = nullptr;          // [max_heads, max_rows, 128]
   void* operand_tables = nullptr;  // kOperandTableBytes: BmmPointersKernel's output
   size_t bytes = 0;
+  CUcontext context = nullptr;  // the context it was made in, where the destructor releases it
 
   bool allocated() const { return values != nullptr; }
   // Frees what was allocated, in `stream`'s order (nothing null reaches cudaFreeAsync, whose
@@ -164,9 +165,10 @@ MlaTail::~MlaTail() {
   if (s.stream == nullptr) return;  // the fused path holds no device memory
   internal::CudaErrorScope errors;
   internal::DeviceGuard guard;
-  // A device that cannot be entered (the driver unloading at process exit, a context that can no
-  // longer be made current) has nothing left that a free could release: it goes with the context.
-  if (!guard.Enter(impl_->device).ok()) return;
+  // Released in the context it was made in, whatever the destroying thread has current. A
+  // context that can no longer be made current (destroyed, the driver unloading at process exit)
+  // has nothing left that a free could release: it went with the context.
+  if (!guard.EnterContext(s.context).ok()) return;
   internal::RelaxedCaptureMode relaxed;
   // Stream order: the frees wait for the last eager BMM run on the GPU, the host does not.
   if (s.last_run != nullptr) cudaStreamWaitEvent(s.stream, s.last_run, 0);
@@ -180,6 +182,9 @@ absl::Status MlaTail::Impl::AllocateBmmScratch() {
   if (bmm.allocated()) return absl::OkStatus();
   internal::RelaxedCaptureMode relaxed;
   BmmScratch s;
+  absl::StatusOr<CUcontext> context = internal::CurrentContext();  // the guard's, entered
+  if (!context.ok()) return context.status();
+  s.context = *context;
   // On failure, whatever was made is released in stream order by the same path as the
   // destructor's: kept in `bmm` only once complete.
   auto release = [&s] {

@@ -64,6 +64,36 @@ absl::Status DeviceGuard::Enter(int device) {
   return absl::OkStatus();
 }
 
+absl::Status DeviceGuard::EnterContext(CUcontext context) {
+  const DriverApi& driver = Driver();
+  if (!driver.complete()) {
+    return absl::InternalError("the CUDA driver lacks a function this library calls directly");
+  }
+  CUcontext current = nullptr;
+  if (const CUresult r = driver.ctx_get_current(&current); r != CUDA_SUCCESS) {
+    return DriverStatus(r, "cuCtxGetCurrent");
+  }
+  if (current == context) return absl::OkStatus();
+  if (const CUresult r = driver.ctx_set_current(context); r != CUDA_SUCCESS) {
+    return DriverStatus(r, "cuCtxSetCurrent");
+  }
+  caller_context_ = current;
+  switched_ = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CUcontext> CurrentContext() {
+  const DriverApi& driver = Driver();
+  if (driver.ctx_get_current == nullptr) {
+    return absl::InternalError("the CUDA driver lacks a function this library calls directly");
+  }
+  CUcontext current = nullptr;
+  if (const CUresult r = driver.ctx_get_current(&current); r != CUDA_SUCCESS) {
+    return DriverStatus(r, "cuCtxGetCurrent");
+  }
+  return current;
+}
+
 DeviceGuard::~DeviceGuard() {
   if (switched_) Driver().ctx_set_current(caller_context_);
 }

@@ -4,6 +4,7 @@
 #include <cuda.h>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace mla_tail::internal {
 
@@ -26,11 +27,18 @@ class DeviceGuard {
   ~DeviceGuard();
 
   absl::Status Enter(int device);
+  // Makes `context` current for the scope (a context the library recorded as it made objects in
+  // it, so that they are released there whatever the destroying thread has current); the
+  // caller's context is made current again on exit. Never makes or retains a context.
+  absl::Status EnterContext(CUcontext context);
 
  private:
   bool switched_ = false;
   CUcontext caller_context_ = nullptr;  // null: the thread had no current context
 };
+
+// The context current on the calling thread (null: none), as the driver reports it.
+absl::StatusOr<CUcontext> CurrentContext();
 
 }  // namespace mla_tail::internal
 
