@@ -8,6 +8,7 @@
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <utility>
 
 #include "absl/cleanup/cleanup.h"
@@ -57,6 +58,9 @@ struct BmmScratch {
   void* operand_tables = nullptr;  // kOperandTableBytes: BmmPointersKernel's output
   size_t bytes = 0;
   CUcontext context = nullptr;  // the context it was made in, where the destructor releases it
+  // Set when a use could not be recorded on `last_run`: the destructor's frees could not be
+  // ordered after it, so the scratch stays allocated (released with its context).
+  bool unordered = false;
 
   bool allocated() const { return values != nullptr; }
   // Frees what was allocated, in `stream`'s order (nothing null reaches cudaFreeAsync, whose
@@ -171,8 +175,10 @@ MlaTail::~MlaTail() {
   if (!guard.EnterContext(s.context).ok()) return;
   internal::RelaxedCaptureMode relaxed;
   // Stream order: the frees wait for the last eager BMM run on the GPU, the host does not.
-  if (s.last_run != nullptr) cudaStreamWaitEvent(s.stream, s.last_run, 0);
-  s.FreeAsync();
+  const bool ordered =
+      !s.unordered &&
+      (s.last_run == nullptr || cudaStreamWaitEvent(s.stream, s.last_run, 0) == cudaSuccess);
+  if (ordered) s.FreeAsync();
   impl_->plans.clear();
   if (s.last_run != nullptr) cudaEventDestroy(s.last_run);
   cudaStreamDestroy(s.stream);  // its resources go once its frees have run
@@ -424,7 +430,7 @@ absl::Status MlaTail::Impl::RunBmm(const TailShape& shape, const TailBuffers& b,
   // From here the scratch is in use on `stream`: should a later launch fail, the destructor's
   // frees still wait for what was enqueued. A captured run is the caller's graph's to order.
   absl::Cleanup mark_use = [&] {
-    if (!*capturing) (void)cudaEventRecord(bmm.last_run, stream);
+    if (!*capturing && cudaEventRecord(bmm.last_run, stream) != cudaSuccess) bmm.unordered = true;
   };
   if (recorded != nullptr) {
     absl::StatusOr<cudaGraphNode_t> node = internal::LastCapturedNode(stream);
@@ -432,8 +438,14 @@ absl::Status MlaTail::Impl::RunBmm(const TailShape& shape, const TailBuffers& b,
     *recorded = internal::TailKernelNode{
         *node, {pointers, pointers}, shape, bmm.values, bmm.operand_tables};
   }
-  MLA_RETURN_IF_ERROR((*plan)->RunPointerArray(tables.a_table, tables.b_table, tables.d_table,
-                                               bmm.workspace, stream));
+  {
+    // cuBLASLt may load its kernels at the GEMM's first run (lazy loading allocates): outside a
+    // capture of this stream, relaxed, so that no other thread's global-mode capture is broken.
+    std::optional<internal::RelaxedCaptureMode> relaxed;
+    if (!*capturing) relaxed.emplace();
+    MLA_RETURN_IF_ERROR((*plan)->RunPointerArray(tables.a_table, tables.b_table, tables.d_table,
+                                                 bmm.workspace, stream));
+  }
   const internal::BmmGateParams gate = internal::MakeBmmGateParams(shape, tables);
   MLA_RETURN_IF_CUDA_ERROR(
       internal::LaunchKernel(internal::PlanBmmGate(shape.heads, shape.rows, b.gate != nullptr),
@@ -442,7 +454,10 @@ absl::Status MlaTail::Impl::RunBmm(const TailShape& shape, const TailBuffers& b,
   // What the destructor's frees wait for. A captured run is the caller's graph's to order.
   std::move(mark_use).Cancel();
   if (!*capturing) {
-    MLA_RETURN_IF_CUDA_ERROR(cudaEventRecord(bmm.last_run, stream), "cudaEventRecord");
+    if (const cudaError_t e = cudaEventRecord(bmm.last_run, stream); e != cudaSuccess) {
+      bmm.unordered = true;
+      return internal::CudaStatus(e, "cudaEventRecord(after the launched BMM run)");
+    }
   }
   return absl::OkStatus();
 }
@@ -466,9 +481,13 @@ absl::StatusOr<TailKernelNode> TailAccess::FusedNode(const MlaTail& tail, const 
 PointerCheck TailAccess::PointerCheckOf(const MlaTail& tail) { return tail.impl_->pointer_check(); }
 
 absl::Status TailAccess::RecordBmmUse(MlaTail& tail, cudaStream_t stream) {
-  const BmmScratch& s = tail.impl_->bmm;
+  BmmScratch& s = tail.impl_->bmm;
   if (s.last_run == nullptr) return absl::OkStatus();
-  return CudaStatus(cudaEventRecord(s.last_run, stream), "cudaEventRecord(BMM replay)");
+  if (const cudaError_t e = cudaEventRecord(s.last_run, stream); e != cudaSuccess) {
+    s.unordered = true;
+    return CudaStatus(e, "cudaEventRecord(after the launched BMM replay)");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace internal
