@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -548,6 +549,29 @@ TEST_F(EmbeddingGpuTest, EveryCallIsSafeWhileAnotherThreadCaptures) {
     cudaGraphDestroy(graph);
     return added;
   });
+  {
+    // The per-step calls of a runtime's own step graph: node updates in the executable graph and
+    // in the graph, then the step launched (the graph made and instantiated beforehand).
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
+    const absl::Cleanup destroy_graph = [&] { cudaGraphDestroy(graph); };
+    mla_tail::TailBuffers ungated = b;
+    ungated.gate = nullptr;
+    absl::StatusOr<TailNode> node = AddTailNode(*tail, graph, {}, problem->shape(), ungated);
+    ASSERT_TRUE(node.ok()) << node.status();
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    const absl::Cleanup destroy_exec = [&] { cudaGraphExecDestroy(exec); };
+    during_capture("TailNode::Update, UpdateGraph, MlaTail::CheckStream", Launches::kTheTail, [&] {
+      absl::Status status = node->Update(exec, b);  // the gated kernel
+      status.Update(node->UpdateGraph(b));
+      status.Update(tail->CheckStream(stream_));
+      if (status.ok() && cudaGraphLaunch(exec, stream_) != cudaSuccess) {
+        status = absl::InternalError("cudaGraphLaunch");
+      }
+      return status;
+    });
+  }
   during_capture("~MlaTail (BMM run in flight)", Launches::kTheTail, [&] {
     const absl::Status run = tail->Run(problem->shape(), b, stream_, TailPath::kBmm);
     tail.reset();
@@ -578,8 +602,12 @@ TEST_F(EmbeddingGpuTest, EveryCallIsSafeWhileAnotherThreadCaptures) {
     during_capture("TailGraphSet::CaptureAll", Launches::kNothing,
                    [&] { return set->CaptureAll(); });
     EXPECT_EQ(set->stats().graphs_captured, 4);
-    during_capture("TailGraphSet::Replay", Launches::kTheTail,
-                   [&] { return set->Replay(1, 16, stream_); });
+    during_capture("TailGraphSet::BucketRows, Replay", Launches::kTheTail, [&] {
+      absl::StatusOr<int> bucket = set->BucketRows(12);
+      if (!bucket.ok()) return bucket.status();
+      if (*bucket != 16) return absl::InternalError(absl::StrCat("bucket ", *bucket));
+      return set->Replay(1, 16, stream_);
+    });
     during_capture("TailGraphSet::ExportGraph", Launches::kNothing, [&] {
       absl::StatusOr<cudaGraph_t> exported = set->ExportGraph(1, 16);
       if (exported.ok()) cudaGraphDestroy(*exported);
