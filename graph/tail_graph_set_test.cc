@@ -60,6 +60,9 @@ TEST(TailGraphSetOptionsTest, BadOptionsAreRefused) {
   options.max_eager_rows = -1;
   ExpectRefused(options, "max_eager_rows");
   options = Valid();
+  options.max_eager_rows = kMaxRows + 1;  // by its own name, not as the tail's max_rows
+  ExpectRefused(options, "max_eager_rows = 65537");
+  options = Valid();
   options.path = static_cast<TailPath>(7);
   ExpectRefused(options, "not a TailPath");
   options = Valid();

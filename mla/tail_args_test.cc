@@ -133,6 +133,12 @@ TEST(ValidateTailTest, RefusesSmallOrMisalignedStrides) {
       {"w_row_stride = 516 is not a multiple of 8", [](TailBuffers& b) { b.w_row_stride = 516; }},
       {"w_head_stride = 512 is below 128 * w_row_stride = 65536",
        [](TailBuffers& b) { b.w_head_stride = 512; }},
+      // The minimum follows padded W_UV rows (128 of them a head).
+      {"w_head_stride = 65536 is below 128 * w_row_stride = 81920",
+       [](TailBuffers& b) {
+         b.w_row_stride = 640;
+         b.w_head_stride = 65536;
+       }},
       {"gate_row_stride = 256 is below heads * 128 = 512",
        [](TailBuffers& b) { b.gate_row_stride = 256; }},
       {"gate_row_stride = 513", [](TailBuffers& b) { b.gate_row_stride = 513; }},
@@ -285,6 +291,21 @@ TEST(ValidateTailTest, RefusesAnOutputThatOverlapsAnInput) {
   b.lengths = reinterpret_cast<const int32_t*>(b.output + 16 * 512 - 2);  // the last element
   EXPECT_THAT(std::string(ValidateTail(f.shape, b).message()),
               HasSubstr("output overlaps lengths"));
+  // With q = 2 the lengths are rows / q = 8 words (32 bytes): an output 32 bytes past them is
+  // clear of them, one 16 bytes past them is not.
+  // The lengths and the output (16 rows of 512 bf16) in one arena of their own.
+  Fixture two({4, 16, 2});
+  std::vector<int32_t> words(8 + 16 * 512 / 2 + 8);
+  int32_t* const aligned =
+      reinterpret_cast<int32_t*>((reinterpret_cast<uintptr_t>(words.data()) + 15) & ~uintptr_t{15});
+  b = two.buffers;
+  b.lengths = aligned;
+  b.output = reinterpret_cast<bf16*>(aligned + 8);
+  const absl::Status clear = ValidateTail(two.shape, b);
+  EXPECT_TRUE(clear.ok()) << clear;
+  b.output = reinterpret_cast<bf16*>(aligned + 4);
+  EXPECT_THAT(std::string(ValidateTail(two.shape, b).message()),
+              HasSubstr("output overlaps lengths"));
 }
 
 // The bytes each tensor touches are compared, row by row: a gate sliced from a wider row may
@@ -376,7 +397,11 @@ TEST(ValidateTailTest, OverlapVerdictsAndExtentsMatchAByteMap) {
   enum { kLatent, kW, kGate, kLengths, kRowCount, kOutput, kWScale, kOutputScale, kTensors };
   int overlapping = 0, disjoint = 0;
   for (int trial = 0; trial < 6000; ++trial) {
-    const TailShape shape{static_cast<int>(pick(1, 3)), static_cast<int>(pick(1, 5)), 1};
+    // q a divisor of the rows (1, or 2 or 3 where they divide them): the lengths are rows / q.
+    const int rows_picked = static_cast<int>(pick(1, 6));
+    const int q_picked = static_cast<int>(pick(1, 3));
+    const TailShape shape{static_cast<int>(pick(1, 3)), rows_picked,
+                          rows_picked % q_picked == 0 ? q_picked : 1};
     const int64_t heads = shape.heads, rows = shape.rows, width = heads * kValueDim;
     const bool fp8_weight = pick(0, 2) == 0, fp8_output = pick(0, 2) == 0;
     const bool gated = pick(0, 3) != 0, counted = pick(0, 1) == 1;
@@ -405,7 +430,7 @@ TEST(ValidateTailTest, OverlapVerdictsAndExtentsMatchAByteMap) {
         {rows, latent_stride * 2, heads * kLatentDim * 2},
         {kValueDim, w_row * wb, kLatentDim * wb},
         {rows, gate_stride * 2, width * 2},
-        {1, 0, 4 * rows},
+        {1, 0, 4 * rows / shape.q},
         {1, 0, 4},
         {rows, out_stride * ob, width * ob},
         {heads, w_scale_head * 4, 16},
@@ -521,10 +546,10 @@ TEST(ValidateTailTest, OverlapVerdictsAndExtentsMatchAByteMap) {
 
     const absl::Status status = ValidateTail(shape, b);
     const std::string description = absl::StrCat(
-        "trial ", trial, ": heads ", heads, " rows ", rows, " fp8 W ", fp8_weight, " fp8 out ",
-        fp8_output, " gated ", gated, " strides latent ", latent_stride, " gate ", gate_stride,
-        " out ", out_stride, " w ", w_row, "/", w_head, " scales ", scale_row, "/", scale_head,
-        " at ", absl::StrJoin(at, ","), ": ", status.ToString());
+        "trial ", trial, ": heads ", heads, " rows ", rows, " q ", shape.q, " fp8 W ", fp8_weight,
+        " fp8 out ", fp8_output, " gated ", gated, " strides latent ", latent_stride, " gate ",
+        gate_stride, " out ", out_stride, " w ", w_row, "/", w_head, " scales ", scale_row, "/",
+        scale_head, " at ", absl::StrJoin(at, ","), ": ", status.ToString());
     if (overlap) {
       ++overlapping;
       EXPECT_THAT(std::string(status.message()), HasSubstr("overlaps")) << description;
@@ -643,6 +668,12 @@ TEST(ValidateTailTest, RefusesBadFp8Buffers) {
        [](TailBuffers& b) { b.output_scale_head_stride = 0; }},
       {"output_scale_head_stride = 1099511627777 is outside [1, kMaxStride]",
        [](TailBuffers& b) { b.output_scale_head_stride = (int64_t{1} << 40) + 1; }},
+      {"output_scale_row_stride = 1099511627777 is outside [1, kMaxStride]",
+       [](TailBuffers& b) { b.output_scale_row_stride = (int64_t{1} << 40) + 1; }},
+      {"output_scale_row_stride = 9223372036854775807 is outside [1, kMaxStride]",
+       [](TailBuffers& b) { b.output_scale_row_stride = INT64_MAX; }},
+      {"w_uv_scale_head_stride = 1099511627780 is above kMaxStride",
+       [](TailBuffers& b) { b.w_uv_scale_head_stride = (int64_t{1} << 40) + 4; }},
       {"make scales overlap", [](TailBuffers& b) { b.output_scale_row_stride = 3; }},
       {"make scales overlap",
        [](TailBuffers& b) {
