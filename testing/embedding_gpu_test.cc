@@ -205,8 +205,10 @@ TEST_F(EmbeddingGpuTest, BadArgumentsAreRefused) {
   ASSERT_NE(a, nullptr);
   cudaGraph_t graph = nullptr;
   ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
-  EXPECT_EQ(AddTailNode(*tail_, nullptr, {}, a->shape(), a->buffers()).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  const absl::Status null_graph =
+      AddTailNode(*tail_, nullptr, {}, a->shape(), a->buffers()).status();
+  EXPECT_EQ(null_graph.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(null_graph.message()), HasSubstr("graph is null"));
   mla_tail::TailBuffers broken = a->buffers();
   broken.lengths = nullptr;
   EXPECT_THAT(std::string(AddTailNode(*tail_, graph, {}, a->shape(), broken).status().message()),
@@ -214,11 +216,20 @@ TEST_F(EmbeddingGpuTest, BadArgumentsAreRefused) {
   EXPECT_EQ(AddTailNode(*tail_, graph, {}, {0, 16, 1}, a->buffers()).status().code(),
             absl::StatusCode::kInvalidArgument);
   const cudaGraphNode_t null_node = nullptr;
-  EXPECT_EQ(AddTailNode(*tail_, graph, {null_node}, a->shape(), a->buffers()).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  const absl::Status null_dependency =
+      AddTailNode(*tail_, graph, {null_node}, a->shape(), a->buffers()).status();
+  EXPECT_EQ(null_dependency.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(null_dependency.message()), HasSubstr("dependency 0 is null"));
+  // A dependency given twice (CUDA would refuse the edge as a library fault).
+  cudaGraphNode_t before = nullptr;
+  ASSERT_EQ(cudaGraphAddEmptyNode(&before, graph, nullptr, 0), cudaSuccess);
+  const absl::Status twice =
+      AddTailNode(*tail_, graph, {before, before}, a->shape(), a->buffers()).status();
+  EXPECT_EQ(twice.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(twice.message()), HasSubstr("given twice"));
   size_t count = 0;
   ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &count), cudaSuccess);
-  EXPECT_EQ(count, 0u) << "a refused call added a node";
+  EXPECT_EQ(count, 1u) << "a refused call added a node";
 
   absl::StatusOr<TailNode> nodes = AddTailNode(*tail_, graph, {}, a->shape(), a->buffers());
   ASSERT_TRUE(nodes.ok()) << nodes.status();

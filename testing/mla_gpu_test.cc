@@ -438,6 +438,14 @@ TEST_F(MlaGpuTest, ValidationErrorsLaunchNothing) {
       ExpectOutputUntouched(*problem);
     }
   }
+  // A path value that names none.
+  ASSERT_OK(problem->PoisonOutput(problem->buffers().output, stream_));
+  const absl::Status no_path =
+      tail_->Run(good, problem->buffers(), stream_, static_cast<TailPath>(7));
+  EXPECT_EQ(no_path.code(), absl::StatusCode::kInvalidArgument) << no_path;
+  EXPECT_THAT(std::string(no_path.message()), HasSubstr("not a TailPath"));
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ExpectOutputUntouched(*problem);
 }
 
 // The BMM path's scratch bounds it; asking for more is OutOfRange, launches nothing, and the

@@ -764,6 +764,27 @@ TEST_F(SafetyGpuTest, ZeroPaddingLengthsIsBounded) {
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
 }
 
+// With q > 1 the lengths are a request's: ZeroPaddingLengths(l, 28, 40, 2) zeroes requests 14-19
+// (rows 28-39) and nothing else, neither the requests before nor a word after the bucket's 20.
+TEST_F(SafetyGpuTest, ZeroPaddingLengthsWritesTheBucketsRequests) {
+  absl::StatusOr<DeviceMemory> lengths = DeviceMemory::Allocate(24 * sizeof(int32_t));
+  ASSERT_TRUE(lengths.ok());
+  std::vector<int32_t> words(24);
+  for (int i = 0; i < 24; ++i) words[i] = 100 + i;
+  ASSERT_EQ(cudaMemcpyAsync(lengths->get(), words.data(), words.size() * sizeof(int32_t),
+                            cudaMemcpyHostToDevice, stream_),
+            cudaSuccess);
+  ASSERT_OK(mla_tail::ZeroPaddingLengths(lengths->as<int32_t>(), 28, 40, 2, stream_));
+  std::vector<int32_t> after(24);
+  ASSERT_EQ(cudaMemcpyAsync(after.data(), lengths->get(), after.size() * sizeof(int32_t),
+                            cudaMemcpyDeviceToHost, stream_),
+            cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  for (int i = 0; i < 24; ++i) {
+    EXPECT_EQ(after[i], i >= 14 && i < 20 ? 0 : 100 + i) << "request " << i;
+  }
+}
+
 // The caller's pending CUDA error survives the pointer queries, a refusal among them.
 TEST_F(SafetyGpuTest, TheCallersPendingErrorSurvivesPointerChecks) {
   std::unique_ptr<Problem> problem = MakeProblem(12, 16, 6);

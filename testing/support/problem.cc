@@ -77,7 +77,9 @@ absl::StatusOr<std::unique_ptr<Problem>> Problem::Create(const ProblemOptions& o
 
   mla_tail::TailBuffers& b = p->buffers_;
   b.latent_row_stride = heads * kLatentDim + options.row_padding;
-  b.gate_row_stride = width + options.row_padding;
+  // A padded gate's rows 16 elements further apart than the output's: a kernel that addresses
+  // one with the other's stride shows.
+  b.gate_row_stride = width + options.row_padding + (options.row_padding > 0 ? 16 : 0);
   b.output_row_stride = width + options.row_padding;
   b.w_row_stride = kLatentDim + options.w_row_padding;
   b.w_head_stride = int64_t{options.kv_b_proj_view ? 256 : 128} * b.w_row_stride;

@@ -20,6 +20,7 @@ struct ProblemOptions {
   Values gates = Values::kGates;
   bool kv_b_proj_view = false;    // W_UV as the V half of a [H, 256, 512] kv_b_proj
   int64_t row_padding = 0;        // elements added to the latent, gate and output row strides
+                                  // (to the gate's 16 more where it is not 0)
   int64_t w_row_padding = 0;      // elements added to W_UV's row stride of 512 (a multiple of 8)
   int inactive_every = 3;         // request r is inactive when r % n == 1 (n = 0 or 1: none); its
                                   // length is 0 and its latent and gate rows hold NaN
