@@ -561,6 +561,24 @@ TEST_F(Fp8GpuTest, GraphNodesTakeE4m3AndRefuseATypeChange) {
   const absl::Status refused = node->Update(exec, problem->buffers());  // bf16 W_UV
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
   EXPECT_THAT(std::string(refused.message()), HasSubstr("type"));
+  // The e4m3 output is another kernel as well: refused.
+  std::unique_ptr<Fp8Output> out = MakeOutput(problem->shape(), false);
+  ASSERT_NE(out, nullptr);
+  TailBuffers e4m3_output = problem->buffers();
+  a->Apply(&e4m3_output);
+  out->Apply(&e4m3_output);
+  const absl::Status output_refused = node->Update(exec, e4m3_output);
+  EXPECT_EQ(output_refused.code(), absl::StatusCode::kInvalidArgument) << output_refused;
+  EXPECT_THAT(std::string(output_refused.message()), HasSubstr("type"));
+  // Neither refusal changed the node: it runs the last buffers (weights a, gated).
+  TailBuffers last = problem->buffers();
+  a->Apply(&last);
+  ReferenceInputs in = problem->reference_inputs();
+  a->Apply(&in);
+  ASSERT_OK(problem->PoisonOutput(last.output, stream_));
+  ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ASSERT_OK(problem->Check(last.output, problem->SampleRows(), true, in));
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
 }
