@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 
-NVCC = "/usr/local/cuda/bin/nvcc"
+NVCC = os.path.join(os.environ.get("CUDA_PATH", "/usr/local/cuda"), "bin", "nvcc")
 # The .nv.info attributes that name a function (EIATTR_*), by number.
 ATTRIBUTES = {0x11: "frame size", 0x12: "min stack size", 0x23: "max stack size", 0x2F: "registers"}
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -190,6 +190,10 @@ def main():
     finally:
         shutil.rmtree(work)
     old, new = sides
+    for label, side in (("old", old), ("new", new)):
+        if not side:
+            print("compare_kernel_code: no kernel function compiled for the %s revision" % label)
+            return 1
     differing = 0
     for name in sorted(set(old) | set(new)):
         if name not in new or name not in old:

@@ -202,7 +202,8 @@ sm_ingest() { timeout 30 "$bin/sm_ingest_probe" >"$out/sm_ingest_probe.csv"; }
 step sm_ingest - sm_ingest_probe.err sm_ingest
 convert() { timeout 30 "$bin/convert_probe" >"$out/convert_probe.csv"; }
 step convert - convert_probe.err convert
-python3 "$here/scripts/report.py" "$out" >"$out/table.md" 2>&1
+table() { python3 "$here/scripts/report.py" "$out" >"$out/table.md"; }
+step table - table.err table
 step demo 45 decode_demo_61_layers.log "$bin/decode_demo" --layers=61 --steps=40
 # The consumer runtime: 61 layers a step graph of its own, pointers and lengths changed every
 # step; checked against its CPU reference, then what the tail adds per layer with and without

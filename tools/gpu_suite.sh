@@ -174,7 +174,15 @@ run_binary() {  # label log command...
   shift 2
   limited "$@" 2>&1 | tee "$log" | case_lines "$label:"
   rc=${PIPESTATUS[0]}
-  if [ "$rc" = 0 ]; then
+  # A binary whose cases all skipped, or that ran none (a filter matching none of its cases), is
+  # no pass: SKIP and NONE are recorded apart from PASS and FAIL.
+  if [ "$rc" = 0 ] && grep -q '^\[  PASSED  \] 0 tests' "$log"; then
+    if grep -q '^\[  SKIPPED \]' "$log"; then
+      record SKIP "$label" $((SECONDS - start)) "every case skipped"
+    else
+      record NONE "$label" $((SECONDS - start)) "no case ran (the filter matches none here)"
+    fi
+  elif [ "$rc" = 0 ]; then
     record PASS "$label" $((SECONDS - start))
   else
     local note="exit $rc"
@@ -252,8 +260,14 @@ sanitize_one() {  # tool binary label log unit(case|group) gtest-filter-argument
     verdict=FAIL note="timed out after ${timeout_s}s"
   elif grep -q '^\[  PASSED  \] 0 tests' "$log" && ! grep -qE '^\[  (FAILED|SKIPPED) ' "$log"; then
     verdict=NONE
+  elif grep -q '^\[  PASSED  \] 0 tests' "$log" && ! grep -q '^\[  FAILED  \]' "$log" \
+       && [ "$rc" = 0 ]; then
+    verdict=SKIP
   elif grep -q '^\[  PASSED  \]' "$log" && ! grep -q '^\[  FAILED  \]' "$log" \
-       && [ "$ours" = 0 ] && [ -z "$errors" ]; then
+       && [ "$ours" = 0 ] && [ -z "$errors" ] \
+       && { [ "$rc" = 0 ] || { [ "$tool" = racecheck ] && [ "$theirs" -gt 0 ]; }; }; then
+    # A non-zero exit fails the run (a crash after the cases), but for racecheck's own exit
+    # code where it reported hazards in cuBLASLt's kernels alone.
     verdict=PASS
   else
     verdict=FAIL
@@ -415,5 +429,6 @@ done
 
 passed=$(grep -c '^PASS ' "$verdicts")
 failed=$(grep -c '^FAIL ' "$verdicts")
-echo "gpu suite: $passed passed, $failed failed ($((SECONDS - started)) s)" | append
+skipped=$(grep -c '^SKIP ' "$verdicts")
+echo "gpu suite: $passed passed, $failed failed, $skipped skipped ($((SECONDS - started)) s)" | append
 [ "$failed" = 0 ]

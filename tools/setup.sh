@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs the build's system packages when missing (Debian 12; root or sudo): Bazel 4.2.3,
-# Abseil, GoogleTest, CMake (for the CMake consumer) and clang-format (tools/check_format.sh). The CUDA toolkit is expected at
+# Abseil, GoogleTest and GoogleMock, CMake (for the CMake consumer) and clang-format (tools/check_format.sh). The CUDA toolkit is expected at
 # CUDA_PATH, else /usr/local/cuda.
 set -euo pipefail
-packages=(bazel-bootstrap libabsl-dev googletest libgtest-dev cmake clang-format)
+packages=(bazel-bootstrap libabsl-dev googletest libgtest-dev libgmock-dev cmake clang-format)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

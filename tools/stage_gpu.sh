@@ -57,7 +57,7 @@ for f in "$staged"/plugin_host "$staged"/libtail_plugin.so "$staged"/cmake_consu
     exit 1
   fi
 done
-cp bench/*.py "$stage/scripts/" 2>/dev/null || true
+cp bench/*.py "$stage/scripts/" || exit 1
 cp tools/gpu_suite.sh "$stage/run.sh"
 cp tools/gpu_benchmarks.sh "$stage/benchmarks.sh"
 {

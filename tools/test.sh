@@ -17,10 +17,16 @@ tools/setup.sh || exit 1
 gpu_tests_run=1
 filters=()
 required=${MLA_TAIL_REQUIRE_GPU:-}
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU' && { [ -z "$required" ] || [ "$required" = 0 ]; }; then
+# Counted, not grep -q: an early exit of grep would end nvidia-smi with SIGPIPE under pipefail.
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+if [ "${gpus:-0}" -eq 0 ] && { [ -z "$required" ] || [ "$required" = 0 ]; }; then
   gpu_tests_run=0
   filters=(--test_tag_filters=-gpu)
   echo "test.sh: no GPU here: tests tagged gpu are built, not run"
+else
+  # One test at a time on the GPU (the tests that fill the device would fail the others), and the
+  # GPU requirements passed into the tests' environment (Bazel starts tests with a clean one).
+  filters=(--local_test_jobs=1 --test_env=MLA_TAIL_REQUIRE_GPU --test_env=MLA_TAIL_REQUIRE_GPUS)
 fi
 
 log=$(mktemp)
