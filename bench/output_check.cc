@@ -88,9 +88,35 @@ absl::Status CheckFp8Outputs(const mla_tail::TailShape& shape, const std::vector
           cudaMemcpy(scales.data(), fp8[index].output_scales.as<float>() + t * shape.heads,
                      shape.heads * sizeof(float), cudaMemcpyDeviceToHost),
           "download output scales");
+      // Each sampled head's scale against the reference's amax / 448: the amax of the bf16
+      // values the contract allows lies between the largest of their smallest magnitudes and
+      // the largest of their largest (a scale of a wrong group, or inflated, falls outside).
+      std::vector<bool> scale_checked(shape.heads, false);
+      auto check_scale = [&](int h) {
+        float least = 0.0f, greatest = 0.0f;
+        for (int d = 0; d < kValueDim; ++d) {
+          const mla_tail_testing::OutputRange allowed = mla_tail_testing::AllowedOutputs(
+              mla_tail_testing::ReferenceOutput(in, t, h, d), /*exact=*/false);
+          const float a = std::fabs(allowed.least), b = std::fabs(allowed.greatest);
+          const bool crosses_zero = (allowed.least <= 0.0f) != (allowed.greatest <= 0.0f);
+          least = std::max(least, crosses_zero ? 0.0f : std::min(a, b));
+          greatest = std::max(greatest, std::max(a, b));
+        }
+        const float low = least / 448.0f * (1.0f - 0x1p-20f);
+        const float high = greatest / 448.0f * (1.0f + 0x1p-20f);
+        if (low <= scales[h] && scales[h] <= high) return;
+        if (++mismatches <= 4) {
+          absl::StrAppend(&errors, "\n  layer ", index, " row ", t, " head ", h, ": scale ",
+                          scales[h], " outside [", low, ", ", high, "] (amax / 448)");
+        }
+      };
       for (int64_t j = 0; j < std::min<int64_t>(width, 256); ++j) {
         const int64_t c = (j * 2654435761ll + t) % width;
         const int h = static_cast<int>(c / kValueDim);
+        if (!scale_checked[h]) {
+          scale_checked[h] = true;
+          check_scale(h);
+        }
         const mla_tail_testing::ReferenceElement ref =
             mla_tail_testing::ReferenceOutput(in, t, h, static_cast<int>(c % kValueDim));
         const float x = mla_tail_testing::Bf16ToFloat(ref.out);

@@ -394,12 +394,17 @@ int Main() {
         }
         const double flop_us = TailFlops(shape) / *matrix_rate * 1e6;
         // The streaming floor of each byte count the modes move, measured beside the shape's
-        // tails.
+        // tails, over as many layers a graph as they run (so that a graph's fixed cost is spread
+        // alike).
         std::map<int64_t, StreamFloor> stream_floors;
+        StreamFloorOptions floor_options;
+        floor_options.min_layers = layer_count;
+        floor_options.max_layers = layer_count;
         for (const std::string& mode : modes) {
           const int64_t bytes = mode_bytes(mode);
           if (!absl::GetFlag(FLAGS_stream_floor) || stream_floors.count(bytes) > 0) continue;
-          if (const cudaError_t e = MeasureStreamFloor(bytes, stream, &stream_floors[bytes]);
+          if (const cudaError_t e =
+                  MeasureStreamFloor(bytes, stream, &stream_floors[bytes], floor_options);
               e != cudaSuccess) {
             std::fprintf(stderr, "stream floor: %s\n", cudaGetErrorString(e));
             return 1;
