@@ -382,6 +382,37 @@ TEST_F(Fp8GpuTest, ZeroScalesGiveZeroHeads) {
   }
 }
 
+// A NaN or infinite block scale: the head's dequantized W_UV holds NaN (NaN x code, and 0 x inf
+// for its zero codes), so its active rows are NaN with a NaN e4m3 scale, as the formula gives;
+// the other heads and the inactive rows are unaffected.
+TEST_F(Fp8GpuTest, NonFiniteBlockScalesPropagate) {
+  for (E4m3Scales scales : {E4m3Scales::kNanBlock, E4m3Scales::kInfBlock}) {
+    for (int rows : ForProfile({3, 64}, {3})) {
+      SCOPED_TRACE(absl::StrCat(scales == E4m3Scales::kNanBlock ? "NaN" : "inf", " rows ", rows));
+      ProblemOptions options;
+      options.shape = {4, rows, 1};
+      options.inactive_every = 2;
+      std::unique_ptr<Problem> problem = MakeProblem(options);
+      ASSERT_NE(problem, nullptr);
+      Fp8WeightOptions w_options;
+      w_options.scales = scales;
+      std::unique_ptr<Fp8Weights> weights = MakeWeights(4, w_options);
+      ASSERT_NE(weights, nullptr);
+      std::unique_ptr<Fp8Output> out = MakeOutput(problem->shape(), rows % 2 == 1);
+      ASSERT_NE(out, nullptr);
+      TailBuffers buffers = problem->buffers();
+      weights->Apply(&buffers);
+      ReferenceInputs in = problem->reference_inputs();
+      weights->Apply(&in);
+      for (const std::unique_ptr<mla_tail::MlaTail>& tail : tails_) {
+        const std::vector<uint16_t> bf16 =
+            RunBf16(*tail, *problem, buffers, in, true, problem->SampleRows());
+        RunE4m3(*tail, *problem, buffers, *out, bf16);
+      }
+    }
+  }
+}
+
 // Every finite code with odd scales and random latent, whose sums FP32 cannot hold exactly: v
 // within the contract's accumulation bound (2^-13 of the sum of the products' magnitudes, which
 // at cancellation spans many ulps of v); the e4m3 output still bit for bit the quantization of

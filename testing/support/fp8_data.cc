@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstddef>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -59,6 +60,10 @@ float Fp8BlockScale(const Fp8WeightOptions& o, int h, int j) {
       return j == h % 4 ? 0.0f : powers[(h + j) % 3];
     case E4m3Scales::kZeroHead:
       return h == 0 ? 0.0f : powers[(h + j) % 3];
+    case E4m3Scales::kNanBlock:
+      return h == 1 && j == 2 ? std::numeric_limits<float>::quiet_NaN() : powers[(h + j) % 3];
+    case E4m3Scales::kInfBlock:
+      return h == 1 && j == 2 ? std::numeric_limits<float>::infinity() : powers[(h + j) % 3];
   }
   return 0;
 }

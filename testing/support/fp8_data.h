@@ -30,6 +30,8 @@ enum class E4m3Scales {
   kOdd,          // values in [0.01, 0.05] that are no power of two
   kSomeZero,     // block h % 4 of head h is 0, the others powers of two
   kZeroHead,     // head 0's four blocks 0 (its values are all zeros), the others powers of two
+  kNanBlock,     // head 1's block 2 NaN, the others powers of two
+  kInfBlock,     // head 1's block 2 +inf (its zero codes dequantize to NaN), the others powers of 2
 };
 
 struct Fp8WeightOptions {
