@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -78,6 +79,41 @@ class Fp8GpuTest : public GpuStreamTest<> {
 
   static std::string Name(const mla_tail::MlaTail& tail) {
     return mla_tail::FusedKernelName(tail.options().fused_kernel);
+  }
+
+  // 4 heads x `rows`, every other request inactive.
+  static ProblemOptions FourHeads(int rows) {
+    ProblemOptions options;
+    options.shape = {4, rows, 1};
+    options.inactive_every = 2;
+    return options;
+  }
+
+  // The problem of `options` with e4m3 W_UV of `w_options`: every kernel and the rule into the
+  // bf16 output (against the reference, bit for bit where `exact`, on `random_rows` sampled rows
+  // besides the edges; then `also` on its bits) and into the e4m3 output (the quantization of
+  // each one's own bf16 output).
+  using Bf16Check =
+      std::function<void(const mla_tail::MlaTail&, const Problem&, const std::vector<uint16_t>&)>;
+  void ExpectBothOutputs(const ProblemOptions& options, const Fp8WeightOptions& w_options,
+                         bool head_major_scales, bool exact = true, int random_rows = 4,
+                         const Bf16Check& also = nullptr) {
+    std::unique_ptr<Problem> problem = MakeProblem(options);
+    ASSERT_NE(problem, nullptr);
+    std::unique_ptr<Fp8Weights> weights = MakeWeights(options.shape.heads, w_options);
+    ASSERT_NE(weights, nullptr);
+    std::unique_ptr<Fp8Output> out = MakeOutput(problem->shape(), head_major_scales);
+    ASSERT_NE(out, nullptr);
+    TailBuffers buffers = problem->buffers();
+    weights->Apply(&buffers);
+    ReferenceInputs in = problem->reference_inputs();
+    weights->Apply(&in);
+    for (const std::unique_ptr<mla_tail::MlaTail>& tail : tails_) {
+      const std::vector<uint16_t> bf16 =
+          RunBf16(*tail, *problem, buffers, in, exact, problem->SampleRows(random_rows));
+      if (also) also(*tail, *problem, bf16);
+      RunE4m3(*tail, *problem, buffers, *out, bf16);
+    }
   }
 
   // Runs `tail` over `buffers` (their bf16 output poisoned first) and checks the bf16 output
@@ -328,58 +364,31 @@ TEST_F(Fp8GpuTest, E4m3FormsWaitForTheUpstreamInputs) {
 TEST_F(Fp8GpuTest, NanCodesPropagateAndInactiveRowsAreZero) {
   for (int rows : ForProfile({3, 16, 64, 130}, {3, 64})) {
     SCOPED_TRACE(absl::StrCat("rows ", rows));
-    ProblemOptions options;
-    options.shape = {4, rows, 1};
-    options.inactive_every = 2;
-    std::unique_ptr<Problem> problem = MakeProblem(options);
-    ASSERT_NE(problem, nullptr);
     Fp8WeightOptions w_options;
     w_options.nan_at = {{1, 5, 7}, {2, 300, 100}, {3, 511, 127}};
-    std::unique_ptr<Fp8Weights> weights = MakeWeights(4, w_options);
-    ASSERT_NE(weights, nullptr);
-    std::unique_ptr<Fp8Output> out = MakeOutput(problem->shape(), false);
-    ASSERT_NE(out, nullptr);
-    TailBuffers buffers = problem->buffers();
-    weights->Apply(&buffers);
-    ReferenceInputs in = problem->reference_inputs();
-    weights->Apply(&in);
-    for (const std::unique_ptr<mla_tail::MlaTail>& tail : tails_) {
-      const std::vector<uint16_t> bf16 =
-          RunBf16(*tail, *problem, buffers, in, true, problem->SampleRows());
-      RunE4m3(*tail, *problem, buffers, *out, bf16);
-    }
+    ExpectBothOutputs(FourHeads(rows), w_options, /*head_major_scales=*/false);
   }
 }
 
 // A head whose four block scales are 0: its values are all zeros, so its e4m3 output is zeros
 // with scale 0; the other heads are unaffected.
 TEST_F(Fp8GpuTest, ZeroScalesGiveZeroHeads) {
+  Fp8WeightOptions w_options;
+  w_options.scales = E4m3Scales::kZeroHead;
   ProblemOptions options;
   options.shape = {3, 24, 1};
   options.inactive_every = 0;
-  std::unique_ptr<Problem> problem = MakeProblem(options);
-  ASSERT_NE(problem, nullptr);
-  Fp8WeightOptions w_options;
-  w_options.scales = E4m3Scales::kZeroHead;
-  std::unique_ptr<Fp8Weights> weights = MakeWeights(3, w_options);
-  ASSERT_NE(weights, nullptr);
-  std::unique_ptr<Fp8Output> out = MakeOutput(problem->shape(), true);
-  ASSERT_NE(out, nullptr);
-  TailBuffers buffers = problem->buffers();
-  weights->Apply(&buffers);
-  ReferenceInputs in = problem->reference_inputs();
-  weights->Apply(&in);
-  for (const std::unique_ptr<mla_tail::MlaTail>& tail : tails_) {
-    const std::vector<uint16_t> bf16 =
-        RunBf16(*tail, *problem, buffers, in, true, problem->SampleRows());
-    for (int t = 0; t < 24; ++t) {
-      for (int d = 0; d < 128; ++d) {
-        const uint16_t v = bf16[t * problem->buffers().output_row_stride + d];
-        ASSERT_TRUE(v == 0x0000 || v == 0x8000) << Name(*tail) << " row " << t << " column " << d;
-      }
-    }
-    RunE4m3(*tail, *problem, buffers, *out, bf16);
-  }
+  ExpectBothOutputs(
+      options, w_options, /*head_major_scales=*/true, /*exact=*/true, /*random_rows=*/4,
+      [](const mla_tail::MlaTail& tail, const Problem& problem, const std::vector<uint16_t>& bf16) {
+        for (int t = 0; t < 24; ++t) {
+          for (int d = 0; d < 128; ++d) {
+            const uint16_t v = bf16[t * problem.buffers().output_row_stride + d];
+            ASSERT_TRUE(v == 0x0000 || v == 0x8000)
+                << Name(tail) << " row " << t << " column " << d;
+          }
+        }
+      });
 }
 
 // A NaN or infinite block scale: the head's dequantized W_UV holds NaN (NaN x code, and 0 x inf
@@ -389,26 +398,9 @@ TEST_F(Fp8GpuTest, NonFiniteBlockScalesPropagate) {
   for (E4m3Scales scales : {E4m3Scales::kNanBlock, E4m3Scales::kInfBlock}) {
     for (int rows : ForProfile({3, 64}, {3})) {
       SCOPED_TRACE(absl::StrCat(scales == E4m3Scales::kNanBlock ? "NaN" : "inf", " rows ", rows));
-      ProblemOptions options;
-      options.shape = {4, rows, 1};
-      options.inactive_every = 2;
-      std::unique_ptr<Problem> problem = MakeProblem(options);
-      ASSERT_NE(problem, nullptr);
       Fp8WeightOptions w_options;
       w_options.scales = scales;
-      std::unique_ptr<Fp8Weights> weights = MakeWeights(4, w_options);
-      ASSERT_NE(weights, nullptr);
-      std::unique_ptr<Fp8Output> out = MakeOutput(problem->shape(), rows % 2 == 1);
-      ASSERT_NE(out, nullptr);
-      TailBuffers buffers = problem->buffers();
-      weights->Apply(&buffers);
-      ReferenceInputs in = problem->reference_inputs();
-      weights->Apply(&in);
-      for (const std::unique_ptr<mla_tail::MlaTail>& tail : tails_) {
-        const std::vector<uint16_t> bf16 =
-            RunBf16(*tail, *problem, buffers, in, true, problem->SampleRows());
-        RunE4m3(*tail, *problem, buffers, *out, bf16);
-      }
+      ExpectBothOutputs(FourHeads(rows), w_options, /*head_major_scales=*/rows % 2 == 1);
     }
   }
 }
@@ -426,25 +418,12 @@ TEST_F(Fp8GpuTest, UniformCodesWithinTheAccumulationBound) {
       options.data = Values::kUniform;
       options.gates = Values::kUniformGates;
       options.seed = 31 + heads + rows;
-      std::unique_ptr<Problem> problem = MakeProblem(options);
-      ASSERT_NE(problem, nullptr);
       Fp8WeightOptions w_options;
       w_options.values = E4m3Values::kUniform;
       w_options.scales = E4m3Scales::kOdd;
       w_options.kv_b_proj_view = true;
-      std::unique_ptr<Fp8Weights> weights = MakeWeights(heads, w_options);
-      ASSERT_NE(weights, nullptr);
-      std::unique_ptr<Fp8Output> out = MakeOutput(problem->shape(), false);
-      ASSERT_NE(out, nullptr);
-      TailBuffers buffers = problem->buffers();
-      weights->Apply(&buffers);
-      ReferenceInputs in = problem->reference_inputs();
-      weights->Apply(&in);
-      for (const std::unique_ptr<mla_tail::MlaTail>& tail : tails_) {
-        const std::vector<uint16_t> bf16 =
-            RunBf16(*tail, *problem, buffers, in, false, problem->SampleRows(2));
-        RunE4m3(*tail, *problem, buffers, *out, bf16);
-      }
+      ExpectBothOutputs(options, w_options, /*head_major_scales=*/false, /*exact=*/false,
+                        /*random_rows=*/2);
     }
   }
 }

@@ -38,7 +38,7 @@ absl::Status PrimaryContext(const DriverApi& driver, int device, CUcontext* cont
 
 }  // namespace
 
-absl::Status DeviceGuard::Enter(int device) {
+absl::StatusOr<CUcontext> CurrentContext() {
   const DriverApi& driver = Driver();
   if (!driver.complete()) {
     return absl::InternalError("the CUDA driver lacks a function this library calls directly");
@@ -47,7 +47,14 @@ absl::Status DeviceGuard::Enter(int device) {
   if (const CUresult r = driver.ctx_get_current(&current); r != CUDA_SUCCESS) {
     return DriverStatus(r, "cuCtxGetCurrent");
   }
-  if (current != nullptr) {
+  return current;
+}
+
+absl::Status DeviceGuard::Enter(int device) {
+  absl::StatusOr<CUcontext> current = CurrentContext();
+  if (!current.ok()) return current.status();
+  const DriverApi& driver = Driver();
+  if (*current != nullptr) {
     CUdevice current_device = -1;
     if (const CUresult r = driver.ctx_get_device(&current_device); r != CUDA_SUCCESS) {
       return DriverStatus(r, "cuCtxGetDevice");
@@ -56,42 +63,23 @@ absl::Status DeviceGuard::Enter(int device) {
   }
   CUcontext primary = nullptr;
   MLA_RETURN_IF_ERROR(PrimaryContext(driver, device, &primary));
-  if (const CUresult r = driver.ctx_set_current(primary); r != CUDA_SUCCESS) {
-    return DriverStatus(r, absl::StrCat("cuCtxSetCurrent(device ", device, ")"));
-  }
-  caller_context_ = current;
-  switched_ = true;
-  return absl::OkStatus();
+  return Switch(*current, primary);
 }
 
 absl::Status DeviceGuard::EnterContext(CUcontext context) {
-  const DriverApi& driver = Driver();
-  if (!driver.complete()) {
-    return absl::InternalError("the CUDA driver lacks a function this library calls directly");
-  }
-  CUcontext current = nullptr;
-  if (const CUresult r = driver.ctx_get_current(&current); r != CUDA_SUCCESS) {
-    return DriverStatus(r, "cuCtxGetCurrent");
-  }
-  if (current == context) return absl::OkStatus();
-  if (const CUresult r = driver.ctx_set_current(context); r != CUDA_SUCCESS) {
-    return DriverStatus(r, "cuCtxSetCurrent");
-  }
-  caller_context_ = current;
-  switched_ = true;
-  return absl::OkStatus();
+  absl::StatusOr<CUcontext> current = CurrentContext();
+  if (!current.ok()) return current.status();
+  if (*current == context) return absl::OkStatus();
+  return Switch(*current, context);
 }
 
-absl::StatusOr<CUcontext> CurrentContext() {
-  const DriverApi& driver = Driver();
-  if (driver.ctx_get_current == nullptr) {
-    return absl::InternalError("the CUDA driver lacks a function this library calls directly");
+absl::Status DeviceGuard::Switch(CUcontext caller, CUcontext context) {
+  if (const CUresult r = Driver().ctx_set_current(context); r != CUDA_SUCCESS) {
+    return DriverStatus(r, "cuCtxSetCurrent");
   }
-  CUcontext current = nullptr;
-  if (const CUresult r = driver.ctx_get_current(&current); r != CUDA_SUCCESS) {
-    return DriverStatus(r, "cuCtxGetCurrent");
-  }
-  return current;
+  caller_context_ = caller;
+  switched_ = true;
+  return absl::OkStatus();
 }
 
 DeviceGuard::~DeviceGuard() {

@@ -33,6 +33,9 @@ class DeviceGuard {
   absl::Status EnterContext(CUcontext context);
 
  private:
+  // Makes `context` current, `caller` (the context current before) to be restored on exit.
+  absl::Status Switch(CUcontext caller, CUcontext context);
+
   bool switched_ = false;
   CUcontext caller_context_ = nullptr;  // null: the thread had no current context
 };
