@@ -1,5 +1,8 @@
 #include "examples/embedding_snippets.h"
 
+#include <utility>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "mla_tail/mla/errors.h"
 #include "mla_tail/mla/padding.h"
@@ -103,16 +106,16 @@ absl::Status DecodeStepWithGraphSet(mla_tail::TailGraphSet& set, int rows, int32
 // [end snippet]
 
 // The tails a failed AddTailsToStepGraph added, removed from the step's graph (it then holds
-// what it held before the call); `status` returned.
-absl::Status RemoveTails(StepGraph* step, absl::Status status) {
-  for (const mla_tail::TailNode& added : step->tails) cudaGraphDestroyNode(added.node());
-  step->tails.clear();
+// what it held before the call: the runtime's own nodes after a tail go with it too); `status`
+// returned.
+absl::Status RemoveTails(const std::vector<mla_tail::TailNode>& added, absl::Status status) {
+  for (const mla_tail::TailNode& node : added) cudaGraphDestroyNode(node.node());
   return status;
 }
 
 // [snippet: tail nodes in the runtime's step graph]
 // StepGraph (embedding_snippets.h): the runtime's graph (its attention nodes, no tails yet),
-// exec, tails.
+// exec, tails. On an error the step keeps the exec and tails it had.
 absl::Status AddTailsToStepGraph(const mla_tail::MlaTail& tail, const mla_tail::TailShape& shape,
                                  absl::Span<const cudaGraphNode_t> attention_nodes,
                                  absl::Span<const mla_tail::TailBuffers> layer_buffers,
@@ -120,22 +123,25 @@ absl::Status AddTailsToStepGraph(const mla_tail::MlaTail& tail, const mla_tail::
   if (attention_nodes.size() < layer_buffers.size()) {
     return absl::InvalidArgumentError("attention_nodes: fewer than layer_buffers");
   }
-  if (step->exec != nullptr) {  // an earlier graph's: replaced, not leaked
-    MLA_TAIL_RETURN_IF_ERROR(CudaStatus(cudaGraphExecDestroy(step->exec), "destroy exec"));
-    step->exec = nullptr;
-  }
-  step->tails.clear();
+  std::vector<mla_tail::TailNode> tails;
   for (size_t layer = 0; layer < layer_buffers.size(); ++layer) {
     // A programmatic edge from the attention kernel node: the tail fetches W_UV while the
     // attention kernel still runs, and waits for it before reading the latent.
-    absl::StatusOr<mla_tail::TailNode> nodes = mla_tail::AddTailNode(
+    absl::StatusOr<mla_tail::TailNode> node = mla_tail::AddTailNode(
         tail, step->graph, {attention_nodes[layer]}, shape, layer_buffers[layer]);
-    if (!nodes.ok()) return RemoveTails(step, nodes.status());  // the graph as it was
-    // ... the layer's output projection, after nodes->node() ...
-    step->tails.push_back(*nodes);
+    if (!node.ok()) return RemoveTails(tails, node.status());  // the graph as it was
+    // ... the layer's output projection, after node->node() ...
+    tails.push_back(*node);
   }
   // Instantiated for the device current on this thread: the tail's (one thread a device).
-  return CudaStatus(cudaGraphInstantiate(&step->exec, step->graph, 0), "instantiate");
+  cudaGraphExec_t exec = nullptr;
+  if (const cudaError_t e = cudaGraphInstantiate(&exec, step->graph, 0); e != cudaSuccess) {
+    return RemoveTails(tails, CudaStatus(e, "instantiate"));
+  }
+  if (step->exec != nullptr) cudaGraphExecDestroy(step->exec);  // an earlier graph's, replaced
+  step->exec = exec;
+  step->tails = std::move(tails);
+  return absl::OkStatus();
 }
 
 absl::Status PointStepAt(StepGraph& step, absl::Span<const mla_tail::TailBuffers> layer_buffers) {

@@ -51,7 +51,8 @@ absl::Status DecodeStepWithGraphSet(mla_tail::TailGraphSet& set, int rows, int32
 // updated in place in the instantiated graph when pointers move. The caller owns `graph` and
 // `exec` and destroys both (cudaGraphExecDestroy, cudaGraphDestroy). AddTailsToStepGraph needs an
 // attention node per layer (else InvalidArgument) and a graph without tails: calling it again
-// with a new graph destroys the exec of the earlier call before instantiating the new one.
+// with a new graph replaces the earlier call's exec and tails once the new graph is
+// instantiated; on an error the step keeps them and the graph loses the tails it was given.
 struct StepGraph {
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;

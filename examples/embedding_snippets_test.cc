@@ -231,5 +231,37 @@ TEST_F(EmbeddingSnippetsTest, TailNodesAddedAgainToANewGraph) {
   cudaGraphDestroy(step.graph);
 }
 
+// A call that fails keeps the step's exec and tails, and removes what it added to its graph.
+TEST_F(EmbeddingSnippetsTest, AFailedCallKeepsTheStep) {
+  StepGraph step;
+  ASSERT_EQ(cudaGraphCreate(&step.graph, 0), cudaSuccess);
+  std::vector<cudaGraphNode_t> attention(2);
+  ASSERT_EQ(cudaGraphAddEmptyNode(&attention[0], step.graph, nullptr, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphAddEmptyNode(&attention[1], step.graph, nullptr, 0), cudaSuccess);
+  ASSERT_TRUE(
+      AddTailsToStepGraph(*tail_, {kHeads, kRows, 1}, {attention[0]}, {Buffers(0)}, &step).ok());
+  const cudaGraphExec_t kept = step.exec;
+  cudaGraph_t first = step.graph;
+  ASSERT_EQ(cudaGraphCreate(&step.graph, 0), cudaSuccess);
+  cudaGraphNode_t second_attention[2];
+  ASSERT_EQ(cudaGraphAddEmptyNode(&second_attention[0], step.graph, nullptr, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphAddEmptyNode(&second_attention[1], step.graph, nullptr, 0), cudaSuccess);
+  mla_tail::TailBuffers broken = Buffers(1);
+  broken.lengths = nullptr;  // the second layer's tail is refused after the first was added
+  const absl::Status added = AddTailsToStepGraph(*tail_, {kHeads, kRows, 1}, second_attention,
+                                                 {Buffers(1), broken}, &step);
+  EXPECT_EQ(added.code(), absl::StatusCode::kInvalidArgument) << added;
+  EXPECT_EQ(step.exec, kept);
+  EXPECT_EQ(step.tails.size(), 1u);
+  size_t count = 0;
+  ASSERT_EQ(cudaGraphGetNodes(step.graph, nullptr, &count), cudaSuccess);
+  EXPECT_EQ(count, 2u) << "the refused call's tails stay in the graph";
+  ASSERT_EQ(cudaGraphLaunch(step.exec, stream_), cudaSuccess);
+  ExpectOutput(0, kRows, kRows);
+  cudaGraphExecDestroy(step.exec);
+  cudaGraphDestroy(step.graph);
+  cudaGraphDestroy(first);
+}
+
 }  // namespace
 }  // namespace mla_tail_examples

@@ -40,6 +40,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -72,9 +73,9 @@ ABSL_FLAG(int, layers, 61, "layers of the model");
 ABSL_FLAG(std::vector<std::string>, buckets, std::vector<std::string>({"1", "16", "64"}),
           "batch buckets (rows), increasing");
 ABSL_FLAG(int, steps, 6, "--check: steps per bucket and edge kind");
-ABSL_FLAG(std::vector<std::string>, devices, {"0"},
-          "CUDA devices, a list: with N, the k-th serves heads [k*H/N, (k+1)*H/N) of each --heads "
-          "value H, from a host thread of its own");
+ABSL_FLAG(std::vector<std::string>, devices, {},
+          "CUDA devices, a list (default 0): with N, the k-th serves heads [k*H/N, (k+1)*H/N) of "
+          "each --heads value H, from a host thread of its own");
 ABSL_FLAG(int, device, -1, "one CUDA device N: the same as --devices=N (-1: not given)");
 ABSL_FLAG(double, attention_us, 5.0,
           "how long the attention stand-in runs on after triggering its dependents");
@@ -874,7 +875,12 @@ bool GpuRequired() {
 // fails instead of skipping when they are not all usable.
 int RequiredGpus() {
   const char* value = std::getenv("MLA_TAIL_REQUIRE_GPUS");
-  return value == nullptr ? 0 : std::atoi(value);
+  int n = 0;
+  if (value != nullptr && (!absl::SimpleAtoi(value, &n) || n < 0)) {
+    std::fprintf(stderr, "MLA_TAIL_REQUIRE_GPUS=%s: not a device count\n", value);
+    std::exit(2);
+  }
+  return n;
 }
 
 // The MlaTail of every device of --devices, in its order; exits (0: SKIP, 2: failure) where they
@@ -947,24 +953,27 @@ int Main(int argc, char** argv) {
   }
   options.heads = *heads;
   options.buckets = *buckets;
-  if (!std::is_sorted(options.buckets.begin(), options.buckets.end())) {
+  if (std::adjacent_find(options.buckets.begin(), options.buckets.end(),
+                         std::greater_equal<int>()) != options.buckets.end()) {
     std::fprintf(stderr, "--buckets must increase\n");
     return 2;
   }
+  const std::vector<std::string> devices_flag = absl::GetFlag(FLAGS_devices);
   absl::StatusOr<std::vector<int>> devices =
-      ParseList(absl::GetFlag(FLAGS_devices), "devices", /*min=*/0);
+      devices_flag.empty() ? absl::StatusOr<std::vector<int>>(std::vector<int>{0})
+                           : ParseList(devices_flag, "devices", /*min=*/0);
   if (!devices.ok()) {
     std::fprintf(stderr, "%s\n", devices.status().ToString().c_str());
     return 2;
   }
   options.devices = *devices;
-  // --device=N is --devices=N; with another --devices it is a mistake.
+  // --device=N is --devices=N; with --devices as well it is a mistake.
   if (const int device = absl::GetFlag(FLAGS_device); device != -1) {
     if (device < 0) {
       std::fprintf(stderr, "--device=%d: not a device\n", device);
       return 2;
     }
-    if (options.devices != std::vector<int>{0}) {
+    if (!devices_flag.empty()) {
       std::fprintf(stderr, "--device and --devices: give one of them\n");
       return 2;
     }
@@ -990,11 +999,21 @@ int Main(int argc, char** argv) {
   options.steps = absl::GetFlag(FLAGS_steps);
   options.attention_us = absl::GetFlag(FLAGS_attention_us);
   options.measure_steps = absl::GetFlag(FLAGS_measure_steps);
-  options.repeats = std::max(1, absl::GetFlag(FLAGS_repeats));
-  options.update_calls = std::max(1, absl::GetFlag(FLAGS_update_calls));
+  options.repeats = absl::GetFlag(FLAGS_repeats);
+  options.update_calls = absl::GetFlag(FLAGS_update_calls);
   options.csv = absl::GetFlag(FLAGS_csv);
-  if (options.layers < 1 || options.steps < 1 || options.measure_steps < 1) {
-    std::fprintf(stderr, "--layers, --steps and --measure_steps must be positive\n");
+  if (options.layers < 1 || options.steps < 1 || options.measure_steps < 1 || options.repeats < 1 ||
+      options.update_calls < 1) {
+    std::fprintf(stderr,
+                 "--layers, --steps, --measure_steps, --repeats and --update_calls must be "
+                 "positive\n");
+    return 2;
+  }
+  // The stand-in spins for a cycle count derived from it: finite, and at most a second.
+  if (!std::isfinite(options.attention_us) || options.attention_us < 0 ||
+      options.attention_us > 1e6) {
+    std::fprintf(stderr, "--attention_us=%g: give a time in [0, 1e6] microseconds\n",
+                 options.attention_us);
     return 2;
   }
   const bool measure = absl::GetFlag(FLAGS_measure);
@@ -1098,8 +1117,11 @@ int Main(int argc, char** argv) {
             absl::InternalError(absl::StrCat("cannot write ", options.csv)).ToString().c_str());
         return 2;
       }
-      std::fputs(csv.c_str(), f);
-      std::fclose(f);
+      const bool written = std::fputs(csv.c_str(), f) >= 0;
+      if (std::fclose(f) != 0 || !written) {
+        std::fprintf(stderr, "measure: cannot write %s\n", options.csv.c_str());
+        return 2;
+      }
       std::printf("wrote %s\n", options.csv.c_str());
     }
   }

@@ -51,8 +51,11 @@ bool Load(const char* path, Plugin* plugin) {
   plugin->destroy = reinterpret_cast<TailPluginDestroyFn>(dlsym(library, "tail_plugin_destroy"));
   if (plugin->create == nullptr || plugin->run == nullptr || plugin->destroy == nullptr) {
     std::printf("FAIL: %s lacks the tail_plugin_* entry points\n", path);
+    dlclose(library);
     return false;
   }
+  // Once its code has run the library stays loaded for the process: it holds CUDA's static
+  // runtime, whose registrations (kernels, exit handlers) must not outlive its code.
   return true;
 }
 
