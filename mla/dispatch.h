@@ -21,7 +21,7 @@ namespace mla_tail {
 //   Tile*               wgmma from shared memory, 8 steps of 64 latent values; the
 //                       configurations differ in the tile and in how the steps are brought in:
 //   Tile64x64Pipeline4  64 x 64 tiles, a 4-stage pipeline (73 KB, three blocks an SM)
-//   Tile64x64AllSteps   64 x 64 tiles, all 8 steps in flight (140 KB, one block an SM)
+//   Tile64x64AllSteps   64 x 64 tiles, all 8 steps in flight (137 KB, one block an SM)
 //   Tile64x128          64 x 128 tiles (each latent row read once), 4 stages, 2 warpgroups
 //   Tile64x32AllSteps   64 x 32 tiles, all 8 steps in flight (101 KB, two blocks an SM)
 //   Tile64x64Pipeline6  64 x 64 tiles, a 6-stage pipeline (105 KB, two blocks an SM)
