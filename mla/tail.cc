@@ -17,6 +17,7 @@
 #include "mla/internal/cublaslt.h"
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/device_guard.h"
+#include "mla/internal/driver.h"
 #include "mla/internal/pointer_checks.h"
 #include "mla/internal/tail_access.h"
 #include "mla/internal/tail_kernel_node.h"
@@ -29,20 +30,29 @@ namespace mla_tail {
 
 namespace {
 
-// The cuBLASLt handle of `device` (the current device), one for the process, made on first use
-// and never destroyed: cublasLtDestroy synchronises the device, which would stall every stream
-// and break other threads' stream captures. cuBLASLt handles may be shared across threads.
-// cuBLASLt itself is loaded here, on the BMM path's first use (internal::CublasLt()).
-absl::StatusOr<cublasLtHandle_t> SharedCublasLt(int device) {
+// The cuBLASLt handle of the calling thread's current context, made there on first use and
+// kept for the process. A handle belongs to the context current at cublasLtCreate, so there is
+// one a context, keyed by the context's ID (cuCtxGetId: a later context may reuse a destroyed
+// one's address, never its ID). Never destroyed: cublasLtDestroy synchronises the device, which
+// would stall every stream and break other threads' stream captures. A handle may be shared
+// across threads. cuBLASLt itself is loaded here, on the BMM path's first use.
+absl::StatusOr<cublasLtHandle_t> SharedCublasLt() {
   absl::StatusOr<const internal::CublasLtApi*> lt = internal::CublasLt();
   if (!lt.ok()) return lt.status();
+  const internal::DriverApi& driver = internal::Driver();
+  CUcontext context = nullptr;
+  unsigned long long context_id = 0;  // NOLINT(runtime/int): cuCtxGetId's type
+  if (!driver.complete() || driver.ctx_get_current(&context) != CUDA_SUCCESS ||
+      context == nullptr || driver.ctx_get_id(context, &context_id) != CUDA_SUCCESS) {
+    return absl::InternalError("the BMM path could not identify the current CUDA context");
+  }
   static std::mutex mutex;
-  static auto* handles = new std::map<int, cublasLtHandle_t>();
+  static auto* handles = new std::map<unsigned long long, cublasLtHandle_t>();  // NOLINT
   std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = handles->find(device); it != handles->end()) return it->second;
+  if (auto it = handles->find(context_id); it != handles->end()) return it->second;
   cublasLtHandle_t handle = nullptr;
   MLA_RETURN_IF_ERROR(internal::CublasStatus((*lt)->cublasLtCreate(&handle), "cublasLtCreate"));
-  handles->emplace(device, handle);
+  handles->emplace(context_id, handle);
   return handle;
 }
 
@@ -324,7 +334,7 @@ absl::StatusOr<const internal::ValueBmm*> MlaTail::Impl::Plan(const TailShape& s
   bmm_shape.w_row_stride = buffers.w_row_stride;
   absl::StatusOr<internal::ValueBmm> plan = [&]() -> absl::StatusOr<internal::ValueBmm> {
     internal::RelaxedCaptureMode relaxed;
-    absl::StatusOr<cublasLtHandle_t> handle = SharedCublasLt(device);
+    absl::StatusOr<cublasLtHandle_t> handle = SharedCublasLt();
     if (!handle.ok()) return handle.status();
     return internal::ValueBmm::Create(*handle, bmm_shape, options.workspace_bytes);
   }();

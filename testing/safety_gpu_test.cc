@@ -987,7 +987,8 @@ struct ContextApi {
 
 // A context the caller made (not the primary one) is current again after every call. With a
 // context of the instance's own device current, the calls run in it (docs/spec.md, "Contexts"):
-// an MlaTail created there, the caller's stream and buffers of that context, computing the tail.
+// an MlaTail created there, the caller's stream and buffers of that context, computing the tail
+// on both paths (the BMM path with a cuBLASLt handle of that context).
 // With another device's context current (two GPUs), the calls of device 0's instance run in its
 // primary context, on that context's stream and buffers, and switch back.
 TEST_F(SafetyGpuTest, TheCallersContextStaysCurrent) {
@@ -1030,6 +1031,12 @@ TEST_F(SafetyGpuTest, TheCallersContextStaysCurrent) {
         ASSERT_NE(tail, nullptr);
         expect_mine("MlaTail::Create");
         const TailBuffers b = (*in_mine)->buffers();
+        // The BMM path here: cuBLASLt's handle is made in, and used in, this context.
+        ASSERT_OK(tail->Run((*in_mine)->shape(), b, own, TailPath::kBmm));
+        expect_mine("MlaTail::Run (BMM)");
+        ASSERT_EQ(cudaStreamSynchronize(own), cudaSuccess);
+        ASSERT_OK((*in_mine)->Check(b.output, (*in_mine)->SampleRows(), true));
+        ASSERT_OK((*in_mine)->PoisonOutput(b.output, own));
         ASSERT_OK(tail->Run((*in_mine)->shape(), b, own));
         expect_mine("MlaTail::Run");
         // After the run in stream order: the output holds what the run computed.

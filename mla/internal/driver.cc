@@ -30,6 +30,7 @@ const DriverApi& Driver() {
     Resolve("cuCtxGetCurrent", &a.ctx_get_current);
     Resolve("cuCtxSetCurrent", &a.ctx_set_current);
     Resolve("cuCtxGetDevice", &a.ctx_get_device);
+    Resolve("cuCtxGetId", &a.ctx_get_id);
     Resolve("cuDeviceGet", &a.device_get);
     Resolve("cuDevicePrimaryCtxRetain", &a.device_primary_ctx_retain);
     return a;

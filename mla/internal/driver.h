@@ -17,6 +17,7 @@ struct DriverApi {
   CUresult (*ctx_get_current)(CUcontext* context);
   CUresult (*ctx_set_current)(CUcontext context);
   CUresult (*ctx_get_device)(CUdevice* device);
+  CUresult (*ctx_get_id)(CUcontext context, unsigned long long* id);  // NOLINT(runtime/int)
   CUresult (*device_get)(CUdevice* device, int ordinal);
   CUresult (*device_primary_ctx_retain)(CUcontext* context, CUdevice device);
 
@@ -24,7 +25,7 @@ struct DriverApi {
   bool complete() const {
     return mem_get_address_range != nullptr && pointer_get_attributes != nullptr &&
            ctx_get_current != nullptr && ctx_set_current != nullptr && ctx_get_device != nullptr &&
-           device_get != nullptr && device_primary_ctx_retain != nullptr;
+           ctx_get_id != nullptr && device_get != nullptr && device_primary_ctx_retain != nullptr;
   }
 };
 
