@@ -331,12 +331,19 @@ absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
   MLA_RETURN_IF_ERROR(guard.Enter(device_));
   absl::StatusOr<bool> capturing = internal::IsCapturing(stream);
   if (!capturing.ok()) return capturing.status();
-  // A stream's device never changes: asking CUDA once per stream keeps two driver queries off
-  // every replay. A capturing stream's device cannot be asked (CheckStream lets it pass): it is
-  // asked at its next replay outside a capture.
-  if (accepted_stream_ != stream) {
+  // A stream's device never changes: asking CUDA once per stream (known by its ID) keeps the
+  // device query off every replay. A capturing stream's device cannot be asked (CheckStream lets
+  // it pass; the replay is recorded by MlaTail::Run, which checks it): it is asked at its next
+  // replay outside a capture. The default streams are the guard's device's own.
+  if (*capturing) {
     MLA_RETURN_IF_ERROR(tail_->CheckStream(stream));
-    if (!*capturing) accepted_stream_ = stream;
+  } else if (stream != nullptr && stream != cudaStreamLegacy && stream != cudaStreamPerThread) {
+    unsigned long long stream_id = 0;  // NOLINT(runtime/int): cudaStreamGetId's type
+    MLA_RETURN_IF_CUDA_ERROR(cudaStreamGetId(stream, &stream_id), "cudaStreamGetId");
+    if (accepted_stream_id_ != stream_id) {
+      MLA_RETURN_IF_ERROR(tail_->CheckStream(stream));
+      accepted_stream_id_ = stream_id;
+    }
   }
 
   absl::StatusOr<int> bucket = FindBucket(options_.buckets, rows);
@@ -361,9 +368,7 @@ absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
   MLA_RETURN_IF_ERROR(Apply(layer, *bucket));
   const Entry& ready = EntryFor(layer, *bucket);
   if (const cudaError_t e = cudaGraphLaunch(ready.exec, stream); e != cudaSuccess) {
-    // A stream handle reused for another device's stream is asked about again; a launch that
-    // a capture elsewhere refused (a global-mode capture) is the caller's to end.
-    accepted_stream_.reset();
+    // A launch that a capture elsewhere refused (a global-mode capture) is the caller's to end.
     return internal::OnCallersCapture(internal::CudaStatus(e, "cudaGraphLaunch"));
   }
   if (bmm()) {

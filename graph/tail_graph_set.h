@@ -166,8 +166,10 @@ class TailGraphSet {
 
   int device_;
   GraphSetOptions options_;
-  std::optional<cudaStream_t> accepted_stream_;  // the last stream MlaTail::CheckStream accepted
-  std::unique_ptr<MlaTail> tail_;                // the eager tail, whose launches are captured
+  // The ID (cudaStreamGetId) of the last stream MlaTail::CheckStream accepted: IDs are never
+  // reused, where a destroyed stream's handle may come back as another device's stream.
+  std::optional<unsigned long long> accepted_stream_id_;  // NOLINT(runtime/int)
+  std::unique_ptr<MlaTail> tail_;  // the eager tail, whose launches are captured
   cudaStream_t capture_stream_ = nullptr;
   CUcontext context_ = nullptr;  // current at Create: where the destructor releases the graphs
   struct LayerState {

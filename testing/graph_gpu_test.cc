@@ -552,6 +552,53 @@ TEST_P(GraphGpuTest, StreamOfAnotherDeviceIsRefusedOnceItNoLongerCaptures) {
   EXPECT_EQ(cudaStreamDestroy(other), cudaSuccess);
 }
 
+// A replay on a stream of the set's device is accepted; once that stream is destroyed, another
+// device's stream is refused before any launch, even where CUDA hands it the destroyed stream's
+// handle (the set knows streams by their IDs, which are never reused). Streams of device 1 are
+// made until one takes the old handle or 32 were made: each is refused.
+TEST_P(GraphGpuTest, AReusedStreamHandleOfAnotherDeviceIsRefused) {
+  MLA_REQUIRE_GPUS_OR_SKIP(2);
+  std::unique_ptr<Problem> problem = MakeProblem(12, 16, 1, 104);
+  ASSERT_NE(problem, nullptr);
+  std::unique_ptr<TailGraphSet> set = MakeSet(Options(12, 1, 1, {16}));
+  ASSERT_NE(set, nullptr);
+  ASSERT_OK(set->SetLayer(0, problem->buffers()));
+  cudaStream_t first = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&first, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_OK(set->Replay(0, 16, first));
+  ASSERT_EQ(cudaStreamSynchronize(first), cudaSuccess);
+  ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(), true));
+  const cudaStream_t old_handle = first;
+  ASSERT_EQ(cudaStreamDestroy(first), cudaSuccess);
+  ASSERT_OK(problem->PoisonOutput(problem->buffers().output, stream_));
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  const int64_t replays = set->stats().replays;
+
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  std::vector<cudaStream_t> others;
+  bool reused = false;
+  while (!reused && others.size() < 32) {
+    cudaStream_t other = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), cudaSuccess);
+    others.push_back(other);
+    reused = other == old_handle;
+  }
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  SCOPED_TRACE(reused ? "a stream of device 1 took the destroyed stream's handle"
+                      : "no stream of device 1 took the destroyed stream's handle");
+  for (cudaStream_t other : others) {
+    const absl::Status status = set->Replay(0, 16, other);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_THAT(std::string(status.message()), HasSubstr("stream belongs to device 1"));
+  }
+  EXPECT_EQ(set->stats().replays, replays);
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  for (cudaStream_t other : others) EXPECT_EQ(cudaStreamDestroy(other), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  // Nothing was launched: the output still holds NaN everywhere.
+  EXPECT_FALSE(problem->Check(problem->buffers().output, problem->SampleRows(), true).ok());
+}
+
 // The fused path with each Tile configuration forced (at 64 heads x 256 rows the
 // warp-specialized one runs one 128-row tile a block; TileKernelTest loops it over 4 at
 // 64 heads x 1000 rows): the captured node is found (the capture fails otherwise), replays equal
