@@ -11,8 +11,11 @@ namespace mla_tail_examples {
 
 namespace {
 
+// A failed call's error as a status, and no longer CUDA's last error (cudaGetLastError clears
+// it), so that it is reported once: by the status, not again by the runtime's next check.
 absl::Status CudaStatus(cudaError_t error, const char* what) {
   if (error == cudaSuccess) return absl::OkStatus();
+  (void)cudaGetLastError();
   return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(error)));
 }
 
@@ -51,7 +54,7 @@ absl::StatusOr<cudaGraphExec_t> CaptureStepWithTail(mla_tail::MlaTail& tail,
                                                     const mla_tail::TailShape& shape,
                                                     const mla_tail::TailBuffers& buffers,
                                                     cudaStream_t stream) {
-  MLA_TAIL_RETURN_IF_ERROR(CudaStatus(  // this file's helper: cudaError_t to absl::Status
+  MLA_TAIL_RETURN_IF_ERROR(CudaStatus(  // this file's helper: the error as a status, cleared
       cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin capture"));
   // ... the runtime's attention kernels, writing buffers.latent ...
   const absl::Status run = tail.Run(shape, buffers, stream);

@@ -163,6 +163,26 @@ TEST_F(EmbeddingSnippetsTest, EagerTailUnderCapture) {
   cudaGraphExecDestroy(*exec);
 }
 
+// A Run the tail refuses (no output) ends the capture all the same: its status is returned,
+// the stream captures no more, the graph is gone and no CUDA error is left pending.
+TEST_F(EmbeddingSnippetsTest, EagerTailUnderCaptureRefusedEndsTheCapture) {
+  mla_tail::TailBuffers no_output = Buffers(0);
+  no_output.output = nullptr;
+  absl::StatusOr<cudaGraphExec_t> exec =
+      CaptureStepWithTail(*tail_, {kHeads, kRows, 1}, no_output, stream_);
+  EXPECT_EQ(exec.status().code(), absl::StatusCode::kInvalidArgument) << exec.status();
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusActive;
+  ASSERT_EQ(cudaStreamIsCapturing(stream_, &capture), cudaSuccess);
+  EXPECT_EQ(capture, cudaStreamCaptureStatusNone);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  absl::StatusOr<cudaGraphExec_t> again =
+      CaptureStepWithTail(*tail_, {kHeads, kRows, 1}, Buffers(0), stream_);
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_EQ(cudaGraphLaunch(*again, stream_), cudaSuccess);
+  ExpectOutput(0, kRows, kRows);
+  cudaGraphExecDestroy(*again);
+}
+
 TEST_F(EmbeddingSnippetsTest, GraphSetReplay) {
   const std::vector<mla_tail::TailBuffers> layers = {Buffers(0), Buffers(1)};
   absl::StatusOr<std::unique_ptr<mla_tail::TailGraphSet>> set =
