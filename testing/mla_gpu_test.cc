@@ -5,6 +5,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -57,28 +58,44 @@ class MlaGpuTest : public mla_tail_testing::GpuStreamTest<> {
     return tail.ok() ? *std::move(tail) : nullptr;
   }
 
-  // Runs `path` into a fresh NaN-poisoned output and checks it; returns the output bits.
+  // Runs `path` into a fresh NaN-poisoned output and checks it; returns the output bits. The
+  // output starts two rows (rounded up to 256 bytes, keeping its alignment) into its allocation:
+  // those rows before it must still hold NaN, as the guard rows after it must (Problem::Check).
   std::vector<uint16_t> RunAndCheck(const Problem& problem, TailPath path, bool exact,
                                     const std::vector<int>& rows) {
     return RunAndCheckWith(*tail_, problem, path, exact, rows);
   }
   std::vector<uint16_t> RunAndCheckWith(mla_tail::MlaTail& tail, const Problem& problem,
                                         TailPath path, bool exact, const std::vector<int>& rows) {
-    absl::StatusOr<DeviceMemory> output =
-        DeviceMemory::Allocate(problem.output_elements() * sizeof(uint16_t));
-    EXPECT_TRUE(output.ok()) << output.status();
-    if (!output.ok()) return {};
-    EXPECT_TRUE(problem.PoisonOutput(output->as<mla_tail::bf16>(), stream_).ok());
-    const absl::Status run = tail.Run(
-        problem.shape(), problem.buffers_with_output(output->as<mla_tail::bf16>()), stream_, path);
+    const size_t before = (2 * static_cast<size_t>(problem.buffers().output_row_stride) + 127) /
+                          128 * 128;
+    absl::StatusOr<DeviceMemory> allocation =
+        DeviceMemory::Allocate((before + problem.output_elements()) * sizeof(uint16_t));
+    EXPECT_TRUE(allocation.ok()) << allocation.status();
+    if (!allocation.ok()) return {};
+    EXPECT_EQ(cudaMemsetAsync(allocation->get(), 0xff, before * sizeof(uint16_t), stream_),
+              cudaSuccess);
+    mla_tail::bf16* output = allocation->as<mla_tail::bf16>() + before;
+    EXPECT_TRUE(problem.PoisonOutput(output, stream_).ok());
+    const absl::Status run =
+        tail.Run(problem.shape(), problem.buffers_with_output(output), stream_, path);
     EXPECT_TRUE(run.ok()) << run;
     EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-    const absl::Status check = problem.Check(output->as<mla_tail::bf16>(), rows, exact);
+    const absl::Status check = problem.Check(output, rows, exact);
     EXPECT_TRUE(check.ok()) << mla_tail::TailPathName(path) << ", fused kernel "
                             << mla_tail::FusedKernelName(tail.options().fused_kernel) << ": "
                             << check;
-    absl::StatusOr<std::vector<uint16_t>> bits =
-        DownloadBits(output->as<mla_tail::bf16>(), problem.output_elements());
+    absl::StatusOr<std::vector<uint16_t>> guard =
+        DownloadBits(allocation->as<mla_tail::bf16>(), before);
+    EXPECT_TRUE(guard.ok()) << guard.status();
+    if (guard.ok()) {
+      const int64_t written = std::count_if(guard->begin(), guard->end(),
+                                            [](uint16_t bits) { return bits != 0xffff; });
+      EXPECT_EQ(written, 0) << mla_tail::TailPathName(path) << ", fused kernel "
+                            << mla_tail::FusedKernelName(tail.options().fused_kernel)
+                            << ": elements written before the output";
+    }
+    absl::StatusOr<std::vector<uint16_t>> bits = DownloadBits(output, problem.output_elements());
     return bits.ok() ? *std::move(bits) : std::vector<uint16_t>{};
   }
 
