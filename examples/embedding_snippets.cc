@@ -59,11 +59,11 @@ absl::StatusOr<cudaGraphExec_t> CaptureStepWithTail(mla_tail::MlaTail& tail,
   // ... the runtime's attention kernels, writing buffers.latent ...
   const absl::Status run = tail.Run(shape, buffers, stream);
   // ... the runtime's output projection, reading buffers.output ...
-  cudaGraph_t graph = nullptr;
-  const cudaError_t end = cudaStreamEndCapture(stream, &graph);  // end it whatever Run said
+  cudaGraph_t graph = nullptr;  // the capture ended whatever Run said, its error cleared:
+  const absl::Status ended = CudaStatus(cudaStreamEndCapture(stream, &graph), "end capture");
   if (!run.ok() && graph != nullptr) cudaGraphDestroy(graph);
   MLA_TAIL_RETURN_IF_ERROR(run);
-  MLA_TAIL_RETURN_IF_ERROR(CudaStatus(end, "end capture"));
+  MLA_TAIL_RETURN_IF_ERROR(ended);
   cudaGraphExec_t exec = nullptr;
   const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
   cudaGraphDestroy(graph);

@@ -100,9 +100,10 @@ absl::StatusOr<std::unique_ptr<TailGraphSet>> TailGraphSet::Create(
   set->stats_.scratch_bytes = static_cast<int64_t>(set->tail_->scratch_bytes());
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device));
-  absl::StatusOr<CUcontext> context = internal::CurrentContext();
+  absl::StatusOr<internal::ContextRef> context = internal::CurrentContextRef();
   if (!context.ok()) return context.status();
-  set->context_ = *context;
+  set->context_ = context->handle;
+  set->context_id_ = context->id;
   internal::RelaxedCaptureMode relaxed;
   MLA_RETURN_IF_CUDA_ERROR(cudaStreamCreateWithFlags(&set->capture_stream_, cudaStreamNonBlocking),
                            "cudaStreamCreate(capture stream)");
@@ -120,8 +121,8 @@ TailGraphSet::~TailGraphSet() {
   internal::CudaErrorScope errors;
   internal::DeviceGuard guard;
   // Released in the context they were made in, whatever the destroying thread has current (none
-  // to release where it cannot be made current: they went with it).
-  if (context_ == nullptr || !guard.EnterContext(context_).ok()) return;
+  // to release where that context is gone: they went with it).
+  if (context_ == nullptr || !guard.EnterContext({context_, context_id_}).ok()) return;
   internal::RelaxedCaptureMode relaxed;
   // An executable graph destroyed while launches of it are in flight is freed once they
   // complete (CUDA's contract), so nothing here waits. The BMM scratch the graphs use is freed

@@ -171,7 +171,10 @@ class TailGraphSet {
   std::optional<unsigned long long> accepted_stream_id_;  // NOLINT(runtime/int)
   std::unique_ptr<MlaTail> tail_;  // the eager tail, whose launches are captured
   cudaStream_t capture_stream_ = nullptr;
-  CUcontext context_ = nullptr;  // current at Create: where the destructor releases the graphs
+  // The context current at Create (its handle and cuCtxGetId's ID): where the destructor
+  // releases the graphs.
+  CUcontext context_ = nullptr;
+  unsigned long long context_id_ = 0;  // NOLINT(runtime/int)
   struct LayerState {
     TailBuffers buffers;  // valid once `set`
     bool set = false;

@@ -59,26 +59,32 @@ absl::StatusOr<cublasLtHandle_t> SharedCublasLt() {
 }  // namespace
 
 // The BMM path's device memory, allocated on first use in stream order on the instance's own
-// non-blocking stream, and freed the same way after the instance's last eager BMM run.
+// non-blocking stream from a memory pool of its own, and freed the same way after the
+// instance's last eager BMM run. A pool of its own, not the device's current one: a shared pool
+// may hand out a block another stream freed and make the allocation wait for that stream's
+// work, which the allocation's host synchronisation would then wait for too.
 struct BmmScratch {
   cudaStream_t stream = nullptr;   // the instance's own: allocations and frees only
+  cudaMemPool_t pool = nullptr;    // the instance's own; destroyed once its blocks are freed
   cudaEvent_t last_run = nullptr;  // recorded after each eager (uncaptured) BMM run
   void* workspace = nullptr;
   bf16* values = nullptr;          // [max_heads, max_rows, 128]
   void* operand_tables = nullptr;  // kOperandTableBytes: BmmPointersKernel's output
   size_t bytes = 0;
-  CUcontext context = nullptr;  // the context it was made in, where the destructor releases it
+  internal::ContextRef context;  // the context it was made in, where the destructor releases it
   // Set when a use could not be recorded on `last_run`: the destructor's frees could not be
   // ordered after it, so the scratch stays allocated (released with its context).
   bool unordered = false;
 
   bool allocated() const { return values != nullptr; }
   // Frees what was allocated, in `stream`'s order (nothing null reaches cudaFreeAsync, whose
-  // error would replace one the caller has pending).
+  // error would replace one the caller has pending), and destroys the pool: CUDA releases it
+  // once those frees have run, without waiting here.
   void FreeAsync() const {
     for (void* p : {operand_tables, static_cast<void*>(values), workspace}) {
       if (p != nullptr) cudaFreeAsync(p, stream);
     }
+    if (pool != nullptr) cudaMemPoolDestroy(pool);
   }
 };
 
@@ -180,8 +186,8 @@ MlaTail::~MlaTail() {
   internal::CudaErrorScope errors;
   internal::DeviceGuard guard;
   // Released in the context it was made in, whatever the destroying thread has current. A
-  // context that can no longer be made current (destroyed, the driver unloading at process exit)
-  // has nothing left that a free could release: it went with the context.
+  // context that is gone (destroyed, its handle another context's, the driver unloading at
+  // process exit) has nothing left that a free could release: it went with the context.
   if (!guard.EnterContext(s.context).ok()) return;
   internal::RelaxedCaptureMode relaxed;
   // Stream order: the frees wait for the last eager BMM run on the GPU, the host does not.
@@ -198,7 +204,7 @@ absl::Status MlaTail::Impl::AllocateBmmScratch() {
   if (bmm.allocated()) return absl::OkStatus();
   internal::RelaxedCaptureMode relaxed;
   BmmScratch s;
-  absl::StatusOr<CUcontext> context = internal::CurrentContext();  // the guard's, entered
+  absl::StatusOr<internal::ContextRef> context = internal::CurrentContextRef();  // the guard's
   if (!context.ok()) return context.status();
   s.context = *context;
   // On failure, whatever was made is released in stream order by the same path as the
@@ -212,24 +218,34 @@ absl::Status MlaTail::Impl::AllocateBmmScratch() {
   absl::Status status = internal::CudaStatus(
       cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate(BMM scratch)");
   if (status.ok()) {
+    cudaMemPoolProps props = {};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.handleTypes = cudaMemHandleTypeNone;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    status = internal::CudaStatus(cudaMemPoolCreate(&s.pool, &props), "cudaMemPoolCreate(BMM)");
+  }
+  if (status.ok()) {
     status = internal::CudaStatus(cudaEventCreateWithFlags(&s.last_run, cudaEventDisableTiming),
                                   "cudaEventCreate(BMM runs)");
   }
   const size_t values_bytes =
       static_cast<size_t>(options.max_heads) * options.max_rows * kValueDim * sizeof(bf16);
   if (status.ok() && options.workspace_bytes > 0) {
-    status = internal::CudaStatus(cudaMallocAsync(&s.workspace, options.workspace_bytes, s.stream),
-                                  "cudaMallocAsync(cuBLASLt workspace)");
+    status = internal::CudaStatus(
+        cudaMallocFromPoolAsync(&s.workspace, options.workspace_bytes, s.pool, s.stream),
+        "cudaMallocFromPoolAsync(cuBLASLt workspace)");
   }
   if (status.ok()) {
     status = internal::CudaStatus(
-        cudaMallocAsync(reinterpret_cast<void**>(&s.values), values_bytes, s.stream),
-        "cudaMallocAsync(BMM values)");
+        cudaMallocFromPoolAsync(reinterpret_cast<void**>(&s.values), values_bytes, s.pool,
+                                s.stream),
+        "cudaMallocFromPoolAsync(BMM values)");
   }
   if (status.ok()) {
     status = internal::CudaStatus(
-        cudaMallocAsync(&s.operand_tables, internal::kOperandTableBytes, s.stream),
-        "cudaMallocAsync(BMM operand tables)");
+        cudaMallocFromPoolAsync(&s.operand_tables, internal::kOperandTableBytes, s.pool, s.stream),
+        "cudaMallocFromPoolAsync(BMM operand tables)");
   }
   // NaN until the GEMM writes it: a value the GEMM failed to write shows in the output, and
   // initcheck, which cannot follow cuBLASLt's bulk-copy stores, sees defined memory.
@@ -237,7 +253,8 @@ absl::Status MlaTail::Impl::AllocateBmmScratch() {
     status = internal::CudaStatus(cudaMemsetAsync(s.values, 0xff, values_bytes, s.stream),
                                   "cudaMemsetAsync(BMM values)");
   }
-  // The memory must be usable from any stream before the first run: wait for our own stream.
+  // The memory must be usable from any stream before the first run: wait for our own stream
+  // (its allocations come from the instance's pool, so this waits for nothing of the caller's).
   if (status.ok()) {
     status = internal::CudaStatus(cudaStreamSynchronize(s.stream), "allocating the BMM scratch");
   }

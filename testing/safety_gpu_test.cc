@@ -1235,5 +1235,167 @@ TEST_F(SafetyGpuTest, OnlyDifferentGraphsOfASetRunAtOnce) {
   cudaStreamDestroy(other);
 }
 
+
+// Instances made in a context the caller then destroys release nothing when they go, even where
+// a new context takes the destroyed one's address: a context is known by its ID, which no later
+// context reuses. The successor's stream, event and memory (made where the instances' were) are
+// untouched by the destructors, and no CUDA error is left. Contexts are made until one takes the
+// old address, or 16 were made (then the destructors run with the old context simply gone).
+TEST_F(SafetyGpuTest, InstancesOfADestroyedContextReleaseNothingInItsSuccessor) {
+  const ContextApi api = ContextApi::Get();
+  ASSERT_TRUE(api.ok());
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  CUcontext primary = nullptr;
+  ASSERT_EQ(api.get_current(&primary), CUDA_SUCCESS);
+  struct Restore {
+    const ContextApi& api;
+    CUcontext primary;
+    ~Restore() { api.set_current(primary); }
+  } restore{api, primary};
+
+  CUcontext first = nullptr;
+  ASSERT_EQ(api.create(&first, nullptr, 0, 0), CUDA_SUCCESS);  // made current
+  std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(false);
+  ASSERT_NE(tail, nullptr);
+  std::unique_ptr<TailGraphSet> set;
+  {
+    cudaStream_t own = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking), cudaSuccess);
+    ProblemOptions options;
+    options.shape = {12, 16, 1};
+    options.seed = 14;
+    absl::StatusOr<std::unique_ptr<Problem>> problem = Problem::Create(options, own);
+    ASSERT_TRUE(problem.ok()) << problem.status();
+    ASSERT_OK(tail->PrepareBmm((*problem)->shape(), (*problem)->buffers()));
+    ASSERT_OK(tail->Run((*problem)->shape(), (*problem)->buffers(), own, TailPath::kBmm));
+    GraphSetOptions set_options;
+    set_options.heads = 12;
+    set_options.layers = 1;
+    set_options.buckets = {16};
+    set_options.path = TailPath::kBmm;
+    absl::StatusOr<std::unique_ptr<TailGraphSet>> made = TailGraphSet::Create(0, set_options);
+    ASSERT_TRUE(made.ok()) << made.status();
+    set = *std::move(made);
+    ASSERT_OK(set->SetLayer(0, (*problem)->buffers()));
+    ASSERT_OK(set->CaptureAll());
+    ASSERT_OK(set->Replay(0, 16, own));
+    ASSERT_EQ(cudaStreamSynchronize(own), cudaSuccess);
+    ASSERT_OK((*problem)->Check((*problem)->buffers().output, (*problem)->SampleRows(), true));
+    problem->reset();
+    ASSERT_EQ(cudaStreamDestroy(own), cudaSuccess);
+  }
+  ASSERT_EQ(api.set_current(primary), CUDA_SUCCESS);
+  ASSERT_EQ(api.destroy(first), CUDA_SUCCESS);
+
+  std::vector<CUcontext> others;
+  CUcontext successor = nullptr;
+  while (successor == nullptr && others.size() < 16) {
+    CUcontext made = nullptr;
+    ASSERT_EQ(api.create(&made, nullptr, 0, 0), CUDA_SUCCESS);
+    if (made == first) {
+      successor = made;
+    } else {
+      others.push_back(made);
+    }
+  }
+  auto destroy_others = absl::MakeCleanup([&] {
+    api.set_current(primary);
+    for (CUcontext c : others) api.destroy(c);
+  });
+  SCOPED_TRACE(successor != nullptr ? "a new context took the destroyed context's address"
+                                    : "no new context took the destroyed context's address");
+  CUcontext current = successor != nullptr ? successor : others.back();
+  ASSERT_EQ(api.set_current(current), CUDA_SUCCESS);
+  // The successor's objects, made where the instances' were made.
+  cudaStream_t stream = nullptr;
+  cudaEvent_t event = nullptr;
+  void* memory = nullptr;
+  constexpr size_t kBytes = 1 << 20;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), cudaSuccess);
+  ASSERT_EQ(cudaMallocAsync(&memory, kBytes, stream), cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(memory, 0x5a, kBytes, stream), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(event, stream), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+
+  tail.reset();
+  set.reset();
+  CUcontext after = nullptr;
+  ASSERT_EQ(api.get_current(&after), CUDA_SUCCESS);
+  EXPECT_EQ(after, current) << "a destructor left another context current";
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(cudaStreamQuery(stream), cudaSuccess) << "the successor's stream was destroyed";
+  EXPECT_EQ(cudaEventQuery(event), cudaSuccess) << "the successor's event was destroyed";
+  std::vector<unsigned char> host(kBytes);
+  ASSERT_EQ(cudaMemcpyAsync(host.data(), memory, kBytes, cudaMemcpyDeviceToHost, stream),
+            cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(std::count(host.begin(), host.end(), 0x5a), static_cast<std::ptrdiff_t>(kBytes))
+      << "the successor's memory was freed or written";
+  ASSERT_EQ(cudaFreeAsync(memory, stream), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  ASSERT_EQ(cudaEventDestroy(event), cudaSuccess);
+  ASSERT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+  if (successor != nullptr) {
+    ASSERT_EQ(api.set_current(primary), CUDA_SUCCESS);
+    ASSERT_EQ(api.destroy(successor), CUDA_SUCCESS);
+  }
+}
+
+// The BMM scratch comes from the instance's own memory pool: with the device full and a block
+// the caller freed in stream order behind held work (which a shared pool could hand out, making
+// the allocation wait for that work), PrepareBmm returns (OK or ResourceExhausted) without
+// waiting for the caller's stream.
+TEST_F(SafetyGpuTest, PreparingTheBmmPathWaitsForNoStreamOfTheCallers) {
+  std::unique_ptr<Problem> problem = MakeProblem(12, 16, 15);
+  ASSERT_NE(problem, nullptr);
+  {
+    // cuBLASLt loaded and this context's handle made while memory is free.
+    std::unique_ptr<mla_tail::MlaTail> warm = MakeTail(false);
+    ASSERT_NE(warm, nullptr);
+    ASSERT_OK(warm->PrepareBmm(problem->shape(), problem->buffers()));
+  }
+  std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(false);
+  ASSERT_NE(tail, nullptr);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+
+  StreamGate gate;
+  ASSERT_EQ(gate.Close(stream_), cudaSuccess);
+  void* freed_behind_the_gate = nullptr;
+  ASSERT_EQ(cudaMallocAsync(&freed_behind_the_gate, size_t{256} << 20, stream_), cudaSuccess);
+  ASSERT_EQ(cudaFreeAsync(freed_behind_the_gate, stream_), cudaSuccess);
+  // The device filled: 1 GiB blocks, then 64 MiB, then 4 MiB, until none more fits.
+  std::vector<void*> filler;
+  for (size_t block : {size_t{1} << 30, size_t{64} << 20, size_t{4} << 20}) {
+    for (void* p = nullptr; cudaMalloc(&p, block) == cudaSuccess; p = nullptr) {
+      filler.push_back(p);
+    }
+  }
+  (void)cudaGetLastError();  // the allocation that did not fit
+  auto free_filler = absl::MakeCleanup([&] {
+    for (void* p : filler) cudaFree(p);
+  });
+  std::thread opener([&gate] {
+    std::this_thread::sleep_for(std::chrono::seconds(8));
+    gate.Release();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const absl::Status prepared = tail->PrepareBmm(problem->shape(), problem->buffers());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  gate.Release();
+  opener.join();
+  EXPECT_TRUE(prepared.ok() || prepared.code() == absl::StatusCode::kResourceExhausted)
+      << prepared;
+  EXPECT_LT(seconds, 4.0) << "PrepareBmm waited for the caller's held stream";
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  std::move(free_filler).Invoke();
+  // Memory free again: the same instance prepares and runs the BMM path.
+  ASSERT_OK(tail->PrepareBmm(problem->shape(), problem->buffers()));
+  ASSERT_OK(tail->Run(problem->shape(), problem->buffers(), stream_, TailPath::kBmm));
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(), true));
+}
+
 }  // namespace
 }  // namespace mla_tail_testing

@@ -50,6 +50,20 @@ absl::StatusOr<CUcontext> CurrentContext() {
   return current;
 }
 
+absl::StatusOr<ContextRef> CurrentContextRef() {
+  absl::StatusOr<CUcontext> current = CurrentContext();
+  if (!current.ok()) return current.status();
+  if (*current == nullptr) {
+    return absl::FailedPreconditionError("no CUDA context is current on this thread");
+  }
+  ContextRef ref;
+  ref.handle = *current;
+  if (const CUresult r = Driver().ctx_get_id(ref.handle, &ref.id); r != CUDA_SUCCESS) {
+    return DriverStatus(r, "cuCtxGetId");
+  }
+  return ref;
+}
+
 absl::Status DeviceGuard::Enter(int device) {
   absl::StatusOr<CUcontext> current = CurrentContext();
   if (!current.ok()) return current.status();
@@ -66,11 +80,16 @@ absl::Status DeviceGuard::Enter(int device) {
   return Switch(*current, primary);
 }
 
-absl::Status DeviceGuard::EnterContext(CUcontext context) {
+absl::Status DeviceGuard::EnterContext(const ContextRef& context) {
   absl::StatusOr<CUcontext> current = CurrentContext();
   if (!current.ok()) return current.status();
-  if (*current == context) return absl::OkStatus();
-  return Switch(*current, context);
+  unsigned long long id = 0;  // NOLINT(runtime/int): cuCtxGetId's type
+  if (context.handle == nullptr || Driver().ctx_get_id(context.handle, &id) != CUDA_SUCCESS ||
+      id != context.id) {
+    return absl::FailedPreconditionError("the context the objects were made in is gone");
+  }
+  if (*current == context.handle) return absl::OkStatus();
+  return Switch(*current, context.handle);
 }
 
 absl::Status DeviceGuard::Switch(CUcontext caller, CUcontext context) {

@@ -8,6 +8,8 @@
 
 namespace mla_tail::internal {
 
+struct ContextRef;
+
 // Makes `device` current for a scope, so that an instance works on its own device whatever the
 // calling thread has current, and leaves the thread as it found it:
 // - a context of `device` already current (its primary context, a context the caller made, a
@@ -30,7 +32,10 @@ class DeviceGuard {
   // Makes `context` current for the scope (a context the library recorded as it made objects in
   // it, so that they are released there whatever the destroying thread has current); the
   // caller's context is made current again on exit. Never makes or retains a context.
-  absl::Status EnterContext(CUcontext context);
+  // FailedPrecondition, nothing changed, where that context is gone: destroyed, or its handle
+  // now another context's (a new context may reuse a destroyed one's address, or a reset
+  // device's primary context its handle; never its ID).
+  absl::Status EnterContext(const ContextRef& context);
 
  private:
   // Makes `context` current, `caller` (the context current before) to be restored on exit.
@@ -40,8 +45,19 @@ class DeviceGuard {
   CUcontext caller_context_ = nullptr;  // null: the thread had no current context
 };
 
+// A context as the library records it where it makes objects: its handle, and its ID
+// (cuCtxGetId), unique for the process, by which a later context at the same address is told
+// apart.
+struct ContextRef {
+  CUcontext handle = nullptr;
+  unsigned long long id = 0;  // NOLINT(runtime/int): cuCtxGetId's type
+};
+
 // The context current on the calling thread (null: none), as the driver reports it.
 absl::StatusOr<CUcontext> CurrentContext();
+
+// The context current on the calling thread, with its ID; FailedPrecondition where none is.
+absl::StatusOr<ContextRef> CurrentContextRef();
 
 }  // namespace mla_tail::internal
 
