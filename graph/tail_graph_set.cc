@@ -2,6 +2,8 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -341,9 +343,13 @@ absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
   } else if (stream != nullptr && stream != cudaStreamLegacy && stream != cudaStreamPerThread) {
     unsigned long long stream_id = 0;  // NOLINT(runtime/int): cudaStreamGetId's type
     MLA_RETURN_IF_CUDA_ERROR(cudaStreamGetId(stream, &stream_id), "cudaStreamGetId");
-    if (accepted_stream_id_ != stream_id) {
+    const auto accepted_end = accepted_stream_ids_.begin() + accepted_count_;
+    if (std::find(accepted_stream_ids_.begin(), accepted_end, stream_id) == accepted_end) {
       MLA_RETURN_IF_ERROR(tail_->CheckStream(stream));
-      accepted_stream_id_ = stream_id;
+      constexpr int kKept = static_cast<int>(std::tuple_size_v<decltype(accepted_stream_ids_)>);
+      accepted_stream_ids_[next_accepted_] = stream_id;
+      next_accepted_ = (next_accepted_ + 1) % kKept;
+      accepted_count_ = std::min(accepted_count_ + 1, kKept);
     }
   }
 

@@ -4,7 +4,10 @@
 // TailGraphSet: a model's MLA attention tails captured into CUDA graphs, one per (layer, batch
 // bucket), replayed with pointers updated in place.
 //
-//   auto set = TailGraphSet::Create(device, {.heads = 12, .q = 1, .layers = 61});
+//   GraphSetOptions options;                // heads, q, layers, buckets, path, ...
+//   options.heads = 12;
+//   options.layers = 61;
+//   auto set = TailGraphSet::Create(device, options);
 //   set->SetLayer(l, buffers);             // each layer's pointers and strides (any time)
 //   set->CaptureAll();                     // ahead of time, or let Replay capture lazily
 //   ZeroPaddingLengths(lengths, rows, *set->BucketRows(rows), q, stream);
@@ -104,8 +107,9 @@ struct GraphSetStats {
 
 class TailGraphSet {
  public:
-  // Validates the options; allocates nothing and captures nothing yet (a BMM-path set's scratch
-  // comes with its first capture or eager run).
+  // Validates the options, makes the set's capture stream and loads the kernels; captures
+  // nothing yet and allocates no device memory of its own (a BMM-path set's scratch comes with
+  // its first capture or eager run).
   static absl::StatusOr<std::unique_ptr<TailGraphSet>> Create(int device,
                                                               const GraphSetOptions& options);
   ~TailGraphSet();
@@ -166,9 +170,12 @@ class TailGraphSet {
 
   int device_;
   GraphSetOptions options_;
-  // The ID (cudaStreamGetId) of the last stream MlaTail::CheckStream accepted: IDs are never
-  // reused, where a destroyed stream's handle may come back as another device's stream.
-  std::optional<unsigned long long> accepted_stream_id_;  // NOLINT(runtime/int)
+  // The IDs (cudaStreamGetId) of the last streams MlaTail::CheckStream accepted, oldest
+  // replaced first: IDs are never reused, where a destroyed stream's handle may come back as
+  // another device's stream. The first `accepted_count_` entries are set.
+  std::array<unsigned long long, 4> accepted_stream_ids_ = {};  // NOLINT(runtime/int)
+  int accepted_count_ = 0;
+  int next_accepted_ = 0;
   std::unique_ptr<MlaTail> tail_;  // the eager tail, whose launches are captured
   cudaStream_t capture_stream_ = nullptr;
   // The context current at Create (its handle and cuCtxGetId's ID): where the destructor

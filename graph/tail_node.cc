@@ -164,8 +164,12 @@ absl::StatusOr<TailNode> AddTailNode(const MlaTail& tail, cudaGraph_t graph,
   // CUDA takes no dependency twice (and its refusal would read as a library fault).
   std::vector<cudaGraphNode_t> distinct(dependencies.begin(), dependencies.end());
   std::sort(distinct.begin(), distinct.end());
-  if (std::adjacent_find(distinct.begin(), distinct.end()) != distinct.end()) {
-    return absl::InvalidArgumentError("a dependency is given twice");
+  if (auto twice = std::adjacent_find(distinct.begin(), distinct.end()); twice != distinct.end()) {
+    const auto first = std::find(dependencies.begin(), dependencies.end(), *twice);
+    const auto second = std::find(first + 1, dependencies.end(), *twice);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a dependency is given twice: dependencies ", first - dependencies.begin(), " and ",
+        second - dependencies.begin()));
   }
 
   absl::StatusOr<internal::TailKernelNode> node =

@@ -21,7 +21,8 @@ namespace mla_tail {
 // current; `stream` must belong to it. InvalidArgument for q outside [1, 64],
 // rows < 0, bucket_rows > 65536, either not a multiple of q, rows > bucket_rows, or padding
 // requests [rows / q, bucket_rows / q) that are not reachable memory (MlaTail::Run's checks).
-// With rows == bucket_rows there is nothing to write: OK, nothing checked.
+// With rows == bucket_rows there is nothing to write: OK once the arguments are checked (not
+// the memory or the stream).
 absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int q,
                                 cudaStream_t stream);
 

@@ -339,7 +339,8 @@ absl::StatusOr<const internal::ValueBmm*> MlaTail::Impl::Plan(const TailShape& s
   if (capturing) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the BMM path is not prepared for heads = ", shape.heads, ", rows = ", shape.rows,
-        " and these strides: call PrepareBmm() before capturing"));
+        " and these strides: call PrepareBmm() before capturing (a TailGraphSet: CaptureAll(), "
+        "or a Replay outside a capture, of that bucket with these strides)"));
   }
   // cuBLASLt first, and the GEMM planned before the scratch is allocated: without cuBLASLt, or
   // for a GEMM it cannot run, nothing is held. Loading cuBLASLt, making its handle and planning

@@ -183,13 +183,16 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
   if (fp8_weight) {
     MLA_TAIL_CHECK(CheckPointer(b.w_uv_scale, "w_uv_scale", kAlign));
   } else if (b.w_uv_scale != nullptr) {
-    return absl::InvalidArgumentError("w_uv_scale is set without w_uv_fp8: bf16 W_UV has none");
+    return absl::InvalidArgumentError(
+        absl::StrFormat("w_uv_scale is set without w_uv_fp8: bf16 W_UV has none (w_uv_scale = %p)",
+                        b.w_uv_scale));
   }
   if (fp8_output) {
     MLA_TAIL_CHECK(CheckPointer(b.output_scale, "output_scale", alignof(float)));
   } else if (b.output_scale != nullptr) {
-    return absl::InvalidArgumentError(
-        "output_scale is set without output_fp8: a bf16 output has none");
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "output_scale is set without output_fp8: a bf16 output has none (output_scale = %p)",
+        b.output_scale));
   }
 
   MLA_TAIL_CHECK(
@@ -256,7 +259,9 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
                                   : Rows{Address(b.output_scale), heads, scale_head * 4,
                                          ((rows - 1) * scale_row + 1) * 4};
     if (Intersect(outputs[0].first, scales)) {
-      return absl::InvalidArgumentError("output_scale overlaps output_fp8");
+      return absl::InvalidArgumentError(
+          absl::StrFormat("output_scale overlaps output_fp8 (output_scale = %p, output_fp8 = %p)",
+                          b.output_scale, out));
     }
     outputs.push_back({scales, "output_scale"});
   }
@@ -279,8 +284,10 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
     for (const auto& [input, name] : inputs) {
       if (input.begin == 0) continue;  // an optional input that is absent
       if (Intersect(output, input)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(output_name, " overlaps ", name, ": the tail cannot run in place"));
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s overlaps %s: the tail cannot run in place (%s = %p, %s = %p)", output_name, name,
+            output_name, reinterpret_cast<const void*>(output.begin), name,
+            reinterpret_cast<const void*>(input.begin)));
       }
     }
     // W_UV: per head, 128 rows of 512 elements; head by head only where its extent meets the
@@ -292,8 +299,11 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
         const Rows w_head{Address(w) + h * b.w_head_stride * w_bytes, kValueDim,
                           b.w_row_stride * w_bytes, kLatentDim * w_bytes};
         if (Intersect(output, w_head)) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              output_name, " overlaps ", w_name, " (head ", h, "): the tail cannot run in place"));
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "%s overlaps %s (head %d): the tail cannot run in place (%s = %p, head %d of %s = "
+              "%p)",
+              output_name, w_name, h, output_name, reinterpret_cast<const void*>(output.begin), h,
+              w_name, reinterpret_cast<const void*>(w_head.begin)));
         }
       }
     }
