@@ -18,6 +18,7 @@
 #include "mla/kernels/params.h"
 #include "mla_tail/mla/dispatch.h"
 #include "mla_tail/mla/tail.h"
+#include "testing/support/gate_math.h"
 #include "testing/support/gpu.h"
 #include "testing/support/gpu_stream_test.h"
 #include "testing/support/problem.h"
@@ -692,6 +693,84 @@ TEST_F(MlaGpuTest, NanAndInfinitiesThroughEveryKernel) {
     std::unique_ptr<Problem> problem = MakeProblem(options);
     ASSERT_NE(problem, nullptr);
     ExpectEveryKernelAndTheBmmPath(*tail_, fused, *problem, problem->SampleRows());
+  }
+}
+
+// Every bf16 gate through every fused kernel's epilogue and the BMM path's gate kernel: the
+// gated output equals GatePair (the contract's bf16(v · sigmoid(g)), the sigmoid the IEEE
+// division) of the same kernel's ungated output v, bit for bit (NaN for NaN), so the kernels'
+// epilogues, and not only device.cuh's helpers, compute the contract's gate. The gate at (t, c)
+// holds bits (t · width + c) · 40503 mod 2^16: at 64 heads x 8 rows each of the 65,536 bf16
+// gates once, scattered over the kernels' thread layouts; at 128 heads x 64 rows each 64 times.
+TEST_F(MlaGpuTest, EveryKernelGatesEveryBf16GateAsTheContract) {
+  const std::vector<std::unique_ptr<mla_tail::MlaTail>> fused = EveryFusedKernel();
+  struct Case {
+    int heads, rows;
+  };
+  for (const Case& c : ForProfile<Case>({{64, 8}, {128, 64}}, {{64, 8}})) {
+    SCOPED_TRACE(absl::StrCat("heads ", c.heads, " rows ", c.rows));
+    ProblemOptions options;
+    options.shape = {c.heads, c.rows, 1};
+    options.seed = 77 + c.rows;
+    std::unique_ptr<Problem> problem = MakeProblem(options);
+    ASSERT_NE(problem, nullptr);
+    const mla_tail::TailBuffers b = problem->buffers();
+    const int width = c.heads * 128;
+    std::vector<uint16_t> gates(static_cast<size_t>(c.rows) * width);
+    for (size_t i = 0; i < gates.size(); ++i) {
+      gates[i] = static_cast<uint16_t>((i * 40503u) & 0xFFFFu);
+    }
+    ASSERT_EQ(cudaMemcpy2DAsync(const_cast<mla_tail::bf16*>(b.gate), b.gate_row_stride * 2,
+                                gates.data(), width * 2, width * 2, c.rows,
+                                cudaMemcpyHostToDevice, stream_),
+              cudaSuccess);
+    mla_tail::TailBuffers ungated = b;
+    ungated.gate = nullptr;
+
+    auto check = [&](mla_tail::MlaTail& tail, TailPath path) {
+      absl::StatusOr<DeviceMemory> values = problem->NewOutput(stream_);
+      absl::StatusOr<DeviceMemory> gated = problem->NewOutput(stream_);
+      absl::StatusOr<DeviceMemory> expected = problem->NewOutput(stream_);
+      ASSERT_TRUE(values.ok() && gated.ok() && expected.ok());
+      ungated.output = values->as<mla_tail::bf16>();
+      ASSERT_OK(tail.Run(problem->shape(), ungated, stream_, path));
+      ASSERT_OK(tail.Run(problem->shape(), problem->buffers_with_output(gated->as<mla_tail::bf16>()),
+                         stream_, path));
+      ASSERT_EQ(GateOutputs(values->as<uint16_t>(), b.output_row_stride,
+                            reinterpret_cast<const uint16_t*>(b.gate), b.gate_row_stride,
+                            b.lengths, 1, c.rows, width, expected->as<uint16_t>(),
+                            b.output_row_stride, stream_),
+                cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+      absl::StatusOr<std::vector<uint16_t>> got =
+          DownloadBits(gated->as<mla_tail::bf16>(), problem->output_elements());
+      absl::StatusOr<std::vector<uint16_t>> want =
+          DownloadBits(expected->as<mla_tail::bf16>(), problem->output_elements());
+      ASSERT_TRUE(got.ok() && want.ok());
+      int64_t differing = 0;
+      for (int t = 0; t < c.rows; ++t) {
+        for (int col = 0; col < width; ++col) {
+          const size_t i = static_cast<size_t>(t) * b.output_row_stride + col;
+          const uint16_t g = (*got)[i], w = (*want)[i];
+          const bool both_nan = (g & 0x7fff) > 0x7f80 && (w & 0x7fff) > 0x7f80;
+          if (g != w && !both_nan && ++differing <= 5) {
+            ADD_FAILURE() << "row " << t << " column " << col << ": 0x" << std::hex << g
+                          << ", GatePair of the ungated output 0x" << w << " (gate 0x"
+                          << gates[static_cast<size_t>(t) * width + col] << ")";
+          }
+        }
+      }
+      EXPECT_EQ(differing, 0);
+    };
+    {
+      SCOPED_TRACE("the BMM path");
+      check(*tail_, TailPath::kBmm);
+    }
+    for (const std::unique_ptr<mla_tail::MlaTail>& tail : fused) {
+      ASSERT_NE(tail, nullptr);
+      SCOPED_TRACE(mla_tail::FusedKernelName(tail->options().fused_kernel));
+      check(*tail, TailPath::kFused);
+    }
   }
 }
 

@@ -74,7 +74,38 @@ __global__ void SigmoidKernel(float* sigmoids) {
   sigmoids[gate] = mla_tail::internal::device::SigmoidPair(gate | (gate << 16)).x;
 }
 
+__global__ void GateOutputsKernel(const uint16_t* values, int64_t values_stride,
+                                  const uint16_t* gate, int64_t gate_stride,
+                                  const int32_t* lengths, int q, int rows, int pairs,
+                                  uint16_t* out, int64_t out_stride) {
+  const int64_t index = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (index >= int64_t{rows} * pairs) return;
+  const int t = static_cast<int>(index / pairs);
+  const int c = static_cast<int>(index % pairs) * 2;
+  const uint32_t v = uint32_t{values[t * values_stride + c]} |
+                     (uint32_t{values[t * values_stride + c + 1]} << 16);
+  const uint32_t g =
+      uint32_t{gate[t * gate_stride + c]} | (uint32_t{gate[t * gate_stride + c + 1]} << 16);
+  const float2 vf = mla_tail::internal::device::Bf16x2ToFloat2(v);
+  const uint32_t word =
+      mla_tail::internal::device::GatePair(vf.x, vf.y, g, lengths[t / q] > 0);
+  out[t * out_stride + c] = static_cast<uint16_t>(word & 0xFFFFu);
+  out[t * out_stride + c + 1] = static_cast<uint16_t>(word >> 16);
+}
+
 }  // namespace
+
+cudaError_t GateOutputs(const uint16_t* values, int64_t values_stride, const uint16_t* gate,
+                        int64_t gate_stride, const int32_t* lengths, int q, int rows, int width,
+                        uint16_t* out, int64_t out_stride, cudaStream_t stream) {
+  if (rows <= 0 || width <= 0 || width % 2 != 0 || q <= 0) return cudaErrorInvalidValue;
+  const int pairs = width / 2;
+  constexpr int kThreads = 256;
+  const int64_t blocks = (int64_t{rows} * pairs + kThreads - 1) / kThreads;
+  GateOutputsKernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+      values, values_stride, gate, gate_stride, lengths, q, rows, pairs, out, out_stride);
+  return cudaGetLastError();
+}
 
 cudaError_t SigmoidOfEveryGate(cudaStream_t stream, float* sigmoids) {
   float* device = nullptr;

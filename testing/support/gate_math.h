@@ -30,6 +30,15 @@ cudaError_t SigmoidOfEveryGate(cudaStream_t stream, float* sigmoids);
 // zero, NaN), active and not, on `stream`, and counts. Synchronizes the stream.
 cudaError_t CheckGateMath(cudaStream_t stream, GateMathCounts* counts);
 
+// The contract's gated output from the same tail's ungated output: out[t, c] =
+// GatePair(float(values[t, c]), gate[t, c]) for the rows [0, rows) and columns [0, width)
+// (width even), +0.0 where the row's request is inactive (lengths[t / q] <= 0). `values` is
+// bf16(acc) = v, so `out` is bf16(v · sigmoid(g)) with the kernels' sigmoid, the IEEE division.
+// Row strides in elements. Enqueued on `stream`; nothing else written.
+cudaError_t GateOutputs(const uint16_t* values, int64_t values_stride, const uint16_t* gate,
+                        int64_t gate_stride, const int32_t* lengths, int q, int rows, int width,
+                        uint16_t* out, int64_t out_stride, cudaStream_t stream);
+
 }  // namespace mla_tail_testing
 
 #endif  // MLA_TAIL_TESTING_SUPPORT_GATE_MATH_H_
