@@ -329,6 +329,13 @@ TEST_P(GraphGpuTest, RowsBeyondTheLargestBucket) {
   EXPECT_EQ(set->BucketRows(33).status().code(), absl::StatusCode::kOutOfRange);
   EXPECT_EQ(*set->BucketRows(17), 32);
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  auto expect_untouched = [&](const char* after) {
+    absl::StatusOr<std::vector<uint16_t>> bits =
+        DownloadBits(problem->buffers().output, problem->output_elements());
+    ASSERT_TRUE(bits.ok()) << bits.status();
+    for (uint16_t b : *bits) ASSERT_EQ(b, 0xffff) << after << " wrote the output";
+  };
+  expect_untouched("a refused Replay");
 
   GraphSetOptions options = Options(8, 1, 1, {8, 16, 32});
   options.max_eager_rows = 48;
@@ -344,7 +351,11 @@ TEST_P(GraphGpuTest, RowsBeyondTheLargestBucket) {
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
   ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(), true));
   EXPECT_EQ(fallback->stats().eager_runs, 1);
+  ASSERT_OK(problem->PoisonOutput(problem->buffers().output, stream_));
   EXPECT_EQ(fallback->Replay(0, 56, stream_).code(), absl::StatusCode::kOutOfRange);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  expect_untouched("a Replay beyond max_eager_rows");
+  EXPECT_EQ(fallback->stats().eager_runs, 1);
 
   // SetLayer checks the buffers for every row Replay may run: an output that begins 32 latent
   // rows on overlaps the latent's rows 32-47, which only the eager fallback reads.

@@ -97,7 +97,49 @@ class MlaGpuTest : public mla_tail_testing::GpuStreamTest<> {
                             << ": elements written before the output";
     }
     absl::StatusOr<std::vector<uint16_t>> bits = DownloadBits(output, problem.output_elements());
-    return bits.ok() ? *std::move(bits) : std::vector<uint16_t>{};
+    if (!bits.ok()) return {};
+    ExpectSameRunOverAFiniteFill(tail, problem, path, *bits);
+    return *std::move(bits);
+  }
+
+  // The NaN an output is poisoned with is also a result (NaN inputs, gates below the FP32
+  // range), so a kernel that skipped storing a NaN result would pass Problem::Check. A second
+  // run into an output filled with a finite value (bf16 0x3c3c) must equal the first on every
+  // element of the tail (NaN where it was NaN) and leave every other element as filled.
+  void ExpectSameRunOverAFiniteFill(mla_tail::MlaTail& tail, const Problem& problem, TailPath path,
+                                    const std::vector<uint16_t>& first) {
+    absl::StatusOr<DeviceMemory> output =
+        DeviceMemory::Allocate(problem.output_elements() * sizeof(uint16_t));
+    ASSERT_TRUE(output.ok()) << output.status();
+    ASSERT_EQ(cudaMemsetAsync(output->get(), 0x3c, problem.output_elements() * sizeof(uint16_t),
+                              stream_),
+              cudaSuccess);
+    ASSERT_OK(tail.Run(problem.shape(),
+                       problem.buffers_with_output(output->as<mla_tail::bf16>()), stream_, path));
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    absl::StatusOr<std::vector<uint16_t>> second =
+        DownloadBits(output->as<mla_tail::bf16>(), problem.output_elements());
+    ASSERT_TRUE(second.ok()) << second.status();
+    ASSERT_EQ(second->size(), first.size());
+    const int64_t stride = problem.buffers().output_row_stride;
+    const int64_t width = int64_t{problem.shape().heads} * 128;
+    int64_t differing = 0;
+    for (size_t i = 0; i < first.size(); ++i) {
+      const bool tail_element =
+          static_cast<int64_t>(i) / stride < problem.shape().rows &&
+          static_cast<int64_t>(i) % stride < width;
+      const uint16_t a = first[i], b = (*second)[i];
+      const bool same = tail_element ? a == b || ((a & 0x7fff) > 0x7f80 && (b & 0x7fff) > 0x7f80)
+                                     : b == 0x3c3c;
+      if (!same && ++differing <= 5) {
+        ADD_FAILURE() << mla_tail::TailPathName(path) << ", fused kernel "
+                      << mla_tail::FusedKernelName(tail.options().fused_kernel) << ": element "
+                      << i << " (row " << static_cast<int64_t>(i) / stride << ", column "
+                      << static_cast<int64_t>(i) % stride << ") 0x" << std::hex << b
+                      << " over a finite fill, 0x" << a << " over NaN";
+      }
+    }
+    EXPECT_EQ(differing, 0);
   }
 
   // Every fused kernel, each forced in a tail of its own.
@@ -573,6 +615,11 @@ TEST_F(MlaGpuTest, StreamOfAnotherDeviceIsRefused) {
   const absl::Status status = tail_->Run(problem->shape(), problem->buffers(), other);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()), HasSubstr("stream belongs to device 1"));
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(other), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ExpectOutputUntouched(*problem);
   cudaStreamDestroy(other);
 }
 
