@@ -90,7 +90,10 @@ absl::StatusOr<std::unique_ptr<Problem>> Problem::Create(const ProblemOptions& o
   MLA_RETURN_IF_ERROR(p->w_uv_.Reset(heads * b.w_head_stride * sizeof(bf16)));
   MLA_RETURN_IF_ERROR(p->gate_.Reset(rows * b.gate_row_stride * sizeof(bf16)));
   MLA_RETURN_IF_ERROR(p->lengths_device_.Reset((rows / q) * sizeof(int32_t)));
-  MLA_RETURN_IF_ERROR(p->output_.Reset(p->output_elements() * sizeof(bf16)));
+  p->output_lead_ = (2 * b.output_row_stride + 127) / 128 * 128;
+  MLA_RETURN_IF_ERROR(
+      p->output_.Reset((p->output_lead_ + p->output_elements()) * sizeof(bf16)));
+  b.output = p->output_.as<bf16>() + p->output_lead_;  // PoisonOutput and Check know it by this
 
   // Unused parts of strided inputs hold NaN: a kernel that reads them shows it.
   for (DeviceMemory* m : {&p->latent_, &p->w_uv_, &p->gate_}) {
@@ -147,14 +150,13 @@ absl::StatusOr<std::unique_ptr<Problem>> Problem::Create(const ProblemOptions& o
         "special value");
   }
   MLA_RETURN_IF_ERROR(p->SetLengths(p->lengths_, stream));
-  MLA_RETURN_IF_ERROR(p->PoisonOutput(p->output_.as<bf16>(), stream));
+  MLA_RETURN_IF_ERROR(p->PoisonOutput(b.output, stream));
   MLA_RETURN_IF_CUDA_ERROR(cudaStreamSynchronize(stream), "problem set-up");
 
   b.latent = latent;
   b.w_uv = w_uv;
   b.gate = options.gated ? gate : nullptr;
   b.lengths = p->lengths_device_.as<int32_t>();
-  b.output = p->output_.as<bf16>();
 
   absl::StatusOr<std::vector<uint16_t>> latent_host = DownloadAll(p->latent_);
   if (!latent_host.ok()) return latent_host.status();
@@ -187,8 +189,10 @@ absl::StatusOr<DeviceMemory> Problem::NewOutput(cudaStream_t stream) const {
 }
 
 absl::Status Problem::PoisonOutput(bf16* output, cudaStream_t stream) const {
+  const int64_t lead = output == buffers_.output ? output_lead_ : 0;
   return mla_tail::internal::CudaStatus(
-      cudaMemsetAsync(output, 0xff, output_elements() * sizeof(bf16), stream), "poison output");
+      cudaMemsetAsync(output - lead, 0xff, (lead + output_elements()) * sizeof(bf16), stream),
+      "poison output");
 }
 
 absl::Status Problem::SetLengths(const std::vector<int32_t>& lengths, cudaStream_t stream) {
@@ -248,6 +252,12 @@ absl::Status Problem::Check(const bf16* output, const std::vector<int>& sample, 
   }
   absl::StatusOr<std::vector<uint16_t>> got = DownloadBits(output, output_elements());
   if (!got.ok()) return got.status();
+  std::vector<uint16_t> before;  // the guard band before the problem's own output
+  if (output == buffers_.output && output_lead_ > 0) {
+    absl::StatusOr<std::vector<uint16_t>> lead = DownloadBits(output - output_lead_, output_lead_);
+    if (!lead.ok()) return lead.status();
+    before = *std::move(lead);
+  }
   const int heads = options_.shape.heads;
   const int64_t width = int64_t{heads} * kValueDim;
   const int64_t stride = buffers_.output_row_stride;
@@ -257,6 +267,12 @@ absl::Status Problem::Check(const bf16* output, const std::vector<int>& sample, 
     if (++error_count <= 8) absl::StrAppend(&errors, "\n  ", what);
   };
 
+  for (size_t i = 0; i < before.size(); ++i) {
+    if (before[i] != 0xffff) {
+      report(absl::StrCat("element ", static_cast<int64_t>(i) - output_lead_,
+                          " (before the output) was overwritten"));
+    }
+  }
   for (int t = 0; t < options_.shape.rows + options_.guard_rows; ++t) {
     const bool in_batch = t < live;
     const bool active = in_batch && lengths_[t / options_.shape.q] > 0;

@@ -3,8 +3,9 @@
 
 // A tail problem on the GPU for tests, benchmarks and the demo: device inputs filled with
 // deterministic test values (problem_data.h: optionally strided, with inactive requests poisoned
-// by NaN and special values in active rows), an output with a NaN-filled guard band, and host
-// copies of the device's inputs for the CPU reference.
+// by NaN and special values in active rows), an output with NaN-filled guard bands (rows after
+// it, and two rows before the problem's own output), and host copies of the device's inputs for
+// the CPU reference.
 
 #include <cuda_runtime_api.h>
 
@@ -58,7 +59,8 @@ class Problem {
 
   // Another output allocation of the problem's layout (output_elements()), filled with NaN.
   absl::StatusOr<DeviceMemory> NewOutput(cudaStream_t stream) const;
-  // Fills an output allocation (of output_elements()) with NaN.
+  // Fills an output allocation (of output_elements()) with NaN; for the problem's own output, the
+  // guard band before it too.
   absl::Status PoisonOutput(mla_tail::bf16* output, cudaStream_t stream) const;
   // Writes new lengths (one per request) to the device.
   absl::Status SetLengths(const std::vector<int32_t>& lengths, cudaStream_t stream);
@@ -69,7 +71,8 @@ class Problem {
 
   // Checks an output allocation against the reference on `rows` (all columns), that every
   // element of every row < B was written (no NaN but where a special value puts one), and that
-  // padding columns and guard rows still hold NaN. Returns the first few mismatches as an error.
+  // padding columns and guard rows (for the problem's own output, those before it too) still
+  // hold NaN. Returns the first few mismatches as an error.
   // With `live_rows` >= 0, rows at and past it are checked to hold NaN still (a row count kept
   // the tail off them) and only `rows` below it against the reference.
   absl::Status Check(const mla_tail::bf16* output, const std::vector<int>& rows, bool exact,
@@ -88,6 +91,9 @@ class Problem {
 
   ProblemOptions options_;
   DeviceMemory latent_, w_uv_, gate_, lengths_device_, output_;
+  // Elements of output_ before the problem's own output (a guard band: two rows, rounded up to
+  // 256 bytes so that the output keeps its alignment).
+  int64_t output_lead_ = 0;
   mla_tail::TailBuffers buffers_;
   int64_t w_allocation_offset_ = 0;
   std::vector<uint16_t> latent_host_, w_uv_host_, gate_host_;
