@@ -20,6 +20,7 @@
 #include "mla_tail/mla/tail.h"
 #include "testing/support/gpu.h"
 #include "testing/support/gpu_stream_test.h"
+#include "testing/support/late_inputs.h"
 #include "testing/support/late_writer.h"
 #include "testing/support/problem.h"
 #include "testing/support/status_macros.h"
@@ -124,6 +125,71 @@ TEST_F(ReliabilityGpuTest, InputsWrittenUpstreamUntilItsEndAreSeen) {
         ASSERT_OK((*tail)->Run((*problem)->shape(), b, stream_, path));
         ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
         ASSERT_OK((*problem)->Check(b.output, (*problem)->SampleRows(), true));
+      }
+    }
+  }
+}
+
+// The live row count written late as well: the upstream kernel triggers launch_dependents at
+// once and writes the latent, gate, lengths and count n 50 us later. Until then the count is
+// wrong, 0 in one round and B in the other, and the rest NaN and zero lengths. With the count read
+// after the wait (row_count_before_upstream unset) and with the rows past it readable
+// (rows_past_count_readable: latent, gate and lengths loaded beside the count, still after the
+// wait), gated and not, every fused kernel and the BMM path at the shapes above: a count read
+// before the wait leaves the live rows unwritten (0) or writes rows past n (B). Output rows past
+// n must keep their NaN, rows below it equal the reference.
+TEST_F(ReliabilityGpuTest, ACountWrittenUpstreamUntilItsEndIsSeen) {
+  using mla_tail::FusedKernel;
+  std::vector<std::pair<TailPath, FusedKernel>> runs;
+  for (FusedKernel v : mla_tail::kFusedKernels) runs.push_back({TailPath::kFused, v});
+  runs.push_back({TailPath::kBmm, FusedKernel::kAuto});
+  std::vector<std::unique_ptr<mla_tail::MlaTail>> tails;
+  for (const auto& [path, kernel] : runs) {
+    mla_tail::TailOptions tail_options;
+    tail_options.max_rows = 64;
+    tail_options.fused_kernel = kernel;
+    absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail =
+        mla_tail::MlaTail::Create(0, tail_options);
+    ASSERT_TRUE(tail.ok()) << tail.status();
+    tails.push_back(*std::move(tail));
+  }
+  for (const auto& [heads, rows] : ForProfile<std::pair<int, int>>(
+           {{3, 64}, {12, 64}, {64, 64}, {12, 8}, {64, 5}, {12, 13}}, {{12, 13}})) {
+    const int live = rows / 2 + 1;
+    for (bool gated : {true, false}) {
+      SCOPED_TRACE(absl::StrCat("heads ", heads, " rows ", rows, " row count ", live,
+                                gated ? " gated" : " no gate"));
+      ProblemOptions options;
+      options.shape = {heads, rows, 1};
+      options.inactive_every = 0;
+      options.gated = gated;
+      absl::StatusOr<std::unique_ptr<Problem>> problem = Problem::Create(options, stream_);
+      ASSERT_TRUE(problem.ok()) << problem.status();
+      absl::StatusOr<LateInputs> late = LateInputs::SaveWithCount(**problem, live, stream_);
+      ASSERT_TRUE(late.ok()) << late.status();
+      std::vector<int> sample = (*problem)->SampleRows();
+      sample.push_back(live - 1);
+      for (bool readable : {false, true}) {
+        mla_tail::TailBuffers b = late->buffers(**problem);
+        ASSERT_NE(b.row_count, nullptr);
+        ASSERT_FALSE(b.row_count_before_upstream);
+        b.rows_past_count_readable = readable;
+        for (size_t i = 0; i < runs.size(); ++i) {
+          const auto& [path, kernel] = runs[i];
+          SCOPED_TRACE(absl::StrCat(mla_tail::TailPathName(path), " ",
+                                    mla_tail::FusedKernelName(kernel),
+                                    readable ? ", rows past the count readable" : ""));
+          if (path == TailPath::kBmm) ASSERT_OK(tails[i]->PrepareBmm((*problem)->shape(), b));
+          for (int spoiled : {0, rows}) {
+            SCOPED_TRACE(absl::StrCat("count ", spoiled, " until the upstream kernel writes it"));
+            ASSERT_OK(late->Spoil(**problem, stream_, spoiled));
+            ASSERT_OK((*problem)->PoisonOutput(b.output, stream_));
+            ASSERT_EQ(late->LaunchWriter(**problem, stream_), cudaSuccess);
+            ASSERT_OK(tails[i]->Run((*problem)->shape(), b, stream_, path));
+            ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+            ASSERT_OK((*problem)->Check(b.output, sample, true, live));
+          }
+        }
       }
     }
   }

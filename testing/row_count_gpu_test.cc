@@ -1,12 +1,13 @@
 // The live row count (TailBuffers::row_count) and the tail without a gate, on every path: every
 // fused kernel forced, the BMM path, graph sets and nodes. Padding rows hold what runtimes put
 // there (NaN latent and gate, lengths 1 as SGLang pads them); the output's rows past the live
-// count are NaN before the call and must stay so; the rows below it equal the CPU reference bit
-// for bit.
+// count are NaN before the call and must stay so; the sampled rows below it equal the CPU
+// reference bit for bit, and every row below it equals the same kernel's output without a count.
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -21,10 +22,12 @@
 #include "mla_tail/graph/tail_node.h"
 #include "mla_tail/mla/dispatch.h"
 #include "mla_tail/mla/tail.h"
+#include "testing/support/bf16_bits.h"
 #include "testing/support/gpu.h"
 #include "testing/support/gpu_stream_test.h"
 #include "testing/support/late_inputs.h"
 #include "testing/support/problem.h"
+#include "testing/support/reference.h"
 #include "testing/support/status_macros.h"
 
 namespace mla_tail_testing {
@@ -98,27 +101,110 @@ class RowCountGpuTest : public GpuStreamTest<> {
     ASSERT_OK(problem.SetLengths(lengths, stream_));
   }
 
-  // Runs `run` with the count at each of `counts` (descending: padding only grows), and checks
-  // the rows below the count against the reference and every row past it untouched. The rows
-  // compared with the reference include the last q below the count: with q > 1 the request the
-  // count splits, whose live rows keep its length.
-  void ForEachCount(Problem& problem, const std::vector<int>& counts,
-                    const std::function<absl::Status()>& run) {
-    const int rows = problem.shape().rows;
+  // A run of the same kernel as a counted run's, without a count, on the buffers given (the
+  // problem's, with an output of their own).
+  using UncountedRun = std::function<absl::Status(const TailBuffers&)>;
+
+  // An eager run of `tail` on `path` at `shape`: the kernel that a counted run of that tail, path
+  // and shape takes, or that a graph or node of that shape holds (the same rule).
+  UncountedRun Uncounted(mla_tail::MlaTail& tail, TailPath path, const mla_tail::TailShape& shape) {
+    return [this, &tail, path, shape](const TailBuffers& b) {
+      return tail.Run(shape, b, stream_, path);
+    };
+  }
+
+  // Checks the problem's output after a counted run with `live` rows live (the count clamped to
+  // [0, B]). Problem::Check: the sampled rows below the count, and the last q below it (with q > 1
+  // the request the count splits, whose live rows keep its length), equal the reference; every
+  // row below it was written (no NaN; +0.0 where its request is inactive); every row past it
+  // still holds its NaN. Then every row below the count equals, bit for bit, the same kernel's
+  // output without a count (`uncounted`): the sample ties both runs to the reference, and a live
+  // row the count mishandles outside the sample differs. The data's sums are exact in FP32, so
+  // the contract leaves no freedom to either run. On each active row below the count, one
+  // element whose reference cannot be ±0 is checked against the reference: no live active row is
+  // left all ±0, by either run.
+  void CheckLiveRows(const Problem& problem, int live, const UncountedRun& uncounted) {
     const int q = problem.shape().q;
+    std::vector<int> sample = problem.SampleRows(8);
+    for (int t = std::max(0, live - q); t < live; ++t) sample.push_back(t);
+    std::sort(sample.begin(), sample.end());
+    sample.erase(std::unique(sample.begin(), sample.end()), sample.end());
+    ASSERT_OK(problem.Check(problem.buffers().output, sample, true, live));
+    if (live <= 0) return;
+    absl::StatusOr<DeviceMemory> other = problem.NewOutput(stream_);
+    ASSERT_TRUE(other.ok()) << other.status();
+    ASSERT_OK(uncounted(problem.buffers_with_output(other->as<mla_tail::bf16>())));
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    ASSERT_OK(LiveRowsAgree(problem, other->as<mla_tail::bf16>(), live));
+  }
+
+  // Every row below `live` of the problem's output equals `uncounted`'s bit for bit, and each
+  // active one holds, at the first column (from one that moves with the row) whose reference
+  // output cannot be ±0, a value the reference allows: so it is not all ±0.
+  static absl::Status LiveRowsAgree(const Problem& problem, const mla_tail::bf16* uncounted,
+                                    int live) {
+    absl::StatusOr<std::vector<uint16_t>> got =
+        DownloadBits(problem.buffers().output, problem.output_elements());
+    if (!got.ok()) return got.status();
+    absl::StatusOr<std::vector<uint16_t>> want = DownloadBits(uncounted, problem.output_elements());
+    if (!want.ok()) return want.status();
+    const ReferenceInputs in = problem.reference_inputs();
+    const int q = problem.shape().q;
+    const int64_t width = int64_t{problem.shape().heads} * mla_tail::kValueDim;
+    const int64_t stride = problem.buffers().output_row_stride;
+    std::string errors;
+    int error_count = 0;
+    auto report = [&](const std::string& what) {
+      if (++error_count <= 8) absl::StrAppend(&errors, "\n  ", what);
+    };
+    for (int t = 0; t < live; ++t) {
+      const uint16_t* row = got->data() + t * stride;
+      const uint16_t* expected = want->data() + t * stride;
+      for (int64_t c = 0; c < width; ++c) {
+        if (row[c] != expected[c]) {
+          report(absl::StrCat("row ", t, " column ", c, ": ", row[c], " with the count, ",
+                              expected[c], " without"));
+        }
+      }
+      if (problem.lengths()[t / q] <= 0) continue;  // inactive: +0.0 (Problem::Check)
+      const bool all_zero =
+          std::all_of(row, row + width, [](uint16_t bits) { return (bits & 0x7fff) == 0; });
+      for (int64_t i = 0; i < width; ++i) {
+        const int64_t c = (t * int64_t{131} + i) % width;
+        const ReferenceElement ref =
+            ReferenceOutput(in, t, static_cast<int>(c / mla_tail::kValueDim),
+                            static_cast<int>(c % mla_tail::kValueDim));
+        if (Bf16IsNan(ref.out)) continue;
+        const OutputRange allowed = AllowedOutputs(ref, /*exact=*/true);
+        if (!(allowed.least > 0 || allowed.greatest < 0)) continue;  // ±0 allowed there
+        std::string why;
+        if (all_zero) {
+          report(absl::StrCat("active row ", t, " is all +-0; column ", c, " must be ", ref.out));
+        } else if (!OutputAgrees(ref, row[c], /*exact=*/true, &why)) {
+          report(absl::StrCat("row ", t, " column ", c, ": ", why));
+        }
+        break;
+      }
+    }
+    if (error_count == 0) return absl::OkStatus();
+    return absl::InternalError(absl::StrCat(error_count, " mismatches below the row count ", live,
+                                            " (heads ", problem.shape().heads, ", rows ",
+                                            problem.shape().rows, ", q ", q, "):", errors));
+  }
+
+  // Runs `run` with the count at each of `counts` (descending: padding only grows), and checks
+  // the output with CheckLiveRows against `uncounted`.
+  void ForEachCount(Problem& problem, const std::vector<int>& counts,
+                    const std::function<absl::Status()>& run, const UncountedRun& uncounted) {
+    const int rows = problem.shape().rows;
     for (int count : counts) {
       SCOPED_TRACE(absl::StrCat("row count ", count, " of ", rows));
-      PadFrom(problem, count);
+      ASSERT_NO_FATAL_FAILURE(PadFrom(problem, count));
       ASSERT_OK(problem.PoisonOutput(problem.buffers().output, stream_));
-      SetCount(count);
+      ASSERT_NO_FATAL_FAILURE(SetCount(count));
       ASSERT_OK(run());
       ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-      const int live = std::clamp(count, 0, rows);
-      std::vector<int> sample = problem.SampleRows(8);
-      for (int t = std::max(0, live - q); t < live; ++t) sample.push_back(t);
-      std::sort(sample.begin(), sample.end());
-      sample.erase(std::unique(sample.begin(), sample.end()), sample.end());
-      ASSERT_OK(problem.Check(problem.buffers().output, sample, true, live));
+      ASSERT_NO_FATAL_FAILURE(CheckLiveRows(problem, std::clamp(count, 0, rows), uncounted));
     }
   }
 
@@ -165,8 +251,9 @@ TEST_P(RowCountPathTest, EveryKernelServesOnlyTheLiveRows) {
       std::unique_ptr<Problem> problem = MakeProblem(heads, rows, heads * 1000 + rows);
       ASSERT_NE(problem, nullptr);
       const TailBuffers b = Counted(*problem);
-      ForEachCount(*problem, Counts(rows),
-                   [&] { return tail->Run(problem->shape(), b, stream_, path); });
+      ForEachCount(
+          *problem, Counts(rows), [&] { return tail->Run(problem->shape(), b, stream_, path); },
+          Uncounted(*tail, path, problem->shape()));
     }
   }
 }
@@ -185,8 +272,10 @@ TEST_P(RowCountPathTest, TheCountIsInRowsWhateverQ) {
     ASSERT_NE(problem, nullptr);
     const TailBuffers b = Counted(*problem);
     // No count a multiple of q.
-    ForEachCount(*problem, {rows - 1, rows / 2 + 1, 2 * q + 1, q + 1, 1},
-                 [&] { return tail->Run(problem->shape(), b, stream_, path); });
+    ForEachCount(
+        *problem, {rows - 1, rows / 2 + 1, 2 * q + 1, q + 1, 1},
+        [&] { return tail->Run(problem->shape(), b, stream_, path); },
+        Uncounted(*tail, path, problem->shape()));
   }
 }
 
@@ -213,8 +302,10 @@ TEST_P(RowCountPathTest, EveryKernelRunsWithoutAGate) {
         }
         TailBuffers counted = Counted(*problem);
         counted.row_count_before_upstream = early;
-        ForEachCount(*problem, {rows, rows / 2, 0},
-                     [&] { return tail->Run(problem->shape(), counted, stream_, path); });
+        ForEachCount(
+            *problem, {rows, rows / 2, 0},
+            [&] { return tail->Run(problem->shape(), counted, stream_, path); },
+            Uncounted(*tail, path, problem->shape()));
       }
     }
   }
@@ -235,8 +326,9 @@ TEST_P(RowCountPathTest, EveryKernelReadsAnEarlyCount) {
       ASSERT_NE(problem, nullptr);
       TailBuffers b = Counted(*problem);
       b.row_count_before_upstream = true;
-      ForEachCount(*problem, Counts(rows),
-                   [&] { return tail->Run(problem->shape(), b, stream_, path); });
+      ForEachCount(
+          *problem, Counts(rows), [&] { return tail->Run(problem->shape(), b, stream_, path); },
+          Uncounted(*tail, path, problem->shape()));
     }
   }
 }
@@ -262,8 +354,9 @@ TEST_P(RowCountPathTest, EveryKernelWritesOnlyLiveRowsWhenPaddingIsReadable) {
           TailBuffers b = Counted(*problem);
           b.rows_past_count_readable = true;
           b.row_count_before_upstream = early;
-          ForEachCount(*problem, Counts(rows),
-                       [&] { return tail->Run(problem->shape(), b, stream_, path); });
+          ForEachCount(
+              *problem, Counts(rows), [&] { return tail->Run(problem->shape(), b, stream_, path); },
+              Uncounted(*tail, path, problem->shape()));
         }
       }
     }
@@ -295,7 +388,63 @@ TEST_F(RowCountGpuTest, AnEarlyCountStillWaitsForTheUpstreamInputs) {
         ASSERT_EQ(late->LaunchWriter(*problem, stream_), cudaSuccess);
         ASSERT_OK(tail->Run(problem->shape(), b, stream_, TailPath::kFused));
         ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-        ASSERT_OK(problem->Check(b.output, problem->SampleRows(8), true, live));
+        ASSERT_NO_FATAL_FAILURE(
+            CheckLiveRows(*problem, live, Uncounted(*tail, TailPath::kFused, problem->shape())));
+      }
+    }
+  }
+}
+
+// The count written by the upstream kernel itself, with the latent, gate and lengths: that kernel
+// lets the tail launch at once and writes them 50 us later. Until then the count is wrong (0 in
+// one round: a count read before the wait leaves the live rows unwritten; B in the other: it
+// writes the rows past n), the latent and gate NaN and the lengths 0. The tail reads the count
+// after its wait (row_count_before_upstream unset), and with the rows past the count readable
+// (rows_past_count_readable) loads the latent, gate and lengths beside it, after the wait too.
+// Every fused kernel forced, the rule and the BMM path, gated and not, at a count inside the last
+// block and at about half (inside a request at q = 3); rows past the count are padding (NaN latent
+// and gate, length 1) and must stay unwritten.
+TEST_P(RowCountPathTest, EveryKernelReadsALateCountAfterTheWait) {
+  const auto& [kernel, path] = GetParam();
+  std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(kernel);
+  ASSERT_NE(tail, nullptr);
+  struct Shape {
+    int heads, rows, q;
+  };
+  for (const Shape& shape :
+       ForProfile<Shape>({{12, 16, 1}, {64, 16, 1}, {12, 200, 1}, {64, 200, 1}, {12, 72, 3}},
+                         {{12, 16, 1}, {64, 72, 3}})) {
+    for (bool gated : {true, false}) {
+      for (bool readable : {false, true}) {
+        SCOPED_TRACE(absl::StrCat(mla_tail::FusedKernelName(kernel), " ",
+                                  mla_tail::TailPathName(path), " heads ", shape.heads, " rows ",
+                                  shape.rows, " q ", shape.q, gated ? " gated" : " no gate",
+                                  readable ? ", rows past the count readable" : ""));
+        std::unique_ptr<Problem> problem = MakeProblem(
+            shape.heads, shape.rows, shape.heads * 4000 + shape.rows + gated, gated, shape.q);
+        ASSERT_NE(problem, nullptr);
+        // Descending, so that the padding only grows.
+        for (int live : {shape.rows - 1, shape.rows / 2 + 1}) {
+          SCOPED_TRACE(absl::StrCat("row count ", live));
+          ASSERT_NO_FATAL_FAILURE(PadFrom(*problem, live));
+          absl::StatusOr<LateInputs> late = LateInputs::SaveWithCount(*problem, live, stream_);
+          ASSERT_TRUE(late.ok()) << late.status();
+          TailBuffers b = late->buffers(*problem);
+          ASSERT_NE(b.row_count, nullptr);
+          ASSERT_FALSE(b.row_count_before_upstream);
+          b.rows_past_count_readable = readable;
+          if (path == TailPath::kBmm) ASSERT_OK(tail->PrepareBmm(problem->shape(), b));
+          for (int spoiled : {0, shape.rows}) {
+            SCOPED_TRACE(absl::StrCat("count ", spoiled, " until the upstream kernel writes it"));
+            ASSERT_OK(late->Spoil(*problem, stream_, spoiled));
+            ASSERT_OK(problem->PoisonOutput(b.output, stream_));
+            ASSERT_EQ(late->LaunchWriter(*problem, stream_), cudaSuccess);
+            ASSERT_OK(tail->Run(problem->shape(), b, stream_, path));
+            ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+            ASSERT_NO_FATAL_FAILURE(
+                CheckLiveRows(*problem, live, Uncounted(*tail, path, problem->shape())));
+          }
+        }
       }
     }
   }
@@ -324,13 +473,21 @@ TEST_F(RowCountGpuTest, GraphSetReplaysServeOnlyTheLiveRows) {
       ASSERT_OK((*set)->SetLayer(0, b));
       ASSERT_OK((*set)->CaptureAll());
       const int64_t captured = (*set)->stats().graphs_captured;
+      // The uncounted runs: eager, on the set's path at the bucket's rows (the set's rule).
+      std::unique_ptr<mla_tail::MlaTail> eager = MakeTail(FusedKernel::kAuto);
+      ASSERT_NE(eager, nullptr);
       // Descending counts; each replays the bucket that holds it (64 down to 33, then 16).
       for (int live : {64, 63, 40, 33, 16, 9, 1}) {
-        ForEachCount(*problem, {live},
-                     [&] { return (*set)->Replay(0, std::max(live, 1), stream_); });
+        absl::StatusOr<int> bucket = (*set)->BucketRows(live);
+        ASSERT_TRUE(bucket.ok()) << bucket.status();
+        ForEachCount(
+            *problem, {live}, [&] { return (*set)->Replay(0, std::max(live, 1), stream_); },
+            Uncounted(*eager, path, {12, *bucket, 1}));
       }
       // The count at 0 with the smallest bucket: nothing written at all.
-      ForEachCount(*problem, {0}, [&] { return (*set)->Replay(0, 16, stream_); });
+      ForEachCount(
+          *problem, {0}, [&] { return (*set)->Replay(0, 16, stream_); },
+          Uncounted(*eager, path, {12, 16, 1}));
       EXPECT_EQ((*set)->stats().graphs_captured, captured) << "a count change re-captured";
     }
   }
@@ -385,9 +542,11 @@ TEST_F(RowCountGpuTest, NodesServeOnlyTheLiveRows) {
     auto launch = [&] {
       return mla_tail::internal::CudaStatus(cudaGraphLaunch(exec, stream_), "launch");
     };
-    ForEachCount(*gated, Counts(rows), launch);
+    // The uncounted runs: eager, on the fused path with the node's rule.
+    ForEachCount(*gated, Counts(rows), launch, Uncounted(*tail, TailPath::kFused, gated->shape()));
     ASSERT_OK(node->Update(exec, Counted(*ungated)));
-    ForEachCount(*ungated, Counts(rows), launch);
+    ForEachCount(*ungated, Counts(rows), launch,
+                 Uncounted(*tail, TailPath::kFused, ungated->shape()));
     // ForEachCount ends at counts 0 and -3, padding every row of its problem (NaN latent and
     // gate, length 1): the updates without a count, where every row is live, take problems of
     // their own.
@@ -421,9 +580,11 @@ TEST_F(RowCountGpuTest, TheCountIsValidatedLikeEveryBuffer) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("row_count = "));
   b.row_count = reinterpret_cast<const int32_t*>(count_.as<char>() + 2);
   s = tail->Run(problem->shape(), b, stream_);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr("row_count"));
   b.row_count = reinterpret_cast<const int32_t*>(problem->buffers().output) + 8;
   s = tail->Run(problem->shape(), b, stream_);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr("output overlaps row_count"));
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
   ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(), true, 0));
