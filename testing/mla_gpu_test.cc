@@ -358,6 +358,81 @@ TEST_F(MlaGpuTest, RandomDataWithinTheAccumulationBound) {
   }
 }
 
+// Strides the contract leaves free: with one head, w_head_stride is never applied (0 and 2^40
+// are accepted), and the tail equals the one with the problem's stride, through every fused
+// kernel and the BMM path.
+TEST_F(MlaGpuTest, OneHeadsHeadStrideIsNeverApplied) {
+  const std::vector<std::unique_ptr<mla_tail::MlaTail>> fused = EveryFusedKernel();
+  for (int rows : {16, 100}) {
+    ProblemOptions options;
+    options.shape = {1, rows, 1};
+    options.seed = 91 + rows;
+    std::unique_ptr<Problem> problem = MakeProblem(options);
+    ASSERT_NE(problem, nullptr);
+    for (int64_t stride : {int64_t{0}, int64_t{1} << 40}) {
+      SCOPED_TRACE(absl::StrCat("rows ", rows, " w_head_stride ", stride));
+      auto run = [&](mla_tail::MlaTail& tail, TailPath path) {
+        SCOPED_TRACE(absl::StrCat(mla_tail::TailPathName(path), ", fused kernel ",
+                                  mla_tail::FusedKernelName(tail.options().fused_kernel)));
+        ASSERT_OK(problem->PoisonOutput(problem->buffers().output, stream_));
+        mla_tail::TailBuffers b = problem->buffers();
+        b.w_head_stride = stride;
+        ASSERT_OK(tail.Run(problem->shape(), b, stream_, path));
+        ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+        ASSERT_OK(problem->Check(problem->buffers().output, problem->SampleRows(), true));
+      };
+      run(*tail_, TailPath::kBmm);
+      run(*tail_, TailPath::kAuto);
+      for (const std::unique_ptr<mla_tail::MlaTail>& tail : fused) {
+        ASSERT_NE(tail, nullptr);
+        run(*tail, TailPath::kFused);
+      }
+    }
+  }
+}
+
+// The output placed in a gap of the inputs, which the contract allows: each output row in the
+// K half of one head of kv_b_proj (W_UV is its V half). No kernel reads the K half, so every
+// fused kernel and the BMM path compute the same bits as into the problem's own output.
+TEST_F(MlaGpuTest, OutputInTheKHalfOfKvBProj) {
+  const std::vector<std::unique_ptr<mla_tail::MlaTail>> fused = EveryFusedKernel();
+  ProblemOptions options;
+  options.shape = {12, 8, 1};
+  options.kv_b_proj_view = true;
+  options.seed = 97;
+  std::unique_ptr<Problem> problem = MakeProblem(options);
+  ASSERT_NE(problem, nullptr);
+  const mla_tail::TailBuffers b = problem->buffers();
+  const int width = 12 * 128;
+  // Row t of the output at the start of head t's K half: w_uv - 128 rows + t heads.
+  mla_tail::TailBuffers in_gap = b;
+  in_gap.output = const_cast<mla_tail::bf16*>(b.w_uv) - 128 * b.w_row_stride;
+  in_gap.output_row_stride = b.w_head_stride;
+  auto run = [&](mla_tail::MlaTail& tail, TailPath path) {
+    SCOPED_TRACE(absl::StrCat(mla_tail::TailPathName(path), ", fused kernel ",
+                              mla_tail::FusedKernelName(tail.options().fused_kernel)));
+    const std::vector<uint16_t> expected = RunAndCheckWith(tail, *problem, path, true,
+                                                           problem->SampleRows());
+    ASSERT_FALSE(expected.empty());
+    ASSERT_OK(tail.Run(problem->shape(), in_gap, stream_, path));
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    for (int t = 0; t < 8; ++t) {
+      absl::StatusOr<std::vector<uint16_t>> row =
+          DownloadBits(in_gap.output + t * in_gap.output_row_stride, width);
+      ASSERT_TRUE(row.ok()) << row.status();
+      for (int c = 0; c < width; ++c) {
+        ASSERT_EQ((*row)[c], expected[static_cast<size_t>(t) * b.output_row_stride + c])
+            << "row " << t << " column " << c;
+      }
+    }
+  };
+  run(*tail_, TailPath::kBmm);
+  for (const std::unique_ptr<mla_tail::MlaTail>& tail : fused) {
+    ASSERT_NE(tail, nullptr);
+    run(*tail, TailPath::kFused);
+  }
+}
+
 // W_UV as the V half of a [H, 256, 512] kv_b_proj and with rows wider than 512 (padded), and
 // latent, gate and output rows wider than the tail (slices of larger tensors); padding columns
 // must stay untouched, and the NaN the padding of every input holds must not be read.
