@@ -5,8 +5,13 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstdint>
 #include <functional>
+#include <ios>
+#include <limits>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -20,11 +25,14 @@
 #include "mla_tail/graph/tail_node.h"
 #include "mla_tail/mla/dispatch.h"
 #include "mla_tail/mla/tail.h"
+#include "testing/support/bf16_bits.h"
+#include "testing/support/e4m3_bits.h"
 #include "testing/support/fp8.h"
 #include "testing/support/gpu.h"
 #include "testing/support/gpu_stream_test.h"
 #include "testing/support/late_inputs.h"
 #include "testing/support/problem.h"
+#include "testing/support/reference.h"
 #include "testing/support/status_macros.h"
 
 namespace mla_tail_testing {
@@ -71,10 +79,22 @@ class Fp8GpuTest : public GpuStreamTest<> {
     return w.ok() ? *std::move(w) : nullptr;
   }
 
-  static std::unique_ptr<Fp8Output> MakeOutput(const mla_tail::TailShape& shape, bool head_major) {
-    absl::StatusOr<std::unique_ptr<Fp8Output>> o = Fp8Output::Create(shape, head_major);
+  static std::unique_ptr<Fp8Output> MakeOutput(const mla_tail::TailShape& shape,
+                                               const Fp8OutputOptions& options) {
+    absl::StatusOr<std::unique_ptr<Fp8Output>> o = Fp8Output::Create(shape, options);
     EXPECT_TRUE(o.ok()) << o.status();
     return o.ok() ? *std::move(o) : nullptr;
+  }
+  static std::unique_ptr<Fp8Output> MakeOutput(const mla_tail::TailShape& shape, bool head_major) {
+    return MakeOutput(shape, Scales(head_major));
+  }
+
+  // Scales row-major (head stride `spacing`) or head-major (row stride `spacing`).
+  static Fp8OutputOptions Scales(bool head_major, int64_t spacing = 1) {
+    Fp8OutputOptions options;
+    options.head_major = head_major;
+    options.scale_spacing = spacing;
+    return options;
   }
 
   static std::string Name(const mla_tail::MlaTail& tail) {
@@ -91,18 +111,20 @@ class Fp8GpuTest : public GpuStreamTest<> {
 
   // The problem of `options` with e4m3 W_UV of `w_options`: every kernel and the rule into the
   // bf16 output (against the reference, bit for bit where `exact`, on `random_rows` sampled rows
-  // besides the edges; then `also` on its bits) and into the e4m3 output (the quantization of
-  // each one's own bf16 output).
+  // besides the edges; then `also` on its bits) and into the e4m3 output of `scales` (the
+  // quantization of each one's own bf16 output). With `finite_fill_pass`, where NaN results are
+  // expected, each output is computed again over a finite fill (RerunBf16OverAFiniteFill, and
+  // the e4m3 output over kFiniteFill), so that a NaN result left unstored shows.
   using Bf16Check =
       std::function<void(const mla_tail::MlaTail&, const Problem&, const std::vector<uint16_t>&)>;
   void ExpectBothOutputs(const ProblemOptions& options, const Fp8WeightOptions& w_options,
-                         bool head_major_scales, bool exact = true, int random_rows = 4,
-                         const Bf16Check& also = nullptr) {
+                         const Fp8OutputOptions& scales, bool exact = true, int random_rows = 4,
+                         const Bf16Check& also = nullptr, bool finite_fill_pass = false) {
     std::unique_ptr<Problem> problem = MakeProblem(options);
     ASSERT_NE(problem, nullptr);
     std::unique_ptr<Fp8Weights> weights = MakeWeights(options.shape.heads, w_options);
     ASSERT_NE(weights, nullptr);
-    std::unique_ptr<Fp8Output> out = MakeOutput(problem->shape(), head_major_scales);
+    std::unique_ptr<Fp8Output> out = MakeOutput(problem->shape(), scales);
     ASSERT_NE(out, nullptr);
     TailBuffers buffers = problem->buffers();
     weights->Apply(&buffers);
@@ -113,6 +135,10 @@ class Fp8GpuTest : public GpuStreamTest<> {
           RunBf16(*tail, *problem, buffers, in, exact, problem->SampleRows(random_rows));
       if (also) also(*tail, *problem, bf16);
       RunE4m3(*tail, *problem, buffers, *out, bf16);
+      if (finite_fill_pass) {
+        RerunBf16OverAFiniteFill(*tail, *problem, buffers, bf16);
+        RunE4m3(*tail, *problem, buffers, *out, bf16, -1, nullptr, kFiniteFill);
+      }
     }
   }
 
@@ -137,13 +163,47 @@ class Fp8GpuTest : public GpuStreamTest<> {
     return bits.ok() ? *std::move(bits) : std::vector<uint16_t>{};
   }
 
-  // Runs `tail` into the e4m3 output `out` and checks it bit for bit against the quantization of
-  // `bf16` (an output of the problem's layout: the bf16 tail's result for the same inputs).
+  // Runs `tail` over `buffers` again into their bf16 output filled with 0x5a5a (a finite value)
+  // rather than NaN: where `first` (the output of a checked run over the NaN fill) holds NaN the
+  // tail must have stored NaN, every other element of the batch must equal `first`, and every
+  // element outside it (padding columns, guard rows) still hold 0x5a5a.
+  void RerunBf16OverAFiniteFill(mla_tail::MlaTail& tail, const Problem& problem,
+                                const TailBuffers& buffers, const std::vector<uint16_t>& first) {
+    constexpr uint16_t kFill = 0x5a5a;
+    const size_t elements = problem.output_elements();
+    ASSERT_EQ(first.size(), elements) << Name(tail) << ": no first output";
+    ASSERT_EQ(cudaMemsetAsync(buffers.output, 0x5a, elements * sizeof(uint16_t), stream_),
+              cudaSuccess);
+    const absl::Status run = tail.Run(problem.shape(), buffers, stream_);
+    ASSERT_TRUE(run.ok()) << Name(tail) << ": " << run;
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    absl::StatusOr<std::vector<uint16_t>> got = DownloadBits(buffers.output, elements);
+    ASSERT_TRUE(got.ok()) << got.status();
+    const int64_t stride = buffers.output_row_stride;
+    const int64_t width = int64_t{problem.shape().heads} * mla_tail::kValueDim;
+    int mismatches = 0;
+    for (size_t i = 0; i < elements; ++i) {
+      const int64_t t = static_cast<int64_t>(i) / stride, c = static_cast<int64_t>(i) % stride;
+      const bool in_batch = t < problem.shape().rows && c < width;
+      const uint16_t g = (*got)[i];
+      const bool ok = !in_batch ? g == kFill : Bf16IsNan(first[i]) ? Bf16IsNan(g) : g == first[i];
+      if (!ok && ++mismatches <= 8) {
+        ADD_FAILURE() << Name(tail) << ", over the finite fill: row " << t << " column " << c
+                      << " holds 0x" << std::hex << g << ", over the NaN fill 0x" << first[i]
+                      << std::dec << (in_batch ? "" : " (outside the batch: must keep the fill)");
+      }
+    }
+    EXPECT_EQ(mismatches, 0) << Name(tail);
+  }
+
+  // Runs `tail` into the e4m3 output `out` (filled with `fill` first) and checks it bit for bit
+  // against the quantization of `bf16` (an output of the problem's layout: the bf16 tail's result
+  // for the same inputs). Over kFiniteFill a NaN code or scale must have been stored.
   void RunE4m3(mla_tail::MlaTail& tail, const Problem& problem, TailBuffers buffers,
                const Fp8Output& out, const std::vector<uint16_t>& bf16, int live_rows = -1,
-               const LateInputs* late = nullptr) {
+               const LateInputs* late = nullptr, Fp8Fill fill = kNanFill) {
     ASSERT_EQ(bf16.size(), problem.output_elements()) << Name(tail) << ": no bf16 output";
-    ASSERT_OK(out.Poison(stream_));
+    ASSERT_OK(out.Poison(stream_, fill));
     out.Apply(&buffers);
     BehindLateWriter(problem, late);
     const absl::Status run = tail.Run(problem.shape(), buffers, stream_);
@@ -152,7 +212,8 @@ class Fp8GpuTest : public GpuStreamTest<> {
     const int64_t stride = problem.buffers().output_row_stride;
     const absl::Status check =
         out.Check([&](int t, int column) { return bf16[t * stride + column]; }, live_rows);
-    EXPECT_TRUE(check.ok()) << Name(tail) << ": " << check;
+    EXPECT_TRUE(check.ok()) << Name(tail) << (fill.value_byte == 0xff ? "" : ", finite fill")
+                            << ": " << check;
   }
 
   static std::vector<int> NoRows() { return {}; }
@@ -246,8 +307,9 @@ INSTANTIATE_TEST_SUITE_P(Heads, Fp8WeightGridTest,
 // W_UV with a live row count (read after the wait, early, and with the rows past it readable),
 // gated and not, W_UV compact, as kv_b_proj's V half, and with padded rows: every kernel and the
 // rule, into the bf16 output (against the reference) and the e4m3 output (bit for bit the
-// quantization of that bf16 output). With the count, rows past it keep their NaN in both outputs
-// and their scales.
+// quantization of that bf16 output), with the edge codes and power-of-two scales and with codes
+// -3..3 and odd scales. With the count, rows past it keep their NaN in both outputs and their
+// scales.
 TEST_F(Fp8GpuTest, UngatedAndCountedE4m3Tails) {
   absl::StatusOr<DeviceMemory> count = DeviceMemory::Allocate(sizeof(int32_t));
   ASSERT_TRUE(count.ok()) << count.status();
@@ -261,8 +323,12 @@ TEST_F(Fp8GpuTest, UngatedAndCountedE4m3Tails) {
         options.seed = 500 + heads + rows;
         std::unique_ptr<Problem> problem = MakeProblem(options);
         ASSERT_NE(problem, nullptr);
+        // Two data sets, each gated and not: the edge codes with power-of-two scales, and codes
+        // -3..3 with odd scales (a scale rounded before the product shows); both exact in FP32.
         Fp8WeightOptions w_options;
-        w_options.values = rows % 2 == 1 ? E4m3Values::kEdges : E4m3Values::kSmallIntegers;
+        const bool odd_scales = (rows + (gated ? 1 : 0)) % 2 == 0;
+        w_options.values = odd_scales ? E4m3Values::kIntegersToThree : E4m3Values::kEdges;
+        w_options.scales = odd_scales ? E4m3Scales::kOdd : E4m3Scales::kPowersOfTwo;
         w_options.kv_b_proj_view = heads == 64;
         w_options.row_padding = rows % 3 == 1 ? 16 : 0;  // W_UV's rows 528 codes apart
         w_options.seed = options.seed;
@@ -360,13 +426,15 @@ TEST_F(Fp8GpuTest, E4m3FormsWaitForTheUpstreamInputs) {
 
 // NaN codes in W_UV (0x7f and 0xff): their columns are NaN on active rows, and the e4m3 output
 // of those (row, head) pairs is NaN with a NaN scale; inactive rows are zeros with scale 0,
-// whatever their latent and gate hold.
+// whatever their latent and gate hold. Both outputs again over a finite fill: the NaN results
+// stored, not the NaN fill left.
 TEST_F(Fp8GpuTest, NanCodesPropagateAndInactiveRowsAreZero) {
   for (int rows : ForProfile({3, 16, 64, 130}, {3, 64})) {
     SCOPED_TRACE(absl::StrCat("rows ", rows));
     Fp8WeightOptions w_options;
     w_options.nan_at = {{1, 5, 7}, {2, 300, 100}, {3, 511, 127}};
-    ExpectBothOutputs(FourHeads(rows), w_options, /*head_major_scales=*/false);
+    ExpectBothOutputs(FourHeads(rows), w_options, Scales(/*head_major=*/false), /*exact=*/true,
+                      /*random_rows=*/4, /*also=*/nullptr, /*finite_fill_pass=*/true);
   }
 }
 
@@ -379,7 +447,7 @@ TEST_F(Fp8GpuTest, ZeroScalesGiveZeroHeads) {
   options.shape = {3, 24, 1};
   options.inactive_every = 0;
   ExpectBothOutputs(
-      options, w_options, /*head_major_scales=*/true, /*exact=*/true, /*random_rows=*/4,
+      options, w_options, Scales(/*head_major=*/true), /*exact=*/true, /*random_rows=*/4,
       [](const mla_tail::MlaTail& tail, const Problem& problem, const std::vector<uint16_t>& bf16) {
         for (int t = 0; t < 24; ++t) {
           for (int d = 0; d < 128; ++d) {
@@ -393,14 +461,17 @@ TEST_F(Fp8GpuTest, ZeroScalesGiveZeroHeads) {
 
 // A NaN or infinite block scale: the head's dequantized W_UV holds NaN (NaN x code, and 0 x inf
 // for its zero codes), so its active rows are NaN with a NaN e4m3 scale, as the formula gives;
-// the other heads and the inactive rows are unaffected.
+// the other heads and the inactive rows are unaffected. Both outputs again over a finite fill:
+// the NaN results stored, not the NaN fill left.
 TEST_F(Fp8GpuTest, NonFiniteBlockScalesPropagate) {
   for (E4m3Scales scales : {E4m3Scales::kNanBlock, E4m3Scales::kInfBlock}) {
     for (int rows : ForProfile({3, 64}, {3})) {
       SCOPED_TRACE(absl::StrCat(scales == E4m3Scales::kNanBlock ? "NaN" : "inf", " rows ", rows));
       Fp8WeightOptions w_options;
       w_options.scales = scales;
-      ExpectBothOutputs(FourHeads(rows), w_options, /*head_major_scales=*/rows % 2 == 1);
+      ExpectBothOutputs(FourHeads(rows), w_options, Scales(/*head_major=*/rows % 2 == 1),
+                        /*exact=*/true, /*random_rows=*/4, /*also=*/nullptr,
+                        /*finite_fill_pass=*/true);
     }
   }
 }
@@ -422,7 +493,7 @@ TEST_F(Fp8GpuTest, UniformCodesWithinTheAccumulationBound) {
       w_options.values = E4m3Values::kUniform;
       w_options.scales = E4m3Scales::kOdd;
       w_options.kv_b_proj_view = true;
-      ExpectBothOutputs(options, w_options, /*head_major_scales=*/false, /*exact=*/false,
+      ExpectBothOutputs(options, w_options, Scales(/*head_major=*/false), /*exact=*/false,
                         /*random_rows=*/2);
     }
   }
@@ -449,7 +520,10 @@ TEST_F(Fp8GpuTest, Bf16WeightsWithE4m3Output) {
 }
 
 // Graph sets with e4m3 buffers: replays equal the eager tail bit for bit; a pointer update is a
-// node update, and a change of weight or output type re-captures.
+// node update, and a change of weight or output type re-captures. Into the e4m3 output each
+// bucket's replay writes its rows alone (the values and scales of the rows past it untouched);
+// pointing the set at a second e4m3 output (head-major scales) is a node update, after which the
+// first output stays untouched.
 TEST_F(Fp8GpuTest, GraphSetReplaysAndUpdates) {
   const int heads = 12;
   const std::vector<int> buckets = {1, 16, 64};
@@ -464,7 +538,8 @@ TEST_F(Fp8GpuTest, GraphSetReplaysAndUpdates) {
   std::unique_ptr<Fp8Weights> b = MakeWeights(heads, b_options);
   ASSERT_TRUE(a != nullptr && b != nullptr);
   std::unique_ptr<Fp8Output> out = MakeOutput(problem->shape(), false);
-  ASSERT_NE(out, nullptr);
+  std::unique_ptr<Fp8Output> head_major_out = MakeOutput(problem->shape(), true);
+  ASSERT_TRUE(out != nullptr && head_major_out != nullptr);
 
   mla_tail::GraphSetOptions set_options;
   set_options.heads = heads;
@@ -474,27 +549,41 @@ TEST_F(Fp8GpuTest, GraphSetReplaysAndUpdates) {
       mla_tail::TailGraphSet::Create(0, set_options);
   ASSERT_TRUE(set.ok()) << set.status();
   mla_tail::MlaTail& eager = *tails_.back();  // the rule, as the set
+  const int64_t stride = problem->buffers().output_row_stride;
 
-  for (int step = 0; step < 4; ++step) {
+  // Steps 0-2 into the bf16 output; 3 into the e4m3 output (another kernel: re-captured); 4 into
+  // a second e4m3 output (other pointers and scale strides, the same kernel: a node update).
+  for (int step = 0; step < 5; ++step) {
     SCOPED_TRACE(absl::StrCat("step ", step));
     TailBuffers buffers = problem->buffers();
     const Fp8Weights& w = step % 2 == 0 ? *a : *b;
     w.Apply(&buffers);
     ReferenceInputs in = problem->reference_inputs();
     w.Apply(&in);
-    if (step == 3) out->Apply(&buffers);  // the e4m3 output: another kernel, re-captured
+    const Fp8Output* e4m3 = step == 3 ? out.get() : step == 4 ? head_major_out.get() : nullptr;
+    const Fp8Output* other = step == 3 ? head_major_out.get() : out.get();
+    std::vector<uint16_t> bf16;
+    if (e4m3 != nullptr) {
+      // The eager bf16 tail of the same inputs (the batch of the largest bucket): what each
+      // replay's e4m3 output is the quantization of, on the bucket's rows.
+      bf16 = RunBf16(eager, *problem, buffers, in, true, problem->SampleRows());
+      ASSERT_EQ(bf16.size(), problem->output_elements());
+      e4m3->Apply(&buffers);
+    }
     ASSERT_OK((*set)->SetLayer(0, buffers));
-    for (int rows : {1, 16, 64}) {
+    for (int rows : buckets) {
+      SCOPED_TRACE(absl::StrCat("bucket ", rows));
       const int64_t captured = (*set)->stats().graphs_captured;
       const int64_t updates = (*set)->stats().node_updates;
-      if (step == 3) {
-        ASSERT_OK(out->Poison(stream_));
+      if (e4m3 != nullptr) {
+        ASSERT_OK(e4m3->Poison(stream_));
+        ASSERT_OK(other->Poison(stream_, kFiniteFill));
       } else {
         ASSERT_OK(problem->PoisonOutput(buffers.output, stream_));
       }
       ASSERT_OK((*set)->Replay(0, rows, stream_));
       ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-      if (step == 1 || step == 2) {  // other pointers, the same types: a node update
+      if (step == 1 || step == 2 || step == 4) {  // other pointers, the same types: a node update
         EXPECT_EQ((*set)->stats().graphs_captured, captured);
         EXPECT_EQ((*set)->stats().node_updates, updates + 1);
       }
@@ -502,21 +591,12 @@ TEST_F(Fp8GpuTest, GraphSetReplaysAndUpdates) {
         EXPECT_EQ((*set)->stats().graphs_captured, captured + 1);
       }
       // A smaller bucket writes its rows alone: the rest keep the poison.
-      if (step < 3) {
+      if (e4m3 == nullptr) {
         ASSERT_OK(problem->Check(buffers.output, problem->SampleRows(), true, in, rows));
+      } else {
+        EXPECT_OK(e4m3->Check([&](int t, int column) { return bf16[t * stride + column]; }, rows));
+        EXPECT_OK(other->CheckUntouched());
       }
-    }
-    if (step == 3) {
-      // The bucket of 64 rows is the problem's batch: its e4m3 output against the eager bf16 run.
-      TailBuffers bf16_buffers = buffers;
-      bf16_buffers.output_fp8 = nullptr;
-      bf16_buffers.output_scale = nullptr;
-      bf16_buffers.output = problem->buffers().output;
-      bf16_buffers.output_row_stride = problem->buffers().output_row_stride;
-      const std::vector<uint16_t> bf16 =
-          RunBf16(eager, *problem, bf16_buffers, in, true, problem->SampleRows());
-      const int64_t stride = problem->buffers().output_row_stride;
-      EXPECT_OK(out->Check([&](int t, int column) { return bf16[t * stride + column]; }));
     }
   }
 }
@@ -591,6 +671,281 @@ TEST_F(Fp8GpuTest, GraphNodesTakeE4m3AndRefuseATypeChange) {
   ASSERT_OK(problem->Check(last.output, problem->SampleRows(), true, in));
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
+}
+
+// Graph nodes into the e4m3 output, for every kernel and the rule: AddTailNode with e4m3 W_UV and
+// the e4m3 output; TailNode::Update to a second e4m3 output (head-major scales with gaps), then
+// without a gate (the node's kernel switched in place); bf16 output buffers refused, the node
+// unchanged; UpdateGraph for a later instantiation; RecordTailNode into a capture, and its
+// handle's update. Each launch's output bit for bit the quantization of the kernel's own eager
+// bf16 output of the same inputs, the other e4m3 output untouched.
+TEST_F(Fp8GpuTest, GraphNodesWriteTheE4m3Output) {
+  ProblemOptions options;
+  options.shape = {12, 16, 1};
+  std::unique_ptr<Problem> problem = MakeProblem(options);
+  ASSERT_NE(problem, nullptr);
+  std::unique_ptr<Fp8Weights> weights = MakeWeights(12, {});
+  ASSERT_NE(weights, nullptr);
+  std::unique_ptr<Fp8Output> row_major = MakeOutput(problem->shape(), false);
+  std::unique_ptr<Fp8Output> head_major =
+      MakeOutput(problem->shape(), Scales(/*head_major=*/true, /*spacing=*/2));
+  ASSERT_TRUE(row_major != nullptr && head_major != nullptr);
+  const mla_tail::TailShape shape = problem->shape();
+  const int64_t stride = problem->buffers().output_row_stride;
+  TailBuffers gated = problem->buffers();
+  weights->Apply(&gated);
+  TailBuffers ungated = gated;
+  ungated.gate = nullptr;
+  ReferenceInputs in = problem->reference_inputs();
+  weights->Apply(&in);
+  ReferenceInputs ungated_in = in;
+  ungated_in.gate = nullptr;
+  auto into = [](TailBuffers b, const Fp8Output& o) {
+    o.Apply(&b);
+    return b;
+  };
+
+  for (const std::unique_ptr<mla_tail::MlaTail>& tail : tails_) {
+    SCOPED_TRACE(Name(*tail));
+    const std::vector<uint16_t> gated_bf16 =
+        RunBf16(*tail, *problem, gated, in, true, problem->SampleRows());
+    const std::vector<uint16_t> ungated_bf16 =
+        RunBf16(*tail, *problem, ungated, ungated_in, true, problem->SampleRows());
+    ASSERT_EQ(gated_bf16.size(), problem->output_elements());
+    ASSERT_EQ(ungated_bf16.size(), problem->output_elements());
+    // Launches `exec` over both outputs freshly filled: `target` must hold the quantization of
+    // `bf16`, the other output (filled with the finite byte) nothing.
+    auto launch = [&](cudaGraphExec_t exec, const Fp8Output& target,
+                      const std::vector<uint16_t>& bf16, const char* what) {
+      SCOPED_TRACE(what);
+      const Fp8Output& other = &target == row_major.get() ? *head_major : *row_major;
+      ASSERT_OK(target.Poison(stream_));
+      ASSERT_OK(other.Poison(stream_, kFiniteFill));
+      ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+      EXPECT_OK(target.Check([&](int t, int column) { return bf16[t * stride + column]; }));
+      EXPECT_OK(other.CheckUntouched());
+    };
+
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
+    absl::StatusOr<mla_tail::TailNode> node =
+        mla_tail::AddTailNode(*tail, graph, {}, shape, into(gated, *row_major));
+    ASSERT_TRUE(node.ok()) << node.status();
+    EXPECT_EQ(node->kernel(), tail->FusedKernelFor(shape, mla_tail::WeightType::kE4m3,
+                                                   mla_tail::OutputType::kE4m3));
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    launch(exec, *row_major, gated_bf16, "as added");
+    ASSERT_OK(node->Update(exec, into(gated, *head_major)));
+    launch(exec, *head_major, gated_bf16, "updated to the head-major output");
+    ASSERT_OK(node->Update(exec, into(ungated, *head_major)));
+    launch(exec, *head_major, ungated_bf16, "updated to no gate");
+    // bf16 output buffers: another kernel, refused; the node runs what it had.
+    const absl::Status refused = node->Update(exec, ungated);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+    EXPECT_THAT(std::string(refused.message()), HasSubstr("type"));
+    launch(exec, *head_major, ungated_bf16, "after the refused update");
+    // UpdateGraph: a later instantiation holds the new buffers (with the gate again).
+    ASSERT_OK(node->UpdateGraph(into(gated, *row_major)));
+    cudaGraphExec_t fresh = nullptr;
+    ASSERT_EQ(cudaGraphInstantiate(&fresh, graph, 0), cudaSuccess);
+    launch(fresh, *row_major, gated_bf16, "instantiated after UpdateGraph");
+    cudaGraphExecDestroy(fresh);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+
+    // RecordTailNode into a capture of the test's own, and its handle's update of that graph.
+    cudaGraph_t captured = nullptr;
+    ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    absl::StatusOr<mla_tail::TailNode> recorded =
+        mla_tail::RecordTailNode(*tail, stream_, shape, into(ungated, *row_major));
+    ASSERT_EQ(cudaStreamEndCapture(stream_, &captured), cudaSuccess);
+    ASSERT_TRUE(recorded.ok()) << recorded.status();
+    cudaGraphExec_t recorded_exec = nullptr;
+    ASSERT_EQ(cudaGraphInstantiate(&recorded_exec, captured, 0), cudaSuccess);
+    launch(recorded_exec, *row_major, ungated_bf16, "recorded");
+    ASSERT_OK(recorded->Update(recorded_exec, into(gated, *head_major)));
+    launch(recorded_exec, *head_major, gated_bf16, "recorded, then updated");
+    cudaGraphExecDestroy(recorded_exec);
+    cudaGraphDestroy(captured);
+  }
+}
+
+// The e4m3 output's edge rules (docs/spec.md) through every kernel and the rule, with e4m3 and
+// bf16 W_UV, gated and not, at (row, head)s whose gates are +inf (sigmoid 1: out = v) and whose
+// latent is zero but at k = 0:
+//   - a bf16 2^-126 there: v = 2^-126 * w, every product normal, amax at most 5 * 2^-126, where
+//     448 / amax overflows FP32: the values are zeros (0x00, negative ones included) and the
+//     scale is amax / 448, a subnormal FP32 (not 0);
+//   - +-the largest bf16 there: v = +-inf where |w| > 1: the scale is +inf, the infinities NaN
+//     codes, the finite values zeros (0x80 for negative ones).
+// The rest of the batch is the default data. Each e4m3 output is checked against the
+// quantization of the kernel's own bf16 output, against these rules read directly, and again
+// over a finite fill (the NaN codes stored, not the NaN fill left).
+TEST_F(Fp8GpuTest, TinyAndInfiniteAmaxThroughEveryKernel) {
+  struct Special {
+    int t, h;
+    uint16_t latent;  // at k = 0
+    bool infinite;    // else tiny
+  };
+  for (int rows : ForProfile({9, 70}, {9})) {
+    SCOPED_TRACE(absl::StrCat("rows ", rows));
+    ProblemOptions options;
+    options.shape = {4, rows, 1};
+    options.inactive_every = 0;
+    options.seed = 900 + rows;
+    std::unique_ptr<Problem> problem = MakeProblem(options);
+    ASSERT_NE(problem, nullptr);
+    // Heads 0 and 3: e4m3 block 0 scales 1 and 2 (kPowersOfTwo), so w is 0 or at least 1 in
+    // magnitude (products with 2^-126 stay normal); at head 0 |w| = 2 gives +-inf (the largest
+    // bf16 is about 2^128 - 2^120), |w| = 1 the largest finite value. bf16 W_UV holds integers.
+    const Special specials[] = {{0, 0, 0x0080, false},
+                                {1, 3, 0x0080, false},
+                                {rows - 1, 0, 0x7f7f, true},
+                                {rows - 2, 0, 0xff7f, true}};
+    const TailBuffers base = problem->buffers();
+    const std::vector<uint16_t> plus_inf_gates(mla_tail::kValueDim, 0x7f80);
+    for (const Special& s : specials) {
+      std::vector<uint16_t> latent(mla_tail::kLatentDim, 0);
+      latent[0] = s.latent;
+      auto* latent_at = const_cast<mla_tail::bf16*>(base.latent) + s.t * base.latent_row_stride +
+                        s.h * mla_tail::kLatentDim;
+      auto* gate_at = const_cast<mla_tail::bf16*>(base.gate) + s.t * base.gate_row_stride +
+                      s.h * mla_tail::kValueDim;
+      ASSERT_EQ(cudaMemcpyAsync(latent_at, latent.data(), latent.size() * sizeof(uint16_t),
+                                cudaMemcpyHostToDevice, stream_),
+                cudaSuccess);
+      ASSERT_EQ(
+          cudaMemcpyAsync(gate_at, plus_inf_gates.data(), plus_inf_gates.size() * sizeof(uint16_t),
+                          cudaMemcpyHostToDevice, stream_),
+          cudaSuccess);
+    }
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    // The reference reads the same inputs.
+    const ReferenceInputs problem_in = problem->reference_inputs();
+    auto special_at = [specials](int t, int h) -> const Special* {
+      for (const Special& s : specials) {
+        if (s.t == t && s.h == h) return &s;
+      }
+      return nullptr;
+    };
+    ReferenceInputs base_in = problem_in;
+    base_in.latent = [special_at, latent = problem_in.latent](int t, int h, int k) {
+      const Special* s = special_at(t, h);
+      return s == nullptr ? latent(t, h, k) : k == 0 ? s->latent : uint16_t{0};
+    };
+    base_in.gate = [special_at, gate = problem_in.gate](int t, int column) {
+      return special_at(t, column / mla_tail::kValueDim) != nullptr ? uint16_t{0x7f80}
+                                                                    : gate(t, column);
+    };
+    std::vector<int> sample = problem->SampleRows();
+    for (const Special& s : specials) sample.push_back(s.t);
+    std::unique_ptr<Fp8Weights> weights = MakeWeights(4, {});
+    ASSERT_NE(weights, nullptr);
+    std::unique_ptr<Fp8Output> out = MakeOutput(problem->shape(), rows % 2 == 1);
+    ASSERT_NE(out, nullptr);
+    const int64_t stride = base.output_row_stride;
+
+    for (bool e4m3_weights : {true, false}) {
+      for (bool gated : {true, false}) {
+        SCOPED_TRACE(absl::StrCat(e4m3_weights ? "e4m3 W_UV" : "bf16 W_UV",
+                                  gated ? ", gated" : ", no gate"));
+        TailBuffers buffers = base;
+        ReferenceInputs in = base_in;
+        if (e4m3_weights) {
+          weights->Apply(&buffers);
+          weights->Apply(&in);
+        }
+        if (!gated) {
+          buffers.gate = nullptr;
+          in.gate = nullptr;
+        }
+        // The data make the cases meant: checked on the reference's bf16 output first.
+        for (const Special& s : specials) {
+          SCOPED_TRACE(absl::StrCat("row ", s.t, " head ", s.h));
+          uint16_t x[mla_tail::kValueDim];
+          float amax = 0;
+          bool negative = false, infinite = false, negative_finite = false;
+          for (int d = 0; d < mla_tail::kValueDim; ++d) {
+            x[d] = ReferenceOutput(in, s.t, s.h, d).out;
+            const float f = Bf16ToFloat(x[d]);
+            amax = std::max(amax, std::fabs(f));
+            negative = negative || f < 0;
+            infinite = infinite || std::isinf(f);
+            negative_finite = negative_finite || (std::isfinite(f) && f < 0);
+            if (!s.infinite) {
+              ASSERT_TRUE(f == 0 || std::fabs(f) >= 0x1p-126f) << "a subnormal product, d " << d;
+            }
+          }
+          const QuantizedHead want = QuantizeHead(x);
+          if (s.infinite) {
+            ASSERT_TRUE(infinite && negative_finite);
+            ASSERT_EQ(want.scale, std::numeric_limits<float>::infinity());
+          } else {
+            ASSERT_TRUE(negative);
+            ASSERT_TRUE(std::isinf(kE4m3Max / amax)) << amax;
+            ASSERT_GT(want.scale, 0.0f);
+            ASSERT_LT(want.scale, 0x1p-126f);  // subnormal
+            for (uint8_t y : want.values) ASSERT_EQ(y, 0x00);
+          }
+        }
+        std::vector<uint16_t> first;
+        for (const std::unique_ptr<mla_tail::MlaTail>& tail : tails_) {
+          const std::vector<uint16_t> bf16 = RunBf16(*tail, *problem, buffers, in, true, sample);
+          ASSERT_EQ(bf16.size(), problem->output_elements()) << Name(*tail);
+          if (first.empty()) first = bf16;
+          EXPECT_TRUE(bf16 == first) << Name(*tail) << " differs from ColumnSplit";
+          for (Fp8Fill fill : {kNanFill, kFiniteFill}) {
+            SCOPED_TRACE(fill.value_byte == 0xff ? "NaN fill" : "finite fill");
+            RunE4m3(*tail, *problem, buffers, *out, bf16, -1, nullptr, fill);
+            absl::StatusOr<Fp8OutputBits> bits = out->Read();
+            ASSERT_TRUE(bits.ok()) << bits.status();
+            for (const Special& s : specials) {
+              SCOPED_TRACE(absl::StrCat(Name(*tail), " row ", s.t, " head ", s.h));
+              float amax = 0;
+              for (int d = 0; d < mla_tail::kValueDim; ++d) {
+                amax = std::max(
+                    amax,
+                    std::fabs(Bf16ToFloat(bf16[s.t * stride + s.h * mla_tail::kValueDim + d])));
+              }
+              const uint32_t scale = bits->scale(s.t, s.h);
+              if (s.infinite) {
+                EXPECT_EQ(scale, 0x7f800000u);
+              } else {
+                EXPECT_EQ(scale, FloatBits(amax / kE4m3Max));
+                EXPECT_NE(scale, 0u);
+              }
+              for (int d = 0; d < mla_tail::kValueDim; ++d) {
+                const int column = s.h * mla_tail::kValueDim + d;
+                const float x = Bf16ToFloat(bf16[s.t * stride + column]);
+                const uint8_t y = bits->value(s.t, column);
+                if (std::isinf(x)) {
+                  EXPECT_TRUE(E4m3IsNan(y)) << "column " << column << ": 0x" << std::hex << int{y};
+                } else {
+                  const uint8_t zero = s.infinite && std::signbit(x) ? 0x80 : 0x00;
+                  EXPECT_EQ(y, zero) << "column " << column << ", value " << x;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Output scales with gaps: row-major with a head stride of 3, head-major with a row stride of 2.
+// Every kernel and the rule write each (row, head)'s scale at its place and leave the entries
+// between untouched (Fp8Output::Check).
+TEST_F(Fp8GpuTest, ScaleStridesLeaveTheirGapsUntouched) {
+  for (bool head_major : {false, true}) {
+    SCOPED_TRACE(head_major ? "head-major, row stride 2" : "row-major, head stride 3");
+    ProblemOptions options;
+    options.shape = {12, 33, 1};
+    options.seed = head_major ? 41 : 42;
+    ExpectBothOutputs(options, {}, Scales(head_major, head_major ? 2 : 3));
+  }
 }
 
 // The BMM path takes neither e4m3 W_UV nor the e4m3 output: Unimplemented from Run, PrepareBmm

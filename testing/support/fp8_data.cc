@@ -24,7 +24,7 @@ uint8_t UnmarkedCode(const Fp8WeightOptions& o, int h, int k, int d) {
     }
     case E4m3Values::kEdges: {
       // +-448 once a column (in block (d + h) % 4), so that with latent integers up to 5 every
-      // partial sum stays below 2^13 (exact in FP32 in steps of 2^-11).
+      // partial sum stays below 2^13 (exact in FP32 in steps of 2^-11; fp8_data.h).
       if (k == (d + h) % 128 + 128 * ((d + h) % 4)) return (d % 2) ? 0xfe : 0x7e;
       const uint8_t subnormals[4] = {0x01, 0x81, 0x07, 0x87};
       switch (k % 8) {
@@ -49,21 +49,22 @@ uint8_t UnmarkedCode(const Fp8WeightOptions& o, int h, int k, int d) {
 }  // namespace
 
 float Fp8BlockScale(const Fp8WeightOptions& o, int h, int j) {
-  const float powers[3] = {1.0f, 0.5f, 0.25f};
+  // Four a cycle, so that the four blocks of a head each have their own.
+  const float powers[4] = {1.0f, 0.5f, 0.25f, 2.0f};
   switch (o.scales) {
     case E4m3Scales::kPowersOfTwo:
-      return powers[(h + j) % 3];
+      return powers[(h + j) % 4];
     case E4m3Scales::kOdd:
       return 0.01f + 0.04f * static_cast<float>(SplitMix64(o.seed * 7 + h * 4 + j) % 1000) / 1000 +
              0.0001234f;
     case E4m3Scales::kSomeZero:
-      return j == h % 4 ? 0.0f : powers[(h + j) % 3];
+      return j == h % 4 ? 0.0f : powers[(h + j) % 4];
     case E4m3Scales::kZeroHead:
-      return h == 0 ? 0.0f : powers[(h + j) % 3];
+      return h == 0 ? 0.0f : powers[(h + j) % 4];
     case E4m3Scales::kNanBlock:
-      return h == 1 && j == 2 ? std::numeric_limits<float>::quiet_NaN() : powers[(h + j) % 3];
+      return h == 1 && j == 2 ? std::numeric_limits<float>::quiet_NaN() : powers[(h + j) % 4];
     case E4m3Scales::kInfBlock:
-      return h == 1 && j == 2 ? std::numeric_limits<float>::infinity() : powers[(h + j) % 3];
+      return h == 1 && j == 2 ? std::numeric_limits<float>::infinity() : powers[(h + j) % 4];
   }
   return 0;
 }

@@ -19,14 +19,17 @@ enum class E4m3Values {
   // rounded to bf16 before the product shows. With scales of kOdd every operand is a multiple
   // of 2^-14 and every partial sum below 2^9: exact in FP32.
   kIntegersToThree,
-  kEdges,    // +-448 once a column, subnormals, +-0, the smallest normals, -2..2: with
-             // power-of-two scales up to 1 the sums stay exact (below 2^13 in steps of
-             // 2^-11)
+  // +-448 once a column, subnormals, +-0, the smallest normals, -2..2. With the power-of-two
+  // scales below (1/4 to 2) every dequantized value is a multiple of 2^-11 (2^-9 / 4), and with
+  // latent integers up to 5 the sum of a column's |products| is below 2^13 for any codes (the
+  // +-448: 448 * 2 * 5 = 4480; at most 80 codes of -2..2 a block: 80 * 2 * 5 * (1 + 1/2 + 1/4 +
+  // 2) = 3000; the subnormals and smallest normals under 10): every partial sum exact in FP32.
+  kEdges,
   kUniform,  // every finite code
 };
 
 enum class E4m3Scales {
-  kPowersOfTwo,  // 1, 1/2, 1/4
+  kPowersOfTwo,  // {1, 1/2, 1/4, 2}[(h + j) % 4]: the four blocks of a head each their own
   kOdd,          // values in [0.01, 0.05] that are no power of two
   kSomeZero,     // block h % 4 of head h is 0, the others powers of two
   kZeroHead,     // head 0's four blocks 0 (its values are all zeros), the others powers of two
