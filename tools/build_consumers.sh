@@ -148,5 +148,21 @@ if cmake_form add_subdirectory -DMLA_TAIL_SOURCE_DIR="$root" -DMLA_TAIL_INSTALL=
   fi
 fi
 
+# Under add_subdirectory without MLA_TAIL_INSTALL, the consumer's install installs nothing of
+# mla-tail's (configured only: with no install rules nothing needs building).
+rm -rf "$cmake_build/no_install" "$cmake_build/no_install_prefix"
+if ! { cmake -S "$consumer" -B "$cmake_build/no_install" -DCMAKE_BUILD_TYPE=Release \
+         -DMLA_TAIL_SOURCE_DIR="$root" &&
+       cmake --install "$cmake_build/no_install" --prefix "$cmake_build/no_install_prefix"; } \
+     >"$log" 2>&1; then
+  fail "$consumer with add_subdirectory and MLA_TAIL_INSTALL off: configure or install failed:" \
+    "$log"
+elif [ -n "$(find "$cmake_build/no_install_prefix" -type f 2>/dev/null)" ]; then
+  fail "add_subdirectory with MLA_TAIL_INSTALL off installed files:" \
+    <(find "$cmake_build/no_install_prefix" -type f)
+else
+  echo "build_consumers: $consumer (CMake): add_subdirectory installs nothing by default"
+fi
+
 [ $failed -eq 0 ] || echo "build_consumers: FAILED" >&2
 exit $failed
