@@ -59,7 +59,8 @@ ABSL_FLAG(int, print_every, 1,
           "print every N-th step's line; a failed step's line and the last step's always print");
 ABSL_FLAG(int, max_rss_growth_mib, 16, "host RSS growth allowed after the warm-up steps, MiB");
 ABSL_FLAG(bool, watch_memory, true,
-          "fail on memory growth after warm-up (false under compute-sanitizer, whose own "
+          "fail on memory growth after warm-up: the device's memory in use, which counts every "
+          "process's allocations (false on a shared GPU, and under compute-sanitizer, whose own "
           "allocations change the device's free memory)");
 namespace mla_tail_demo {
 namespace {

@@ -38,7 +38,9 @@ struct Cuda {
 
 struct StepTimes {
   double host_us = 0;  // Replay host calls, all layers
-  float gpu_ms = 0;    // from before the first replay to after the last, on the GPU
+  // From before the first replay to after the last, on the stream: the host's SetLayer and
+  // Replay calls pace it (nothing holds the stream while they enqueue), so it is no kernel time.
+  float gpu_ms = 0;
 };
 
 // One step on slot step % 2: poison the checked layers' outputs, fill the activations, upload

@@ -14,7 +14,8 @@
 #
 #   benchmarks.sh [--out=DIR] [--after=CMD] [--skip=STEP,...] [--with=STEP,...]
 #     --out    where the CSV files, logs, table.md and rc.txt go (default $OUT, else
-#              ./gpu-benchmarks); files of the same names there are appended to
+#              ./gpu-benchmarks): give an empty folder (the benchmarks' CSVs and the logs are
+#              appended to, the probes' CSVs and table.md replaced)
 #     --after  a command run after each step (e.g. packing the folder, so that a run cut off
 #              keeps what it had)
 #     --skip   steps not to run: graph_bench, row_count, no_gate, no_gate_embeddings, grid, fp8,
@@ -36,6 +37,13 @@ for arg in "$@"; do
     -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
     *) echo "benchmarks.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
+done
+# Every step name of --skip and --with must be one: a misspelt one would run (or skip) silently.
+steps=graph_bench,row_count,no_gate,no_gate_embeddings,grid,fp8,fp8_output,q,torch,upstream
+steps=$steps,upstream_kernels,upstream_exceptions,upstream_no_smem,large,pdl_probe,timeline
+steps=$steps,sm_ingest,convert,demo,runtime,consumers,runtime_two_gpus
+for name in ${skip//,/ } ${with//,/ }; do
+  case ",$steps," in *",$name,"*) ;; *) echo "benchmarks.sh: no step $name" >&2; exit 2 ;; esac
 done
 mkdir -p "$out"
 export MLA_TAIL_REQUIRE_GPU=1

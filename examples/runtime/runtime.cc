@@ -914,8 +914,11 @@ absl::StatusOr<std::vector<std::unique_ptr<mla_tail::MlaTail>>> CreateTails(cons
     return too_few(absl::StrCat(visible, " visible"));
   }
   for (int device : options.devices) {
-    if (visible > 0 && device >= visible) {
-      return too_few(absl::StrCat("device ", device, " of ", visible, " visible"));
+    if (visible >= count && device >= visible) {  // enough GPUs: a device that does not exist
+      std::fprintf(stderr, "--devices=%s names device %d; %d are visible (0-%d)\n",
+                   devices.c_str(), device, visible, visible - 1);
+      *exit_code = 2;
+      return absl::InvalidArgumentError("no such device");
     }
   }
   std::vector<std::unique_ptr<mla_tail::MlaTail>> tails;
@@ -1019,6 +1022,12 @@ int Main(int argc, char** argv) {
   const bool measure = absl::GetFlag(FLAGS_measure);
   const bool check = absl::GetFlag(FLAGS_check) || !measure;
   const bool several = device_count > 1;
+  if (!options.csv.empty() && !measure) {
+    std::fprintf(stderr, "--csv=%s needs --measure: there is nothing else to write\n",
+                 options.csv.c_str());
+    return 2;
+  }
+  (void)RequiredGpus();  // a bad MLA_TAIL_REQUIRE_GPUS exits here, whatever the run finds
 
   int exit_code = 0;
   // Outlive every device's thread: destroyed when Main returns, after the last join.
@@ -1110,16 +1119,19 @@ int Main(int argc, char** argv) {
           "update_us_per_layer,set_params_us_per_layer,update_us_per_layer_all_sets",
           several ? ",device" : "", "\n");
       for (const Measured& m : measured) csv += m.csv;
-      std::FILE* f = std::fopen(options.csv.c_str(), "w");
+      // Written beside it and renamed over it once whole: a failed write leaves the file it
+      // replaces, never half of one.
+      const std::string partial = options.csv + ".partial";
+      std::FILE* f = std::fopen(partial.c_str(), "w");
       if (f == nullptr) {
-        std::fprintf(
-            stderr, "measure: %s\n",
-            absl::InternalError(absl::StrCat("cannot write ", options.csv)).ToString().c_str());
+        std::fprintf(stderr, "measure: cannot write %s\n", partial.c_str());
         return 2;
       }
-      const bool written = std::fputs(csv.c_str(), f) >= 0;
-      if (std::fclose(f) != 0 || !written) {
+      const bool written = std::fputs(csv.c_str(), f) >= 0 && std::fflush(f) == 0;
+      if (std::fclose(f) != 0 || !written ||
+          std::rename(partial.c_str(), options.csv.c_str()) != 0) {
         std::fprintf(stderr, "measure: cannot write %s\n", options.csv.c_str());
+        std::remove(partial.c_str());
         return 2;
       }
       std::printf("wrote %s\n", options.csv.c_str());

@@ -193,9 +193,9 @@ int Main(int argc, char** argv) {
     for (const auto& m : modes) {
       if (!ok) break;
       const TailPluginLayer view = layer.View();
-      ok = layer.Poison(stream);
-      const int code = ok ? plugin.run(tail, &view, m.mode, stream, message, sizeof(message)) : -1;
-      if (code != 0) {
+      ok = layer.Poison(stream);  // prints its own failure
+      if (!ok) break;
+      if (plugin.run(tail, &view, m.mode, stream, message, sizeof(message)) != 0) {
         std::printf("FAIL heads %d %s: tail_plugin_run: %s\n", heads, m.name, message);
         ok = false;
       }

@@ -66,12 +66,26 @@ absl::Status Cuda(cudaError_t error, const char* what) {
   return absl::InternalError(std::string(what) + ": " + cudaGetErrorString(error));
 }
 
-// A graph of one tail node, instantiated and launched; the executable graph is freed once its
-// launch completes (CUDA defers the destruction of a graph in flight). Test scaffolding: a graph
-// created and instantiated every call costs far more than the tail; a runtime instantiates once
-// and moves pointers with TailNode::Update.
-absl::Status RunAsNode(const mla_tail::MlaTail& tail, const mla_tail::TailShape& shape,
+// A graph of one tail node, instantiated on the tail's device (the node's kernel is no function
+// of a device: the graph is instantiated for the thread's current one) and launched on a stream
+// of it; the executable graph is freed once its launch completes (CUDA defers the destruction
+// of a graph in flight). The thread's device is restored. Test scaffolding: a graph created and
+// instantiated every call costs far more than the tail; a runtime instantiates once and moves
+// pointers with TailNode::Update.
+absl::Status RunAsNode(const mla_tail::MlaTail& tail, int device, const mla_tail::TailShape& shape,
                        const mla_tail::TailBuffers& buffers, cudaStream_t stream) {
+  MLA_TAIL_RETURN_IF_ERROR(tail.CheckStream(stream));
+  int caller_device = 0;
+  MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaGetDevice(&caller_device), "cudaGetDevice"));
+  if (caller_device != device) {
+    MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaSetDevice(device), "cudaSetDevice"));
+  }
+  struct RestoreDevice {
+    int caller, device;
+    ~RestoreDevice() {
+      if (caller != device) cudaSetDevice(caller);
+    }
+  } restore{caller_device, device};
   cudaGraph_t graph = nullptr;
   MLA_TAIL_RETURN_IF_ERROR(Cuda(cudaGraphCreate(&graph, 0), "cudaGraphCreate"));
   absl::StatusOr<mla_tail::TailNode> node = mla_tail::AddTailNode(tail, graph, {}, shape, buffers);
@@ -95,7 +109,7 @@ absl::Status Run(TailPlugin& plugin, const TailPluginLayer& layer, int mode, cud
     case kTailPluginEager:
       return plugin.tail->Run(shape, buffers, stream);
     case kTailPluginNode:
-      return RunAsNode(*plugin.tail, shape, buffers, stream);
+      return RunAsNode(*plugin.tail, plugin.device, shape, buffers, stream);
     case kTailPluginGraphSet: {
       // Test scaffolding: a set per exact (heads, rows), one layer, one bucket. A runtime makes
       // one set per model, with its layers and batch buckets, ahead of time.
