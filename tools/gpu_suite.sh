@@ -182,6 +182,9 @@ run_binary() {  # label log command...
     else
       record NONE "$label" $((SECONDS - start)) "no case ran (the filter matches none here)"
     fi
+  elif [ "$rc" = 0 ] && ! grep -q '^\[==========\]' "$log" && grep -q '^SKIP' "$log"; then
+    # A program that is no gtest binary (the example runtime, the demo) and said it skipped.
+    record SKIP "$label" $((SECONDS - start)) "$(grep -m1 '^SKIP' "$log")"
   elif [ "$rc" = 0 ]; then
     record PASS "$label" $((SECONDS - start))
   else

@@ -28,7 +28,8 @@
 // Without a usable GPU, MlaTail::Create's FailedPrecondition is printed as SKIP and the program
 // exits 0, unless MLA_TAIL_REQUIRE_GPU=1 (or MLA_TAIL_REQUIRE_GPUS=N, N >= the devices asked
 // for). With fewer usable GPUs than --devices names, it prints SKIP and exits 0, unless
-// MLA_TAIL_REQUIRE_GPUS=N with N >= that many devices. Other errors exit 2.
+// MLA_TAIL_REQUIRE_GPUS=N with N >= that many devices. A device that does not exist where
+// enough are visible, and other errors, exit 2.
 
 #include <cuda_runtime_api.h>
 
