@@ -21,7 +21,7 @@ mla_tail_library(//graph:tail_graph_set
   INCLUDE_PREFIX "mla_tail/graph"
   SRCS "graph/tail_graph_set.cc"
   HDRS "graph/tail_graph_set.h"
-  DEPS "//graph:buckets" "//mla:cuda_status" "//mla:fault_hooks" "//mla:padding" "//mla:pointer_checks" "//mla:recent_buffers" "//mla:tail" "//mla:tail_access" "//mla:tail_args" "//mla:tail_extents" "//mla:tail_kernel_node" "CUDA::cudart_static" "absl::status" "absl::statusor" "absl::str_format" "absl::strings" "absl::time")
+  DEPS "//graph:buckets" "//mla:cuda_status" "//mla:device_guard" "//mla:fault_hooks" "//mla:padding" "//mla:pointer_checks" "//mla:recent_buffers" "//mla:tail" "//mla:tail_access" "//mla:tail_args" "//mla:tail_extents" "//mla:tail_kernel_node" "CUDA::cudart_static" "absl::status" "absl::statusor" "absl::str_format" "absl::strings" "absl::time")
 
 mla_tail_library(//graph:tail_node
   KIND cc
@@ -29,7 +29,7 @@ mla_tail_library(//graph:tail_node
   INCLUDE_PREFIX "mla_tail/graph"
   SRCS "graph/tail_node.cc"
   HDRS "graph/tail_node.h"
-  DEPS "//mla:cuda_status" "//mla:dispatch" "//mla:kernels" "//mla:pointer_checks" "//mla:recent_buffers" "//mla:tail" "//mla:tail_access" "//mla:tail_args" "//mla:tail_kernel_node" "CUDA::cudart_static" "absl::span" "absl::status" "absl::statusor" "absl::strings")
+  DEPS "//mla:cuda_status" "//mla:device_guard" "//mla:dispatch" "//mla:kernels" "//mla:pointer_checks" "//mla:recent_buffers" "//mla:tail" "//mla:tail_access" "//mla:tail_args" "//mla:tail_kernel_node" "CUDA::cudart_static" "absl::span" "absl::status" "absl::statusor" "absl::strings")
 
 mla_tail_library(//mla:cublaslt
   KIND cc
@@ -42,9 +42,16 @@ mla_tail_library(//mla:cublaslt
 mla_tail_library(//mla:cuda_status
   KIND cc
   PACKAGE "mla"
-  SRCS "mla/internal/cuda_status.cc" "mla/internal/device_guard.cc"
-  HDRS "mla/internal/cuda_status.h" "mla/internal/device_guard.h"
-  DEPS "//mla:driver" "//mla:errors" "CUDA::cudart_static" "absl::cord" "absl::status" "absl::statusor" "absl::strings")
+  SRCS "mla/internal/cuda_status.cc"
+  HDRS "mla/internal/cuda_status.h"
+  DEPS "//mla:errors" "CUDA::cudart_static" "absl::cord" "absl::status" "absl::statusor" "absl::strings")
+
+mla_tail_library(//mla:device_guard
+  KIND cc
+  PACKAGE "mla"
+  SRCS "mla/internal/device_guard.cc"
+  HDRS "mla/internal/device_guard.h"
+  DEPS "//mla:cuda_status" "//mla:driver" "CUDA::cudart_static" "absl::status" "absl::statusor" "absl::strings")
 
 mla_tail_library(//mla:dispatch
   KIND cc
@@ -89,7 +96,7 @@ mla_tail_library(//mla:padding
   INCLUDE_PREFIX "mla_tail/mla"
   SRCS "mla/padding.cc"
   HDRS "mla/padding.h"
-  DEPS "//mla:cuda_status" "//mla:driver" "//mla:pointer_checks" "//mla:tail_args" "CUDA::cudart_static" "absl::status" "absl::statusor" "absl::str_format" "absl::strings")
+  DEPS "//mla:cuda_status" "//mla:device_guard" "//mla:driver" "//mla:pointer_checks" "//mla:tail_args" "CUDA::cudart_static" "absl::status" "absl::statusor" "absl::str_format" "absl::strings")
 
 mla_tail_library(//mla:pointer_checks
   KIND cc
@@ -111,7 +118,7 @@ mla_tail_library(//mla:tail
   INCLUDE_PREFIX "mla_tail/mla"
   SRCS "mla/internal/tail_access.h" "mla/tail.cc"
   HDRS "mla/tail.h"
-  DEPS "//mla:cublaslt" "//mla:cuda_status" "//mla:dispatch" "//mla:driver" "//mla:errors" "//mla:kernels" "//mla:pointer_checks" "//mla:tail_args" "//mla:tail_kernel_node" "//mla:value_bmm" "absl::cleanup" "absl::flat_hash_map" "absl::status" "absl::statusor" "absl::strings" "mla_tail_cuda_headers")
+  DEPS "//mla:cublaslt" "//mla:cuda_status" "//mla:device_guard" "//mla:dispatch" "//mla:driver" "//mla:errors" "//mla:kernels" "//mla:pointer_checks" "//mla:tail_args" "//mla:tail_kernel_node" "//mla:value_bmm" "absl::cleanup" "absl::flat_hash_map" "absl::status" "absl::statusor" "absl::strings" "mla_tail_cuda_headers")
 
 mla_tail_library(//mla:tail_access
   KIND cc

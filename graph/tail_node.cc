@@ -167,9 +167,9 @@ absl::StatusOr<TailNode> AddTailNode(const MlaTail& tail, cudaGraph_t graph,
   if (auto twice = std::adjacent_find(distinct.begin(), distinct.end()); twice != distinct.end()) {
     const auto first = std::find(dependencies.begin(), dependencies.end(), *twice);
     const auto second = std::find(first + 1, dependencies.end(), *twice);
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a dependency is given twice: dependencies ", first - dependencies.begin(), " and ",
-        second - dependencies.begin()));
+    return absl::InvalidArgumentError(absl::StrCat("a dependency is given twice: dependencies ",
+                                                   first - dependencies.begin(), " and ",
+                                                   second - dependencies.begin()));
   }
 
   absl::StatusOr<internal::TailKernelNode> node =

@@ -237,10 +237,9 @@ absl::Status MlaTail::Impl::AllocateBmmScratch() {
         "cudaMallocFromPoolAsync(cuBLASLt workspace)");
   }
   if (status.ok()) {
-    status = internal::CudaStatus(
-        cudaMallocFromPoolAsync(reinterpret_cast<void**>(&s.values), values_bytes, s.pool,
-                                s.stream),
-        "cudaMallocFromPoolAsync(BMM values)");
+    status = internal::CudaStatus(cudaMallocFromPoolAsync(reinterpret_cast<void**>(&s.values),
+                                                          values_bytes, s.pool, s.stream),
+                                  "cudaMallocFromPoolAsync(BMM values)");
   }
   if (status.ok()) {
     status = internal::CudaStatus(

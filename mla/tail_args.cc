@@ -183,9 +183,8 @@ absl::Status ValidateTail(const TailShape& shape, const TailBuffers& b) {
   if (fp8_weight) {
     MLA_TAIL_CHECK(CheckPointer(b.w_uv_scale, "w_uv_scale", kAlign));
   } else if (b.w_uv_scale != nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("w_uv_scale is set without w_uv_fp8: bf16 W_UV has none (w_uv_scale = %p)",
-                        b.w_uv_scale));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "w_uv_scale is set without w_uv_fp8: bf16 W_UV has none (w_uv_scale = %p)", b.w_uv_scale));
   }
   if (fp8_output) {
     MLA_TAIL_CHECK(CheckPointer(b.output_scale, "output_scale", alignof(float)));

@@ -68,8 +68,8 @@ class MlaGpuTest : public mla_tail_testing::GpuStreamTest<> {
   }
   std::vector<uint16_t> RunAndCheckWith(mla_tail::MlaTail& tail, const Problem& problem,
                                         TailPath path, bool exact, const std::vector<int>& rows) {
-    const size_t before = (2 * static_cast<size_t>(problem.buffers().output_row_stride) + 127) /
-                          128 * 128;
+    const size_t before =
+        (2 * static_cast<size_t>(problem.buffers().output_row_stride) + 127) / 128 * 128;
     absl::StatusOr<DeviceMemory> allocation =
         DeviceMemory::Allocate((before + problem.output_elements()) * sizeof(uint16_t));
     EXPECT_TRUE(allocation.ok()) << allocation.status();
@@ -90,8 +90,8 @@ class MlaGpuTest : public mla_tail_testing::GpuStreamTest<> {
         DownloadBits(allocation->as<mla_tail::bf16>(), before);
     EXPECT_TRUE(guard.ok()) << guard.status();
     if (guard.ok()) {
-      const int64_t written = std::count_if(guard->begin(), guard->end(),
-                                            [](uint16_t bits) { return bits != 0xffff; });
+      const int64_t written =
+          std::count_if(guard->begin(), guard->end(), [](uint16_t bits) { return bits != 0xffff; });
       EXPECT_EQ(written, 0) << mla_tail::TailPathName(path) << ", fused kernel "
                             << mla_tail::FusedKernelName(tail.options().fused_kernel)
                             << ": elements written before the output";
@@ -111,11 +111,11 @@ class MlaGpuTest : public mla_tail_testing::GpuStreamTest<> {
     absl::StatusOr<DeviceMemory> output =
         DeviceMemory::Allocate(problem.output_elements() * sizeof(uint16_t));
     ASSERT_TRUE(output.ok()) << output.status();
-    ASSERT_EQ(cudaMemsetAsync(output->get(), 0x3c, problem.output_elements() * sizeof(uint16_t),
-                              stream_),
-              cudaSuccess);
-    ASSERT_OK(tail.Run(problem.shape(),
-                       problem.buffers_with_output(output->as<mla_tail::bf16>()), stream_, path));
+    ASSERT_EQ(
+        cudaMemsetAsync(output->get(), 0x3c, problem.output_elements() * sizeof(uint16_t), stream_),
+        cudaSuccess);
+    ASSERT_OK(tail.Run(problem.shape(), problem.buffers_with_output(output->as<mla_tail::bf16>()),
+                       stream_, path));
     ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
     absl::StatusOr<std::vector<uint16_t>> second =
         DownloadBits(output->as<mla_tail::bf16>(), problem.output_elements());
@@ -125,16 +125,15 @@ class MlaGpuTest : public mla_tail_testing::GpuStreamTest<> {
     const int64_t width = int64_t{problem.shape().heads} * 128;
     int64_t differing = 0;
     for (size_t i = 0; i < first.size(); ++i) {
-      const bool tail_element =
-          static_cast<int64_t>(i) / stride < problem.shape().rows &&
-          static_cast<int64_t>(i) % stride < width;
+      const bool tail_element = static_cast<int64_t>(i) / stride < problem.shape().rows &&
+                                static_cast<int64_t>(i) % stride < width;
       const uint16_t a = first[i], b = (*second)[i];
-      const bool same = tail_element ? a == b || ((a & 0x7fff) > 0x7f80 && (b & 0x7fff) > 0x7f80)
-                                     : b == 0x3c3c;
+      const bool same =
+          tail_element ? a == b || ((a & 0x7fff) > 0x7f80 && (b & 0x7fff) > 0x7f80) : b == 0x3c3c;
       if (!same && ++differing <= 5) {
         ADD_FAILURE() << mla_tail::TailPathName(path) << ", fused kernel "
-                      << mla_tail::FusedKernelName(tail.options().fused_kernel) << ": element "
-                      << i << " (row " << static_cast<int64_t>(i) / stride << ", column "
+                      << mla_tail::FusedKernelName(tail.options().fused_kernel) << ": element " << i
+                      << " (row " << static_cast<int64_t>(i) / stride << ", column "
                       << static_cast<int64_t>(i) % stride << ") 0x" << std::hex << b
                       << " over a finite fill, 0x" << a << " over NaN";
       }
@@ -411,8 +410,8 @@ TEST_F(MlaGpuTest, OutputInTheKHalfOfKvBProj) {
   auto run = [&](mla_tail::MlaTail& tail, TailPath path) {
     SCOPED_TRACE(absl::StrCat(mla_tail::TailPathName(path), ", fused kernel ",
                               mla_tail::FusedKernelName(tail.options().fused_kernel)));
-    const std::vector<uint16_t> expected = RunAndCheckWith(tail, *problem, path, true,
-                                                           problem->SampleRows());
+    const std::vector<uint16_t> expected =
+        RunAndCheckWith(tail, *problem, path, true, problem->SampleRows());
     ASSERT_FALSE(expected.empty());
     ASSERT_OK(tail.Run(problem->shape(), in_gap, stream_, path));
     ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
@@ -842,10 +841,10 @@ TEST_F(MlaGpuTest, EveryKernelGatesEveryBf16GateAsTheContract) {
     for (size_t i = 0; i < gates.size(); ++i) {
       gates[i] = static_cast<uint16_t>((i * 40503u) & 0xFFFFu);
     }
-    ASSERT_EQ(cudaMemcpy2DAsync(const_cast<mla_tail::bf16*>(b.gate), b.gate_row_stride * 2,
-                                gates.data(), width * 2, width * 2, c.rows,
-                                cudaMemcpyHostToDevice, stream_),
-              cudaSuccess);
+    ASSERT_EQ(
+        cudaMemcpy2DAsync(const_cast<mla_tail::bf16*>(b.gate), b.gate_row_stride * 2, gates.data(),
+                          width * 2, width * 2, c.rows, cudaMemcpyHostToDevice, stream_),
+        cudaSuccess);
     mla_tail::TailBuffers ungated = b;
     ungated.gate = nullptr;
 
@@ -856,13 +855,13 @@ TEST_F(MlaGpuTest, EveryKernelGatesEveryBf16GateAsTheContract) {
       ASSERT_TRUE(values.ok() && gated.ok() && expected.ok());
       ungated.output = values->as<mla_tail::bf16>();
       ASSERT_OK(tail.Run(problem->shape(), ungated, stream_, path));
-      ASSERT_OK(tail.Run(problem->shape(), problem->buffers_with_output(gated->as<mla_tail::bf16>()),
-                         stream_, path));
-      ASSERT_EQ(GateOutputs(values->as<uint16_t>(), b.output_row_stride,
-                            reinterpret_cast<const uint16_t*>(b.gate), b.gate_row_stride,
-                            b.lengths, 1, c.rows, width, expected->as<uint16_t>(),
-                            b.output_row_stride, stream_),
-                cudaSuccess);
+      ASSERT_OK(tail.Run(problem->shape(),
+                         problem->buffers_with_output(gated->as<mla_tail::bf16>()), stream_, path));
+      ASSERT_EQ(
+          GateOutputs(values->as<uint16_t>(), b.output_row_stride,
+                      reinterpret_cast<const uint16_t*>(b.gate), b.gate_row_stride, b.lengths, 1,
+                      c.rows, width, expected->as<uint16_t>(), b.output_row_stride, stream_),
+          cudaSuccess);
       ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
       absl::StatusOr<std::vector<uint16_t>> got =
           DownloadBits(gated->as<mla_tail::bf16>(), problem->output_elements());

@@ -1235,7 +1235,6 @@ TEST_F(SafetyGpuTest, OnlyDifferentGraphsOfASetRunAtOnce) {
   cudaStreamDestroy(other);
 }
 
-
 // Instances made in a context the caller then destroys release nothing when they go, even where
 // a new context takes the destroyed one's address: a context is known by its ID, which no later
 // context reuses. The successor's stream, event and memory (made where the instances' were) are
@@ -1385,8 +1384,7 @@ TEST_F(SafetyGpuTest, PreparingTheBmmPathWaitsForNoStreamOfTheCallers) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   gate.Release();
   opener.join();
-  EXPECT_TRUE(prepared.ok() || prepared.code() == absl::StatusCode::kResourceExhausted)
-      << prepared;
+  EXPECT_TRUE(prepared.ok() || prepared.code() == absl::StatusCode::kResourceExhausted) << prepared;
   EXPECT_LT(seconds, 4.0) << "PrepareBmm waited for the caller's held stream";
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
   std::move(free_filler).Invoke();

@@ -75,20 +75,18 @@ __global__ void SigmoidKernel(float* sigmoids) {
 }
 
 __global__ void GateOutputsKernel(const uint16_t* values, int64_t values_stride,
-                                  const uint16_t* gate, int64_t gate_stride,
-                                  const int32_t* lengths, int q, int rows, int pairs,
-                                  uint16_t* out, int64_t out_stride) {
+                                  const uint16_t* gate, int64_t gate_stride, const int32_t* lengths,
+                                  int q, int rows, int pairs, uint16_t* out, int64_t out_stride) {
   const int64_t index = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (index >= int64_t{rows} * pairs) return;
   const int t = static_cast<int>(index / pairs);
   const int c = static_cast<int>(index % pairs) * 2;
-  const uint32_t v = uint32_t{values[t * values_stride + c]} |
-                     (uint32_t{values[t * values_stride + c + 1]} << 16);
+  const uint32_t v =
+      uint32_t{values[t * values_stride + c]} | (uint32_t{values[t * values_stride + c + 1]} << 16);
   const uint32_t g =
       uint32_t{gate[t * gate_stride + c]} | (uint32_t{gate[t * gate_stride + c + 1]} << 16);
   const float2 vf = mla_tail::internal::device::Bf16x2ToFloat2(v);
-  const uint32_t word =
-      mla_tail::internal::device::GatePair(vf.x, vf.y, g, lengths[t / q] > 0);
+  const uint32_t word = mla_tail::internal::device::GatePair(vf.x, vf.y, g, lengths[t / q] > 0);
   out[t * out_stride + c] = static_cast<uint16_t>(word & 0xFFFFu);
   out[t * out_stride + c + 1] = static_cast<uint16_t>(word >> 16);
 }

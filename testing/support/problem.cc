@@ -91,8 +91,7 @@ absl::StatusOr<std::unique_ptr<Problem>> Problem::Create(const ProblemOptions& o
   MLA_RETURN_IF_ERROR(p->gate_.Reset(rows * b.gate_row_stride * sizeof(bf16)));
   MLA_RETURN_IF_ERROR(p->lengths_device_.Reset((rows / q) * sizeof(int32_t)));
   p->output_lead_ = (2 * b.output_row_stride + 127) / 128 * 128;
-  MLA_RETURN_IF_ERROR(
-      p->output_.Reset((p->output_lead_ + p->output_elements()) * sizeof(bf16)));
+  MLA_RETURN_IF_ERROR(p->output_.Reset((p->output_lead_ + p->output_elements()) * sizeof(bf16)));
   b.output = p->output_.as<bf16>() + p->output_lead_;  // PoisonOutput and Check know it by this
 
   // Unused parts of strided inputs hold NaN: a kernel that reads them shows it.
