@@ -17,8 +17,8 @@ void PrintStepLine(const Config& c, const StepOutcome& s) {
   if (after.instantiations != before.instantiations) {
     absl::StrAppend(&line, "  instantiations +", after.instantiations - before.instantiations);
   }
-  absl::StrAppendFormat(&line, "  host %.1f us/replay  stream %.1f us  ", s.times.host_us / c.layers,
-                        s.times.gpu_ms * 1e3);
+  absl::StrAppendFormat(&line, "  host %.1f us/replay  stream %.1f us  ",
+                        s.times.host_us / c.layers, s.times.gpu_ms * 1e3);
   if (s.layers_failed == 0) {
     absl::StrAppend(&line, "check ok (", s.rows_checked, " rows)");
   } else {
@@ -43,8 +43,8 @@ std::vector<std::string> PrintSummary(const Config& c, const LoopTotals& totals)
   absl::PrintF(
       "  Replay host time %.2f us mean; stream time (paced by the host's calls) %.1f us per "
       "step, %.2f us per layer\n",
-               totals.host_us / (double{1} * c.steps * c.layers), totals.gpu_ms * 1e3 / c.steps,
-               totals.gpu_ms * 1e3 / c.steps / c.layers);
+      totals.host_us / (double{1} * c.steps * c.layers), totals.gpu_ms * 1e3 / c.steps,
+      totals.gpu_ms * 1e3 / c.steps / c.layers);
   absl::PrintF("  loop wall time %.1f s, %.2f steps/s (checks and printing included)\n",
                totals.loop_seconds, c.steps / totals.loop_seconds);
   if (c.check_layers == 0) {

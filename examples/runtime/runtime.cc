@@ -916,8 +916,8 @@ absl::StatusOr<std::vector<std::unique_ptr<mla_tail::MlaTail>>> CreateTails(cons
   }
   for (int device : options.devices) {
     if (visible >= count && device >= visible) {  // enough GPUs: a device that does not exist
-      std::fprintf(stderr, "--devices=%s names device %d; %d are visible (0-%d)\n",
-                   devices.c_str(), device, visible, visible - 1);
+      std::fprintf(stderr, "--devices=%s names device %d; %d are visible (0-%d)\n", devices.c_str(),
+                   device, visible, visible - 1);
       *exit_code = 2;
       return absl::InvalidArgumentError("no such device");
     }
