@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench/limit_kernels.h"
+#include "bench/median.h"
 #include "bench/stream_hold.h"
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/value_bmm.h"
@@ -213,8 +214,7 @@ absl::StatusOr<double> TimeOnStream(cudaStream_t stream,
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   MLA_RETURN_IF_ERROR(status);
-  std::sort(times.begin(), times.end());
-  return 1000.0 * times[times.size() / 2];
+  return 1000.0 * Median(times);
 }
 
 absl::StatusOr<double> TimeCapturedGraph(cudaStream_t stream,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bench/cuda_check.h"
+#include "bench/median.h"
 #include "bench/pdl_probe.h"
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/launch.h"
@@ -103,11 +104,6 @@ __global__ void TimerResolution(unsigned long long* out) {
   }
   out[0] = smallest;
   out[1] = changes > 0 ? (last - begin) / changes : 0;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 }  // namespace

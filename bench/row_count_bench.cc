@@ -32,6 +32,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "bench/bench_util.h"
+#include "bench/median.h"
 #include "bench/output_check.h"
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/device_guard.h"
@@ -57,11 +58,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kTails = 5;  // counted, early, readable, padded, exact
 constexpr const char* kTailNames[kTails] = {"counted", "early", "readable", "padded", "exact"};
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // The per-layer time of `layers` tails of `shape`, captured into one graph (L2 cold).
 absl::StatusOr<double> PerLayer(mla_tail::MlaTail& tail, const mla_tail::TailShape& shape,

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bench/cuda_check.h"
+#include "bench/median.h"
 #include "bench/sm_ingest_probe.h"
 
 namespace mla_tail_bench {
@@ -27,6 +28,9 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kSmemBytes = 200 * 1024;
 constexpr int64_t kColdBytes = int64_t{768} << 20;
+// Written before each cold replay, so that no byte the replay reads is still in L2 (a replay's
+// own reads, up to 32 launches' of a few MiB, fit in L2 many times over).
+constexpr int64_t kFlushBytes = int64_t{256} << 20;
 constexpr int kLaunches = 32;
 
 struct IngestArgs {
@@ -54,9 +58,10 @@ __global__ void __launch_bounds__(kThreads, 1) IngestKernel(const IngestArgs a) 
   }
 }
 
-// Microseconds a launch: the median of 15 replays of a graph of kLaunches launches.
-double TimeLaunches(const char* buffer, int sms, int64_t block_bytes, bool cold, int* sink,
-                    cudaStream_t stream) {
+// Microseconds a launch: the median of 15 replays of a graph of kLaunches launches. Cold: the
+// launches read distinct regions, and `flush` is written before each replay (untimed).
+double TimeLaunches(const char* buffer, char* flush, int sms, int64_t block_bytes, bool cold,
+                    int* sink, cudaStream_t stream) {
   const int64_t launch_bytes = block_bytes * sms;
   cudaGraph_t graph;
   CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
@@ -83,6 +88,7 @@ double TimeLaunches(const char* buffer, int sms, int64_t block_bytes, bool cold,
   CUDA_CHECK(cudaEventCreate(&e1));
   std::vector<float> ms;
   for (int r = 0; r < 18; ++r) {
+    if (cold) CUDA_CHECK(cudaMemsetAsync(flush, r & 0xff, kFlushBytes, stream));
     CUDA_CHECK(cudaEventRecord(e0, stream));
     CUDA_CHECK(cudaGraphLaunch(exec, stream));
     CUDA_CHECK(cudaEventRecord(e1, stream));
@@ -91,12 +97,11 @@ double TimeLaunches(const char* buffer, int sms, int64_t block_bytes, bool cold,
     CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
     if (r >= 3) ms.push_back(t);
   }
-  std::sort(ms.begin(), ms.end());
   CUDA_CHECK(cudaEventDestroy(e0));
   CUDA_CHECK(cudaEventDestroy(e1));
   CUDA_CHECK(cudaGraphExecDestroy(exec));
   CUDA_CHECK(cudaGraphDestroy(graph));
-  return 1000.0 * ms[ms.size() / 2] / kLaunches;
+  return 1000.0 * Median(ms) / kLaunches;
 }
 
 }  // namespace
@@ -107,8 +112,10 @@ int RunSmIngestProbe() {
   CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(IngestKernel),
                                   cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
   char* buffer = nullptr;
+  char* flush = nullptr;
   int* sink = nullptr;
   CUDA_CHECK(cudaMalloc(&buffer, kColdBytes));
+  CUDA_CHECK(cudaMalloc(&flush, kFlushBytes));
   CUDA_CHECK(cudaMemset(buffer, 1, kColdBytes));
   CUDA_CHECK(cudaMalloc(&sink, sizeof(int)));
   cudaStream_t stream;
@@ -118,7 +125,7 @@ int RunSmIngestProbe() {
     for (const int n : {1, 8, 32, 66, sms}) {
       double small_us = 0;
       for (const int kib : {16, 64, 128, 192}) {
-        const double us = TimeLaunches(buffer, n, int64_t{kib} << 10, cold, sink, stream);
+        const double us = TimeLaunches(buffer, flush, n, int64_t{kib} << 10, cold, sink, stream);
         if (kib == 16) small_us = us;
         const double extra = (int64_t{kib - 16} << 10) / ((us - small_us) * 1e-6);
         std::printf("%s,%d,%d,%.3f,%.1f,%.3f\n", cold ? "dram" : "l2", n, kib, us,
@@ -129,6 +136,7 @@ int RunSmIngestProbe() {
   }
   CUDA_CHECK(cudaStreamDestroy(stream));
   CUDA_CHECK(cudaFree(buffer));
+  CUDA_CHECK(cudaFree(flush));
   CUDA_CHECK(cudaFree(sink));
   return 0;
 }

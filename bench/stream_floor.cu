@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "bench/median.h"
 #include "bench/stream_floor.h"
 #include "bench/stream_hold.h"
 
@@ -159,7 +160,7 @@ cudaError_t MeasureStreamFloor(int64_t bytes, cudaStream_t stream, StreamFloor* 
       for (int l = 0; l < layers; ++l) {
         STREAM_FLOOR_RETURN_IF_ERROR(
             LaunchStreamRead(static_cast<const char*>(r.buffer) + l * stride, read_bytes,
-                             static_cast<int>(blocks), stream, /*pdl=*/true, shape));
+                             static_cast<int>(blocks), stream, options.pdl, shape));
       }
       r.capturing = false;
       STREAM_FLOOR_RETURN_IF_ERROR(cudaStreamEndCapture(stream, &r.graph));
@@ -189,13 +190,12 @@ cudaError_t MeasureStreamFloor(int64_t bytes, cudaStream_t stream, StreamFloor* 
       r.exec = nullptr;
       STREAM_FLOOR_RETURN_IF_ERROR(cudaGraphDestroy(r.graph));
       r.graph = nullptr;
-      std::sort(ms.begin(), ms.end());
-      const double us = 1000.0 * ms[ms.size() / 2] / layers;
+      const double us = 1000.0 * Median(ms) / layers;
       if (result.blocks == 0 || us < result.us) {
         result.us = us;
         result.shape = shape;
         result.blocks = static_cast<int>(blocks);
-        result.blocks_per_sm = k;
+        result.blocks_per_sm = static_cast<double>(blocks) / sms;
       }
     }
   }

@@ -29,6 +29,8 @@ struct StreamFloorOptions {
   int max_layers = 512;                     // and at most
   int64_t cold_bytes = int64_t{180} << 20;  // the layers' bytes together, at least
   int max_blocks_per_sm = 8;                // k = 1..max_blocks_per_sm
+  bool pdl =
+      true;  // launched with the PDL attribute (the tails' embedding; off beside PDL-less tails)
 };
 
 // A block shape of the streaming kernel.
@@ -42,7 +44,7 @@ struct StreamFloor {
   double us = 0;          // per kernel, at the fastest shape and grid
   StreamReadShape shape;  // that shape
   int blocks = 0;         // and grid
-  int blocks_per_sm = 0;  // its k
+  double blocks_per_sm = 0;  // blocks / multiprocessors: k, or less where fewer blocks have work
   int layers = 0;         // kernels a graph
 };
 

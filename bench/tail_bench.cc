@@ -311,9 +311,10 @@ int Main() {
     // host_us_per_replay: the -replay modes only, empty for the others. flop_us: the tail's
     // FLOPs at the matrix rate. limit_us: the tail's bytes at copy_tbs, the higher of the two
     // measured copy rates. stream_floor_us: the streaming floor of bytes_per_layer
-    // (bench/stream_floor.h), measured in this run beside the shape's tails, at
-    // stream_floor_blocks_per_sm blocks of stream_floor_block (threads x loads a thread); empty
-    // with --nostream_floor.
+    // (bench/stream_floor.h), measured in this run beside the shape's tails (with PDL as they
+    // run), at a grid of stream_floor_blocks_per_sm blocks a multiprocessor (fewer than one where
+    // fewer blocks have work) of stream_floor_block (threads x loads a thread); empty for the
+    // upstream modes (the upstream kernel's time is in theirs) and with --nostream_floor.
     csv << "heads,rows,q,mode,layers,us_per_layer,limit_us,bytes_per_layer,host_us_per_replay,"
            "flop_us,copy_tbs,stream_floor_us,stream_floor_blocks_per_sm,stream_floor_block\n";
   }
@@ -400,6 +401,7 @@ int Main() {
         StreamFloorOptions floor_options;
         floor_options.min_layers = layer_count;
         floor_options.max_layers = layer_count;
+        floor_options.pdl = absl::GetFlag(FLAGS_pdl);  // the tails' embedding
         for (const std::string& mode : modes) {
           const int64_t bytes = mode_bytes(mode);
           if (!absl::GetFlag(FLAGS_stream_floor) || stream_floors.count(bytes) > 0) continue;
@@ -414,9 +416,13 @@ int Main() {
                           std::optional<double> host_us_per_replay) {
           const int64_t bytes = mode_bytes(mode);
           const double limit_us = bytes / bandwidth * 1e6;
+          // An upstream mode's time is the upstream kernel's and the tail's together, which the
+          // tail's floor (measured without the upstream kernel) does not bound: none is given.
+          const bool upstream_mode = mode.rfind("up", 0) == 0;
           const auto floor_at = stream_floors.find(bytes);
-          const StreamFloor stream_floor =
-              floor_at != stream_floors.end() ? floor_at->second : StreamFloor{};
+          const StreamFloor stream_floor = floor_at != stream_floors.end() && !upstream_mode
+                                               ? floor_at->second
+                                               : StreamFloor{};
           const std::string host =
               host_us_per_replay ? absl::StrFormat("%.2f", *host_us_per_replay) : "-";
           std::printf("%5d %5d %2d %12s %6d %10.2f %9.2f %5.0f%% %9.2f %7.2f %13s\n", heads, rows,
@@ -440,13 +446,17 @@ int Main() {
         std::unique_ptr<Peer> peer;
         // Every timed output checked: poisoned before the timing, sampled against the CPU
         // reference after it ("up" times the upstream kernel alone).
+        // Whether the mode's outputs are right (a mode's row is recorded only then: a timing of
+        // wrong outputs is no figure).
         auto check = [&](const std::string& mode) {
-          if (mode == "up") return;
+          if (mode == "up") return true;
           if (const absl::Status s = CheckOutputs(shape, *layers, stream); !s.ok()) {
             std::fprintf(stderr, "tail_bench: MISMATCH in mode %s: %s\n", mode.c_str(),
                          s.ToString().c_str());
             ++failures;
+            return false;
           }
+          return true;
         };
         // The layers' e4m3 tensors, made when a mode first needs them.
         std::vector<Fp8Layer> fp8_layers;
@@ -520,14 +530,15 @@ int Main() {
               ++failures;
               continue;
             }
-            record(name, *us / layer_count, std::nullopt);
             if (const absl::Status s =
                     CheckFp8Outputs(shape, *layers, fp8_layers, e4m3.weight, e4m3.output, stream);
                 !s.ok()) {
               std::fprintf(stderr, "tail_bench: MISMATCH in mode %s: %s\n", name.c_str(),
                            s.ToString().c_str());
               ++failures;
+              continue;
             }
+            record(name, *us / layer_count, std::nullopt);
             continue;
           }
           if (const absl::Status s = PoisonOutputs(*layers, stream); !s.ok()) {
@@ -544,8 +555,7 @@ int Main() {
               ++failures;
               continue;
             }
-            record(name, timing->gpu_us_per_layer, timing->host_us_per_replay);
-            check(name);
+            if (check(name)) record(name, timing->gpu_us_per_layer, timing->host_us_per_replay);
             continue;
           }
           if (mode == "peer" && peer == nullptr) {
@@ -597,8 +607,7 @@ int Main() {
             ++failures;
             continue;
           }
-          record(name, *us / layer_count, std::nullopt);
-          check(name);
+          if (check(name)) record(name, *us / layer_count, std::nullopt);
         }
       }
     }

@@ -127,8 +127,8 @@ int Main() {
         return 1;
       }
       cudaMemsetAsync(w.stream_bytes.get(), 0x5a, bytes * launches, stream);
-      std::printf("# %dx%d: streaming floor %.3f us at %d blocks a multiprocessor\n", w.shape.heads,
-                  w.shape.rows, floor.us, floor.blocks_per_sm);
+      std::printf("# %dx%d: streaming floor %.3f us at %d blocks (%.2f a multiprocessor)\n",
+                  w.shape.heads, w.shape.rows, floor.us, floor.blocks, floor.blocks_per_sm);
     }
     work.push_back(std::move(w));
   }
