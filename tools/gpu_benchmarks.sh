@@ -20,7 +20,7 @@
 #              keeps what it had)
 #     --skip   steps not to run: graph_bench, row_count, no_gate, no_gate_embeddings, grid, fp8,
 #              fp8_output, q, torch, upstream, upstream_kernels, upstream_exceptions, upstream_no_smem, large,
-#              pdl_probe, timeline, sm_ingest, convert, demo, runtime, consumers
+#              pdl_probe, timeline, sm_ingest, convert, demo, runtime, consumers, table
 #     --with   opt-in steps to run as well: runtime_two_gpus (needs two GPUs)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,7 +41,7 @@ done
 # Every step name of --skip and --with must be one: a misspelt one would run (or skip) silently.
 steps=graph_bench,row_count,no_gate,no_gate_embeddings,grid,fp8,fp8_output,q,torch,upstream
 steps=$steps,upstream_kernels,upstream_exceptions,upstream_no_smem,large,pdl_probe,timeline
-steps=$steps,sm_ingest,convert,demo,runtime,consumers,runtime_two_gpus
+steps=$steps,sm_ingest,convert,demo,runtime,consumers,table,runtime_two_gpus
 for name in ${skip//,/ } ${with//,/ }; do
   case ",$steps," in *",$name,"*) ;; *) echo "benchmarks.sh: no step $name" >&2; exit 2 ;; esac
 done
