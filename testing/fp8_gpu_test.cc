@@ -175,8 +175,9 @@ class Fp8GpuTest : public GpuStreamTest<> {
     ASSERT_EQ(cudaMemsetAsync(buffers.output, 0x5a, elements * sizeof(uint16_t), stream_),
               cudaSuccess);
     const absl::Status run = tail.Run(problem.shape(), buffers, stream_);
-    ASSERT_TRUE(run.ok()) << Name(tail) << ": " << run;
+    // Synchronised before a failure returns: a caller's later read must not race the fills.
     ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    ASSERT_TRUE(run.ok()) << Name(tail) << ": " << run;
     absl::StatusOr<std::vector<uint16_t>> got = DownloadBits(buffers.output, elements);
     ASSERT_TRUE(got.ok()) << got.status();
     const int64_t stride = buffers.output_row_stride;
@@ -207,8 +208,9 @@ class Fp8GpuTest : public GpuStreamTest<> {
     out.Apply(&buffers);
     BehindLateWriter(problem, late);
     const absl::Status run = tail.Run(problem.shape(), buffers, stream_);
-    ASSERT_TRUE(run.ok()) << Name(tail) << ": " << run;
+    // Synchronised before a failure returns: a caller's later read must not race the fills.
     ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    ASSERT_TRUE(run.ok()) << Name(tail) << ": " << run;
     const int64_t stride = problem.buffers().output_row_stride;
     const absl::Status check =
         out.Check([&](int t, int column) { return bf16[t * stride + column]; }, live_rows);

@@ -130,7 +130,9 @@ class RowCountGpuTest : public GpuStreamTest<> {
     std::sort(sample.begin(), sample.end());
     sample.erase(std::unique(sample.begin(), sample.end()), sample.end());
     ASSERT_OK(problem.Check(problem.buffers().output, sample, true, live));
-    if (live <= 0) return;
+    // The sanitizers' runs (the sanitizer profile) look for memory errors, not wrong values: the
+    // second run would double their time, and the plain run compares.
+    if (live <= 0 || SanitizerProfile()) return;
     absl::StatusOr<DeviceMemory> other = problem.NewOutput(stream_);
     ASSERT_TRUE(other.ok()) << other.status();
     ASSERT_OK(uncounted(problem.buffers_with_output(other->as<mla_tail::bf16>())));

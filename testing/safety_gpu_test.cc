@@ -1345,7 +1345,7 @@ TEST_F(SafetyGpuTest, InstancesOfADestroyedContextReleaseNothingInItsSuccessor) 
 // the caller freed in stream order behind held work (which a shared pool could hand out, making
 // the allocation wait for that work), PrepareBmm returns (OK or ResourceExhausted) without
 // waiting for the caller's stream.
-TEST_F(SafetyGpuTest, PreparingTheBmmPathWaitsForNoStreamOfTheCallers) {
+TEST_F(SafetyGpuTest, PreparingTheBmmPathWithTheDeviceFullWaitsForNoStreamOfTheCallers) {
   std::unique_ptr<Problem> problem = MakeProblem(12, 16, 15);
   ASSERT_NE(problem, nullptr);
   {

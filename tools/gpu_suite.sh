@@ -84,6 +84,7 @@ sanitize_shards=${sanitize_shards:-1}
 sanitize_jobs=${sanitize_jobs:-1}
 timeout_s=${timeout_s:-0}
 run_tests=${run_tests:-1}
+[[ $timeout_s =~ ^[0-9]+$ ]] || { echo "run.sh: --timeout=$timeout_s: give whole seconds" >&2; exit 2; }
 case $profile in
   ''|full|sanitize) ;;
   *) echo "run.sh: unknown profile $profile (full or sanitize)" >&2; exit 2 ;;
@@ -104,6 +105,7 @@ done
 [ ${#test_binaries[@]} -gt 0 ] || { echo "run.sh: no test binary selected" >&2; exit 2; }
 
 mkdir -p "$out"
+rm -rf "$out/sanitize"  # an earlier run's verdicts there would be counted as this run's
 summary=$out/summary.txt
 verdicts=$out/verdicts.txt  # one "STATUS label" line per record, for the closing counts
 : >"$summary"
@@ -115,10 +117,11 @@ export MLA_TAIL_REQUIRE_GPUS=${MLA_TAIL_REQUIRE_GPUS:-$gpus}
 # Tests that fill the device's memory: beside them, any other run on the GPU would fail to
 # allocate, so they run alone.
 exclusive_tests=('*DeviceFull*' '*DeviceMemoryExhausted*')
-# Tests of streams running at once: under every tool, the replay on another stream did not end
-# while a host function held the first stream, so they wait out their hold (minutes). They run
-# in the plain run only.
-concurrency_tests=(SafetyGpuTest.OnlyDifferentGraphsOfASetRunAtOnce)
+# Tests of streams running at once (a stream held by a host function while work on another must
+# finish, or a call must return): under every tool the other stream's work did not end while the
+# host function held the first, so they would wait out their hold. They run in the plain run only.
+concurrency_tests=(SafetyGpuTest.OnlyDifferentGraphsOfASetRunAtOnce
+                   SafetyGpuTest.PreparingTheBmmPathWithTheDeviceFullWaitsForNoStreamOfTheCallers)
 started=$SECONDS
 
 # Appends stdin to summary.txt (and prints it) in one piece: concurrent runs append whole
@@ -170,9 +173,11 @@ case_lines() {  # prefix
 
 # A plain run: the binary's output goes to its log, and each case's verdict to the summary.
 run_binary() {  # label log command...
-  local label=$1 log=$2 start=$SECONDS rc
+  local label=$1 log=$2 start=$SECONDS rc premature=$2.premature
   shift 2
-  limited "$@" 2>&1 | tee "$log" | case_lines "$label:"
+  rm -f "$premature"
+  # gtest deletes this file as it finishes; one left behind marks an exit in mid-run.
+  TEST_PREMATURE_EXIT_FILE=$premature limited "$@" 2>&1 | tee "$log" | case_lines "$label:"
   rc=${PIPESTATUS[0]}
   # A binary whose cases all skipped, or that ran none (a filter matching none of its cases), is
   # no pass: SKIP and NONE are recorded apart from PASS and FAIL.
@@ -185,6 +190,12 @@ run_binary() {  # label log command...
   elif [ "$rc" = 0 ] && ! grep -q '^\[==========\]' "$log" && grep -q '^SKIP' "$log"; then
     # A program that is no gtest binary (the example runtime, the demo) and said it skipped.
     record SKIP "$label" $((SECONDS - start)) "$(grep -m1 '^SKIP' "$log")"
+  elif [ "$rc" = 0 ] && grep -q '^\[==========\]' "$log" &&
+       { [ -e "$premature" ] || ! grep -qE '^\[  PASSED  \] [1-9]' "$log" ||
+         grep -q '^\[  FAILED  \]' "$log"; }; then
+    # gtest that exited 0 before its closing lines (an exit() inside a case): no pass.
+    record FAIL "$label" $((SECONDS - start)) "exit 0 before the test program finished" \
+      "$(tail -n 5 "$log")"
   elif [ "$rc" = 0 ]; then
     record PASS "$label" $((SECONDS - start))
   else
@@ -245,8 +256,9 @@ sanitize_one() {  # tool binary label log unit(case|group) gtest-filter-argument
   case $(basename "$t") in fault_*|kernel_load_*|safety_*) api=(--report-api-errors no) ;; esac
   local stream=(case_lines "$label:")
   [ "$unit" = group ] || stream=(cat)  # one test case: the run's verdict is the case's
-  limited "$sanitizer" --tool "$tool" "${api[@]}" --print-limit 100 "$t" "$@" 2>&1 \
-    | tee "$log" | "${stream[@]}" >/dev/null
+  # The tool's own exit code for errors it found (86), apart from the program's (a crash).
+  limited "$sanitizer" --tool "$tool" --error-exitcode 86 "${api[@]}" --print-limit 100 "$t" "$@" \
+    2>&1 | tee "$log" | "${stream[@]}" >/dev/null
   local rc=${PIPESTATUS[0]}
   # racecheck cannot follow the mbarrier-synchronised pipelines of cuBLASLt's own kernels
   # (nvjet*) and reports shared-memory hazards inside them (excluding those kernels from
@@ -268,9 +280,10 @@ sanitize_one() {  # tool binary label log unit(case|group) gtest-filter-argument
     verdict=SKIP
   elif grep -q '^\[  PASSED  \]' "$log" && ! grep -q '^\[  FAILED  \]' "$log" \
        && [ "$ours" = 0 ] && [ -z "$errors" ] \
-       && { [ "$rc" = 0 ] || { [ "$tool" = racecheck ] && [ "$theirs" -gt 0 ]; }; }; then
-    # A non-zero exit fails the run (a crash after the cases), but for racecheck's own exit
-    # code where it reported hazards in cuBLASLt's kernels alone.
+       && grep -qE '^========= (ERROR|RACECHECK) SUMMARY' "$log" \
+       && { [ "$rc" = 0 ] || { [ "$tool" = racecheck ] && [ "$theirs" -gt 0 ] && [ "$rc" = 86 ]; }; }; then
+    # Any other exit fails the run (a crash after the cases, the tool not finishing), but for
+    # racecheck's error exit where the hazards it reported are in cuBLASLt's kernels alone.
     verdict=PASS
   else
     verdict=FAIL
@@ -434,4 +447,6 @@ passed=$(grep -c '^PASS ' "$verdicts")
 failed=$(grep -c '^FAIL ' "$verdicts")
 skipped=$(grep -c '^SKIP ' "$verdicts")
 echo "gpu suite: $passed passed, $failed failed, $skipped skipped ($((SECONDS - started)) s)" | append
-[ "$failed" = 0 ]
+# A run in which nothing passed (every binary skipped, or a filter that matches nothing) proves
+# nothing: it fails too.
+[ "$failed" = 0 ] && [ "$passed" -gt 0 ]
