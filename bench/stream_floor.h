@@ -41,11 +41,11 @@ struct StreamReadShape {
 inline constexpr StreamReadShape kStreamReadShapes[] = {{512, 4}, {128, 4}, {128, 1}};
 
 struct StreamFloor {
-  double us = 0;          // per kernel, at the fastest shape and grid
-  StreamReadShape shape;  // that shape
-  int blocks = 0;         // and grid
+  double us = 0;             // per kernel, at the fastest shape and grid
+  StreamReadShape shape;     // that shape
+  int blocks = 0;            // and grid
   double blocks_per_sm = 0;  // blocks / multiprocessors: k, or less where fewer blocks have work
-  int layers = 0;         // kernels a graph
+  int layers = 0;            // kernels a graph
 };
 
 // Measures the streaming floor of `bytes` on the current device (allocates the layers' buffers

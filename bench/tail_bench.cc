@@ -420,9 +420,8 @@ int Main() {
           // tail's floor (measured without the upstream kernel) does not bound: none is given.
           const bool upstream_mode = mode.rfind("up", 0) == 0;
           const auto floor_at = stream_floors.find(bytes);
-          const StreamFloor stream_floor = floor_at != stream_floors.end() && !upstream_mode
-                                               ? floor_at->second
-                                               : StreamFloor{};
+          const StreamFloor stream_floor =
+              floor_at != stream_floors.end() && !upstream_mode ? floor_at->second : StreamFloor{};
           const std::string host =
               host_us_per_replay ? absl::StrFormat("%.2f", *host_us_per_replay) : "-";
           std::printf("%5d %5d %2d %12s %6d %10.2f %9.2f %5.0f%% %9.2f %7.2f %13s\n", heads, rows,

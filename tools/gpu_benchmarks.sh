@@ -48,7 +48,8 @@ done
 mkdir -p "$out"
 export MLA_TAIL_REQUIRE_GPU=1
 bin=$here/bin
-commit=$(sed -n 's/^commit //p' "$here/MANIFEST")
+commit=$(sed -n 's/^commit //p' "$here/MANIFEST" 2>/dev/null)
+[ -n "$commit" ] || { echo "benchmarks.sh: no commit in $here/MANIFEST (run it from a stage)" >&2; exit 2; }
 kernels=fused-ColumnSplit,fused-LatentSplit,fused-Tile64x32AllSteps,fused-Tile64x64AllSteps
 kernels=$kernels,fused-Tile64x64Pipeline6,fused-Tile64x64Pipeline4,fused-Tile64x128
 kernels=$kernels,fused-Persistent128x128

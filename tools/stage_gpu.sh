@@ -7,8 +7,15 @@
 #   STAGE_DIR/run.sh --help                 # on the GPU machine: the tests
 #   STAGE_DIR/benchmarks.sh --help          # and every benchmark the README quotes
 set -euo pipefail
-cd "$(git rev-parse --show-toplevel)"
-stage=${1:-.gpu_stage}
+# The stage path as the caller gave it (relative to the caller's directory), then this script's
+# checkout, whatever the caller's directory is.
+stage=${1:-}
+if [ -n "$stage" ]; then
+  mkdir -p "$stage"
+  stage=$(cd "$stage" && pwd)
+fi
+cd "$(dirname "$0")/.."
+stage=${stage:-$PWD/.gpu_stage}
 
 # Bazel's progress and INFO lines only when the build fails.
 log=$(mktemp)
@@ -23,8 +30,16 @@ binaries=$(bazel query 'attr(tags, "\bgpu_bench\b", kind("cc_binary", //...))' 2
 rm -rf "$stage"
 mkdir -p "$stage/tests" "$stage/bin" "$stage/scripts"
 label_path() { local l=${1#//}; echo "bazel-bin/${l%%:*}/${l##*:}"; }
-for t in $tests; do cp "$(label_path "$t")" "$stage/tests/"; done
-for b in $binaries; do cp "$(label_path "$b")" "$stage/bin/"; done
+# Staged by name alone: two targets of one name in different packages would overwrite each other.
+stage_file() {  # file dir
+  if [ -e "$2/$(basename "$1")" ]; then
+    echo "stage_gpu.sh: two staged targets are named $(basename "$1")" >&2
+    exit 1
+  fi
+  cp "$1" "$2/"
+}
+for t in $tests; do stage_file "$(label_path "$t")" "$stage/tests"; done
+for b in $binaries; do stage_file "$(label_path "$b")" "$stage/bin"; done
 # The consumers, built against this checkout (tools/build_consumers.sh): the runtime of
 # examples/runtime/ in bin/; in consumers/, the shared-library plugin with its host and the CMake
 # consumer, beside the Abseil shared libraries they need (their RPATH is $ORIGIN), as a
@@ -61,7 +76,8 @@ cp bench/*.py "$stage/scripts/" || exit 1
 cp tools/gpu_suite.sh "$stage/run.sh"
 cp tools/gpu_benchmarks.sh "$stage/benchmarks.sh"
 {
-  echo "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench/results' || echo '-dirty')"
+  # Dirty with any change to the sources, untracked files included (a glob may build them).
+  echo "commit $(git rev-parse --short HEAD)$([ -z "$(git status --porcelain -- . ':!bench/results')" ] || echo '-dirty')"
   echo "staged $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "tests: $(ls "$stage/tests" | tr '\n' ' ')"
   echo "binaries: $(ls "$stage/bin" | tr '\n' ' ')"

@@ -16,10 +16,13 @@ tools/setup.sh || exit 1
 
 gpu_tests_run=1
 filters=()
-required=${MLA_TAIL_REQUIRE_GPU:-}
+# A GPU is required where either variable asks for one (the tests read both: testing/support/gpu.h).
+required=0
+case ${MLA_TAIL_REQUIRE_GPU:-0} in ''|0) ;; *) required=1 ;; esac
+[[ ${MLA_TAIL_REQUIRE_GPUS:-0} =~ ^[1-9][0-9]*$ ]] && required=1
 # Counted, not grep -q: an early exit of grep would end nvidia-smi with SIGPIPE under pipefail.
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
-if [ "${gpus:-0}" -eq 0 ] && { [ -z "$required" ] || [ "$required" = 0 ]; }; then
+if [ "${gpus:-0}" -eq 0 ] && [ "$required" = 0 ]; then
   gpu_tests_run=0
   filters=(--test_tag_filters=-gpu)
   echo "test.sh: no GPU here: tests tagged gpu are built, not run"
@@ -57,13 +60,18 @@ while read -r target verdict; do
     continue
   fi
   read -r tests failures < <(sed -n 's/.*<testsuites tests="\([0-9]*\)" failures="\([0-9]*\)".*/\1 \2/p' "$xml")
+  # A test.xml Bazel wrote itself (a plain sh_test) has a bare <testsuites>: the target is one case.
+  if [ -z "${tests:-}" ]; then
+    if [ "$verdict" = FAILED ]; then failed=$((failed + 1)); else passed=$((passed + 1)); fi
+    continue
+  fi
   skips=$(grep -c '<skipped' "$xml" || true)
   passed=$((passed + ${tests:-0} - ${failures:-0} - skips))
   failed=$((failed + ${failures:-0}))
   skipped=$((skipped + skips))
   # A failed target whose cases all passed (a crash after them, a sanitizer exit code) fails.
   [ "$verdict" != FAILED ] || [ "${failures:-0}" != 0 ] || failed=$((failed + 1))
-done < <(sed -n -E 's#^(//[^ ]+) +(\(cached\) )?(PASSED|FLAKY|FAILED TO BUILD|FAILED|TIMEOUT|NO STATUS|INCOMPLETE|REMOTE FAILURE|SKIPPED)( .*)?$#\1 \3#p' "$log")
+done < <(sed -n -E 's#^(//[^ ]+) +(\(([0-9/]+ )?cached\) )?(PASSED|FLAKY|FAILED TO BUILD|FAILED|TIMEOUT|NO STATUS|INCOMPLETE|REMOTE FAILURE|SKIPPED)([ ,].*)?$#\1 \4#p' "$log")
 # A failed invocation with no failed case counted (a build break before any test ran) fails.
 [ $status -ne 0 ] && [ $failed -eq 0 ] && failed=1
 

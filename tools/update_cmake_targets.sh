@@ -3,7 +3,7 @@
 # (//cmake:targets); //cmake:targets_test fails until the file is regenerated after a change to
 # the libraries' sources, headers, options or dependencies.
 set -euo pipefail
-cd "$(git rev-parse --show-toplevel)"
+cd "$(dirname "$0")/.."  # this script's checkout, whatever the caller's directory
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 if ! bazel build //cmake:targets >"$log" 2>&1; then
