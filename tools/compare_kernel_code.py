@@ -135,6 +135,7 @@ def functions(cubins, renames):
     """{demangled, renamed name: {aspect: value}} over the cubins' kernel functions."""
     result = {}
     for cubin in cubins:
+        source = os.path.basename(os.path.dirname(cubin))  # keep/<source>/x.cubin
         sections, symbols = elf_sections(cubin)
         mangled = [s[len(".text."):] for s in sections if s.startswith(".text.")]
         names = demangle(mangled + symbols)
@@ -159,8 +160,9 @@ def functions(cubins, renames):
                     entries = []
                     for i in range(0, len(rel[3]), step):
                         offset, r_info = struct.unpack_from("<QQ", rel[3], i)
+                        addend = struct.unpack_from("<q", rel[3], i + 16)[0] if step == 24 else 0
                         entries.append((offset, r_info & 0xFFFFFFFF,
-                                        rename(symbols[r_info >> 32])))
+                                        rename(symbols[r_info >> 32]), addend))
                     aspects["relocations"] = entries
             for prefix in (".nv.shared.", ".nv.constant0."):
                 if prefix + m in sections:
@@ -168,7 +170,19 @@ def functions(cubins, renames):
             info_section = sections.get(".nv.info." + m)
             if info_section:
                 aspects["attributes"] = info_section[3]
-            result[rename(m)] = aspects
+            name = rename(m)
+            if name in result:  # the same function compiled in two sources: each compared
+                name = "%s [%s]" % (name, source)
+            result[name] = aspects
+        # The source's initialized device data (values a kernel reads through memory) and
+        # shared constant banks: a change there changes what the kernels compute.
+        data = collections.OrderedDict()
+        for section, (_, _, _, body, size) in sorted(sections.items()):
+            if section.startswith(".nv.global.init") or (
+                    section.startswith(".nv.constant") and not section.startswith(".nv.constant0.")):
+                data[section] = (body, size)
+        if data:
+            result["initialized data of %s" % source] = data
     return result
 
 
