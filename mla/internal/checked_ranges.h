@@ -41,13 +41,18 @@ class CheckedRanges {
   }
 
   // Adds a range found reachable. Live mappings never overlap, so a kept range that overlaps it
-  // belonged to memory freed since and is dropped.
+  // belonged to memory freed since and is dropped. A range held already is no change (the stamp
+  // stays).
   void Add(const Range& r) {
+    const auto at =
+        std::lower_bound(ranges_.begin(), ranges_.end(), r,
+                         [](const Range& a, const Range& b) { return a.begin < b.begin; });
+    if (at != ranges_.end() && at->begin == r.begin && at->end == r.end &&
+        at->reservation == r.reservation) {
+      return;
+    }
     const size_t before = ranges_.size();
-    ranges_.erase(
-        std::remove_if(ranges_.begin(), ranges_.end(),
-                       [&r](const Range& c) { return c.begin < r.end && r.begin < c.end; }),
-        ranges_.end());
+    DropOverlapping(r.begin, r.end);
     if (ranges_.size() >= kMaxRanges) ranges_.clear();
     if (ranges_.size() != before) ++stamp_;
     ranges_.insert(
@@ -56,17 +61,31 @@ class CheckedRanges {
         r);
   }
 
+  // Drops the ranges that overlap [begin, end): memory found since at those addresses (of
+  // another device, say) means theirs was freed. The stamp changes where one is dropped.
+  void Drop(uintptr_t begin, uintptr_t end) {
+    const size_t before = ranges_.size();
+    DropOverlapping(begin, end);
+    if (ranges_.size() != before) ++stamp_;
+  }
+
   void Clear() {
     ranges_.clear();
     ++stamp_;
   }
   size_t size() const { return ranges_.size(); }
 
-  // Changes whenever a range is dropped (by Add or Clear), never otherwise: while it holds, every
-  // span Covers accepted is still accepted.
+  // Changes whenever a range is dropped (by Add, Drop or Clear), never otherwise: while it holds,
+  // every span Covers accepted is still accepted.
   uint64_t stamp() const { return stamp_; }
 
  private:
+  void DropOverlapping(uintptr_t begin, uintptr_t end) {
+    ranges_.erase(std::remove_if(ranges_.begin(), ranges_.end(),
+                                 [=](const Range& c) { return c.begin < end && begin < c.end; }),
+                  ranges_.end());
+  }
+
   std::vector<Range> ranges_;  // sorted by begin, disjoint
   uint64_t stamp_ = 1;
 };

@@ -127,6 +127,40 @@ TEST(CheckedRangesTest, AgreesWithAModelOfEveryUnit) {
   }
 }
 
+// A range held already, added again (two buffers of one allocation, a full check), is no change:
+// the stamp stays, so the sets remembered against it stay remembered.
+TEST(CheckedRangesTest, ARangeHeldAlreadyChangesNothing) {
+  CheckedRanges r;
+  r.Add({0x1000, 0x2000, 0x1000});
+  r.Add({0x3000, 0x4000, 0x3000});
+  const uint64_t stamp = r.stamp();
+  r.Add({0x1000, 0x2000, 0x1000});
+  r.Add({0x3000, 0x4000, 0x3000});
+  EXPECT_EQ(r.stamp(), stamp);
+  EXPECT_EQ(r.size(), 2u);
+  EXPECT_TRUE(r.Covers(0x1000, 0x2000));
+  // The same addresses in another reservation are other memory: the old range is dropped.
+  r.Add({0x1000, 0x2000, 0x0800});
+  EXPECT_NE(r.stamp(), stamp);
+  EXPECT_EQ(r.size(), 2u);
+}
+
+// Drop removes what overlaps a range (memory another device's check found there), and changes
+// the stamp only when it removed one.
+TEST(CheckedRangesTest, DropRemovesOverlapsAndStampsOnlyThen) {
+  CheckedRanges r;
+  r.Add({0x1000, 0x2000, 0x1000});
+  r.Add({0x3000, 0x4000, 0x3000});
+  const uint64_t stamp = r.stamp();
+  r.Drop(0x2000, 0x3000);  // between the two: nothing overlaps
+  EXPECT_EQ(r.stamp(), stamp);
+  EXPECT_EQ(r.size(), 2u);
+  r.Drop(0x1800, 0x3800);  // overlaps both
+  EXPECT_NE(r.stamp(), stamp);
+  EXPECT_EQ(r.size(), 0u);
+  EXPECT_FALSE(r.Covers(0x1000, 0x1100));
+}
+
 TEST(CheckedRangesTest, StampChangesExactlyWhenARangeIsDropped) {
   CheckedRanges r;
   const uint64_t first = r.stamp();

@@ -9,6 +9,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <functional>
 
 namespace mla_tail::internal {
@@ -25,6 +26,9 @@ struct FaultHooks {
   // Called by graph/ on its own capturing stream after the tail's launches, before the capture
   // ends: a test may break the capture here, as a prohibited synchronisation would.
   std::function<void(cudaStream_t capturing)> during_capture;
+  // Set, LoadKernel calls it with each kernel and the dynamic shared memory it would allow it, and
+  // asks CUDA nothing: a test without a GPU lists what LoadTailKernels loads.
+  std::function<void(const void* kernel, size_t smem_bytes)> kernel_loaded;
 };
 
 // The process's hooks (empty unless a test installed some).

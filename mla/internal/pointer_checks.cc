@@ -47,10 +47,11 @@ absl::Status EndsEarly(const Extent& e, uintptr_t allocation_end) {
       static_cast<uint64_t>(e.end - allocation_end)));
 }
 
-// Asks CUDA about every mapping `e` spans and appends each to `found`; OK when `device` can
+// Asks CUDA about every mapping `e` spans and appends each to `found` (and those of device
+// memory, which no other device's call may use, to `device_memory` too); OK when `device` can
 // reach all of them at their addresses.
-absl::Status Query(int device, const Extent& e,
-                   absl::InlinedVector<CheckedRanges::Range, 8>* found) {
+absl::Status Query(int device, const Extent& e, absl::InlinedVector<CheckedRanges::Range, 8>* found,
+                   absl::InlinedVector<CheckedRanges::Range, 8>* device_memory) {
   const DriverApi& driver = Driver();
   if (!driver.complete()) {
     return absl::InternalError("the CUDA driver lacks a function this library calls directly");
@@ -140,6 +141,7 @@ absl::Status Query(int device, const Extent& e,
     }
     if (first) reservation = range_start != 0 ? range_start : base;
     found->push_back({base, base + size, reservation});
+    if (a.type == cudaMemoryTypeDevice) device_memory->push_back(found->back());
     at = base + size;
   }
   return absl::OkStatus();
@@ -170,13 +172,27 @@ absl::Status CheckExtents(int device, absl::Span<const Extent> extents, PointerC
 
   // The queries neither fail for nor break a capture under way on this or another thread.
   RelaxedCaptureMode relaxed;
-  absl::InlinedVector<CheckedRanges::Range, 8> found;
-  for (const Extent* e : unchecked) MLA_RETURN_IF_ERROR(Query(device, *e, &found));
+  absl::InlinedVector<CheckedRanges::Range, 8> found, device_memory;
+  for (const Extent* e : unchecked) MLA_RETURN_IF_ERROR(Query(device, *e, &found, &device_memory));
   if (cached) {
-    DeviceCache& cache = CacheOf(device);
-    std::lock_guard<std::mutex> lock(cache.mutex);
-    for (const CheckedRanges::Range& r : found) cache.ranges.Add(r);
-    cache.stamp.store(cache.ranges.stamp(), std::memory_order_release);
+    {
+      DeviceCache& cache = CacheOf(device);
+      std::lock_guard<std::mutex> lock(cache.mutex);
+      for (const CheckedRanges::Range& r : found) cache.ranges.Add(r);
+      cache.stamp.store(cache.ranges.stamp(), std::memory_order_release);
+    }
+    // Addresses are the process's, not a device's: this device's memory found where another
+    // device's cache holds a range means that range's memory was freed (no call of another device
+    // may use this device's memory), so it must not pass there any longer. Managed and mapped
+    // host memory, which every device may reach, drop nothing.
+    for (int other = 0; other < kCachedDevices && !device_memory.empty(); ++other) {
+      if (other == device) continue;
+      DeviceCache& cache = CacheOf(other);
+      std::lock_guard<std::mutex> lock(cache.mutex);
+      if (cache.ranges.size() == 0) continue;
+      for (const CheckedRanges::Range& r : device_memory) cache.ranges.Drop(r.begin, r.end);
+      cache.stamp.store(cache.ranges.stamp(), std::memory_order_release);
+    }
   }
   return absl::OkStatus();
 }

@@ -5,9 +5,11 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
 #include <initializer_list>
 
+#include "mla/internal/fault_hooks.h"
 #include "mla/kernels/fused_kernels.h"
 #include "mla/kernels/launch.h"
 #include "mla/kernels/sm90.h"
@@ -78,6 +80,10 @@ cudaError_t LaunchKernel(const KernelLaunch& launch, const void* params, cudaStr
 }
 
 cudaError_t LoadKernel(const void* kernel, size_t smem_bytes) {
+  if (const FaultHooks& hooks = ActiveFaultHooks(); hooks.kernel_loaded) {
+    hooks.kernel_loaded(kernel, smem_bytes);
+    return cudaSuccess;
+  }
   cudaFuncAttributes attributes;
   const cudaError_t e = cudaFuncGetAttributes(&attributes, kernel);
   // The e4m3-output kernels whose blocks share a head's amax run in clusters: the load-balancing
@@ -117,6 +123,7 @@ FusedKernel ResolveFusedKernel(FusedKernel kernel, int heads, int rows, int mult
 
 cudaError_t PlanFusedKernel(const FusedTailParams& p, FusedKernel kernel, int multiprocessors,
                             KernelLaunch* launch) {
+  multiprocessors = std::max(multiprocessors, 1);  // the plans divide by it
   const WeightType weight = p.w_uv_fp8 != nullptr ? WeightType::kE4m3 : WeightType::kBf16;
   const OutputType output = p.output_fp8 != nullptr ? OutputType::kE4m3 : OutputType::kBf16;
   const FusedKernel resolved =
