@@ -350,9 +350,6 @@ TEST(DispatchTest, E4m3WeightsArePlannedByTheE4m3Rule) {
   EXPECT_EQ(KernelFunction(32, 32), KernelFunction(32, 32, K::kTile64x64AllSteps));
 }
 
-// The SM count enters where the rule counts waves: a GPU with fewer SMs moves the 16-row
-// LatentSplit blocks', the 8-row ColumnSplit blocks' and the one-wave 64 x 128 tiles' ranges
-// with it.
 // Outside its domain (ValidateShape's shapes, at least one SM) the rule clamps its inputs: no
 // overflow, no division by zero (tools/ubsan.sh runs this), the nearest valid shape's kernel.
 TEST(DispatchTest, ClampsValuesOutsideItsDomain) {
@@ -372,6 +369,9 @@ TEST(DispatchTest, ClampsValuesOutsideItsDomain) {
   EXPECT_FALSE(LatentSplitBlocksFitOneWave(1, kMax, 132));
 }
 
+// The SM count enters where the rule counts waves: a GPU with fewer SMs moves the 16-row
+// LatentSplit blocks', the 8-row ColumnSplit blocks' and the one-wave 64 x 128 tiles' ranges
+// with it.
 TEST(DispatchTest, FollowsTheMultiprocessorCount) {
   EXPECT_EQ(DispatchFusedKernel(8, 32, kH200), FusedKernel::kLatentSplit);
   EXPECT_EQ(DispatchFusedKernel(8, 32, 114), FusedKernel::kTile64x32AllSteps);
