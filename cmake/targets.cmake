@@ -88,7 +88,7 @@ mla_tail_library(//mla:kernels
   PACKAGE "mla"
   SRCS "mla/kernels/bmm_gate.cu" "mla/kernels/bmm_pointers.cu" "mla/kernels/column_split.cu" "mla/kernels/device.cuh" "mla/kernels/early_sigmoids.cuh" "mla/kernels/fp8.cuh" "mla/kernels/fused_kernels.h" "mla/kernels/latent_split.cu" "mla/kernels/launch.cu" "mla/kernels/mbarrier.cuh" "mla/kernels/persistent_128x128.cu" "mla/kernels/prefetch.cuh" "mla/kernels/sm90.h" "mla/kernels/tile.cu" "mla/kernels/tile_copy.cuh" "mla/kernels/timeline_stamps.cuh" "mla/kernels/wgmma.cuh"
   HDRS "mla/kernels/device.cuh" "mla/kernels/fp8.cuh" "mla/kernels/launch.h" "mla/kernels/mbarrier.cuh" "mla/kernels/params.h"
-  DEPS "//mla:dispatch" "//mla:tail_args" "CUDA::cudart_static")
+  DEPS "//mla:dispatch" "//mla:fault_hooks" "//mla:tail_args" "CUDA::cudart_static")
 
 mla_tail_library(//mla:padding
   KIND cc

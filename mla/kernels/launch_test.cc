@@ -4,6 +4,8 @@
 // 1-65536 and several multiprocessor counts. LoadKernel reports what it would load through a test
 // hook instead of asking CUDA, so this runs without a GPU.
 
+#include "mla/kernels/launch.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -13,7 +15,6 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "mla/internal/fault_hooks.h"
-#include "mla/kernels/launch.h"
 #include "mla/kernels/params.h"
 #include "mla_tail/mla/dispatch.h"
 
@@ -36,8 +37,8 @@ TEST(LaunchTest, EveryPlannedLaunchIsLoadedWithItsSharedMemory) {
   const auto some = [](uintptr_t a) { return reinterpret_cast<void*>(a); };
   std::vector<int> rows;
   for (int r = 1; r <= 130; ++r) rows.push_back(r);
-  for (int r : {255, 256, 257, 511, 512, 513, 1000, 1023, 1024, 1025, 2047, 2048, 4095, 4096,
-                8191, 8192, 32768, 65535, 65536}) {
+  for (int r : {255, 256, 257, 511, 512, 513, 1000, 1023, 1024, 1025, 2047, 2048, 4095, 4096, 8191,
+                8192, 32768, 65535, 65536}) {
     rows.push_back(r);
   }
   std::vector<FusedKernel> kernels = {FusedKernel::kAuto};
