@@ -30,7 +30,18 @@ namespace {
 
 using ::mla_tail::TailPath;
 
-class ReliabilityGpuTest : public mla_tail_testing::GpuStreamTest<> {};
+class ReliabilityGpuTest : public mla_tail_testing::GpuStreamTest<> {
+ protected:
+  // A tail of up to 64 rows whose fused path runs `kernel`.
+  static std::unique_ptr<mla_tail::MlaTail> MakeTail(mla_tail::FusedKernel kernel) {
+    mla_tail::TailOptions options;
+    options.max_rows = 64;
+    options.fused_kernel = kernel;
+    absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail = mla_tail::MlaTail::Create(0, options);
+    EXPECT_TRUE(tail.ok()) << tail.status();
+    return tail.ok() ? *std::move(tail) : nullptr;
+  }
+};
 
 // The control: a minimal PDL-launched copy after the late writer sees the late writes. The tail
 // tests below rely on this ordering; a tool that breaks it fails here as well as there.
@@ -101,13 +112,9 @@ TEST_F(ReliabilityGpuTest, InputsWrittenUpstreamUntilItsEndAreSeen) {
                                 cudaMemcpyDeviceToDevice, stream_),
                 cudaSuccess);
 
-      mla_tail::TailOptions tail_options;
-      tail_options.max_rows = 64;
-      tail_options.fused_kernel = kernel;
-      absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail =
-          mla_tail::MlaTail::Create(0, tail_options);
-      ASSERT_TRUE(tail.ok()) << tail.status();
-      ASSERT_OK((*tail)->PrepareBmm((*problem)->shape(), b));
+      std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(kernel);
+      ASSERT_NE(tail, nullptr);
+      ASSERT_OK(tail->PrepareBmm((*problem)->shape(), b));
       for (int round = 0; round < ForProfile(3, 1); ++round) {
         ASSERT_EQ(
             cudaMemsetAsync(const_cast<mla_tail::bf16*>(b.latent), 0xff, latent_bytes, stream_),
@@ -122,7 +129,7 @@ TEST_F(ReliabilityGpuTest, InputsWrittenUpstreamUntilItsEndAreSeen) {
             {s + latent_bytes, const_cast<mla_tail::bf16*>(b.gate), gate_bytes},
             {s + latent_bytes + gate_bytes, const_cast<int32_t*>(b.lengths), lengths_bytes}};
         ASSERT_EQ(LaunchLateWriter(copies, 50000, stream_), cudaSuccess);
-        ASSERT_OK((*tail)->Run((*problem)->shape(), b, stream_, path));
+        ASSERT_OK(tail->Run((*problem)->shape(), b, stream_, path));
         ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
         ASSERT_OK((*problem)->Check(b.output, (*problem)->SampleRows(), true));
       }
@@ -145,13 +152,8 @@ TEST_F(ReliabilityGpuTest, ACountWrittenUpstreamUntilItsEndIsSeen) {
   runs.push_back({TailPath::kBmm, FusedKernel::kAuto});
   std::vector<std::unique_ptr<mla_tail::MlaTail>> tails;
   for (const auto& [path, kernel] : runs) {
-    mla_tail::TailOptions tail_options;
-    tail_options.max_rows = 64;
-    tail_options.fused_kernel = kernel;
-    absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> tail =
-        mla_tail::MlaTail::Create(0, tail_options);
-    ASSERT_TRUE(tail.ok()) << tail.status();
-    tails.push_back(*std::move(tail));
+    tails.push_back(MakeTail(kernel));
+    ASSERT_NE(tails.back(), nullptr);
   }
   for (const auto& [heads, rows] : ForProfile<std::pair<int, int>>(
            {{3, 64}, {12, 64}, {64, 64}, {12, 8}, {64, 5}, {12, 13}}, {{12, 13}})) {

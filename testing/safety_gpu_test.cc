@@ -985,6 +985,13 @@ struct ContextApi {
   }
 };
 
+// Makes `context` current again when it goes, however the test ends (for the tests after it).
+struct RestoreContext {
+  const ContextApi& api;
+  CUcontext context;
+  ~RestoreContext() { api.set_current(context); }
+};
+
 // A context the caller made (not the primary one) is current again after every call. With a
 // context of the instance's own device current, the calls run in it (docs/spec.md, "Contexts"):
 // an MlaTail created there, the caller's stream and buffers of that context, computing the tail
@@ -1000,11 +1007,7 @@ TEST_F(SafetyGpuTest, TheCallersContextStaysCurrent) {
   CUcontext primary = nullptr;
   ASSERT_EQ(api.get_current(&primary), CUDA_SUCCESS);
   // The primary context current again however the test ends, for the tests after it.
-  struct Restore {
-    const ContextApi& api;
-    CUcontext primary;
-    ~Restore() { api.set_current(primary); }
-  } restore{api, primary};
+  const RestoreContext restore{api, primary};
 
   int devices = 0;
   ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess);
@@ -1246,11 +1249,7 @@ TEST_F(SafetyGpuTest, InstancesOfADestroyedContextReleaseNothingInItsSuccessor) 
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
   CUcontext primary = nullptr;
   ASSERT_EQ(api.get_current(&primary), CUDA_SUCCESS);
-  struct Restore {
-    const ContextApi& api;
-    CUcontext primary;
-    ~Restore() { api.set_current(primary); }
-  } restore{api, primary};
+  const RestoreContext restore{api, primary};
 
   CUcontext first = nullptr;
   ASSERT_EQ(api.create(&first, nullptr, 0, 0), CUDA_SUCCESS);  // made current
