@@ -20,7 +20,8 @@
 // before launching it: no capture, no instantiation, and launches already enqueued keep the
 // parameters they had. A change of the latent or W_UV row stride on the BMM path, which the
 // GEMM's descriptors hold, re-captures that graph (counted in stats()). Replaying unchanged
-// pointers costs one comparison. docs/benchmarks.md has the measured costs.
+// pointers costs one comparison of the buffers and one query of the stream's ID (which stream,
+// so that its device is asked once). docs/benchmarks.md has the measured costs.
 //
 // Padding: rows between `rows` and the bucket are skipped, neither read nor written, when the
 // buffers carry a live row count (TailBuffers::row_count) that holds `rows`. Without one they

@@ -73,7 +73,7 @@ struct BmmScratch {
   size_t bytes = 0;
   internal::ContextRef context;  // the context it was made in, where the destructor releases it
   // Set when a use could not be recorded on `last_run`: the destructor's frees could not be
-  // ordered after it, so the scratch stays allocated (released with its context).
+  // ordered after it, so the scratch stays allocated (for the process).
   bool unordered = false;
 
   bool allocated() const { return values != nullptr; }
@@ -185,9 +185,10 @@ MlaTail::~MlaTail() {
   if (s.stream == nullptr) return;  // the fused path holds no device memory
   internal::CudaErrorScope errors;
   internal::DeviceGuard guard;
-  // Released in the context it was made in, whatever the destroying thread has current. A
-  // context that is gone (destroyed, its handle another context's, the driver unloading at
-  // process exit) has nothing left that a free could release: it went with the context.
+  // Released in the context it was made in, whatever the destroying thread has current. Where
+  // that context is gone (destroyed, its handle another context's, the driver unloading at
+  // process exit), its stream and event went with it, and nothing is released: the scratch
+  // (stream-ordered memory, which belongs to no context) stays allocated (docs/spec.md).
   if (!guard.EnterContext(s.context).ok()) return;
   internal::RelaxedCaptureMode relaxed;
   // Stream order: the frees wait for the last eager BMM run on the GPU, the host does not.

@@ -32,6 +32,7 @@
 // enough are visible, and other errors, exit 2.
 
 #include <cuda_runtime_api.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -1120,9 +1121,12 @@ int Main(int argc, char** argv) {
           "update_us_per_layer,set_params_us_per_layer,update_us_per_layer_all_sets",
           several ? ",device" : "", "\n");
       for (const Measured& m : measured) csv += m.csv;
-      // Written beside it and renamed over it once whole: a failed write leaves the file it
-      // replaces, never half of one.
-      const std::string partial = options.csv + ".partial";
+      // A regular file is written beside it and renamed over it once whole: a failed write leaves
+      // the file it replaces, never half of one. Anything else (/dev/stdout, a pipe) is written
+      // in place.
+      struct stat existing = {};
+      const bool in_place = stat(options.csv.c_str(), &existing) == 0 && !S_ISREG(existing.st_mode);
+      const std::string partial = in_place ? options.csv : options.csv + ".partial";
       std::FILE* f = std::fopen(partial.c_str(), "w");
       if (f == nullptr) {
         std::fprintf(stderr, "measure: cannot write %s\n", partial.c_str());
@@ -1130,9 +1134,9 @@ int Main(int argc, char** argv) {
       }
       const bool written = std::fputs(csv.c_str(), f) >= 0 && std::fflush(f) == 0;
       if (std::fclose(f) != 0 || !written ||
-          std::rename(partial.c_str(), options.csv.c_str()) != 0) {
+          (!in_place && std::rename(partial.c_str(), options.csv.c_str()) != 0)) {
         std::fprintf(stderr, "measure: cannot write %s\n", options.csv.c_str());
-        std::remove(partial.c_str());
+        if (!in_place) std::remove(partial.c_str());
         return 2;
       }
       std::printf("wrote %s\n", options.csv.c_str());

@@ -61,11 +61,19 @@ class CheckedRanges {
         r);
   }
 
-  // Drops the ranges that overlap [begin, end): memory found since at those addresses (of
-  // another device, say) means theirs was freed. The stamp changes where one is dropped.
-  void Drop(uintptr_t begin, uintptr_t end) {
+  // Drops the ranges that overlap `r` (memory found since at those addresses, by another
+  // device's check, means theirs was freed), but for `r` itself where `keep_same` (memory every
+  // device may reach, found by two). The stamp changes where one is dropped.
+  void Drop(const Range& r, bool keep_same) {
     const size_t before = ranges_.size();
-    DropOverlapping(begin, end);
+    ranges_.erase(std::remove_if(ranges_.begin(), ranges_.end(),
+                                 [&](const Range& c) {
+                                   const bool same = c.begin == r.begin && c.end == r.end &&
+                                                     c.reservation == r.reservation;
+                                   return c.begin < r.end && r.begin < c.end &&
+                                          !(keep_same && same);
+                                 }),
+                  ranges_.end());
     if (ranges_.size() != before) ++stamp_;
   }
 

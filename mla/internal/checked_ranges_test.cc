@@ -145,20 +145,27 @@ TEST(CheckedRangesTest, ARangeHeldAlreadyChangesNothing) {
   EXPECT_EQ(r.size(), 2u);
 }
 
-// Drop removes what overlaps a range (memory another device's check found there), and changes
-// the stamp only when it removed one.
+// Drop removes what overlaps a range (memory another device's check found there), but the same
+// range where asked, and changes the stamp only when it removed one.
 TEST(CheckedRangesTest, DropRemovesOverlapsAndStampsOnlyThen) {
   CheckedRanges r;
   r.Add({0x1000, 0x2000, 0x1000});
   r.Add({0x3000, 0x4000, 0x3000});
   const uint64_t stamp = r.stamp();
-  r.Drop(0x2000, 0x3000);  // between the two: nothing overlaps
+  r.Drop({0x2000, 0x3000, 0x2000}, false);  // between the two: nothing overlaps
   EXPECT_EQ(r.stamp(), stamp);
   EXPECT_EQ(r.size(), 2u);
-  r.Drop(0x1800, 0x3800);  // overlaps both
+  r.Drop({0x1000, 0x2000, 0x1000}, true);  // the same range, kept where asked (shared memory)
+  EXPECT_EQ(r.stamp(), stamp);
+  EXPECT_EQ(r.size(), 2u);
+  r.Drop({0x1000, 0x2000, 0x1000}, false);  // the same range, dropped (another device's memory)
   EXPECT_NE(r.stamp(), stamp);
+  EXPECT_EQ(r.size(), 1u);
+  const uint64_t second = r.stamp();
+  r.Drop({0x2800, 0x3800, 0x2800}, true);  // overlaps the other: dropped either way
+  EXPECT_NE(r.stamp(), second);
   EXPECT_EQ(r.size(), 0u);
-  EXPECT_FALSE(r.Covers(0x1000, 0x1100));
+  EXPECT_FALSE(r.Covers(0x3000, 0x3100));
 }
 
 TEST(CheckedRangesTest, StampChangesExactlyWhenARangeIsDropped) {

@@ -33,8 +33,7 @@ class DeviceGuard {
   // it, so that they are released there whatever the destroying thread has current); the
   // caller's context is made current again on exit. Never makes or retains a context.
   // FailedPrecondition, nothing changed, where that context is gone: destroyed, or its handle
-  // now another context's (a new context may reuse a destroyed one's address, or a reset
-  // device's primary context its handle; never its ID).
+  // now another context's (a new context may reuse a destroyed one's address, never its ID).
   absl::Status EnterContext(const ContextRef& context);
 
  private:

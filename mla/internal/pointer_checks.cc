@@ -3,6 +3,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -25,6 +26,13 @@ struct DeviceCache {
   CheckedRanges ranges;
   // ranges.stamp(), published after each change under the lock: read without it, per update.
   std::atomic<uint64_t> stamp{CheckedRanges().stamp()};
+  // ranges.size() > 0, published likewise: other devices' checks skip an empty cache unlocked.
+  std::atomic<bool> holds_ranges{false};
+
+  void Publish() {
+    stamp.store(ranges.stamp(), std::memory_order_release);
+    holds_ranges.store(ranges.size() > 0, std::memory_order_release);
+  }
 };
 
 DeviceCache& CacheOf(int device) {
@@ -179,19 +187,25 @@ absl::Status CheckExtents(int device, absl::Span<const Extent> extents, PointerC
       DeviceCache& cache = CacheOf(device);
       std::lock_guard<std::mutex> lock(cache.mutex);
       for (const CheckedRanges::Range& r : found) cache.ranges.Add(r);
-      cache.stamp.store(cache.ranges.stamp(), std::memory_order_release);
+      cache.Publish();
     }
-    // Addresses are the process's, not a device's: this device's memory found where another
-    // device's cache holds a range means that range's memory was freed (no call of another device
-    // may use this device's memory), so it must not pass there any longer. Managed and mapped
-    // host memory, which every device may reach, drop nothing.
-    for (int other = 0; other < kCachedDevices && !device_memory.empty(); ++other) {
+    // Addresses are the process's, not a device's: memory found where another device's cache
+    // holds an overlapping range means that range's memory was freed, so it must not pass there
+    // any longer. The same range is kept where the memory is managed or mapped host memory, which
+    // every device may reach (device memory is one device's alone).
+    for (int other = 0; other < kCachedDevices; ++other) {
       if (other == device) continue;
       DeviceCache& cache = CacheOf(other);
+      if (!cache.holds_ranges.load(std::memory_order_acquire)) continue;
       std::lock_guard<std::mutex> lock(cache.mutex);
-      if (cache.ranges.size() == 0) continue;
-      for (const CheckedRanges::Range& r : device_memory) cache.ranges.Drop(r.begin, r.end);
-      cache.stamp.store(cache.ranges.stamp(), std::memory_order_release);
+      for (const CheckedRanges::Range& r : found) {
+        const bool device_owned =
+            std::any_of(device_memory.begin(), device_memory.end(), [&r](const auto& d) {
+              return d.begin == r.begin && d.end == r.end && d.reservation == r.reservation;
+            });
+        cache.ranges.Drop(r, /*keep_same=*/!device_owned);
+      }
+      cache.Publish();
     }
   }
   return absl::OkStatus();
@@ -217,7 +231,7 @@ void ForgetCheckedPointers() {
     DeviceCache& cache = CacheOf(device);
     std::lock_guard<std::mutex> lock(cache.mutex);
     cache.ranges.Clear();
-    cache.stamp.store(cache.ranges.stamp(), std::memory_order_release);
+    cache.Publish();
   }
 }
 
