@@ -418,7 +418,8 @@ int Main() {
           const double limit_us = bytes / bandwidth * 1e6;
           // An upstream mode's time is the upstream kernel's and the tail's together, which the
           // tail's floor (measured without the upstream kernel) does not bound: none is given.
-          const bool upstream_mode = mode.rfind("up", 0) == 0;
+          bool gated_mode = true;
+          const bool upstream_mode = WithoutNoGate(mode, &gated_mode).rfind("up", 0) == 0;
           const auto floor_at = stream_floors.find(bytes);
           const StreamFloor stream_floor =
               floor_at != stream_floors.end() && !upstream_mode ? floor_at->second : StreamFloor{};

@@ -167,6 +167,11 @@ def functions(cubins, renames):
             for prefix in (".nv.shared.", ".nv.constant0."):
                 if prefix + m in sections:
                     aspects[prefix.strip(".") + " bytes"] = sections[prefix + m][4]
+            # The function's own constant banks past its parameters (.nv.constantN.<function>).
+            for section, (_, _, _, body, size) in sections.items():
+                bank = re.match(r"^\.nv\.constant([1-9][0-9]*)\.(.+)$", section)
+                if bank and bank.group(2) == m:
+                    aspects["constant bank " + bank.group(1)] = (body, size)
             info_section = sections.get(".nv.info." + m)
             if info_section:
                 aspects["attributes"] = info_section[3]
@@ -178,8 +183,8 @@ def functions(cubins, renames):
         # shared constant banks: a change there changes what the kernels compute.
         data = collections.OrderedDict()
         for section, (_, _, _, body, size) in sorted(sections.items()):
-            if section.startswith(".nv.global.init") or (
-                    section.startswith(".nv.constant") and not section.startswith(".nv.constant0.")):
+            if section.startswith(".nv.global.init") or re.match(r"^\.nv\.constant[0-9]+$",
+                                                                    section):
                 data[section] = (body, size)
         if data:
             result["initialized data of %s" % source] = data

@@ -281,6 +281,7 @@ sanitize_one() {  # tool binary label log unit(case|group) gtest-filter-argument
   elif grep -q '^\[  PASSED  \]' "$log" && ! grep -q '^\[  FAILED  \]' "$log" \
        && [ "$ours" = 0 ] && [ -z "$errors" ] \
        && grep -qE '^========= (ERROR|RACECHECK) SUMMARY' "$log" \
+       && ! grep -qE '^========= (Target application returned an error|Error: process didn.t terminate successfully)' "$log" \
        && { [ "$rc" = 0 ] || { [ "$tool" = racecheck ] && [ "$theirs" -gt 0 ] && [ "$rc" = 86 ]; }; }; then
     # Any other exit fails the run (a crash after the cases, the tool not finishing), but for
     # racecheck's error exit where the hazards it reported are in cuBLASLt's kernels alone.

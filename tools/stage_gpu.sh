@@ -75,9 +75,13 @@ done
 cp bench/*.py "$stage/scripts/" || exit 1
 cp tools/gpu_suite.sh "$stage/run.sh"
 cp tools/gpu_benchmarks.sh "$stage/benchmarks.sh"
+# Dirty with any change to the sources, untracked files included (a glob may build them), the
+# stage itself aside where it lies in the checkout.
+exclude=()
+case $stage in "$PWD"/*) exclude=(":!${stage#"$PWD"/}") ;; esac
+changes=$(git status --porcelain -- . ':!bench/results' "${exclude[@]}")
 {
-  # Dirty with any change to the sources, untracked files included (a glob may build them).
-  echo "commit $(git rev-parse --short HEAD)$([ -z "$(git status --porcelain -- . ':!bench/results')" ] || echo '-dirty')"
+  echo "commit $(git rev-parse --short HEAD)$([ -z "$changes" ] || echo '-dirty')"
   echo "staged $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "tests: $(ls "$stage/tests" | tr '\n' ' ')"
   echo "binaries: $(ls "$stage/bin" | tr '\n' ' ')"
