@@ -151,16 +151,19 @@ def main():
             setattr(cfg, name, 4096)
 
     compile_mode = "dynamic" if args.compile_dynamic else "per shape"
-    print(f"# torch_peer  commit {args.commit or '?'}  torch {torch.__version__} "
-          f"(CUDA {torch.version.cuda})  {torch.cuda.get_device_name()}  "
-          f"{datetime.datetime.now().isoformat(timespec='seconds')}  "
-          f"compile {compile_mode}", flush=True)
+    run_line = (f"# torch_peer  commit {args.commit or '?'}  torch {torch.__version__} "
+                f"(CUDA {torch.version.cuda})  {torch.cuda.get_device_name()}  "
+                f"{datetime.datetime.now().isoformat(timespec='seconds')}  "
+                f"compile {compile_mode}")
+    print(run_line, flush=True)
     print(f"{'heads':>5} {'rows':>5} {'q':>2} {'mode':>16} {'layers':>6} {'us/layer':>10}",
           flush=True)
 
-    if args.csv and (not os.path.exists(args.csv) or os.path.getsize(args.csv) == 0):
+    if args.csv:
+        # The run's commit, device and date above its rows, as the C++ benchmarks write theirs.
+        new_file = not os.path.exists(args.csv) or os.path.getsize(args.csv) == 0
         with open(args.csv, "a") as f:
-            f.write(CSV_HEADER + "\n")
+            f.write(run_line + "\n" + (CSV_HEADER + "\n" if new_file else ""))
 
     state = {"compile_broken": False,
              "compiled": compile_gate(True) if args.compile_dynamic else None}
