@@ -128,7 +128,7 @@ step grid 240 tail_bench.log "$bin/tail_bench" --commit="$commit" --csv="$out/ta
 fp8_kernels=${kernels//fused-/fp8w-fused-}
 step fp8 300 tail_bench_fp8.log "$bin/tail_bench" --commit="$commit" \
   --csv="$out/tail_bench_fp8.csv" --modes=auto,fp8w-auto,$fp8_kernels
-step fp8_output 300 tail_bench_fp8_output.log "$bin/tail_bench" --commit="$commit" \
+step fp8_output 420 tail_bench_fp8_output.log "$bin/tail_bench" --commit="$commit" \
   --csv="$out/tail_bench_fp8_output.csv" \
   --modes=auto,fp8o-auto,fp8o-pair,fp8w-fp8o-auto,fp8w-fp8o-pair,${kernels//fused-/fp8o-fused-},${kernels//fused-/fp8w-fp8o-fused-}
 step q 40 tail_bench_q.log "$bin/tail_bench" --commit="$commit" --q=2,4 --heads=12,64,128 \
