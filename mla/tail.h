@@ -113,7 +113,8 @@ class MlaTail {
 
   int device() const;
   const TailOptions& options() const;
-  // Device memory this instance holds: the BMM path's scratch once allocated, else 0.
+  // Bytes of device memory this instance allocated: the BMM path's scratch once allocated, else
+  // 0. Its memory pool maps them in its own granularity, so the device memory held can be more.
   size_t scratch_bytes() const;
 
  private:
