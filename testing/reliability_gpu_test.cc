@@ -94,41 +94,16 @@ TEST_F(ReliabilityGpuTest, InputsWrittenUpstreamUntilItsEndAreSeen) {
       options.inactive_every = 0;
       absl::StatusOr<std::unique_ptr<Problem>> problem = Problem::Create(options, stream_);
       ASSERT_TRUE(problem.ok()) << problem.status();
-      const mla_tail::TailBuffers b = (*problem)->buffers();
-      const size_t latent_bytes = size_t(rows) * b.latent_row_stride * 2;
-      const size_t gate_bytes = size_t(rows) * b.gate_row_stride * 2;
-      const size_t lengths_bytes = size_t(rows) * 4;
-      absl::StatusOr<DeviceMemory> saved =
-          DeviceMemory::Allocate(latent_bytes + gate_bytes + lengths_bytes);
-      ASSERT_TRUE(saved.ok());
-      char* s = saved->as<char>();
-      // Set-up copies and spoiling on the test's stream (as in the control above).
-      ASSERT_EQ(cudaMemcpyAsync(s, b.latent, latent_bytes, cudaMemcpyDeviceToDevice, stream_),
-                cudaSuccess);
-      ASSERT_EQ(
-          cudaMemcpyAsync(s + latent_bytes, b.gate, gate_bytes, cudaMemcpyDeviceToDevice, stream_),
-          cudaSuccess);
-      ASSERT_EQ(cudaMemcpyAsync(s + latent_bytes + gate_bytes, b.lengths, lengths_bytes,
-                                cudaMemcpyDeviceToDevice, stream_),
-                cudaSuccess);
-
+      absl::StatusOr<LateInputs> late = LateInputs::Save(**problem, stream_);
+      ASSERT_TRUE(late.ok()) << late.status();
+      const mla_tail::TailBuffers b = late->buffers(**problem);
       std::unique_ptr<mla_tail::MlaTail> tail = MakeTail(kernel);
       ASSERT_NE(tail, nullptr);
       ASSERT_OK(tail->PrepareBmm((*problem)->shape(), b));
       for (int round = 0; round < ForProfile(3, 1); ++round) {
-        ASSERT_EQ(
-            cudaMemsetAsync(const_cast<mla_tail::bf16*>(b.latent), 0xff, latent_bytes, stream_),
-            cudaSuccess);
-        ASSERT_EQ(cudaMemsetAsync(const_cast<mla_tail::bf16*>(b.gate), 0xff, gate_bytes, stream_),
-                  cudaSuccess);
-        ASSERT_EQ(cudaMemsetAsync(const_cast<int32_t*>(b.lengths), 0, lengths_bytes, stream_),
-                  cudaSuccess);
+        ASSERT_OK(late->Spoil(**problem, stream_));
         ASSERT_OK((*problem)->PoisonOutput(b.output, stream_));
-        const LateCopy copies[3] = {
-            {s, const_cast<mla_tail::bf16*>(b.latent), latent_bytes},
-            {s + latent_bytes, const_cast<mla_tail::bf16*>(b.gate), gate_bytes},
-            {s + latent_bytes + gate_bytes, const_cast<int32_t*>(b.lengths), lengths_bytes}};
-        ASSERT_EQ(LaunchLateWriter(copies, 50000, stream_), cudaSuccess);
+        ASSERT_EQ(late->LaunchWriter(**problem, stream_), cudaSuccess);
         ASSERT_OK(tail->Run((*problem)->shape(), b, stream_, path));
         ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
         ASSERT_OK((*problem)->Check(b.output, (*problem)->SampleRows(), true));
