@@ -108,9 +108,10 @@ absl::Status DecodeStepWithGraphSet(mla_tail::TailGraphSet& set, int rows, int32
 }
 // [end snippet]
 
-// The tails a failed AddTailsToStepGraph added, removed from the step's graph (it then holds
-// what it held before the call: the runtime's own nodes after a tail go with it too); `status`
-// returned.
+// The tails a failed AddTailsToStepGraph added, removed from the step's graph with their edges
+// (it then holds what it held before the call); `status` returned. cudaGraphDestroyNode removes
+// one node: nodes of the runtime's own added after a tail in that loop must be removed as well,
+// or they stay behind, no longer after any tail.
 absl::Status RemoveTails(const std::vector<mla_tail::TailNode>& added, absl::Status status) {
   for (const mla_tail::TailNode& node : added) cudaGraphDestroyNode(node.node());
   return status;
@@ -133,7 +134,7 @@ absl::Status AddTailsToStepGraph(const mla_tail::MlaTail& tail, const mla_tail::
     absl::StatusOr<mla_tail::TailNode> node = mla_tail::AddTailNode(
         tail, step->graph, {attention_nodes[layer]}, shape, layer_buffers[layer]);
     if (!node.ok()) return RemoveTails(tails, node.status());  // the graph as it was
-    // ... the layer's output projection, after node->node() ...
+    // ... the layer's output projection, after node->node() (on a later error, removed too) ...
     tails.push_back(*node);
   }
   // Instantiated for the device current on this thread: the tail's (one thread a device).

@@ -7,11 +7,12 @@
 //   GraphSetOptions options;                // heads, q, layers, buckets, path, ...
 //   options.heads = 12;
 //   options.layers = 61;
-//   auto set = TailGraphSet::Create(device, options);
-//   set->SetLayer(l, buffers);             // each layer's pointers and strides (any time)
-//   set->CaptureAll();                     // ahead of time, or let Replay capture lazily
-//   ZeroPaddingLengths(lengths, rows, *set->BucketRows(rows), q, stream);
-//   set->Replay(l, rows, stream);          // the smallest bucket >= rows
+//   absl::StatusOr<std::unique_ptr<TailGraphSet>> made = TailGraphSet::Create(device, options);
+//   TailGraphSet& set = **made;            // after checking made.ok()
+//   set.SetLayer(l, buffers);              // each layer's pointers and strides (any time)
+//   set.CaptureAll();                      // ahead of time, or let Replay capture lazily
+//   ZeroPaddingLengths(lengths, rows, *set.BucketRows(rows), q, stream);
+//   set.Replay(l, rows, stream);           // the smallest bucket >= rows
 //
 // Updates: SetLayer may change any pointer between replays. The next Replay of a (layer,
 // bucket) graph that still holds other pointers rewrites one kernel node's parameters
@@ -54,7 +55,6 @@
 // scratch: they must not be launched after the set is gone, and the caller's launches of them
 // must have completed before it goes.
 
-#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <array>
@@ -68,6 +68,8 @@
 #include "mla_tail/mla/padding.h"  // ZeroPaddingLengths, for the padding of a bucket
 #include "mla_tail/mla/tail.h"
 #include "mla_tail/mla/tail_args.h"
+
+struct CUctx_st;  // the driver API's context (CUcontext is a pointer to it)
 
 namespace mla_tail {
 
@@ -181,7 +183,7 @@ class TailGraphSet {
   cudaStream_t capture_stream_ = nullptr;
   // The context current at Create (its handle and cuCtxGetId's ID): where the destructor
   // releases the graphs.
-  CUcontext context_ = nullptr;
+  CUctx_st* context_ = nullptr;  // a CUcontext, kept without including the driver API's header
   unsigned long long context_id_ = 0;  // NOLINT(runtime/int)
   struct LayerState {
     TailBuffers buffers;  // valid once `set`
