@@ -372,6 +372,16 @@ absl::Status MlaTail::PrepareBmm(const TailShape& shape, const TailBuffers& buff
   return impl_->Plan(shape, buffers, /*capturing=*/false).status();
 }
 
+absl::Status MlaTail::CheckBuffers(const TailShape& shape, const TailBuffers& buffers,
+                                   TailPath path) const {
+  internal::CudaErrorScope errors;
+  MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
+  MLA_RETURN_IF_ERROR(CheckPathTakes(path, buffers));
+  internal::DeviceGuard guard;
+  MLA_RETURN_IF_ERROR(guard.Enter(impl_->device));
+  return internal::CheckTailBuffers(impl_->device, shape, buffers, impl_->pointer_check());
+}
+
 absl::Status MlaTail::Run(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream,
                           TailPath path) {
   internal::CudaErrorScope errors;

@@ -92,6 +92,15 @@ class MlaTail {
   absl::Status Run(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream,
                    TailPath path = TailPath::kAuto);
 
+  // Run()'s checks of `shape` and `buffers` for `path` (validation, the path's types, and what
+  // each buffer points at, feeding the same cache; not the BMM path's capacity or plan), with
+  // the same statuses; launches nothing,
+  // writes nothing and takes no stream. A runtime that updates many nodes checks every layer's
+  // buffers first, so that a bad one leaves no node changed. TailNode::Update also refuses
+  // buffers of another weight or output type than its node's.
+  absl::Status CheckBuffers(const TailShape& shape, const TailBuffers& buffers,
+                            TailPath path = TailPath::kAuto) const;
+
   // Allocates the BMM scratch if need be and plans the GEMM for this shape and these strides,
   // outside any capture (Run() does so on first use when not capturing).
   absl::Status PrepareBmm(const TailShape& shape, const TailBuffers& buffers);

@@ -576,7 +576,8 @@ TEST_F(SafetyGpuTest, PoolAndReservedRangeMemoryRun) {
 }
 
 // Every call that takes buffers refuses host memory by name, and stores or writes nothing: the
-// graph set's layer keeps its buffers, a node keeps its own, ZeroPaddingLengths writes nothing.
+// graph set's layer keeps its buffers, a node keeps its own, ZeroPaddingLengths writes nothing;
+// MlaTail::CheckBuffers says so first, as Run would, on every path and inside a capture.
 TEST_F(SafetyGpuTest, EveryCallThatTakesBuffersRefuses) {
   std::unique_ptr<Problem> problem = MakeProblem(12, 16, 5);
   ASSERT_NE(problem, nullptr);
@@ -584,6 +585,28 @@ TEST_F(SafetyGpuTest, EveryCallThatTakesBuffersRefuses) {
   HostBuffer host(size_t{1} << 20);
   TailBuffers bad = good;
   bad.gate = host.as<mla_tail::bf16>();
+
+  // MlaTail::CheckBuffers.
+  for (const TailPath path : {TailPath::kAuto, TailPath::kFused, TailPath::kBmm}) {
+    SCOPED_TRACE(mla_tail::TailPathName(path));
+    ASSERT_OK(tail_->CheckBuffers(problem->shape(), good, path));
+    ExpectRefused(tail_->CheckBuffers(problem->shape(), bad, path), "gate",
+                  "not memory CUDA knows");
+  }
+  TailBuffers misaligned = good;
+  misaligned.output = good.output + 1;
+  const absl::Status unaligned = tail_->CheckBuffers(problem->shape(), misaligned);
+  EXPECT_EQ(unaligned.code(), absl::StatusCode::kInvalidArgument) << unaligned;
+  EXPECT_EQ(unaligned, tail_->Run(problem->shape(), misaligned, stream_));
+  ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  ASSERT_OK(tail_->CheckBuffers(problem->shape(), good));
+  ExpectRefused(tail_->CheckBuffers(problem->shape(), bad), "gate", "not memory CUDA knows");
+  cudaGraph_t checked = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(stream_, &checked), cudaSuccess) << "the capture broke";
+  size_t recorded = 1;
+  ASSERT_EQ(cudaGraphGetNodes(checked, nullptr, &recorded), cudaSuccess);
+  EXPECT_EQ(recorded, 0u) << "CheckBuffers recorded work";
+  cudaGraphDestroy(checked);
 
   // TailGraphSet::SetLayer.
   GraphSetOptions options;
