@@ -141,8 +141,16 @@ absl::StatusOr<TailNode> AddTailNode(const MlaTail& tail, cudaGraph_t graph,
     std::sort(graph_nodes.begin(), graph_nodes.end());
   }
 
-  // A programmatic edge only from kernel nodes (CUDA defines the port on those alone).
+  // A programmatic edge only from kernel nodes (CUDA defines the port on those alone), and not
+  // from those the caller asks a full edge from.
   const bool programmatic = options.programmatic_edge && tail.options().pdl;
+  for (size_t i = 0; i < options.full_edge_dependencies.size(); ++i) {
+    if (std::find(dependencies.begin(), dependencies.end(), options.full_edge_dependencies[i]) ==
+        dependencies.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "full_edge_dependencies[", i, "] is not one of the dependencies given to AddTailNode"));
+    }
+  }
   std::vector<cudaGraphEdgeData> edges(dependencies.size());
   for (size_t i = 0; i < dependencies.size(); ++i) {
     if (dependencies[i] == nullptr) {
@@ -156,7 +164,10 @@ absl::StatusOr<TailNode> AddTailNode(const MlaTail& tail, cudaGraph_t graph,
     MLA_RETURN_IF_CUDA_ERROR(cudaGraphNodeGetType(dependencies[i], &type),
                              absl::StrCat("cudaGraphNodeGetType(dependency ", i, ")"));
     edges[i] = cudaGraphEdgeData{};
-    if (programmatic && type == cudaGraphNodeTypeKernel) {
+    const bool full =
+        std::find(options.full_edge_dependencies.begin(), options.full_edge_dependencies.end(),
+                  dependencies[i]) != options.full_edge_dependencies.end();
+    if (programmatic && !full && type == cudaGraphNodeTypeKernel) {
       edges[i].from_port = cudaGraphKernelNodePortProgrammatic;
       edges[i].type = cudaGraphDependencyTypeProgrammatic;
     }

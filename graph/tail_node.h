@@ -19,7 +19,9 @@
 // the edge from each dependency that is a kernel node is programmatic: the tail's blocks start
 // once every block of that kernel has triggered its dependents (griddepcontrol.launch_dependents)
 // or exited, fetch their W_UV slices, and wait (griddepcontrol.wait) for the kernel's memory
-// before reading the latent, gate and lengths. Edges from other node types are full edges.
+// before reading the latent, gate and lengths. Edges from other node types, and from the
+// dependencies in TailNodeOptions::full_edge_dependencies (a kernel that writes W_UV), are full
+// edges.
 //
 // The fused path only (the BMM path's GEMM plan and scratch belong to an MlaTail: record it with
 // MlaTail::Run, or use TailGraphSet).
@@ -50,6 +52,10 @@ struct TailNodeOptions {
   // A programmatic (PDL) edge from each kernel-node dependency; requires the MlaTail to launch
   // with PDL (TailOptions::pdl), else the edges are full edges.
   bool programmatic_edge = true;
+  // Dependencies (each one of AddTailNode's) that get a full edge whatever programmatic_edge
+  // says: a kernel that writes W_UV or its scales, which the tail reads before its dependency
+  // wait (docs/spec.md, "Programmatic dependent launch"). The span is read during the call only.
+  absl::Span<const cudaGraphNode_t> full_edge_dependencies;
 };
 
 class TailNode {

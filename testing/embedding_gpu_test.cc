@@ -29,6 +29,7 @@
 #include "testing/support/gpu.h"
 #include "testing/support/gpu_stream_test.h"
 #include "testing/support/late_inputs.h"
+#include "testing/support/late_writer.h"
 #include "testing/support/problem.h"
 #include "testing/support/status_macros.h"
 
@@ -43,6 +44,8 @@ using ::mla_tail::TailNode;
 using ::mla_tail::TailNodeOptions;
 using ::mla_tail::TailPath;
 using ::mla_tail_testing::CaptureOnAnotherThread;
+using ::mla_tail_testing::LateCopy;
+using ::mla_tail_testing::LaunchLateWriter;
 using ::testing::HasSubstr;
 
 // Holds a stream's later work until Release() (or a watchdog's timeout): a host function that
@@ -150,6 +153,91 @@ TEST_F(EmbeddingGpuTest, AddedNodesRunAfterTheUpstreamKernel) {
       cudaGraphDestroy(graph);
     }
   }
+}
+
+// A kernel that writes W_UV late (a dequantization staged in the step: it lets its dependents
+// launch at once, writes 50 us later) given in TailNodeOptions::full_edge_dependencies, beside
+// the inputs' late writer: the edge from the first is full, from the second programmatic, and
+// every output equals the reference (the tail read W_UV, which it reads before its dependency
+// wait, only once its writer had ended; before, W_UV held NaN). A full-edge dependency that is
+// not one of the dependencies is refused by name and adds nothing.
+TEST_F(EmbeddingGpuTest, AWeightWriterGetsAFullEdge) {
+  constexpr int kHeads = 12;
+  std::unique_ptr<Problem> problem = MakeProblem(kHeads, 64, 41, 0);
+  ASSERT_NE(problem, nullptr);
+  absl::StatusOr<LateInputs> late = LateInputs::Save(*problem, stream_);
+  ASSERT_TRUE(late.ok()) << late.status();
+  const mla_tail::TailBuffers b = problem->buffers();
+  // W_UV's span: the last head's last row ends it.
+  const size_t w_bytes =
+      (size_t(b.w_head_stride) * (kHeads - 1) + size_t(b.w_row_stride) * (mla_tail::kValueDim - 1) +
+       mla_tail::kLatentDim) *
+      2;
+  const size_t padded = (w_bytes + 15) / 16 * 16;
+  absl::StatusOr<DeviceMemory> saved = DeviceMemory::Allocate(padded + 16);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  char* const saved_w = saved->as<char>();
+  char* const spare = saved_w + padded;  // the writer's two unused copies: 16 bytes onto themselves
+  ASSERT_EQ(cudaMemcpyAsync(saved_w, b.w_uv, w_bytes, cudaMemcpyDeviceToDevice, stream_),
+            cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  void* const w_uv = const_cast<mla_tail::bf16*>(b.w_uv);
+
+  // The two writers, captured in turn.
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  const LateCopy copies[3] = {{saved_w, w_uv, w_bytes}, {spare, spare, 16}, {spare, spare, 16}};
+  ASSERT_EQ(LaunchLateWriter(copies, 50000, stream_), cudaSuccess);
+  ASSERT_EQ(late->LaunchWriter(*problem, stream_), cudaSuccess);
+  ASSERT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
+  absl::Cleanup destroy_graph = [graph] { cudaGraphDestroy(graph); };
+  size_t count = 2;
+  cudaGraphNode_t nodes[2] = {};
+  ASSERT_EQ(cudaGraphGetNodes(graph, nodes, &count), cudaSuccess);
+  ASSERT_EQ(count, 2u);
+  size_t first_dependencies = 0;
+  ASSERT_EQ(cudaGraphNodeGetDependencies(nodes[0], nullptr, nullptr, &first_dependencies),
+            cudaSuccess);
+  // The weight writer was captured first: it depends on nothing.
+  const cudaGraphNode_t weight_writer = first_dependencies == 0 ? nodes[0] : nodes[1];
+  const cudaGraphNode_t input_writer = first_dependencies == 0 ? nodes[1] : nodes[0];
+
+  TailNodeOptions options;
+  options.full_edge_dependencies = {&input_writer, 1};
+  const absl::Status stranger =
+      AddTailNode(*tail_, graph, {weight_writer}, problem->shape(), b, options).status();
+  EXPECT_EQ(stranger.code(), absl::StatusCode::kInvalidArgument) << stranger;
+  EXPECT_THAT(std::string(stranger.message()), HasSubstr("full_edge_dependencies[0]"));
+  count = 0;
+  ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &count), cudaSuccess);
+  EXPECT_EQ(count, 2u) << "a refused AddTailNode added a node";
+
+  options.full_edge_dependencies = {&weight_writer, 1};
+  absl::StatusOr<TailNode> node =
+      AddTailNode(*tail_, graph, {input_writer, weight_writer}, problem->shape(), b, options);
+  ASSERT_TRUE(node.ok()) << node.status();
+  cudaGraphNode_t dependencies[2] = {};
+  cudaGraphEdgeData edges[2] = {};
+  count = 2;
+  ASSERT_EQ(cudaGraphNodeGetDependencies(node->node(), dependencies, edges, &count), cudaSuccess);
+  ASSERT_EQ(count, 2u);
+  for (size_t i = 0; i < count; ++i) {
+    SCOPED_TRACE(dependencies[i] == weight_writer ? "the weight writer" : "the input writer");
+    EXPECT_EQ(edges[i].type == cudaGraphDependencyTypeProgrammatic,
+              dependencies[i] == input_writer);
+  }
+
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_EQ(cudaMemsetAsync(w_uv, 0xff, w_bytes, stream_), cudaSuccess);
+    ASSERT_OK(late->Spoil(*problem, stream_));
+    ASSERT_OK(problem->PoisonOutput(b.output, stream_));
+    ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    ASSERT_OK(problem->Check(b.output, problem->SampleRows(), true));
+  }
+  cudaGraphExecDestroy(exec);
 }
 
 // Updates of the caller's executable graph apply to later launches only: three launches queued
