@@ -106,6 +106,24 @@ absl::Status TailNode::UpdateGraph(const TailBuffers& buffers) {
   return TailNodeBuilder::Write(*this, /*exec=*/nullptr, buffers);
 }
 
+absl::StatusOr<TailNode> TailNode::InClone(cudaGraph_t clone) const {
+  internal::CudaErrorScope errors;
+  if (empty()) return absl::FailedPreconditionError("this TailNode is empty: it holds no node");
+  if (clone == nullptr) return absl::InvalidArgumentError("clone is null");
+  cudaGraphNode_t found = nullptr;
+  if (const cudaError_t e = cudaGraphNodeFindInClone(&found, node_, clone); e != cudaSuccess) {
+    return e == cudaErrorInvalidValue || e == cudaErrorInvalidResourceHandle
+               ? internal::CallersHandleStatus(
+                     e,
+                     "clone is not a clone of the graph that holds this TailNode's node "
+                     "(cudaGraphNodeFindInClone)")
+               : internal::CudaStatus(e, "cudaGraphNodeFindInClone");
+  }
+  TailNode copy = *this;
+  copy.node_ = found;
+  return copy;
+}
+
 absl::StatusOr<TailNode> AddTailNode(const MlaTail& tail, cudaGraph_t graph,
                                      absl::Span<const cudaGraphNode_t> dependencies,
                                      const TailShape& shape, const TailBuffers& buffers,

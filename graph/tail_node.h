@@ -88,6 +88,13 @@ class TailNode {
   // hold `buffers` (Update changes only an executable graph).
   absl::Status UpdateGraph(const TailBuffers& buffers);
 
+  // The handle of this node's copy in `clone`, a graph made from the node's graph by
+  // cudaGraphClone (cudaGraphNodeFindInClone): its Update and UpdateGraph act on the clone's
+  // executable graphs and on the clone. The clone's node holds what the graph held when it was
+  // cloned; buffers() starts as this handle's. FailedPrecondition for an empty handle,
+  // InvalidArgument when `clone` is null or not a clone of the node's graph.
+  absl::StatusOr<TailNode> InClone(cudaGraph_t clone) const;
+
  private:
   friend class TailNodeBuilder;
 

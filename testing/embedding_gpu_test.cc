@@ -240,6 +240,75 @@ TEST_F(EmbeddingGpuTest, AWeightWriterGetsAFullEdge) {
   cudaGraphExecDestroy(exec);
 }
 
+// A node's handle in a clone of its graph (a runtime cloning a template step graph): the clone's
+// executable graph runs what the graph held when it was cloned, its handle's Update points that
+// graph at other buffers and the original's exec keeps its own; the original handle's Update of
+// the clone's exec, and InClone of a graph that is no clone, are refused; an empty handle's
+// InClone is FailedPrecondition.
+TEST_F(EmbeddingGpuTest, AHandleFollowsItsNodeIntoAClone) {
+  std::unique_ptr<Problem> problem = MakeProblem(12, 16, 43);
+  ASSERT_NE(problem, nullptr);
+  absl::StatusOr<DeviceMemory> other = problem->NewOutput(stream_);
+  ASSERT_TRUE(other.ok()) << other.status();
+  mla_tail::bf16* const other_output = other->as<mla_tail::bf16>();
+  const mla_tail::TailBuffers first = problem->buffers();
+  const mla_tail::TailBuffers second = problem->buffers_with_output(other_output);
+
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
+  absl::Cleanup destroy_graph = [graph] { cudaGraphDestroy(graph); };
+  absl::StatusOr<TailNode> node = AddTailNode(*tail_, graph, {}, problem->shape(), first);
+  ASSERT_TRUE(node.ok()) << node.status();
+  cudaGraph_t clone = nullptr;
+  ASSERT_EQ(cudaGraphClone(&clone, graph), cudaSuccess);
+  absl::Cleanup destroy_clone = [clone] { cudaGraphDestroy(clone); };
+  absl::StatusOr<TailNode> cloned = node->InClone(clone);
+  ASSERT_TRUE(cloned.ok()) << cloned.status();
+  EXPECT_NE(cloned->node(), node->node());
+  EXPECT_EQ(cloned->kernel(), node->kernel());
+
+  cudaGraphExec_t exec = nullptr, clone_exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  absl::Cleanup destroy_exec = [exec] { cudaGraphExecDestroy(exec); };
+  ASSERT_EQ(cudaGraphInstantiate(&clone_exec, clone, 0), cudaSuccess);
+  absl::Cleanup destroy_clone_exec = [clone_exec] { cudaGraphExecDestroy(clone_exec); };
+  auto launch = [&](cudaGraphExec_t e, mla_tail::bf16* written, mla_tail::bf16* untouched) {
+    ASSERT_OK(problem->PoisonOutput(written, stream_));
+    ASSERT_OK(problem->PoisonOutput(untouched, stream_));
+    ASSERT_EQ(cudaGraphLaunch(e, stream_), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    ASSERT_OK(problem->Check(written, problem->SampleRows(), true));
+    absl::StatusOr<std::vector<uint16_t>> bits =
+        DownloadBits(untouched, problem->output_elements());
+    ASSERT_TRUE(bits.ok()) << bits.status();
+    int64_t stray = 0;
+    for (uint16_t bit : *bits) stray += bit != 0xffff;
+    EXPECT_EQ(stray, 0) << "the other output was written";
+  };
+  {
+    SCOPED_TRACE("the clone as cloned");
+    launch(clone_exec, first.output, other_output);
+  }
+  ASSERT_OK(cloned->Update(clone_exec, second));
+  {
+    SCOPED_TRACE("the clone's exec updated through its handle");
+    launch(clone_exec, other_output, first.output);
+  }
+  {
+    SCOPED_TRACE("the original's exec as it was");
+    launch(exec, first.output, other_output);
+  }
+  const absl::Status crossed = node->Update(clone_exec, first);
+  EXPECT_EQ(crossed.code(), absl::StatusCode::kInvalidArgument) << crossed;
+
+  cudaGraph_t stranger = nullptr;
+  ASSERT_EQ(cudaGraphCreate(&stranger, 0), cudaSuccess);
+  absl::Cleanup destroy_stranger = [stranger] { cudaGraphDestroy(stranger); };
+  EXPECT_EQ(node->InClone(stranger).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(node->InClone(nullptr).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(TailNode().InClone(clone).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
 // Updates of the caller's executable graph apply to later launches only: three launches queued
 // behind a closed gate, the pointers changed between them, each writes where it was told to.
 TEST_F(EmbeddingGpuTest, UpdatesApplyToLaterLaunchesWhileEarlierOnesAreQueued) {
