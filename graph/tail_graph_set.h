@@ -42,7 +42,8 @@
 // Threads and streams: a set is used by one thread at a time. On the fused path, replays of
 // different (layer, bucket) graphs may run at once on different streams (each graph holds only
 // the caller's pointers); replays of one graph never do, whatever the streams, since CUDA runs
-// one launch of an executable graph at a time, each after the one before. On the BMM path all
+// one launch of an executable graph at a time, each after the one before (two micro-batches
+// that overlap take a set each). On the BMM path all
 // graphs of a set share its scratch, so their replays must be ordered on the GPU (one stream,
 // or streams joined by events). A set works on
 // its own device whatever device the calling thread has current, and none of its calls
