@@ -154,8 +154,8 @@ absl::Status PointStepAt(StepGraph& step, absl::Span<const mla_tail::TailBuffers
   }
   // A kernel-node update per layer in the instantiated graph: no re-instantiation, and launches
   // already enqueued keep the pointers they had.
-  // On an error the layers before point at the new buffers already (MlaTail::CheckBuffers of
-  // every layer first changes none): launch the step only once a call has returned OK.
+  // On an error the layers before point at the new buffers already (checking every layer first
+  // with MlaTail::CheckBuffers and the node's types avoids it): launch only once a call is OK.
   for (size_t layer = 0; layer < step.tails.size(); ++layer) {
     MLA_TAIL_RETURN_IF_ERROR(step.tails[layer].Update(step.exec, layer_buffers[layer]));
   }

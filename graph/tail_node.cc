@@ -119,6 +119,9 @@ absl::StatusOr<TailNode> TailNode::InClone(cudaGraph_t clone) const {
                      "(cudaGraphNodeFindInClone)")
                : internal::CudaStatus(e, "cudaGraphNodeFindInClone");
   }
+  if (found == nullptr) {
+    return absl::InvalidArgumentError("clone holds no copy of this TailNode's node");
+  }
   TailNode copy = *this;
   copy.node_ = found;
   return copy;

@@ -92,7 +92,8 @@ class TailNode {
   // cudaGraphClone (cudaGraphNodeFindInClone): its Update and UpdateGraph act on the clone's
   // executable graphs and on the clone. The clone's node holds what the graph held when it was
   // cloned; buffers() starts as this handle's. FailedPrecondition for an empty handle,
-  // InvalidArgument when `clone` is null or not a clone of the node's graph.
+  // InvalidArgument when `clone` is null, not a clone of the node's graph, or holds no copy of
+  // the node (added to the graph after the clone was made, or removed from the clone).
   absl::StatusOr<TailNode> InClone(cudaGraph_t clone) const;
 
  private:
@@ -124,8 +125,9 @@ class TailNode {
 // Adds `tail`'s fused kernel for `shape` over `buffers` to `graph`, after `dependencies` (nodes
 // of `graph`; may be empty). The graph must be instantiated on `tail`'s device. Validates every
 // argument first: InvalidArgument for a bad shape or buffer, or a dependency that is null, given
-// twice or not a node of `graph`, and for a graph or dependencies CUDA refuses the node with. On
-// error nothing was added.
+// twice or not a node of `graph`, a full-edge dependency (TailNodeOptions) that is not one of
+// `dependencies`, and for a graph or dependencies CUDA refuses the node with. On error nothing
+// was added.
 absl::StatusOr<TailNode> AddTailNode(const MlaTail& tail, cudaGraph_t graph,
                                      absl::Span<const cudaGraphNode_t> dependencies,
                                      const TailShape& shape, const TailBuffers& buffers,

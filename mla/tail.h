@@ -93,11 +93,11 @@ class MlaTail {
                    TailPath path = TailPath::kAuto);
 
   // Run()'s checks of `shape` and `buffers` for `path` (validation, the path's types, and what
-  // each buffer points at, feeding the same cache; not the BMM path's capacity or plan), with
-  // the same statuses; launches nothing,
-  // writes nothing and takes no stream. A runtime that updates many nodes checks every layer's
-  // buffers first, so that a bad one leaves no node changed. TailNode::Update also refuses
-  // buffers of another weight or output type than its node's.
+  // each buffer points at, feeding the same cache), with the same statuses; launches nothing,
+  // writes nothing and takes no stream. Whether the instance has the BMM path, its capacity and
+  // plan are not checked. A runtime that updates many nodes checks every layer's buffers first,
+  // so that a bad one leaves no node changed; TailNode::Update also refuses buffers of another
+  // weight or output type than its node's, and an exec of another graph.
   absl::Status CheckBuffers(const TailShape& shape, const TailBuffers& buffers,
                             TailPath path = TailPath::kAuto) const;
 

@@ -157,10 +157,12 @@ TEST_F(EmbeddingGpuTest, AddedNodesRunAfterTheUpstreamKernel) {
 
 // A kernel that writes W_UV late (a dequantization staged in the step: it lets its dependents
 // launch at once, writes 50 us later) given in TailNodeOptions::full_edge_dependencies, beside
-// the inputs' late writer: the edge from the first is full, from the second programmatic, and
-// every output equals the reference (the tail read W_UV, which it reads before its dependency
-// wait, only once its writer had ended; before, W_UV held NaN). A full-edge dependency that is
-// not one of the dependencies is refused by name and adds nothing.
+// the inputs' late writer, the two writers independent: the edge from the first is full, from
+// the second programmatic, and every output equals the reference (the tail read W_UV, which it
+// reads before its dependency wait, only once its writer had ended; before, W_UV held NaN). The
+// control, in the full profile (a sanitizer may not keep PDL's overlap): with both edges
+// programmatic the tail reads the NaN W_UV. A full-edge dependency that is not one of the
+// dependencies is refused by name and adds nothing.
 TEST_F(EmbeddingGpuTest, AWeightWriterGetsAFullEdge) {
   constexpr int kHeads = 12;
   std::unique_ptr<Problem> problem = MakeProblem(kHeads, 64, 41, 0);
@@ -198,9 +200,38 @@ TEST_F(EmbeddingGpuTest, AWeightWriterGetsAFullEdge) {
   size_t first_dependencies = 0;
   ASSERT_EQ(cudaGraphNodeGetDependencies(nodes[0], nullptr, nullptr, &first_dependencies),
             cudaSuccess);
-  // The weight writer was captured first: it depends on nothing.
+  // The weight writer was captured first: it depends on nothing. The capture's edge between
+  // them (a full one: the writers launch without PDL) is removed, else the input writer, and the
+  // tail behind it, would start only once W_UV is written whatever the tail's edges.
   const cudaGraphNode_t weight_writer = first_dependencies == 0 ? nodes[0] : nodes[1];
   const cudaGraphNode_t input_writer = first_dependencies == 0 ? nodes[1] : nodes[0];
+  ASSERT_EQ(cudaGraphRemoveDependencies(graph, &weight_writer, &input_writer, nullptr, 1),
+            cudaSuccess);
+  // Launches `exec` over NaN W_UV and inputs that the writers restore late.
+  auto launch = [&](cudaGraphExec_t exec) {
+    ASSERT_EQ(cudaMemsetAsync(w_uv, 0xff, w_bytes, stream_), cudaSuccess);
+    ASSERT_OK(late->Spoil(*problem, stream_));
+    ASSERT_OK(problem->PoisonOutput(b.output, stream_));
+    ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  };
+  if (!SanitizerProfile()) {
+    SCOPED_TRACE("the control: both edges programmatic");
+    cudaGraph_t control = nullptr;
+    ASSERT_EQ(cudaGraphClone(&control, graph), cudaSuccess);
+    absl::Cleanup destroy_control = [control] { cudaGraphDestroy(control); };
+    cudaGraphNode_t writers[2] = {};
+    ASSERT_EQ(cudaGraphNodeFindInClone(&writers[0], input_writer, control), cudaSuccess);
+    ASSERT_EQ(cudaGraphNodeFindInClone(&writers[1], weight_writer, control), cudaSuccess);
+    ASSERT_OK(AddTailNode(*tail_, control, writers, problem->shape(), b).status());
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, control, 0), cudaSuccess);
+    absl::Cleanup destroy_exec = [exec] { cudaGraphExecDestroy(exec); };
+    launch(exec);
+    EXPECT_FALSE(problem->Check(b.output, problem->SampleRows(), true).ok())
+        << "the tail read W_UV only after its late writer with a programmatic edge: the test "
+           "cannot tell the full edge from it";
+  }
 
   TailNodeOptions options;
   options.full_edge_dependencies = {&input_writer, 1};
@@ -229,15 +260,11 @@ TEST_F(EmbeddingGpuTest, AWeightWriterGetsAFullEdge) {
 
   cudaGraphExec_t exec = nullptr;
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  absl::Cleanup destroy_exec = [exec] { cudaGraphExecDestroy(exec); };
   for (int round = 0; round < 2; ++round) {
-    ASSERT_EQ(cudaMemsetAsync(w_uv, 0xff, w_bytes, stream_), cudaSuccess);
-    ASSERT_OK(late->Spoil(*problem, stream_));
-    ASSERT_OK(problem->PoisonOutput(b.output, stream_));
-    ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
-    ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+    launch(exec);
     ASSERT_OK(problem->Check(b.output, problem->SampleRows(), true));
   }
-  cudaGraphExecDestroy(exec);
 }
 
 // A node's handle in a clone of its graph (a runtime cloning a template step graph): the clone's
