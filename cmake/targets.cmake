@@ -118,7 +118,7 @@ mla_tail_library(//mla:tail
   INCLUDE_PREFIX "mla_tail/mla"
   SRCS "mla/internal/tail_access.h" "mla/tail.cc"
   HDRS "mla/tail.h"
-  DEPS "//mla:cublaslt" "//mla:cuda_status" "//mla:device_guard" "//mla:dispatch" "//mla:driver" "//mla:errors" "//mla:kernels" "//mla:pointer_checks" "//mla:tail_args" "//mla:tail_kernel_node" "//mla:value_bmm" "absl::cleanup" "absl::flat_hash_map" "absl::status" "absl::statusor" "absl::strings" "mla_tail_cuda_headers")
+  DEPS "//mla:cublaslt" "//mla:cuda_status" "//mla:device_guard" "//mla:dispatch" "//mla:errors" "//mla:kernels" "//mla:pointer_checks" "//mla:tail_args" "//mla:tail_kernel_node" "//mla:value_bmm" "absl::cleanup" "absl::flat_hash_map" "absl::status" "absl::statusor" "absl::strings" "mla_tail_cuda_headers")
 
 mla_tail_library(//mla:tail_access
   KIND cc

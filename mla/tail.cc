@@ -17,7 +17,6 @@
 #include "mla/internal/cublaslt.h"
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/device_guard.h"
-#include "mla/internal/driver.h"
 #include "mla/internal/pointer_checks.h"
 #include "mla/internal/tail_access.h"
 #include "mla/internal/tail_kernel_node.h"
@@ -39,20 +38,15 @@ namespace {
 absl::StatusOr<cublasLtHandle_t> SharedCublasLt() {
   absl::StatusOr<const internal::CublasLtApi*> lt = internal::CublasLt();
   if (!lt.ok()) return lt.status();
-  const internal::DriverApi& driver = internal::Driver();
-  CUcontext context = nullptr;
-  unsigned long long context_id = 0;  // NOLINT(runtime/int): cuCtxGetId's type
-  if (!driver.complete() || driver.ctx_get_current(&context) != CUDA_SUCCESS ||
-      context == nullptr || driver.ctx_get_id(context, &context_id) != CUDA_SUCCESS) {
-    return absl::InternalError("the BMM path could not identify the current CUDA context");
-  }
+  absl::StatusOr<internal::ContextRef> context = internal::CurrentContextRef();
+  if (!context.ok()) return context.status();
   static std::mutex mutex;
   static auto* handles = new std::map<unsigned long long, cublasLtHandle_t>();  // NOLINT
   std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = handles->find(context_id); it != handles->end()) return it->second;
+  if (auto it = handles->find(context->id); it != handles->end()) return it->second;
   cublasLtHandle_t handle = nullptr;
   MLA_RETURN_IF_ERROR(internal::CublasStatus((*lt)->cublasLtCreate(&handle), "cublasLtCreate"));
-  handles->emplace(context_id, handle);
+  handles->emplace(context->id, handle);
   return handle;
 }
 
@@ -111,6 +105,16 @@ struct MlaTail::Impl {
   internal::PointerCheck pointer_check() const {
     return options.full_pointer_checks ? internal::PointerCheck::kEveryCall
                                        : internal::PointerCheck::kCached;
+  }
+  // The checks of a call that takes `shape` and `buffers` for `path`: validation, the path's
+  // types, and, with `guard` entered on the instance's device (it stays there for the caller),
+  // what each buffer points at.
+  absl::Status CheckCall(const TailShape& shape, const TailBuffers& buffers, TailPath path,
+                         internal::DeviceGuard& guard) const {
+    MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
+    MLA_RETURN_IF_ERROR(CheckPathTakes(path, buffers));
+    MLA_RETURN_IF_ERROR(guard.Enter(device));
+    return internal::CheckTailBuffers(device, shape, buffers, pointer_check());
   }
   // Run() on any stream: validation (pointers included), then the launches. With `recorded`
   // (TailAccess::Record), `stream` must be capturing, and the kernel node that holds the caller's
@@ -363,23 +367,16 @@ absl::StatusOr<const internal::ValueBmm*> MlaTail::Impl::Plan(const TailShape& s
 
 absl::Status MlaTail::PrepareBmm(const TailShape& shape, const TailBuffers& buffers) {
   internal::CudaErrorScope errors;
-  MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
-  MLA_RETURN_IF_ERROR(CheckPathTakes(TailPath::kBmm, buffers));
   internal::DeviceGuard guard;
-  MLA_RETURN_IF_ERROR(guard.Enter(impl_->device));
-  MLA_RETURN_IF_ERROR(
-      internal::CheckTailBuffers(impl_->device, shape, buffers, impl_->pointer_check()));
+  MLA_RETURN_IF_ERROR(impl_->CheckCall(shape, buffers, TailPath::kBmm, guard));
   return impl_->Plan(shape, buffers, /*capturing=*/false).status();
 }
 
 absl::Status MlaTail::CheckBuffers(const TailShape& shape, const TailBuffers& buffers,
                                    TailPath path) const {
   internal::CudaErrorScope errors;
-  MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
-  MLA_RETURN_IF_ERROR(CheckPathTakes(path, buffers));
   internal::DeviceGuard guard;
-  MLA_RETURN_IF_ERROR(guard.Enter(impl_->device));
-  return internal::CheckTailBuffers(impl_->device, shape, buffers, impl_->pointer_check());
+  return impl_->CheckCall(shape, buffers, path, guard);
 }
 
 absl::Status MlaTail::Run(const TailShape& shape, const TailBuffers& buffers, cudaStream_t stream,
@@ -392,11 +389,8 @@ absl::Status MlaTail::Run(const TailShape& shape, const TailBuffers& buffers, cu
 absl::Status MlaTail::Impl::Run(const TailShape& shape, const TailBuffers& buffers,
                                 cudaStream_t stream, TailPath path,
                                 internal::TailKernelNode* recorded) {
-  MLA_RETURN_IF_ERROR(ValidateTail(shape, buffers));
-  MLA_RETURN_IF_ERROR(CheckPathTakes(path, buffers));
   internal::DeviceGuard guard;
-  MLA_RETURN_IF_ERROR(guard.Enter(device));
-  MLA_RETURN_IF_ERROR(internal::CheckTailBuffers(device, shape, buffers, pointer_check()));
+  MLA_RETURN_IF_ERROR(CheckCall(shape, buffers, path, guard));
   MLA_RETURN_IF_ERROR(CheckStreamOf(device, stream));
   if (recorded != nullptr) {
     absl::StatusOr<bool> capturing = internal::IsCapturing(stream);
