@@ -19,6 +19,9 @@ class CheckedRanges {
   // mappings laid end to end in one.
   struct Range {
     uintptr_t begin, end, reservation;
+    bool operator==(const Range& o) const {
+      return begin == o.begin && end == o.end && reservation == o.reservation;
+    }
   };
 
   // At most this many ranges are kept: past it the set starts again empty.
@@ -47,12 +50,9 @@ class CheckedRanges {
     const auto at =
         std::lower_bound(ranges_.begin(), ranges_.end(), r,
                          [](const Range& a, const Range& b) { return a.begin < b.begin; });
-    if (at != ranges_.end() && at->begin == r.begin && at->end == r.end &&
-        at->reservation == r.reservation) {
-      return;
-    }
+    if (at != ranges_.end() && *at == r) return;
     const size_t before = ranges_.size();
-    DropOverlapping(r.begin, r.end);
+    DropOverlapping(r, /*keep_same=*/false);
     if (ranges_.size() >= kMaxRanges) ranges_.clear();
     if (ranges_.size() != before) ++stamp_;
     ranges_.insert(
@@ -66,14 +66,7 @@ class CheckedRanges {
   // device may reach, found by two). The stamp changes where one is dropped.
   void Drop(const Range& r, bool keep_same) {
     const size_t before = ranges_.size();
-    ranges_.erase(std::remove_if(ranges_.begin(), ranges_.end(),
-                                 [&](const Range& c) {
-                                   const bool same = c.begin == r.begin && c.end == r.end &&
-                                                     c.reservation == r.reservation;
-                                   return c.begin < r.end && r.begin < c.end &&
-                                          !(keep_same && same);
-                                 }),
-                  ranges_.end());
+    DropOverlapping(r, keep_same);
     if (ranges_.size() != before) ++stamp_;
   }
 
@@ -88,9 +81,13 @@ class CheckedRanges {
   uint64_t stamp() const { return stamp_; }
 
  private:
-  void DropOverlapping(uintptr_t begin, uintptr_t end) {
+  // Drops the ranges that overlap `r`, but for `r` itself where `keep_same`.
+  void DropOverlapping(const Range& r, bool keep_same) {
     ranges_.erase(std::remove_if(ranges_.begin(), ranges_.end(),
-                                 [=](const Range& c) { return c.begin < end && begin < c.end; }),
+                                 [&](const Range& c) {
+                                   return c.begin < r.end && r.begin < c.end &&
+                                          !(keep_same && c == r);
+                                 }),
                   ranges_.end());
   }
 

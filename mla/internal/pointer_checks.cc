@@ -3,7 +3,6 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -55,11 +54,11 @@ absl::Status EndsEarly(const Extent& e, uintptr_t allocation_end) {
       static_cast<uint64_t>(e.end - allocation_end)));
 }
 
-// Asks CUDA about every mapping `e` spans and appends each to `found` (and those of device
-// memory, which no other device's call may use, to `device_memory` too); OK when `device` can
-// reach all of them at their addresses.
+// Asks CUDA about every mapping `e` spans and appends each to `found`, and to `device_owned`
+// whether it is device memory (which no other device may use); OK when `device` can reach all of
+// them at their addresses.
 absl::Status Query(int device, const Extent& e, absl::InlinedVector<CheckedRanges::Range, 8>* found,
-                   absl::InlinedVector<CheckedRanges::Range, 8>* device_memory) {
+                   absl::InlinedVector<bool, 8>* device_owned) {
   const DriverApi& driver = Driver();
   if (!driver.complete()) {
     return absl::InternalError("the CUDA driver lacks a function this library calls directly");
@@ -149,7 +148,7 @@ absl::Status Query(int device, const Extent& e, absl::InlinedVector<CheckedRange
     }
     if (first) reservation = range_start != 0 ? range_start : base;
     found->push_back({base, base + size, reservation});
-    if (a.type == cudaMemoryTypeDevice) device_memory->push_back(found->back());
+    device_owned->push_back(a.type == cudaMemoryTypeDevice);
     at = base + size;
   }
   return absl::OkStatus();
@@ -180,8 +179,9 @@ absl::Status CheckExtents(int device, absl::Span<const Extent> extents, PointerC
 
   // The queries neither fail for nor break a capture under way on this or another thread.
   RelaxedCaptureMode relaxed;
-  absl::InlinedVector<CheckedRanges::Range, 8> found, device_memory;
-  for (const Extent* e : unchecked) MLA_RETURN_IF_ERROR(Query(device, *e, &found, &device_memory));
+  absl::InlinedVector<CheckedRanges::Range, 8> found;
+  absl::InlinedVector<bool, 8> device_owned;
+  for (const Extent* e : unchecked) MLA_RETURN_IF_ERROR(Query(device, *e, &found, &device_owned));
   if (cached) {
     {
       DeviceCache& cache = CacheOf(device);
@@ -198,12 +198,8 @@ absl::Status CheckExtents(int device, absl::Span<const Extent> extents, PointerC
       DeviceCache& cache = CacheOf(other);
       if (!cache.holds_ranges.load(std::memory_order_acquire)) continue;
       std::lock_guard<std::mutex> lock(cache.mutex);
-      for (const CheckedRanges::Range& r : found) {
-        const bool device_owned =
-            std::any_of(device_memory.begin(), device_memory.end(), [&r](const auto& d) {
-              return d.begin == r.begin && d.end == r.end && d.reservation == r.reservation;
-            });
-        cache.ranges.Drop(r, /*keep_same=*/!device_owned);
+      for (size_t i = 0; i < found.size(); ++i) {
+        cache.ranges.Drop(found[i], /*keep_same=*/!device_owned[i]);
       }
       cache.Publish();
     }
