@@ -145,7 +145,7 @@ mla_tail_library(//mla:tail_kernel_node
   PACKAGE "mla"
   SRCS "mla/internal/tail_kernel_node.cc"
   HDRS "mla/internal/tail_kernel_node.h"
-  DEPS "//mla:cuda_status" "//mla:kernels" "//mla:tail_args" "CUDA::cudart_static" "absl::status" "absl::statusor" "absl::strings")
+  DEPS "//mla:cuda_status" "//mla:fault_hooks" "//mla:kernels" "//mla:tail_args" "CUDA::cudart_static" "absl::status" "absl::statusor" "absl::strings")
 
 mla_tail_library(//mla:value_bmm
   KIND cc

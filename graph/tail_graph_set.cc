@@ -213,9 +213,10 @@ absl::StatusOr<TailGraphSet::Entry> TailGraphSet::CaptureEntry(int layer, int bu
   MLA_RETURN_IF_CUDA_ERROR(
       cudaStreamBeginCapture(capture_stream_, cudaStreamCaptureModeThreadLocal),
       "cudaStreamBeginCapture");
+  const internal::FaultHooks& faults = internal::ActiveFaultHooks();
+  if (faults.capture_began) faults.capture_began(capture_stream_);
   absl::StatusOr<internal::TailKernelNode> node =
       internal::TailAccess::Record(*tail_, shape, buffers, capture_stream_, options_.path);
-  const internal::FaultHooks& faults = internal::ActiveFaultHooks();
   if (node.ok() && faults.during_capture) faults.during_capture(capture_stream_);
   const cudaError_t ended = cudaStreamEndCapture(capture_stream_, &entry.graph);
   if (!node.ok() || ended != cudaSuccess) {
@@ -333,7 +334,7 @@ absl::Status TailGraphSet::Replay(int layer, int rows, cudaStream_t stream) {
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(device_));
   absl::StatusOr<bool> capturing = internal::IsCapturing(stream);
-  if (!capturing.ok()) return capturing.status();
+  if (!capturing.ok()) return internal::OnCallersCapture(capturing.status());
   // A stream's device never changes: asking CUDA once per stream (known by its ID) keeps the
   // device query off every replay. A capturing stream's device cannot be asked (CheckStream lets
   // it pass; the replay is recorded by MlaTail::Run, which checks it): it is asked at its next

@@ -77,6 +77,8 @@ TEST(CudaStatusTest, CaptureErrorsOnTheCallersStreamAreFailedPrecondition) {
     ASSERT_TRUE(CudaErrorOf(callers).has_value());
     EXPECT_EQ(*CudaErrorOf(callers), error);
     EXPECT_NE(callers.message().find("capture anew"), absl::string_view::npos) << callers;
+    // Mapped once: a status already mapped stays as it is.
+    EXPECT_EQ(internal::OnCallersCapture(callers), callers);
   }
   // Anything else is left as it was.
   for (const absl::Status& other :

@@ -71,7 +71,7 @@ absl::Status ZeroPaddingLengths(int32_t* lengths, int rows, int bucket_rows, int
       internal::CheckExtents(device, {&padding, 1}, internal::PointerCheck::kCached));
   if (stream != nullptr && stream != cudaStreamLegacy && stream != cudaStreamPerThread) {
     absl::StatusOr<bool> capturing = internal::IsCapturing(stream);
-    if (!capturing.ok()) return capturing.status();
+    if (!capturing.ok()) return internal::OnCallersCapture(capturing.status());
     int stream_device = device;
     if (!*capturing) {
       MLA_RETURN_IF_CUDA_ERROR(cudaStreamGetDevice(stream, &stream_device), "cudaStreamGetDevice");

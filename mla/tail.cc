@@ -322,7 +322,7 @@ absl::Status MlaTail::CheckStream(cudaStream_t stream) const {
   internal::CudaErrorScope errors;
   internal::DeviceGuard guard;
   MLA_RETURN_IF_ERROR(guard.Enter(impl_->device));
-  return CheckStreamOf(impl_->device, stream);
+  return internal::OnCallersCapture(CheckStreamOf(impl_->device, stream));
 }
 
 absl::StatusOr<const internal::ValueBmm*> MlaTail::Impl::Plan(const TailShape& shape,
@@ -440,7 +440,7 @@ absl::Status MlaTail::Impl::RunFused(const TailShape& shape, const TailBuffers& 
   MLA_RETURN_IF_CUDA_ERROR(internal::LaunchKernel(launch, &params, stream, options.pdl),
                            "fused kernel launch");
   if (recorded == nullptr) return absl::OkStatus();
-  absl::StatusOr<cudaGraphNode_t> captured = internal::LastCapturedNode(stream);
+  absl::StatusOr<cudaGraphNode_t> captured = internal::LastCapturedNode(stream, launch);
   if (!captured.ok()) return captured.status();
   recorded->node = *captured;
   return absl::OkStatus();
@@ -465,7 +465,7 @@ absl::Status MlaTail::Impl::RunBmm(const TailShape& shape, const TailBuffers& b,
     if (!*capturing && cudaEventRecord(bmm.last_run, stream) != cudaSuccess) bmm.unordered = true;
   };
   if (recorded != nullptr) {
-    absl::StatusOr<cudaGraphNode_t> node = internal::LastCapturedNode(stream);
+    absl::StatusOr<cudaGraphNode_t> node = internal::LastCapturedNode(stream, pointers);
     if (!node.ok()) return node.status();
     *recorded = internal::TailKernelNode{
         *node, {pointers, pointers}, shape, bmm.values, bmm.operand_tables};

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -94,11 +95,17 @@ class FaultGpuTest : public mla_tail_testing::GpuStreamTest<> {
   }
 };
 
-class CaptureFaultTest : public FaultGpuTest, public ::testing::WithParamInterface<TailPath> {};
+// Where the set's own capture is broken: as it begins, before the tail's launches (its checks of
+// the stream see the invalidated capture), or after the launches, before the capture ends.
+enum class BreakPoint { kBeforeTheLaunches, kAfterTheLaunches };
 
-// The hook breaks the capture after the tail's launches with a synchronisation CUDA prohibits
-// on a capturing stream. Replay (lazy capture) and CaptureAll both fail with Aborted, publish
-// nothing, and succeed once the hook stops interfering; graphs captured before stay usable.
+class CaptureFaultTest : public FaultGpuTest,
+                         public ::testing::WithParamInterface<std::tuple<TailPath, BreakPoint>> {};
+
+// The hook breaks the capture with a synchronisation CUDA prohibits on a capturing stream.
+// Replay (lazy capture) and CaptureAll both fail with Aborted (a capture of the library's own,
+// never the caller's FailedPrecondition), publish nothing, and succeed once the hook stops
+// interfering; graphs captured before stay usable.
 TEST_P(CaptureFaultTest, InvalidatedCaptureIsReportedAndRetried) {
   std::unique_ptr<Problem> problem = MakeProblem(12, 64, 7);
   ASSERT_NE(problem, nullptr);
@@ -108,15 +115,20 @@ TEST_P(CaptureFaultTest, InvalidatedCaptureIsReportedAndRetried) {
   options.heads = 12;
   options.layers = 2;
   options.buckets = {16, 64};
-  options.path = GetParam();
-  mla_tail::internal::FaultHooks faults;
-  faults.during_capture = [&](cudaStream_t capturing) {
+  options.path = std::get<0>(GetParam());
+  const auto break_capture = [&](cudaStream_t capturing) {
     if (!inject) return;
     ++injected;
     // Prohibited while capturing: the capture is invalidated (the call's error is ignored here,
     // as the code that made it would not know about our capture).
     cudaStreamSynchronize(capturing);
   };
+  mla_tail::internal::FaultHooks faults;
+  if (std::get<1>(GetParam()) == BreakPoint::kBeforeTheLaunches) {
+    faults.capture_began = break_capture;
+  } else {
+    faults.during_capture = break_capture;
+  }
   mla_tail::internal::ScopedFaultHooks hooks(faults);
   absl::StatusOr<std::unique_ptr<TailGraphSet>> set = TailGraphSet::Create(0, options);
   ASSERT_TRUE(set.ok()) << set.status();
@@ -164,11 +176,17 @@ TEST_P(CaptureFaultTest, InvalidatedCaptureIsReportedAndRetried) {
   EXPECT_EQ(injected, 4);
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, CaptureFaultTest,
-                         ::testing::Values(TailPath::kFused, TailPath::kBmm),
-                         [](const ::testing::TestParamInfo<TailPath>& info) {
-                           return std::string(mla_tail::TailPathName(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    PathsAndPoints, CaptureFaultTest,
+    ::testing::Combine(::testing::Values(TailPath::kFused, TailPath::kBmm),
+                       ::testing::Values(BreakPoint::kBeforeTheLaunches,
+                                         BreakPoint::kAfterTheLaunches)),
+    [](const ::testing::TestParamInfo<std::tuple<TailPath, BreakPoint>>& info) {
+      return absl::StrCat(mla_tail::TailPathName(std::get<0>(info.param)),
+                          std::get<1>(info.param) == BreakPoint::kBeforeTheLaunches
+                              ? "BeforeTheLaunches"
+                              : "AfterTheLaunches");
+    });
 
 // cuBLASLt finding no algorithm for the BMM path's GEMM: the eager tail and the graph set both
 // return NotFound before anything is enqueued, and plan it once the heuristic finds one.
@@ -356,6 +374,84 @@ TEST_F(FaultGpuTest, DeviceMemoryExhaustedDuringCaptureIsReportedAndRetried) {
   ASSERT_OK(problem->PoisonOutput(b.output, stream_));
   ASSERT_OK((*set)->Replay(0, 5, stream_));  // a small bucket captured after the fault
   ExpectRows(*problem, *(*set)->BucketRows(5));
+}
+
+// Other work captured on the caller's stream while RecordTailNode records there (the hook stands
+// in for another thread launching into the stream): the capture's last node is no longer the
+// tail's, and RecordTailNode refuses with FailedPrecondition instead of handing out a handle to
+// another node. The caller's capture stays valid and holds both nodes. The other work is a memset,
+// and a kernel of another function (the same shape's tail through another forced kernel).
+// Without it, the handle updates the caller's graph.
+TEST_F(FaultGpuTest, OtherWorkCapturedWhileATailIsRecordedIsRefused) {
+  std::unique_ptr<Problem> problem = MakeProblem(12, 64, 17);
+  ASSERT_NE(problem, nullptr);
+  absl::StatusOr<DeviceMemory> other = problem->NewOutput(stream_);
+  ASSERT_TRUE(other.ok()) << other.status();
+  mla_tail::TailOptions recording_options;
+  recording_options.fused_kernel = mla_tail::FusedKernel::kColumnSplit;
+  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> recording =
+      mla_tail::MlaTail::Create(0, recording_options);
+  ASSERT_TRUE(recording.ok()) << recording.status();
+  mla_tail::TailOptions other_options;
+  other_options.fused_kernel = mla_tail::FusedKernel::kLatentSplit;
+  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> other_tail =
+      mla_tail::MlaTail::Create(0, other_options);
+  ASSERT_TRUE(other_tail.ok()) << other_tail.status();
+
+  enum class Work { kNone, kMemset, kOtherKernel };
+  std::atomic<Work> work{Work::kNone};
+  std::atomic<int> injected{0};
+  mla_tail::internal::FaultHooks faults;
+  faults.before_node_read_back = [&](cudaStream_t capturing) {
+    switch (work.load()) {
+      case Work::kNone:
+        return;
+      case Work::kMemset:
+        EXPECT_EQ(cudaMemsetAsync(other->get(), 0, 16, capturing), cudaSuccess);
+        break;
+      case Work::kOtherKernel:
+        EXPECT_OK((*other_tail)
+                      ->Run(problem->shape(),
+                            problem->buffers_with_output(other->as<mla_tail::bf16>()), capturing));
+        break;
+    }
+    ++injected;
+  };
+  mla_tail::internal::ScopedFaultHooks hooks(faults);
+
+  for (Work w : {Work::kMemset, Work::kOtherKernel}) {
+    SCOPED_TRACE(w == Work::kMemset ? "memset" : "another kernel");
+    work = w;
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal), cudaSuccess);
+    const absl::StatusOr<mla_tail::TailNode> node =
+        mla_tail::RecordTailNode(**recording, stream_, problem->shape(), problem->buffers());
+    ASSERT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
+    EXPECT_EQ(node.status().code(), absl::StatusCode::kFailedPrecondition) << node.status();
+    EXPECT_THAT(std::string(node.status().message()), HasSubstr("other work was captured"));
+    size_t nodes = 0;
+    ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &nodes), cudaSuccess);
+    EXPECT_EQ(nodes, 2u) << "the capture holds the tail's node and the other work";
+    cudaGraphDestroy(graph);
+  }
+  EXPECT_EQ(injected, 2);
+
+  work = Work::kNone;
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal), cudaSuccess);
+  absl::StatusOr<mla_tail::TailNode> node =
+      mla_tail::RecordTailNode(**recording, stream_, problem->shape(), problem->buffers());
+  ASSERT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
+  ASSERT_TRUE(node.ok()) << node.status();
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_OK(node->Update(exec, problem->buffers_with_output(other->as<mla_tail::bf16>())));
+  ASSERT_OK(problem->PoisonOutput(other->as<mla_tail::bf16>(), stream_));
+  ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ASSERT_OK(problem->Check(other->as<mla_tail::bf16>(), problem->SampleRows(), /*exact=*/true));
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
 }
 
 // The library leaves the caller's CUDA error state alone: an error pending from the caller's own

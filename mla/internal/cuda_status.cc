@@ -120,8 +120,10 @@ absl::Status CheckDevice(int device) {
 }
 
 absl::Status OnCallersCapture(absl::Status status) {
+  // Only Aborted is mapped: a capture error already mapped stays as it is.
+  if (status.code() != absl::StatusCode::kAborted) return status;
   const std::optional<cudaError_t> error = CudaErrorOf(status);
-  if (status.ok() || !error.has_value() || !IsCaptureError(*error)) return status;
+  if (!error.has_value() || !IsCaptureError(*error)) return status;
   absl::Status caller(absl::StatusCode::kFailedPrecondition,
                       absl::StrCat(status.message(),
                                    "; a stream capture of the caller's (on this stream, or one "
@@ -134,11 +136,10 @@ absl::Status OnCallersCapture(absl::Status status) {
 absl::StatusOr<bool> IsCapturing(cudaStream_t stream) {
   if (stream == nullptr || stream == cudaStreamLegacy) return false;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  MLA_RETURN_IF_ERROR(OnCallersCapture(
-      CudaStatus(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing")));
+  MLA_RETURN_IF_ERROR(CudaStatus(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing"));
   if (capture == cudaStreamCaptureStatusInvalidated) {
-    return OnCallersCapture(CudaStatus(cudaErrorStreamCaptureInvalidated,
-                                       "the stream's capture was invalidated before this call"));
+    return CudaStatus(cudaErrorStreamCaptureInvalidated,
+                      "the stream's capture was invalidated before this call");
   }
   return capture != cudaStreamCaptureStatusNone;
 }

@@ -72,8 +72,8 @@ class RelaxedCaptureMode {
 // Whether `stream` is capturing. The legacy default stream is never asked (a query of it while
 // another thread captures a blocking stream would break that capture): it is taken as not
 // capturing, and a launch into it during such a capture fails at the launch, as CUDA decides.
-// A capture of the caller's that CUDA has invalidated is FailedPrecondition (OnCallersCapture):
-// nothing may be recorded into it.
+// An invalidated capture is a capture error (Aborted): a caller on the caller's own stream maps
+// it with OnCallersCapture (FailedPrecondition), one on a capture of the library's keeps it.
 absl::StatusOr<bool> IsCapturing(cudaStream_t stream);
 
 }  // namespace mla_tail::internal

@@ -23,9 +23,15 @@ struct FaultHooks {
   // not be loaded (FailedPrecondition, nothing allocated, nothing launched).
   std::function<bool()> cublaslt_missing;
 
-  // Called by graph/ on its own capturing stream after the tail's launches, before the capture
-  // ends: a test may break the capture here, as a prohibited synchronisation would.
+  // Called by graph/ on its own capturing stream as the capture begins, before the tail's
+  // launches (capture_began), and after them, before the capture ends (during_capture): a test
+  // may break the capture at either point, as a prohibited synchronisation would.
+  std::function<void(cudaStream_t capturing)> capture_began;
   std::function<void(cudaStream_t capturing)> during_capture;
+  // Called on a capturing stream after the launch whose node the library reads back (the tail's
+  // node that holds the caller's pointers), before it reads it: a test may capture other work
+  // there, as another thread launching into the same stream could.
+  std::function<void(cudaStream_t capturing)> before_node_read_back;
   // Set, LoadKernel calls it with each kernel and the dynamic shared memory it would allow it, and
   // asks CUDA nothing: a test without a GPU lists what LoadTailKernels loads.
   std::function<void(const void* kernel, size_t smem_bytes)> kernel_loaded;

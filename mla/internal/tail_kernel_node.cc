@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "mla/internal/cuda_status.h"
+#include "mla/internal/fault_hooks.h"
 
 namespace mla_tail::internal {
 
@@ -34,7 +35,9 @@ absl::Status TailKernelNode::Write(cudaGraphExec_t exec, const TailBuffers& buff
                     "cudaGraphExecKernelNodeSetParams");
 }
 
-absl::StatusOr<cudaGraphNode_t> LastCapturedNode(cudaStream_t stream) {
+absl::StatusOr<cudaGraphNode_t> LastCapturedNode(cudaStream_t stream, const KernelLaunch& launch) {
+  const FaultHooks& faults = ActiveFaultHooks();
+  if (faults.before_node_read_back) faults.before_node_read_back(stream);
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   const cudaGraphNode_t* dependencies = nullptr;
   size_t count = 0;
@@ -51,7 +54,25 @@ absl::StatusOr<cudaGraphNode_t> LastCapturedNode(cudaStream_t stream) {
         absl::StrCat("the capture did not end in the launch's node (capture status ",
                      static_cast<int>(status), ", ", count, " dependencies)"));
   }
-  return dependencies[0];
+  const cudaGraphNode_t node = dependencies[0];
+  cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
+  MLA_RETURN_IF_CUDA_ERROR(cudaGraphNodeGetType(node, &type), "cudaGraphNodeGetType");
+  cudaKernelNodeParams captured = {};
+  if (type == cudaGraphNodeTypeKernel) {
+    MLA_RETURN_IF_CUDA_ERROR(cudaGraphKernelNodeGetParams(node, &captured),
+                             "cudaGraphKernelNodeGetParams");
+  }
+  const auto same = [](dim3 a, dim3 b) { return a.x == b.x && a.y == b.y && a.z == b.z; };
+  if (type != cudaGraphNodeTypeKernel || captured.func != launch.function ||
+      !same(captured.gridDim, launch.grid) || !same(captured.blockDim, launch.block) ||
+      captured.sharedMemBytes != launch.smem_bytes) {
+    return absl::FailedPreconditionError(
+        "other work was captured on the stream between the tail's launch and the read-back of "
+        "its node (a capturing stream that takes the tail takes no other thread's work "
+        "meanwhile): the capture holds the tail's node, with no handle to it; end the capture "
+        "and capture anew");
+  }
+  return node;
 }
 
 }  // namespace mla_tail::internal

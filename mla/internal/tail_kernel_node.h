@@ -50,9 +50,11 @@ struct TailKernelNode {
   absl::Status Write(cudaGraphExec_t exec, const TailBuffers& buffers) const;
 };
 
-// The node that the last launch on `stream` added to the capture under way there: after a
-// launch, the capture's one dependency.
-absl::StatusOr<cudaGraphNode_t> LastCapturedNode(cudaStream_t stream);
+// The node that `launch`, the last launch on `stream`, added to the capture under way there: the
+// capture's one dependency, checked to be a kernel node of `launch`'s function and configuration.
+// Other work captured on the stream since the launch (another thread's) is FailedPrecondition:
+// the capture holds the launch's node, but which node it is can no longer be known.
+absl::StatusOr<cudaGraphNode_t> LastCapturedNode(cudaStream_t stream, const KernelLaunch& launch);
 
 }  // namespace mla_tail::internal
 
