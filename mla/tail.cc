@@ -440,7 +440,8 @@ absl::Status MlaTail::Impl::RunFused(const TailShape& shape, const TailBuffers& 
   MLA_RETURN_IF_CUDA_ERROR(internal::LaunchKernel(launch, &params, stream, options.pdl),
                            "fused kernel launch");
   if (recorded == nullptr) return absl::OkStatus();
-  absl::StatusOr<cudaGraphNode_t> captured = internal::LastCapturedNode(stream, launch);
+  absl::StatusOr<cudaGraphNode_t> captured =
+      internal::LastCapturedNode(stream, launch, &params, sizeof(params));
   if (!captured.ok()) return captured.status();
   recorded->node = *captured;
   return absl::OkStatus();
@@ -465,7 +466,8 @@ absl::Status MlaTail::Impl::RunBmm(const TailShape& shape, const TailBuffers& b,
     if (!*capturing && cudaEventRecord(bmm.last_run, stream) != cudaSuccess) bmm.unordered = true;
   };
   if (recorded != nullptr) {
-    absl::StatusOr<cudaGraphNode_t> node = internal::LastCapturedNode(stream, pointers);
+    absl::StatusOr<cudaGraphNode_t> node =
+        internal::LastCapturedNode(stream, pointers, &tables, sizeof(tables));
     if (!node.ok()) return node.status();
     *recorded = internal::TailKernelNode{
         *node, {pointers, pointers}, shape, bmm.values, bmm.operand_tables};

@@ -380,7 +380,8 @@ TEST_F(FaultGpuTest, DeviceMemoryExhaustedDuringCaptureIsReportedAndRetried) {
 // in for another thread launching into the stream): the capture's last node is no longer the
 // tail's, and RecordTailNode refuses with FailedPrecondition instead of handing out a handle to
 // another node. The caller's capture stays valid and holds both nodes. The other work is a memset,
-// and a kernel of another function (the same shape's tail through another forced kernel).
+// a kernel of another function (the same shape's tail through another forced kernel), and the
+// same kernel with the same configuration into another output (only its argument differs).
 // Without it, the handle updates the caller's graph.
 TEST_F(FaultGpuTest, OtherWorkCapturedWhileATailIsRecordedIsRefused) {
   std::unique_ptr<Problem> problem = MakeProblem(12, 64, 17);
@@ -397,8 +398,11 @@ TEST_F(FaultGpuTest, OtherWorkCapturedWhileATailIsRecordedIsRefused) {
   absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> other_tail =
       mla_tail::MlaTail::Create(0, other_options);
   ASSERT_TRUE(other_tail.ok()) << other_tail.status();
+  absl::StatusOr<std::unique_ptr<mla_tail::MlaTail>> same_kernel_tail =
+      mla_tail::MlaTail::Create(0, recording_options);
+  ASSERT_TRUE(same_kernel_tail.ok()) << same_kernel_tail.status();
 
-  enum class Work { kNone, kMemset, kOtherKernel };
+  enum class Work { kNone, kMemset, kOtherKernel, kSameKernelOtherOutput };
   std::atomic<Work> work{Work::kNone};
   std::atomic<int> injected{0};
   mla_tail::internal::FaultHooks faults;
@@ -414,13 +418,20 @@ TEST_F(FaultGpuTest, OtherWorkCapturedWhileATailIsRecordedIsRefused) {
                       ->Run(problem->shape(),
                             problem->buffers_with_output(other->as<mla_tail::bf16>()), capturing));
         break;
+      case Work::kSameKernelOtherOutput:
+        EXPECT_OK((*same_kernel_tail)
+                      ->Run(problem->shape(),
+                            problem->buffers_with_output(other->as<mla_tail::bf16>()), capturing));
+        break;
     }
     ++injected;
   };
   mla_tail::internal::ScopedFaultHooks hooks(faults);
 
-  for (Work w : {Work::kMemset, Work::kOtherKernel}) {
-    SCOPED_TRACE(w == Work::kMemset ? "memset" : "another kernel");
+  for (Work w : {Work::kMemset, Work::kOtherKernel, Work::kSameKernelOtherOutput}) {
+    SCOPED_TRACE(w == Work::kMemset        ? "memset"
+                 : w == Work::kOtherKernel ? "another kernel"
+                                           : "the same kernel into another output");
     work = w;
     cudaGraph_t graph = nullptr;
     ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal), cudaSuccess);
@@ -434,7 +445,7 @@ TEST_F(FaultGpuTest, OtherWorkCapturedWhileATailIsRecordedIsRefused) {
     EXPECT_EQ(nodes, 2u) << "the capture holds the tail's node and the other work";
     cudaGraphDestroy(graph);
   }
-  EXPECT_EQ(injected, 2);
+  EXPECT_EQ(injected, 3);
 
   work = Work::kNone;
   cudaGraph_t graph = nullptr;

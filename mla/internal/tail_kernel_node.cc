@@ -1,5 +1,7 @@
 #include "mla/internal/tail_kernel_node.h"
 
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "mla/internal/cuda_status.h"
 #include "mla/internal/fault_hooks.h"
@@ -35,7 +37,8 @@ absl::Status TailKernelNode::Write(cudaGraphExec_t exec, const TailBuffers& buff
                     "cudaGraphExecKernelNodeSetParams");
 }
 
-absl::StatusOr<cudaGraphNode_t> LastCapturedNode(cudaStream_t stream, const KernelLaunch& launch) {
+absl::StatusOr<cudaGraphNode_t> LastCapturedNode(cudaStream_t stream, const KernelLaunch& launch,
+                                                 const void* argument, size_t argument_bytes) {
   const FaultHooks& faults = ActiveFaultHooks();
   if (faults.before_node_read_back) faults.before_node_read_back(stream);
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
@@ -49,30 +52,37 @@ absl::StatusOr<cudaGraphNode_t> LastCapturedNode(cudaStream_t stream, const Kern
     // callers map to FailedPrecondition (the caller's capture) or Aborted (the library's own).
     return CudaStatus(cudaErrorStreamCaptureInvalidated, "the capture of the tail's launch");
   }
-  if (status != cudaStreamCaptureStatusActive || count != 1) {
-    return absl::InternalError(
-        absl::StrCat("the capture did not end in the launch's node (capture status ",
-                     static_cast<int>(status), ", ", count, " dependencies)"));
-  }
-  const cudaGraphNode_t node = dependencies[0];
+  // Anything but the launch's kernel node (its function, configuration and argument) as the
+  // capture's one dependency means that other work
+  // entered the capture since the launch (another thread's launch, event wait or dependency
+  // update) or ended it.
+  bool ours = status == cudaStreamCaptureStatusActive && count == 1;
   cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
-  MLA_RETURN_IF_CUDA_ERROR(cudaGraphNodeGetType(node, &type), "cudaGraphNodeGetType");
-  cudaKernelNodeParams captured = {};
-  if (type == cudaGraphNodeTypeKernel) {
-    MLA_RETURN_IF_CUDA_ERROR(cudaGraphKernelNodeGetParams(node, &captured),
+  if (ours) {
+    MLA_RETURN_IF_CUDA_ERROR(cudaGraphNodeGetType(dependencies[0], &type), "cudaGraphNodeGetType");
+    ours = type == cudaGraphNodeTypeKernel;
+  }
+  if (ours) {
+    cudaKernelNodeParams captured = {};
+    MLA_RETURN_IF_CUDA_ERROR(cudaGraphKernelNodeGetParams(dependencies[0], &captured),
                              "cudaGraphKernelNodeGetParams");
+    const auto same = [](dim3 a, dim3 b) { return a.x == b.x && a.y == b.y && a.z == b.z; };
+    ours = captured.func == launch.function && same(captured.gridDim, launch.grid) &&
+           same(captured.blockDim, launch.block) && captured.sharedMemBytes == launch.smem_bytes &&
+           captured.kernelParams != nullptr && captured.kernelParams[0] != nullptr &&
+           std::memcmp(captured.kernelParams[0], argument, argument_bytes) == 0;
   }
-  const auto same = [](dim3 a, dim3 b) { return a.x == b.x && a.y == b.y && a.z == b.z; };
-  if (type != cudaGraphNodeTypeKernel || captured.func != launch.function ||
-      !same(captured.gridDim, launch.grid) || !same(captured.blockDim, launch.block) ||
-      captured.sharedMemBytes != launch.smem_bytes) {
-    return absl::FailedPreconditionError(
-        "other work was captured on the stream between the tail's launch and the read-back of "
-        "its node (a capturing stream that takes the tail takes no other thread's work "
-        "meanwhile): the capture holds the tail's node, with no handle to it; end the capture "
-        "and capture anew");
+  if (!ours) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "other work was captured on the stream, or its capture ended, between the tail's launch "
+        "and the read-back of its node (capture status ",
+        static_cast<int>(status), ", ", count,
+        " dependencies); a capturing stream takes no other thread's work while the tail is "
+        "recorded into it. "
+        "The capture holds the tail's node, with no handle to it: end the capture and capture "
+        "anew"));
   }
-  return node;
+  return dependencies[0];
 }
 
 }  // namespace mla_tail::internal

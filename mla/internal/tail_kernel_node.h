@@ -11,6 +11,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "mla/kernels/launch.h"
@@ -50,11 +52,13 @@ struct TailKernelNode {
   absl::Status Write(cudaGraphExec_t exec, const TailBuffers& buffers) const;
 };
 
-// The node that `launch`, the last launch on `stream`, added to the capture under way there: the
-// capture's one dependency, checked to be a kernel node of `launch`'s function and configuration.
-// Other work captured on the stream since the launch (another thread's) is FailedPrecondition:
-// the capture holds the launch's node, but which node it is can no longer be known.
-absl::StatusOr<cudaGraphNode_t> LastCapturedNode(cudaStream_t stream, const KernelLaunch& launch);
+// The node that `launch`, the last launch on `stream`, with its one argument at `argument`,
+// added to the capture under way there: the capture's one dependency, checked to be a kernel node
+// of that launch (function, configuration, argument bytes). Other work captured on the stream
+// since the launch (another thread's) is FailedPrecondition: the capture holds the launch's
+// node, but which node it is can no longer be known.
+absl::StatusOr<cudaGraphNode_t> LastCapturedNode(cudaStream_t stream, const KernelLaunch& launch,
+                                                 const void* argument, size_t argument_bytes);
 
 }  // namespace mla_tail::internal
 
