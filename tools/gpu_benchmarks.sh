@@ -4,8 +4,9 @@
 # forced, the e4m3 grid and e4m3-output comparison, the q checks, PyTorch, the tail after the
 # stand-in upstream kernel (with every fused kernel forced where the dispatch rule's exceptions
 # lie), the large batches, the PDL probe, the timeline probe, a multiprocessor's intake
-# (sm_ingest_probe), the rates of e4m3 dequantization (convert_probe), graph_bench, the table and
-# plot (bench/report.py), the decode demo, the consumer runtime (examples/runtime) checked and
+# (sm_ingest_probe), the 64-row tiles' data movement alone beside the streaming floor
+# (tile_movement_probe), the rates of e4m3 dequantization (convert_probe), graph_bench, the
+# table and plot (bench/report.py), the decode demo, the consumer runtime (examples/runtime) checked and
 # measured inside its own step graph, and the other consumers (a plugin loaded with dlopen, the
 # CMake consumer) checked. Opt-in, on two GPUs: the consumer runtime with its heads split over
 # them (--with=runtime_two_gpus).
@@ -20,7 +21,7 @@
 #              keeps what it had)
 #     --skip   steps not to run: graph_bench, row_count, no_gate, no_gate_embeddings, grid, fp8,
 #              fp8_output, q, torch, upstream, upstream_kernels, upstream_exceptions, upstream_no_smem, large,
-#              pdl_probe, timeline, sm_ingest, convert, demo, runtime, consumers, table
+#              pdl_probe, timeline, sm_ingest, tile_movement, convert, demo, runtime, consumers, table
 #     --with   opt-in steps to run as well: runtime_two_gpus (needs two GPUs)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,7 +42,7 @@ done
 # Every step name of --skip and --with must be one: a misspelt one would run (or skip) silently.
 steps=graph_bench,row_count,no_gate,no_gate_embeddings,grid,fp8,fp8_output,q,torch,upstream
 steps=$steps,upstream_kernels,upstream_exceptions,upstream_no_smem,large,pdl_probe,timeline
-steps=$steps,sm_ingest,convert,demo,runtime,consumers,table,runtime_two_gpus
+steps=$steps,sm_ingest,tile_movement,convert,demo,runtime,consumers,table,runtime_two_gpus
 for name in ${skip//,/ } ${with//,/ }; do
   case ",$steps," in *",$name,"*) ;; *) echo "benchmarks.sh: no step $name" >&2; exit 2 ;; esac
 done
@@ -209,6 +210,8 @@ timeline() {
 step timeline - timeline_probe.err timeline
 sm_ingest() { timeout 30 "$bin/sm_ingest_probe" >"$out/sm_ingest_probe.csv"; }
 step sm_ingest - sm_ingest_probe.err sm_ingest
+tile_movement() { timeout 120 "$bin/tile_movement_probe" >"$out/tile_movement_probe.csv"; }
+step tile_movement - tile_movement_probe.err tile_movement
 convert() { timeout 30 "$bin/convert_probe" >"$out/convert_probe.csv"; }
 step convert - convert_probe.err convert
 table() { python3 "$here/scripts/report.py" "$out" >"$out/table.md"; }

@@ -1,0 +1,229 @@
+// tile_movement_probe: what the 64-row tiles' data movement alone costs in the decode-step
+// embedding, beside the streaming floor of the same bytes. Each block stands for one
+// 64-row x kCols-column tile of the tail and moves exactly that tile's bytes, as the tile
+// kernels do, with no MMA and no sigmoid:
+//   before griddepcontrol.wait: its head's W_UV columns (kCols x 1 KB) into shared memory;
+//   after it:                   its 64 latent rows (1 KB each) and its gate tile, every copy in
+//                               flight at once (cp.async.cg, 16 bytes), then launch_dependents;
+//   once they land:             the output tile written (the gate tile's words, xor-ed with a
+//                               latent and a W_UV word so that none is dead).
+// Rows past the count are neither read nor written. Every layer's kernel is launched with the
+// PDL attribute into one graph over enough layers that their bytes exceed 180 MB (L2 cold), as
+// tail_bench runs the tail; the streaming floor (bench/stream_floor) is measured over the same
+// layer count. If this kernel already takes more than the floor, so does any tail that moves
+// the same bytes the same way, whatever its arithmetic.
+// Output: CSV on stdout.
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "bench/cuda_check.h"
+#include "bench/median.h"
+#include "bench/stream_floor.h"
+#include "bench/stream_hold.h"
+#include "bench/tile_movement_probe.h"
+
+namespace mla_tail_bench {
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kTileRows = 64;
+constexpr int64_t kRowBytes = 1024;  // 512 bf16 latent values, or a W_UV column's
+constexpr int kValueDim = 128;
+constexpr int kLatentDim = 512;
+
+struct MoveParams {
+  const char* latent;  // [rows][heads][512] bf16
+  const char* w;       // [heads][128][512] bf16: column n of head h at (h * 128 + n) * 1 KB
+  const char* gate;    // [rows][heads * 128] bf16
+  char* out;           // [rows][heads * 128] bf16
+  int heads;
+  int rows;
+};
+
+__device__ __forceinline__ void CopyAsync16(uint32_t dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+}
+
+template <int kCols>
+constexpr int SharedBytes() {
+  return kCols * kRowBytes + kTileRows * kRowBytes + kTileRows * kCols * 2;
+}
+
+// grid: (128 / kCols column tiles, row tiles, heads); kThreads threads.
+template <int kCols>
+__global__ void __launch_bounds__(kThreads) TileMovementKernel(const MoveParams p) {
+  extern __shared__ __align__(128) uint8_t smem[];
+  const int col0 = blockIdx.x * kCols;
+  const int row0 = blockIdx.y * kTileRows;
+  const int head = blockIdx.z;
+  const uint32_t w_smem = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const uint32_t latent_smem = w_smem + kCols * kRowBytes;
+  const uint32_t gate_smem = latent_smem + kTileRows * kRowBytes;
+  const int live = min(kTileRows, p.rows - row0);
+
+  const char* w = p.w + (static_cast<int64_t>(head) * kValueDim + col0) * kRowBytes;
+  for (int i = threadIdx.x; i < kCols * kRowBytes / 16; i += kThreads) {
+    CopyAsync16(w_smem + 16 * i, w + 16 * i);
+  }
+  asm volatile("cp.async.commit_group;" ::: "memory");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+
+  constexpr int kLatentWords = kRowBytes / 16;  // a row's
+  for (int i = threadIdx.x; i < live * kLatentWords; i += kThreads) {
+    const int r = i / kLatentWords, c = i % kLatentWords;
+    CopyAsync16(latent_smem + 16 * i,
+                p.latent + (static_cast<int64_t>(row0 + r) * p.heads + head) * kRowBytes + 16 * c);
+  }
+  constexpr int kGateWords = kCols * 2 / 16;  // a row's
+  const int64_t out_row = static_cast<int64_t>(p.heads) * kValueDim * 2;
+  const int64_t tile_col = (static_cast<int64_t>(head) * kValueDim + col0) * 2;
+  for (int i = threadIdx.x; i < live * kGateWords; i += kThreads) {
+    const int r = i / kGateWords, c = i % kGateWords;
+    CopyAsync16(gate_smem + 16 * i, p.gate + (row0 + r) * out_row + tile_col + 16 * c);
+  }
+  asm volatile("cp.async.commit_group;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  asm volatile("cp.async.wait_group 0;" ::: "memory");
+  __syncthreads();
+
+  for (int i = threadIdx.x; i < live * kGateWords; i += kThreads) {
+    const int r = i / kGateWords, c = i % kGateWords;
+    uint4 g, l, v;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(g.x), "=r"(g.y), "=r"(g.z), "=r"(g.w)
+                 : "r"(gate_smem + 16 * i));
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(l.x), "=r"(l.y), "=r"(l.z), "=r"(l.w)
+                 : "r"(latent_smem + 16 * (r * kLatentWords + c)));
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(w_smem + 16 * ((c * kLatentWords + r) % (kCols * kLatentWords))));
+    g.x ^= l.x ^ v.x;
+    g.y ^= l.y ^ v.y;
+    g.z ^= l.z ^ v.z;
+    g.w ^= l.w ^ v.w;
+    *reinterpret_cast<uint4*>(p.out + (row0 + r) * out_row + tile_col + 16 * c) = g;
+  }
+}
+
+template <int kCols>
+cudaError_t Launch(const MoveParams& params, cudaStream_t stream) {
+  cudaLaunchAttribute attributes[1];
+  attributes[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attributes[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(kValueDim / kCols, (params.rows + kTileRows - 1) / kTileRows, params.heads);
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = SharedBytes<kCols>();
+  config.stream = stream;
+  config.attrs = attributes;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, TileMovementKernel<kCols>, params);
+}
+
+struct Layers {
+  char* buffer = nullptr;
+  int64_t stride = 0;  // bytes a layer
+  int count = 0;
+  int64_t latent_bytes = 0, w_bytes = 0, gate_bytes = 0;
+  ~Layers() {
+    if (buffer != nullptr) cudaFree(buffer);
+  }
+  MoveParams Of(int layer, int heads, int rows) const {
+    char* base = buffer + layer * stride;
+    return MoveParams{base, base + latent_bytes, base + latent_bytes + w_bytes,
+                      base + latent_bytes + w_bytes + gate_bytes, heads, rows};
+  }
+};
+
+// Microseconds a layer: the median over timed replays of one graph of `layers.count` launches.
+template <int kCols>
+double TimeMovement(const Layers& layers, int heads, int rows, cudaStream_t stream,
+                    StreamHold& hold) {
+  CUDA_CHECK(cudaFuncSetAttribute(TileMovementKernel<kCols>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize, SharedBytes<kCols>()));
+  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  for (int l = 0; l < layers.count; ++l) CUDA_CHECK(Launch<kCols>(layers.Of(l, heads, rows), stream));
+  cudaGraph_t graph = nullptr;
+  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec = nullptr;
+  CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  CUDA_CHECK(cudaGraphUpload(exec, stream));
+  cudaEvent_t start, stop;
+  CUDA_CHECK(cudaEventCreate(&start));
+  CUDA_CHECK(cudaEventCreate(&stop));
+  constexpr int kWarmup = 3, kReplays = 20;
+  std::vector<float> ms;
+  for (int i = 0; i < kWarmup + kReplays; ++i) {
+    const bool held = i >= kWarmup;
+    if (held) CUDA_CHECK(hold.Hold(stream));
+    CUDA_CHECK(cudaEventRecord(start, stream));
+    CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    CUDA_CHECK(cudaEventRecord(stop, stream));
+    if (held) hold.Release();
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (held && hold.TimedOut()) {
+      std::fprintf(stderr, "tile_movement_probe: the stream hold timed out\n");
+      std::exit(1);
+    }
+    float t = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
+    if (held) ms.push_back(t);
+  }
+  CUDA_CHECK(cudaEventDestroy(start));
+  CUDA_CHECK(cudaEventDestroy(stop));
+  CUDA_CHECK(cudaGraphExecDestroy(exec));
+  CUDA_CHECK(cudaGraphDestroy(graph));
+  return 1000.0 * Median(ms) / layers.count;
+}
+
+}  // namespace
+
+int RunTileMovementProbe() {
+  cudaStream_t stream;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  StreamHold hold;
+  std::printf("heads,rows,cols,blocks,layers,bytes,movement_us,floor_us,movement_over_floor\n");
+  for (const int heads : {8, 12, 16}) {
+    for (const int rows : {16, 32, 64, 128, 256, 512, 1024}) {
+      const int64_t h = heads, b = rows;
+      // The tail's bytes a layer as tail_bench counts them (q = 1: a length a row).
+      const int64_t bytes =
+          2 * (h * kValueDim * kLatentDim + b * h * kLatentDim + 2 * b * h * kValueDim) + 4 * b;
+      Layers layers;
+      layers.latent_bytes = b * h * kLatentDim * 2;
+      layers.w_bytes = h * kValueDim * kLatentDim * 2;
+      layers.gate_bytes = b * h * kValueDim * 2;
+      layers.stride = (layers.latent_bytes + layers.w_bytes + 2 * layers.gate_bytes + 255) / 256 * 256;
+      layers.count = static_cast<int>(
+          std::clamp<int64_t>(((int64_t{180} << 20) + bytes - 1) / bytes, 16, 512));
+      CUDA_CHECK(cudaMalloc(&layers.buffer, layers.stride * layers.count));
+      CUDA_CHECK(cudaMemsetAsync(layers.buffer, 0x3c, layers.stride * layers.count, stream));
+
+      StreamFloorOptions options;
+      options.min_layers = layers.count;
+      options.max_layers = layers.count;
+      StreamFloor floor;
+      CUDA_CHECK(MeasureStreamFloor(bytes, stream, &floor, options));
+      const int row_tiles = (rows + kTileRows - 1) / kTileRows;
+      auto row = [&](int cols, double us) {
+        std::printf("%d,%d,%d,%d,%d,%lld,%.3f,%.3f,%.3f\n", heads, rows, cols,
+                    kValueDim / cols * row_tiles * heads, layers.count,
+                    static_cast<long long>(bytes), us, floor.us, us / floor.us);
+        std::fflush(stdout);
+      };
+      row(32, TimeMovement<32>(layers, heads, rows, stream, hold));
+      row(64, TimeMovement<64>(layers, heads, rows, stream, hold));
+      row(128, TimeMovement<128>(layers, heads, rows, stream, hold));
+    }
+  }
+  CUDA_CHECK(cudaStreamDestroy(stream));
+  return 0;
+}
+
+}  // namespace mla_tail_bench
