@@ -6,10 +6,10 @@
 # lie), the large batches, the PDL probe, the timeline probe, a multiprocessor's intake
 # (sm_ingest_probe), the 64-row tiles' data movement alone beside the streaming floor
 # (tile_movement_probe), the rates of e4m3 dequantization (convert_probe), graph_bench, the
-# table and plot (bench/report.py), the decode demo, the consumer runtime (examples/runtime) checked and
-# measured inside its own step graph, and the other consumers (a plugin loaded with dlopen, the
-# CMake consumer) checked. Opt-in, on two GPUs: the consumer runtime with its heads split over
-# them (--with=runtime_two_gpus).
+# table and plot (bench/report.py), the decode demo, the consumer runtime (examples/runtime)
+# checked and measured inside its own step graph, and the other consumers (a plugin loaded with
+# dlopen, the CMake consumer) checked. Opt-in, on two GPUs: the consumer runtime with its heads
+# split over them (--with=runtime_two_gpus).
 # tail_bench checks a sample of every output it times against the CPU reference and fails on a
 # mismatch. The GPU is required (MLA_TAIL_REQUIRE_GPU=1).
 #
