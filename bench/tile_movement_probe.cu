@@ -1,12 +1,15 @@
 // tile_movement_probe: what the 64-row tiles' data movement alone costs in the decode-step
 // embedding, beside the streaming floor of the same bytes. Each block stands for one
-// 64-row x kCols-column tile of the tail and moves exactly that tile's bytes, as the tile
-// kernels do, with no MMA and no sigmoid:
+// 64-row x kCols-column tile of the tail and moves exactly that tile's bytes, with no MMA and
+// no sigmoid:
 //   before griddepcontrol.wait: its head's W_UV columns (kCols x 1 KB) into shared memory;
 //   after it:                   its 64 latent rows (1 KB each) and its gate tile, every copy in
-//                               flight at once (cp.async.cg, 16 bytes), then launch_dependents;
+//                               flight at once, then launch_dependents;
 //   once they land:             the output tile written (the gate tile's words, xor-ed with a
 //                               latent and a W_UV word so that none is dead).
+// Two ways to copy: cp_async, 16-byte cp.async.cg copies issued by every thread, as the tile
+// kernels copy; bulk, one cp.async.bulk a latent or gate row and one for the W_UV columns (the
+// copy engine, as a TMA producer would use), completing an mbarrier.
 // Rows past the count are neither read nor written. Every layer's kernel is launched with the
 // PDL attribute into one graph over enough layers that their bytes exceed 180 MB (L2 cold), as
 // tail_bench runs the tail; the streaming floor (bench/stream_floor) is measured over the same
@@ -54,10 +57,36 @@ constexpr int SharedBytes() {
   return kCols * kRowBytes + kTileRows * kRowBytes + kTileRows * kCols * 2;
 }
 
+__device__ __forceinline__ void BulkCopy(uint32_t dst, const void* src, int bytes,
+                                         uint32_t barrier) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(dst),
+      "l"(src), "r"(bytes), "r"(barrier)
+      : "memory");
+}
+
+__device__ __forceinline__ void ExpectBytes(uint32_t barrier, int bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier), "r"(bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void BarrierWait(uint32_t barrier, uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred done;\nwait_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait_%=;\n}" ::"r"(barrier),
+      "r"(parity)
+      : "memory");
+}
+
+enum class Copies { kCpAsync, kBulk };
+
 // grid: (128 / kCols column tiles, row tiles, heads); kThreads threads.
-template <int kCols>
+template <int kCols, Copies kCopies>
 __global__ void __launch_bounds__(kThreads) TileMovementKernel(const MoveParams p) {
   extern __shared__ __align__(128) uint8_t smem[];
+  __shared__ __align__(8) uint64_t barriers[2];  // bulk: W_UV's, then the latent's and gate's
   const int col0 = blockIdx.x * kCols;
   const int row0 = blockIdx.y * kTileRows;
   const int head = blockIdx.z;
@@ -65,31 +94,63 @@ __global__ void __launch_bounds__(kThreads) TileMovementKernel(const MoveParams 
   const uint32_t latent_smem = w_smem + kCols * kRowBytes;
   const uint32_t gate_smem = latent_smem + kTileRows * kRowBytes;
   const int live = min(kTileRows, p.rows - row0);
-
-  const char* w = p.w + (static_cast<int64_t>(head) * kValueDim + col0) * kRowBytes;
-  for (int i = threadIdx.x; i < kCols * kRowBytes / 16; i += kThreads) {
-    CopyAsync16(w_smem + 16 * i, w + 16 * i);
-  }
-  asm volatile("cp.async.commit_group;" ::: "memory");
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-
   constexpr int kLatentWords = kRowBytes / 16;  // a row's
-  for (int i = threadIdx.x; i < live * kLatentWords; i += kThreads) {
-    const int r = i / kLatentWords, c = i % kLatentWords;
-    CopyAsync16(latent_smem + 16 * i,
-                p.latent + (static_cast<int64_t>(row0 + r) * p.heads + head) * kRowBytes + 16 * c);
-  }
-  constexpr int kGateWords = kCols * 2 / 16;  // a row's
+  constexpr int kGateWords = kCols * 2 / 16;    // a row's
   const int64_t out_row = static_cast<int64_t>(p.heads) * kValueDim * 2;
   const int64_t tile_col = (static_cast<int64_t>(head) * kValueDim + col0) * 2;
-  for (int i = threadIdx.x; i < live * kGateWords; i += kThreads) {
-    const int r = i / kGateWords, c = i % kGateWords;
-    CopyAsync16(gate_smem + 16 * i, p.gate + (row0 + r) * out_row + tile_col + 16 * c);
+  const char* w = p.w + (static_cast<int64_t>(head) * kValueDim + col0) * kRowBytes;
+
+  if constexpr (kCopies == Copies::kBulk) {
+    const uint32_t w_barrier = static_cast<uint32_t>(__cvta_generic_to_shared(&barriers[0]));
+    const uint32_t data_barrier = static_cast<uint32_t>(__cvta_generic_to_shared(&barriers[1]));
+    if (threadIdx.x == 0) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(w_barrier) : "memory");
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(data_barrier) : "memory");
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      ExpectBytes(w_barrier, kCols * kRowBytes);
+      BulkCopy(w_smem, w, kCols * kRowBytes, w_barrier);
+    }
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    // A copy may complete before the expectation is set: the barrier's transaction count goes
+    // below zero meanwhile, and its phase cannot end before thread 0's arrival.
+    if (threadIdx.x == 0) ExpectBytes(data_barrier, live * (kRowBytes + kCols * 2));
+    if (threadIdx.x < live) {
+      const int r = threadIdx.x;
+      BulkCopy(latent_smem + r * kRowBytes,
+               p.latent + (static_cast<int64_t>(row0 + r) * p.heads + head) * kRowBytes, kRowBytes,
+               data_barrier);
+    } else if (threadIdx.x >= kTileRows && threadIdx.x - kTileRows < live) {
+      const int r = threadIdx.x - kTileRows;
+      BulkCopy(gate_smem + r * kCols * 2, p.gate + (row0 + r) * out_row + tile_col, kCols * 2,
+               data_barrier);
+    }
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    BarrierWait(w_barrier, 0);
+    BarrierWait(data_barrier, 0);
+  } else {
+    for (int i = threadIdx.x; i < kCols * kRowBytes / 16; i += kThreads) {
+      CopyAsync16(w_smem + 16 * i, w + 16 * i);
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    for (int i = threadIdx.x; i < live * kLatentWords; i += kThreads) {
+      const int r = i / kLatentWords, c = i % kLatentWords;
+      CopyAsync16(
+          latent_smem + 16 * i,
+          p.latent + (static_cast<int64_t>(row0 + r) * p.heads + head) * kRowBytes + 16 * c);
+    }
+    for (int i = threadIdx.x; i < live * kGateWords; i += kThreads) {
+      const int r = i / kGateWords, c = i % kGateWords;
+      CopyAsync16(gate_smem + 16 * i, p.gate + (row0 + r) * out_row + tile_col + 16 * c);
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    __syncthreads();
   }
-  asm volatile("cp.async.commit_group;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  asm volatile("cp.async.wait_group 0;" ::: "memory");
-  __syncthreads();
 
   for (int i = threadIdx.x; i < live * kGateWords; i += kThreads) {
     const int r = i / kGateWords, c = i % kGateWords;
@@ -111,7 +172,7 @@ __global__ void __launch_bounds__(kThreads) TileMovementKernel(const MoveParams 
   }
 }
 
-template <int kCols>
+template <int kCols, Copies kCopies>
 cudaError_t Launch(const MoveParams& params, cudaStream_t stream) {
   cudaLaunchAttribute attributes[1];
   attributes[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -123,7 +184,7 @@ cudaError_t Launch(const MoveParams& params, cudaStream_t stream) {
   config.stream = stream;
   config.attrs = attributes;
   config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, TileMovementKernel<kCols>, params);
+  return cudaLaunchKernelEx(&config, TileMovementKernel<kCols, kCopies>, params);
 }
 
 struct Layers {
@@ -136,19 +197,25 @@ struct Layers {
   }
   MoveParams Of(int layer, int heads, int rows) const {
     char* base = buffer + layer * stride;
-    return MoveParams{base, base + latent_bytes, base + latent_bytes + w_bytes,
-                      base + latent_bytes + w_bytes + gate_bytes, heads, rows};
+    return MoveParams{base,
+                      base + latent_bytes,
+                      base + latent_bytes + w_bytes,
+                      base + latent_bytes + w_bytes + gate_bytes,
+                      heads,
+                      rows};
   }
 };
 
 // Microseconds a layer: the median over timed replays of one graph of `layers.count` launches.
-template <int kCols>
+template <int kCols, Copies kCopies>
 double TimeMovement(const Layers& layers, int heads, int rows, cudaStream_t stream,
                     StreamHold& hold) {
-  CUDA_CHECK(cudaFuncSetAttribute(TileMovementKernel<kCols>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, SharedBytes<kCols>()));
+  const auto kernel = TileMovementKernel<kCols, kCopies>;
+  const auto launch = Launch<kCols, kCopies>;
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  SharedBytes<kCols>()));
   CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  for (int l = 0; l < layers.count; ++l) CUDA_CHECK(Launch<kCols>(layers.Of(l, heads, rows), stream));
+  for (int l = 0; l < layers.count; ++l) CUDA_CHECK(launch(layers.Of(l, heads, rows), stream));
   cudaGraph_t graph = nullptr;
   CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   cudaGraphExec_t exec = nullptr;
@@ -188,7 +255,8 @@ int RunTileMovementProbe() {
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   StreamHold hold;
-  std::printf("heads,rows,cols,blocks,layers,bytes,movement_us,floor_us,movement_over_floor\n");
+  std::printf(
+      "heads,rows,cols,copies,blocks,layers,bytes,movement_us,floor_us,movement_over_floor\n");
   for (const int heads : {8, 12, 16}) {
     for (const int rows : {16, 32, 64, 128, 256, 512, 1024}) {
       const int64_t h = heads, b = rows;
@@ -199,7 +267,8 @@ int RunTileMovementProbe() {
       layers.latent_bytes = b * h * kLatentDim * 2;
       layers.w_bytes = h * kValueDim * kLatentDim * 2;
       layers.gate_bytes = b * h * kValueDim * 2;
-      layers.stride = (layers.latent_bytes + layers.w_bytes + 2 * layers.gate_bytes + 255) / 256 * 256;
+      layers.stride =
+          (layers.latent_bytes + layers.w_bytes + 2 * layers.gate_bytes + 255) / 256 * 256;
       layers.count = static_cast<int>(
           std::clamp<int64_t>(((int64_t{180} << 20) + bytes - 1) / bytes, 16, 512));
       CUDA_CHECK(cudaMalloc(&layers.buffer, layers.stride * layers.count));
@@ -211,15 +280,18 @@ int RunTileMovementProbe() {
       StreamFloor floor;
       CUDA_CHECK(MeasureStreamFloor(bytes, stream, &floor, options));
       const int row_tiles = (rows + kTileRows - 1) / kTileRows;
-      auto row = [&](int cols, double us) {
-        std::printf("%d,%d,%d,%d,%d,%lld,%.3f,%.3f,%.3f\n", heads, rows, cols,
+      auto row = [&](int cols, const char* copies, double us) {
+        std::printf("%d,%d,%d,%s,%d,%d,%lld,%.3f,%.3f,%.3f\n", heads, rows, cols, copies,
                     kValueDim / cols * row_tiles * heads, layers.count,
                     static_cast<long long>(bytes), us, floor.us, us / floor.us);
         std::fflush(stdout);
       };
-      row(32, TimeMovement<32>(layers, heads, rows, stream, hold));
-      row(64, TimeMovement<64>(layers, heads, rows, stream, hold));
-      row(128, TimeMovement<128>(layers, heads, rows, stream, hold));
+      row(32, "cp_async", TimeMovement<32, Copies::kCpAsync>(layers, heads, rows, stream, hold));
+      row(32, "bulk", TimeMovement<32, Copies::kBulk>(layers, heads, rows, stream, hold));
+      row(64, "cp_async", TimeMovement<64, Copies::kCpAsync>(layers, heads, rows, stream, hold));
+      row(64, "bulk", TimeMovement<64, Copies::kBulk>(layers, heads, rows, stream, hold));
+      row(128, "cp_async", TimeMovement<128, Copies::kCpAsync>(layers, heads, rows, stream, hold));
+      row(128, "bulk", TimeMovement<128, Copies::kBulk>(layers, heads, rows, stream, hold));
     }
   }
   CUDA_CHECK(cudaStreamDestroy(stream));
