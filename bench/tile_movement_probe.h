@@ -3,8 +3,9 @@
 
 namespace mla_tail_bench {
 
-// The 64-row tiles' data movement alone at 8-16 heads x 16-1024 rows, beside the streaming floor
-// of the same bytes (bench/tile_movement_probe.cu); prints CSV. Returns 0 on success; exits with a
+// The 64-row tiles' data movement alone at 8-16 heads x 16-1024 rows, by cp.async and by bulk
+// copies, beside the streaming floor of the same bytes (bench/tile_movement_probe.cu); prints
+// CSV. Returns 0 on success; exits with a
 // message on a CUDA error.
 int RunTileMovementProbe();
 
