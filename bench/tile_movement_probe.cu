@@ -29,9 +29,13 @@
 #include "bench/stream_floor.h"
 #include "bench/stream_hold.h"
 #include "bench/tile_movement_probe.h"
+#include "mla/kernels/device.cuh"
+#include "mla/kernels/mbarrier.cuh"
 
 namespace mla_tail_bench {
 namespace {
+
+namespace device = mla_tail::internal::device;
 
 constexpr int kThreads = 128;
 constexpr int kTileRows = 64;
@@ -48,35 +52,19 @@ struct MoveParams {
   int rows;
 };
 
-__device__ __forceinline__ void CopyAsync16(uint32_t dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
-}
-
 template <int kCols>
 constexpr int SharedBytes() {
   return kCols * kRowBytes + kTileRows * kRowBytes + kTileRows * kCols * 2;
 }
 
+// `bytes` (a multiple of 16, both addresses 16-byte aligned) by the copy engine, counted on
+// `barrier`'s transaction count as they land.
 __device__ __forceinline__ void BulkCopy(uint32_t dst, const void* src, int bytes,
-                                         uint32_t barrier) {
+                                         uint64_t* barrier) {
   asm volatile(
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
           "r"(dst),
-      "l"(src), "r"(bytes), "r"(barrier)
-      : "memory");
-}
-
-__device__ __forceinline__ void ExpectBytes(uint32_t barrier, int bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier), "r"(bytes)
-               : "memory");
-}
-
-__device__ __forceinline__ void BarrierWait(uint32_t barrier, uint32_t parity) {
-  asm volatile(
-      "{\n.reg .pred done;\nwait_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra wait_%=;\n}" ::"r"(barrier),
-      "r"(parity)
+      "l"(src), "r"(bytes), "r"(device::SmemAddress(barrier))
       : "memory");
 }
 
@@ -90,7 +78,7 @@ __global__ void __launch_bounds__(kThreads) TileMovementKernel(const MoveParams 
   const int col0 = blockIdx.x * kCols;
   const int row0 = blockIdx.y * kTileRows;
   const int head = blockIdx.z;
-  const uint32_t w_smem = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const uint32_t w_smem = device::SmemAddress(smem);
   const uint32_t latent_smem = w_smem + kCols * kRowBytes;
   const uint32_t gate_smem = latent_smem + kTileRows * kRowBytes;
   const int live = min(kTileRows, p.rows - row0);
@@ -99,56 +87,57 @@ __global__ void __launch_bounds__(kThreads) TileMovementKernel(const MoveParams 
   const int64_t out_row = static_cast<int64_t>(p.heads) * kValueDim * 2;
   const int64_t tile_col = (static_cast<int64_t>(head) * kValueDim + col0) * 2;
   const char* w = p.w + (static_cast<int64_t>(head) * kValueDim + col0) * kRowBytes;
+  auto latent_row = [&](int r) {
+    return p.latent + (static_cast<int64_t>(row0 + r) * p.heads + head) * kRowBytes;
+  };
+  auto gate_row = [&](int r) { return p.gate + (row0 + r) * out_row + tile_col; };
 
   if constexpr (kCopies == Copies::kBulk) {
-    const uint32_t w_barrier = static_cast<uint32_t>(__cvta_generic_to_shared(&barriers[0]));
-    const uint32_t data_barrier = static_cast<uint32_t>(__cvta_generic_to_shared(&barriers[1]));
+    uint64_t* w_barrier = &barriers[0];
+    uint64_t* data_barrier = &barriers[1];
     if (threadIdx.x == 0) {
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(w_barrier) : "memory");
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(data_barrier) : "memory");
-      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+      device::MbarrierInit(w_barrier, 1);
+      device::MbarrierInit(data_barrier, 1);
+      device::FenceMbarrierInitForCluster();  // the bulk copies complete at .shared::cluster
     }
     __syncthreads();
     if (threadIdx.x == 0) {
-      ExpectBytes(w_barrier, kCols * kRowBytes);
+      device::MbarrierArriveExpectBytes(w_barrier, kCols * kRowBytes);
       BulkCopy(w_smem, w, kCols * kRowBytes, w_barrier);
     }
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-    // A copy may complete before the expectation is set: the barrier's transaction count goes
-    // below zero meanwhile, and its phase cannot end before thread 0's arrival.
-    if (threadIdx.x == 0) ExpectBytes(data_barrier, live * (kRowBytes + kCols * 2));
+    device::GridDependencyWait();
+    // A copy may land before the expectation is set: the transaction count goes below zero
+    // meanwhile, and the phase cannot end before thread 0's arrival.
+    if (threadIdx.x == 0) {
+      device::MbarrierArriveExpectBytes(data_barrier, live * (kRowBytes + kCols * 2));
+    }
     if (threadIdx.x < live) {
-      const int r = threadIdx.x;
-      BulkCopy(latent_smem + r * kRowBytes,
-               p.latent + (static_cast<int64_t>(row0 + r) * p.heads + head) * kRowBytes, kRowBytes,
+      BulkCopy(latent_smem + threadIdx.x * kRowBytes, latent_row(threadIdx.x), kRowBytes,
                data_barrier);
     } else if (threadIdx.x >= kTileRows && threadIdx.x - kTileRows < live) {
       const int r = threadIdx.x - kTileRows;
-      BulkCopy(gate_smem + r * kCols * 2, p.gate + (row0 + r) * out_row + tile_col, kCols * 2,
-               data_barrier);
+      BulkCopy(gate_smem + r * kCols * 2, gate_row(r), kCols * 2, data_barrier);
     }
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-    BarrierWait(w_barrier, 0);
-    BarrierWait(data_barrier, 0);
+    device::LaunchDependents();
+    device::MbarrierWait(w_barrier, 0);
+    device::MbarrierWait(data_barrier, 0);
   } else {
     for (int i = threadIdx.x; i < kCols * kRowBytes / 16; i += kThreads) {
-      CopyAsync16(w_smem + 16 * i, w + 16 * i);
+      device::CopyAsync16To(w_smem + 16 * i, w + 16 * i, 16);
     }
-    asm volatile("cp.async.commit_group;" ::: "memory");
-    asm volatile("griddepcontrol.wait;" ::: "memory");
+    device::CopyAsyncCommit();
+    device::GridDependencyWait();
     for (int i = threadIdx.x; i < live * kLatentWords; i += kThreads) {
       const int r = i / kLatentWords, c = i % kLatentWords;
-      CopyAsync16(
-          latent_smem + 16 * i,
-          p.latent + (static_cast<int64_t>(row0 + r) * p.heads + head) * kRowBytes + 16 * c);
+      device::CopyAsync16To(latent_smem + 16 * i, latent_row(r) + 16 * c, 16);
     }
     for (int i = threadIdx.x; i < live * kGateWords; i += kThreads) {
       const int r = i / kGateWords, c = i % kGateWords;
-      CopyAsync16(gate_smem + 16 * i, p.gate + (row0 + r) * out_row + tile_col + 16 * c);
+      device::CopyAsync16To(gate_smem + 16 * i, gate_row(r) + 16 * c, 16);
     }
-    asm volatile("cp.async.commit_group;" ::: "memory");
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    device::CopyAsyncCommit();
+    device::LaunchDependents();
+    device::CopyAsyncWait<0>();
     __syncthreads();
   }
 
