@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "bench/cuda_check.h"
 #include "bench/median.h"
 #include "bench/stream_floor.h"
@@ -249,17 +250,14 @@ int RunTileMovementProbe() {
   for (const int heads : {8, 12, 16}) {
     for (const int rows : {16, 32, 64, 128, 256, 512, 1024}) {
       const int64_t h = heads, b = rows;
-      // The tail's bytes a layer as tail_bench counts them (q = 1: a length a row).
-      const int64_t bytes =
-          2 * (h * kValueDim * kLatentDim + b * h * kLatentDim + 2 * b * h * kValueDim) + 4 * b;
+      const int64_t bytes = TailBytes(mla_tail::TailShape{heads, rows, 1});
       Layers layers;
       layers.latent_bytes = b * h * kLatentDim * 2;
       layers.w_bytes = h * kValueDim * kLatentDim * 2;
       layers.gate_bytes = b * h * kValueDim * 2;
       layers.stride =
           (layers.latent_bytes + layers.w_bytes + 2 * layers.gate_bytes + 255) / 256 * 256;
-      layers.count = static_cast<int>(
-          std::clamp<int64_t>(((int64_t{180} << 20) + bytes - 1) / bytes, 16, 512));
+      layers.count = LayersForColdL2(bytes, 16, 512);
       CUDA_CHECK(cudaMalloc(&layers.buffer, layers.stride * layers.count));
       CUDA_CHECK(cudaMemsetAsync(layers.buffer, 0x3c, layers.stride * layers.count, stream));
 
