@@ -41,8 +41,8 @@ namespace device = mla_tail::internal::device;
 constexpr int kThreads = 128;
 constexpr int kTileRows = 64;
 constexpr int64_t kRowBytes = 1024;  // 512 bf16 latent values, or a W_UV column's
-constexpr int kValueDim = 128;
-constexpr int kLatentDim = 512;
+using mla_tail::kLatentDim;
+using mla_tail::kValueDim;
 
 struct MoveParams {
   const char* latent;  // [rows][heads][512] bf16
