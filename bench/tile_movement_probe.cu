@@ -19,17 +19,15 @@
 
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <vector>
+#include <cstdlib>
 
 #include "bench/bench_util.h"
 #include "bench/cuda_check.h"
-#include "bench/median.h"
 #include "bench/stream_floor.h"
-#include "bench/stream_hold.h"
 #include "bench/tile_movement_probe.h"
+#include "mla/internal/cuda_status.h"
 #include "mla/kernels/device.cuh"
 #include "mla/kernels/mbarrier.cuh"
 
@@ -198,45 +196,25 @@ struct Layers {
 
 // Microseconds a layer: the median over timed replays of one graph of `layers.count` launches.
 template <int kCols, Copies kCopies>
-double TimeMovement(const Layers& layers, int heads, int rows, cudaStream_t stream,
-                    StreamHold& hold) {
+double TimeMovement(const Layers& layers, int heads, int rows, cudaStream_t stream) {
   const auto kernel = TileMovementKernel<kCols, kCopies>;
-  const auto launch = Launch<kCols, kCopies>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   SharedBytes<kCols>()));
-  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  for (int l = 0; l < layers.count; ++l) CUDA_CHECK(launch(layers.Of(l, heads, rows), stream));
-  cudaGraph_t graph = nullptr;
-  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  cudaGraphExec_t exec = nullptr;
-  CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  CUDA_CHECK(cudaGraphUpload(exec, stream));
-  cudaEvent_t start, stop;
-  CUDA_CHECK(cudaEventCreate(&start));
-  CUDA_CHECK(cudaEventCreate(&stop));
-  constexpr int kWarmup = 3, kReplays = 20;
-  std::vector<float> ms;
-  for (int i = 0; i < kWarmup + kReplays; ++i) {
-    const bool held = i >= kWarmup;
-    if (held) CUDA_CHECK(hold.Hold(stream));
-    CUDA_CHECK(cudaEventRecord(start, stream));
-    CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    CUDA_CHECK(cudaEventRecord(stop, stream));
-    if (held) hold.Release();
-    CUDA_CHECK(cudaStreamSynchronize(stream));
-    if (held && hold.TimedOut()) {
-      std::fprintf(stderr, "tile_movement_probe: the stream hold timed out\n");
-      std::exit(1);
-    }
-    float t = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
-    if (held) ms.push_back(t);
+  const absl::StatusOr<double> us = TimeCapturedGraph(
+      stream,
+      [&](cudaStream_t s) {
+        for (int l = 0; l < layers.count; ++l) {
+          const cudaError_t e = Launch<kCols, kCopies>(layers.Of(l, heads, rows), s);
+          if (e != cudaSuccess) return mla_tail::internal::CudaStatus(e, "TileMovementKernel");
+        }
+        return absl::OkStatus();
+      },
+      /*replays=*/20);
+  if (!us.ok()) {
+    std::fprintf(stderr, "tile_movement_probe: %s\n", us.status().ToString().c_str());
+    std::exit(1);
   }
-  CUDA_CHECK(cudaEventDestroy(start));
-  CUDA_CHECK(cudaEventDestroy(stop));
-  CUDA_CHECK(cudaGraphExecDestroy(exec));
-  CUDA_CHECK(cudaGraphDestroy(graph));
-  return 1000.0 * Median(ms) / layers.count;
+  return *us / layers.count;
 }
 
 }  // namespace
@@ -244,7 +222,6 @@ double TimeMovement(const Layers& layers, int heads, int rows, cudaStream_t stre
 int RunTileMovementProbe() {
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  StreamHold hold;
   std::printf(
       "heads,rows,cols,copies,blocks,layers,bytes,movement_us,floor_us,movement_over_floor\n");
   for (const int heads : {8, 12, 16}) {
@@ -273,12 +250,12 @@ int RunTileMovementProbe() {
                     static_cast<long long>(bytes), us, floor.us, us / floor.us);
         std::fflush(stdout);
       };
-      row(32, "cp_async", TimeMovement<32, Copies::kCpAsync>(layers, heads, rows, stream, hold));
-      row(32, "bulk", TimeMovement<32, Copies::kBulk>(layers, heads, rows, stream, hold));
-      row(64, "cp_async", TimeMovement<64, Copies::kCpAsync>(layers, heads, rows, stream, hold));
-      row(64, "bulk", TimeMovement<64, Copies::kBulk>(layers, heads, rows, stream, hold));
-      row(128, "cp_async", TimeMovement<128, Copies::kCpAsync>(layers, heads, rows, stream, hold));
-      row(128, "bulk", TimeMovement<128, Copies::kBulk>(layers, heads, rows, stream, hold));
+      row(32, "cp_async", TimeMovement<32, Copies::kCpAsync>(layers, heads, rows, stream));
+      row(32, "bulk", TimeMovement<32, Copies::kBulk>(layers, heads, rows, stream));
+      row(64, "cp_async", TimeMovement<64, Copies::kCpAsync>(layers, heads, rows, stream));
+      row(64, "bulk", TimeMovement<64, Copies::kBulk>(layers, heads, rows, stream));
+      row(128, "cp_async", TimeMovement<128, Copies::kCpAsync>(layers, heads, rows, stream));
+      row(128, "bulk", TimeMovement<128, Copies::kBulk>(layers, heads, rows, stream));
     }
   }
   CUDA_CHECK(cudaStreamDestroy(stream));
