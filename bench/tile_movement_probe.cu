@@ -15,7 +15,7 @@
 // tail_bench runs the tail; the streaming floor (bench/stream_floor) is measured over the same
 // layer count. If this kernel already takes more than the floor, so does any tail that moves
 // the same bytes the same way, whatever its arithmetic.
-// Output: CSV on stdout.
+// Output: CSV on stdout. Options: bench/tile_movement_probe.h.
 
 #include <cuda_runtime.h>
 
@@ -196,7 +196,7 @@ struct Layers {
 
 // Microseconds a layer: the median over timed replays of one graph of `layers.count` launches.
 template <int kCols, Copies kCopies>
-double TimeMovement(const Layers& layers, int heads, int rows, cudaStream_t stream) {
+double TimeMovement(const Layers& layers, int heads, int rows, int replays, cudaStream_t stream) {
   const auto kernel = TileMovementKernel<kCols, kCopies>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   SharedBytes<kCols>()));
@@ -209,7 +209,7 @@ double TimeMovement(const Layers& layers, int heads, int rows, cudaStream_t stre
         }
         return absl::OkStatus();
       },
-      /*replays=*/20);
+      replays);
   if (!us.ok()) {
     std::fprintf(stderr, "tile_movement_probe: %s\n", us.status().ToString().c_str());
     std::exit(1);
@@ -219,13 +219,13 @@ double TimeMovement(const Layers& layers, int heads, int rows, cudaStream_t stre
 
 }  // namespace
 
-int RunTileMovementProbe() {
+int RunTileMovementProbe(const TileMovementOptions& options) {
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   std::printf(
       "heads,rows,cols,copies,blocks,layers,bytes,movement_us,floor_us,movement_over_floor\n");
-  for (const int heads : {8, 12, 16}) {
-    for (const int rows : {16, 32, 64, 128, 256, 512, 1024}) {
+  for (const int heads : options.heads) {
+    for (const int rows : options.rows) {
       const int64_t h = heads, b = rows;
       const int64_t bytes = TailBytes(mla_tail::TailShape{heads, rows, 1});
       Layers layers;
@@ -234,15 +234,15 @@ int RunTileMovementProbe() {
       layers.gate_bytes = b * h * kValueDim * 2;
       layers.stride =
           (layers.latent_bytes + layers.w_bytes + 2 * layers.gate_bytes + 255) / 256 * 256;
-      layers.count = LayersForColdL2(bytes, 16, 512);
+      layers.count = options.layers > 0 ? options.layers : LayersForColdL2(bytes, 16, 512);
       CUDA_CHECK(cudaMalloc(&layers.buffer, layers.stride * layers.count));
       CUDA_CHECK(cudaMemsetAsync(layers.buffer, 0x3c, layers.stride * layers.count, stream));
 
-      StreamFloorOptions options;
-      options.min_layers = layers.count;
-      options.max_layers = layers.count;
+      StreamFloorOptions floor_options;
+      floor_options.min_layers = layers.count;
+      floor_options.max_layers = layers.count;
       StreamFloor floor;
-      CUDA_CHECK(MeasureStreamFloor(bytes, stream, &floor, options));
+      CUDA_CHECK(MeasureStreamFloor(bytes, stream, &floor, floor_options));
       const int row_tiles = (rows + kTileRows - 1) / kTileRows;
       auto row = [&](int cols, const char* copies, double us) {
         std::printf("%d,%d,%d,%s,%d,%d,%lld,%.3f,%.3f,%.3f\n", heads, rows, cols, copies,
@@ -250,12 +250,13 @@ int RunTileMovementProbe() {
                     static_cast<long long>(bytes), us, floor.us, us / floor.us);
         std::fflush(stdout);
       };
-      row(32, "cp_async", TimeMovement<32, Copies::kCpAsync>(layers, heads, rows, stream));
-      row(32, "bulk", TimeMovement<32, Copies::kBulk>(layers, heads, rows, stream));
-      row(64, "cp_async", TimeMovement<64, Copies::kCpAsync>(layers, heads, rows, stream));
-      row(64, "bulk", TimeMovement<64, Copies::kBulk>(layers, heads, rows, stream));
-      row(128, "cp_async", TimeMovement<128, Copies::kCpAsync>(layers, heads, rows, stream));
-      row(128, "bulk", TimeMovement<128, Copies::kBulk>(layers, heads, rows, stream));
+      const int n = options.replays;
+      row(32, "cp_async", TimeMovement<32, Copies::kCpAsync>(layers, heads, rows, n, stream));
+      row(32, "bulk", TimeMovement<32, Copies::kBulk>(layers, heads, rows, n, stream));
+      row(64, "cp_async", TimeMovement<64, Copies::kCpAsync>(layers, heads, rows, n, stream));
+      row(64, "bulk", TimeMovement<64, Copies::kBulk>(layers, heads, rows, n, stream));
+      row(128, "cp_async", TimeMovement<128, Copies::kCpAsync>(layers, heads, rows, n, stream));
+      row(128, "bulk", TimeMovement<128, Copies::kBulk>(layers, heads, rows, n, stream));
     }
   }
   CUDA_CHECK(cudaStreamDestroy(stream));
