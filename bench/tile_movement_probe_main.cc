@@ -27,8 +27,7 @@ int main(int argc, char** argv) {
   for (const int v : options.rows) {
     if (v < 1) options.rows.clear();
   }
-  if (options.heads.empty() || options.rows.empty() || options.layers < 0 ||
-      options.replays < 1) {
+  if (options.heads.empty() || options.rows.empty() || options.layers < 0 || options.replays < 1) {
     std::fprintf(stderr,
                  "tile_movement_probe: --heads and --rows take positive integers, --layers >= 0, "
                  "--replays >= 1\n");
