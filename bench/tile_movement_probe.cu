@@ -1,9 +1,10 @@
 // tile_movement_probe: what the 64-row tiles' data movement alone costs in the decode-step
 // embedding, beside the streaming floor of the same bytes. Each block stands for one
-// 64-row x kCols-column tile of the tail and moves exactly that tile's bytes, with no MMA and
-// no sigmoid:
+// kRows x kCols tile of the tail (64 x 32, 64 x 64 and 64 x 128 as the library's tile kernels
+// cut the output; 64 x 16, 32 x 32 and 32 x 64 as finer grids would) and moves exactly that
+// tile's bytes, with no MMA and no sigmoid:
 //   before griddepcontrol.wait: its head's W_UV columns (kCols x 1 KB) into shared memory;
-//   after it:                   its 64 latent rows (1 KB each) and its gate tile, every copy in
+//   after it:                   its latent rows (1 KB each) and its gate tile, every copy in
 //                               flight at once, then launch_dependents;
 //   once they land:             the output tile written (the gate tile's words, xor-ed with a
 //                               latent and a W_UV word so that none is dead).
@@ -37,7 +38,6 @@ namespace {
 namespace device = mla_tail::internal::device;
 
 constexpr int kThreads = 128;
-constexpr int kTileRows = 64;
 constexpr int64_t kRowBytes = 1024;  // 512 bf16 latent values, or a W_UV column's
 using mla_tail::kLatentDim;
 using mla_tail::kValueDim;
@@ -51,9 +51,9 @@ struct MoveParams {
   int rows;
 };
 
-template <int kCols>
+template <int kRows, int kCols>
 constexpr int SharedBytes() {
-  return kCols * kRowBytes + kTileRows * kRowBytes + kTileRows * kCols * 2;
+  return kCols * kRowBytes + kRows * kRowBytes + kRows * kCols * 2;
 }
 
 // `bytes` (a multiple of 16, both addresses 16-byte aligned) by the copy engine, counted on
@@ -69,18 +69,19 @@ __device__ __forceinline__ void BulkCopy(uint32_t dst, const void* src, int byte
 
 enum class Copies { kCpAsync, kBulk };
 
-// grid: (128 / kCols column tiles, row tiles, heads); kThreads threads.
-template <int kCols, Copies kCopies>
+// grid: (128 / kCols column tiles, row tiles of kRows, heads); kThreads threads.
+template <int kRows, int kCols, Copies kCopies>
 __global__ void __launch_bounds__(kThreads) TileMovementKernel(const MoveParams p) {
+  static_assert(kRows <= kThreads / 2, "bulk: a thread for each latent row and each gate row");
   extern __shared__ __align__(128) uint8_t smem[];
   __shared__ __align__(8) uint64_t barriers[2];  // bulk: W_UV's, then the latent's and gate's
   const int col0 = blockIdx.x * kCols;
-  const int row0 = blockIdx.y * kTileRows;
+  const int row0 = blockIdx.y * kRows;
   const int head = blockIdx.z;
   const uint32_t w_smem = device::SmemAddress(smem);
   const uint32_t latent_smem = w_smem + kCols * kRowBytes;
-  const uint32_t gate_smem = latent_smem + kTileRows * kRowBytes;
-  const int live = min(kTileRows, p.rows - row0);
+  const uint32_t gate_smem = latent_smem + kRows * kRowBytes;
+  const int live = min(kRows, p.rows - row0);
   constexpr int kLatentWords = kRowBytes / 16;  // a row's
   constexpr int kGateWords = kCols * 2 / 16;    // a row's
   const int64_t out_row = static_cast<int64_t>(p.heads) * kValueDim * 2;
@@ -113,8 +114,8 @@ __global__ void __launch_bounds__(kThreads) TileMovementKernel(const MoveParams 
     if (threadIdx.x < live) {
       BulkCopy(latent_smem + threadIdx.x * kRowBytes, latent_row(threadIdx.x), kRowBytes,
                data_barrier);
-    } else if (threadIdx.x >= kTileRows && threadIdx.x - kTileRows < live) {
-      const int r = threadIdx.x - kTileRows;
+    } else if (threadIdx.x >= kThreads / 2 && threadIdx.x - kThreads / 2 < live) {
+      const int r = threadIdx.x - kThreads / 2;
       BulkCopy(gate_smem + r * kCols * 2, gate_row(r), kCols * 2, data_barrier);
     }
     device::LaunchDependents();
@@ -160,19 +161,19 @@ __global__ void __launch_bounds__(kThreads) TileMovementKernel(const MoveParams 
   }
 }
 
-template <int kCols, Copies kCopies>
+template <int kRows, int kCols, Copies kCopies>
 cudaError_t Launch(const MoveParams& params, cudaStream_t stream) {
   cudaLaunchAttribute attributes[1];
   attributes[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attributes[0].val.programmaticStreamSerializationAllowed = 1;
   cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(kValueDim / kCols, (params.rows + kTileRows - 1) / kTileRows, params.heads);
+  config.gridDim = dim3(kValueDim / kCols, (params.rows + kRows - 1) / kRows, params.heads);
   config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = SharedBytes<kCols>();
+  config.dynamicSmemBytes = SharedBytes<kRows, kCols>();
   config.stream = stream;
   config.attrs = attributes;
   config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, TileMovementKernel<kCols, kCopies>, params);
+  return cudaLaunchKernelEx(&config, TileMovementKernel<kRows, kCols, kCopies>, params);
 }
 
 struct Layers {
@@ -195,16 +196,16 @@ struct Layers {
 };
 
 // Microseconds a layer: the median over timed replays of one graph of `layers.count` launches.
-template <int kCols, Copies kCopies>
+template <int kRows, int kCols, Copies kCopies>
 double TimeMovement(const Layers& layers, int heads, int rows, int replays, cudaStream_t stream) {
-  const auto kernel = TileMovementKernel<kCols, kCopies>;
+  const auto kernel = TileMovementKernel<kRows, kCols, kCopies>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  SharedBytes<kCols>()));
+                                  SharedBytes<kRows, kCols>()));
   const absl::StatusOr<double> us = TimeCapturedGraph(
       stream,
       [&](cudaStream_t s) {
         for (int l = 0; l < layers.count; ++l) {
-          const cudaError_t e = Launch<kCols, kCopies>(layers.Of(l, heads, rows), s);
+          const cudaError_t e = Launch<kRows, kCols, kCopies>(layers.Of(l, heads, rows), s);
           if (e != cudaSuccess) return mla_tail::internal::CudaStatus(e, "TileMovementKernel");
         }
         return absl::OkStatus();
@@ -223,7 +224,8 @@ int RunTileMovementProbe(const TileMovementOptions& options) {
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   std::printf(
-      "heads,rows,cols,copies,blocks,layers,bytes,movement_us,floor_us,movement_over_floor\n");
+      "heads,rows,tile_rows,cols,copies,blocks,layers,bytes,movement_us,floor_us,"
+      "movement_over_floor\n");
   for (const int heads : options.heads) {
     for (const int rows : options.rows) {
       const int64_t h = heads, b = rows;
@@ -243,20 +245,24 @@ int RunTileMovementProbe(const TileMovementOptions& options) {
       floor_options.max_layers = layers.count;
       StreamFloor floor;
       CUDA_CHECK(MeasureStreamFloor(bytes, stream, &floor, floor_options));
-      const int row_tiles = (rows + kTileRows - 1) / kTileRows;
-      auto row = [&](int cols, const char* copies, double us) {
-        std::printf("%d,%d,%d,%s,%d,%d,%lld,%.3f,%.3f,%.3f\n", heads, rows, cols, copies,
-                    kValueDim / cols * row_tiles * heads, layers.count,
-                    static_cast<long long>(bytes), us, floor.us, us / floor.us);
+      auto row = [&](int tile_rows, int cols, const char* copies, double us) {
+        const int blocks = kValueDim / cols * ((rows + tile_rows - 1) / tile_rows) * heads;
+        std::printf("%d,%d,%d,%d,%s,%d,%d,%lld,%.3f,%.3f,%.3f\n", heads, rows, tile_rows, cols,
+                    copies, blocks, layers.count, static_cast<long long>(bytes), us, floor.us,
+                    us / floor.us);
         std::fflush(stdout);
       };
       const int n = options.replays;
-      row(32, "cp_async", TimeMovement<32, Copies::kCpAsync>(layers, heads, rows, n, stream));
-      row(32, "bulk", TimeMovement<32, Copies::kBulk>(layers, heads, rows, n, stream));
-      row(64, "cp_async", TimeMovement<64, Copies::kCpAsync>(layers, heads, rows, n, stream));
-      row(64, "bulk", TimeMovement<64, Copies::kBulk>(layers, heads, rows, n, stream));
-      row(128, "cp_async", TimeMovement<128, Copies::kCpAsync>(layers, heads, rows, n, stream));
-      row(128, "bulk", TimeMovement<128, Copies::kBulk>(layers, heads, rows, n, stream));
+      constexpr Copies kCp = Copies::kCpAsync, kBulk = Copies::kBulk;
+      row(64, 32, "cp_async", TimeMovement<64, 32, kCp>(layers, heads, rows, n, stream));
+      row(64, 32, "bulk", TimeMovement<64, 32, kBulk>(layers, heads, rows, n, stream));
+      row(64, 64, "cp_async", TimeMovement<64, 64, kCp>(layers, heads, rows, n, stream));
+      row(64, 64, "bulk", TimeMovement<64, 64, kBulk>(layers, heads, rows, n, stream));
+      row(64, 128, "cp_async", TimeMovement<64, 128, kCp>(layers, heads, rows, n, stream));
+      row(64, 128, "bulk", TimeMovement<64, 128, kBulk>(layers, heads, rows, n, stream));
+      row(64, 16, "cp_async", TimeMovement<64, 16, kCp>(layers, heads, rows, n, stream));
+      row(32, 32, "cp_async", TimeMovement<32, 32, kCp>(layers, heads, rows, n, stream));
+      row(32, 64, "cp_async", TimeMovement<32, 64, kCp>(layers, heads, rows, n, stream));
     }
   }
   CUDA_CHECK(cudaStreamDestroy(stream));

@@ -12,9 +12,10 @@ struct TileMovementOptions {
   int replays = 20;
 };
 
-// The 64-row tiles' data movement alone at each heads x rows, by cp.async and by bulk copies,
-// beside the streaming floor of the same bytes (bench/tile_movement_probe.cu); prints CSV.
-// Returns 0 on success; exits with a message on a CUDA error.
+// The tiles' data movement alone at each heads x rows (the library's 64-row tiles by cp.async
+// and by bulk copies, finer tiles by cp.async), beside the streaming floor of the same bytes
+// (bench/tile_movement_probe.cu); prints CSV. Returns 0 on success; exits with a message on a
+// CUDA error.
 int RunTileMovementProbe(const TileMovementOptions& options);
 
 }  // namespace mla_tail_bench

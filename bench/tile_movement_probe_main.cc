@@ -1,4 +1,4 @@
-// tile_movement_probe: the 64-row tiles' data movement alone beside the streaming floor
+// tile_movement_probe: the tiles' data movement alone beside the streaming floor
 // (bench/tile_movement_probe.h). A sanitizer run takes one layer and one replay:
 //   compute-sanitizer tile_movement_probe --rows=16,100 --layers=1 --replays=1
 #include <cstdio>
