@@ -8,9 +8,11 @@
 //                               flight at once, then launch_dependents;
 //   once they land:             the output tile written (the gate tile's words, xor-ed with a
 //                               latent and a W_UV word so that none is dead).
-// Two ways to copy: cp_async, 16-byte cp.async.cg copies issued by every thread, as the tile
-// kernels copy; bulk, one cp.async.bulk a latent or gate row and one for the W_UV columns (the
-// copy engine, as a TMA producer would use), completing an mbarrier.
+// Three ways to copy: cp_async, 16-byte cp.async.cg copies issued by every thread, each
+// address computed at its copy; cp_async_addressed, the same copies with each thread's sources
+// computed before the wait, a copy after it one cp.async from a register and a constant offset,
+// as the tile kernels issue them; bulk, one cp.async.bulk a latent or gate row and one for the
+// W_UV columns (the copy engine, as a TMA producer would use), completing an mbarrier.
 // Rows past the count are neither read nor written. Every layer's kernel is launched with the
 // PDL attribute into one graph over enough layers that their bytes exceed 180 MB (L2 cold), as
 // tail_bench runs the tail; the streaming floor (bench/stream_floor) is measured over the same
@@ -67,7 +69,7 @@ __device__ __forceinline__ void BulkCopy(uint32_t dst, const void* src, int byte
       : "memory");
 }
 
-enum class Copies { kCpAsync, kBulk };
+enum class Copies { kCpAsync, kCpAsyncAddressed, kBulk };
 
 // grid: (128 / kCols column tiles, row tiles of kRows, heads); kThreads threads.
 template <int kRows, int kCols, Copies kCopies>
@@ -121,6 +123,40 @@ __global__ void __launch_bounds__(kThreads) TileMovementKernel(const MoveParams 
     device::LaunchDependents();
     device::MbarrierWait(w_barrier, 0);
     device::MbarrierWait(data_barrier, 0);
+  } else if constexpr (kCopies == Copies::kCpAsyncAddressed) {
+    // Thread t copies word t % words of rows t / words, + kThreads / words, ... of each matrix.
+    constexpr int kLatentRowsApart = kThreads / kLatentWords;
+    constexpr int kGateRowsApart = kThreads / kGateWords;
+    static_assert(kThreads % kLatentWords == 0 && kThreads % kGateWords == 0);
+    const int latent_first = threadIdx.x / kLatentWords, latent_word = threadIdx.x % kLatentWords;
+    const int gate_first = threadIdx.x / kGateWords, gate_word = threadIdx.x % kGateWords;
+    const char* latent_src = latent_row(latent_first) + 16 * latent_word;
+    const char* gate_src = gate_row(gate_first) + 16 * gate_word;
+    const int64_t latent_step = static_cast<int64_t>(kLatentRowsApart) * p.heads * kRowBytes;
+    const int64_t gate_step = kGateRowsApart * out_row;
+    const uint32_t latent_dst = latent_smem + 16 * threadIdx.x;
+    const uint32_t gate_dst = gate_smem + 16 * threadIdx.x;
+    for (int i = threadIdx.x; i < kCols * kRowBytes / 16; i += kThreads) {
+      device::CopyAsync16To(w_smem + 16 * i, w + 16 * i, 16);
+    }
+    device::CopyAsyncCommit();
+    device::GridDependencyWait();
+#pragma unroll
+    for (int j = 0; j < kRows / kLatentRowsApart; ++j) {
+      if (latent_first + j * kLatentRowsApart < live) {
+        device::CopyAsync16To(latent_dst + j * kThreads * 16, latent_src + j * latent_step, 16);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < (kRows + kGateRowsApart - 1) / kGateRowsApart; ++j) {
+      if (gate_first + j * kGateRowsApart < live) {
+        device::CopyAsync16To(gate_dst + j * kThreads * 16, gate_src + j * gate_step, 16);
+      }
+    }
+    device::CopyAsyncCommit();
+    device::LaunchDependents();
+    device::CopyAsyncWait<0>();
+    __syncthreads();
   } else {
     for (int i = threadIdx.x; i < kCols * kRowBytes / 16; i += kThreads) {
       device::CopyAsync16To(w_smem + 16 * i, w + 16 * i, 16);
@@ -253,16 +289,26 @@ int RunTileMovementProbe(const TileMovementOptions& options) {
         std::fflush(stdout);
       };
       const int n = options.replays;
-      constexpr Copies kCp = Copies::kCpAsync, kBulk = Copies::kBulk;
+      constexpr Copies kCp = Copies::kCpAsync, kAddressed = Copies::kCpAsyncAddressed,
+                       kBulk = Copies::kBulk;
+      const char* addressed = "cp_async_addressed";
       row(64, 32, "cp_async", TimeMovement<64, 32, kCp>(layers, heads, rows, n, stream));
+      row(64, 32, addressed, TimeMovement<64, 32, kAddressed>(layers, heads, rows, n, stream));
       row(64, 32, "bulk", TimeMovement<64, 32, kBulk>(layers, heads, rows, n, stream));
       row(64, 64, "cp_async", TimeMovement<64, 64, kCp>(layers, heads, rows, n, stream));
+      row(64, 64, addressed, TimeMovement<64, 64, kAddressed>(layers, heads, rows, n, stream));
       row(64, 64, "bulk", TimeMovement<64, 64, kBulk>(layers, heads, rows, n, stream));
       row(64, 128, "cp_async", TimeMovement<64, 128, kCp>(layers, heads, rows, n, stream));
+      row(64, 128, addressed, TimeMovement<64, 128, kAddressed>(layers, heads, rows, n, stream));
       row(64, 128, "bulk", TimeMovement<64, 128, kBulk>(layers, heads, rows, n, stream));
       row(64, 16, "cp_async", TimeMovement<64, 16, kCp>(layers, heads, rows, n, stream));
+      row(64, 16, addressed, TimeMovement<64, 16, kAddressed>(layers, heads, rows, n, stream));
       row(32, 32, "cp_async", TimeMovement<32, 32, kCp>(layers, heads, rows, n, stream));
+      row(32, 32, addressed, TimeMovement<32, 32, kAddressed>(layers, heads, rows, n, stream));
+      row(32, 32, "bulk", TimeMovement<32, 32, kBulk>(layers, heads, rows, n, stream));
       row(32, 64, "cp_async", TimeMovement<32, 64, kCp>(layers, heads, rows, n, stream));
+      row(32, 64, addressed, TimeMovement<32, 64, kAddressed>(layers, heads, rows, n, stream));
+      row(32, 64, "bulk", TimeMovement<32, 64, kBulk>(layers, heads, rows, n, stream));
     }
   }
   CUDA_CHECK(cudaStreamDestroy(stream));
