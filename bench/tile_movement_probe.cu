@@ -25,6 +25,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <type_traits>
+#include <utility>
 
 #include "bench/bench_util.h"
 #include "bench/cuda_check.h"
@@ -231,6 +233,10 @@ struct Layers {
   }
 };
 
+// A tile's rows and columns, as types.
+template <int kRows, int kCols>
+using Tile = std::pair<std::integral_constant<int, kRows>, std::integral_constant<int, kCols>>;
+
 // Microseconds a layer: the median over timed replays of one graph of `layers.count` launches.
 template <int kRows, int kCols, Copies kCopies>
 double TimeMovement(const Layers& layers, int heads, int rows, int replays, cudaStream_t stream) {
@@ -288,27 +294,23 @@ int RunTileMovementProbe(const TileMovementOptions& options) {
                     us / floor.us);
         std::fflush(stdout);
       };
-      const int n = options.replays;
-      constexpr Copies kCp = Copies::kCpAsync, kAddressed = Copies::kCpAsyncAddressed,
-                       kBulk = Copies::kBulk;
-      const char* addressed = "cp_async_addressed";
-      row(64, 32, "cp_async", TimeMovement<64, 32, kCp>(layers, heads, rows, n, stream));
-      row(64, 32, addressed, TimeMovement<64, 32, kAddressed>(layers, heads, rows, n, stream));
-      row(64, 32, "bulk", TimeMovement<64, 32, kBulk>(layers, heads, rows, n, stream));
-      row(64, 64, "cp_async", TimeMovement<64, 64, kCp>(layers, heads, rows, n, stream));
-      row(64, 64, addressed, TimeMovement<64, 64, kAddressed>(layers, heads, rows, n, stream));
-      row(64, 64, "bulk", TimeMovement<64, 64, kBulk>(layers, heads, rows, n, stream));
-      row(64, 128, "cp_async", TimeMovement<64, 128, kCp>(layers, heads, rows, n, stream));
-      row(64, 128, addressed, TimeMovement<64, 128, kAddressed>(layers, heads, rows, n, stream));
-      row(64, 128, "bulk", TimeMovement<64, 128, kBulk>(layers, heads, rows, n, stream));
-      row(64, 16, "cp_async", TimeMovement<64, 16, kCp>(layers, heads, rows, n, stream));
-      row(64, 16, addressed, TimeMovement<64, 16, kAddressed>(layers, heads, rows, n, stream));
-      row(32, 32, "cp_async", TimeMovement<32, 32, kCp>(layers, heads, rows, n, stream));
-      row(32, 32, addressed, TimeMovement<32, 32, kAddressed>(layers, heads, rows, n, stream));
-      row(32, 32, "bulk", TimeMovement<32, 32, kBulk>(layers, heads, rows, n, stream));
-      row(32, 64, "cp_async", TimeMovement<32, 64, kCp>(layers, heads, rows, n, stream));
-      row(32, 64, addressed, TimeMovement<32, 64, kAddressed>(layers, heads, rows, n, stream));
-      row(32, 64, "bulk", TimeMovement<32, 64, kBulk>(layers, heads, rows, n, stream));
+      const auto tile = [&](auto rows_cols) {
+        constexpr int kRows = decltype(rows_cols)::first_type::value;
+        constexpr int kCols = decltype(rows_cols)::second_type::value;
+        const int n = options.replays;
+        row(kRows, kCols, "cp_async",
+            TimeMovement<kRows, kCols, Copies::kCpAsync>(layers, heads, rows, n, stream));
+        row(kRows, kCols, "cp_async_addressed",
+            TimeMovement<kRows, kCols, Copies::kCpAsyncAddressed>(layers, heads, rows, n, stream));
+        row(kRows, kCols, "bulk",
+            TimeMovement<kRows, kCols, Copies::kBulk>(layers, heads, rows, n, stream));
+      };
+      tile(Tile<64, 32>());
+      tile(Tile<64, 64>());
+      tile(Tile<64, 128>());
+      tile(Tile<64, 16>());
+      tile(Tile<32, 32>());
+      tile(Tile<32, 64>());
     }
   }
   CUDA_CHECK(cudaStreamDestroy(stream));
