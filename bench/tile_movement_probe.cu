@@ -1,4 +1,4 @@
-// tile_movement_probe: what the 64-row tiles' data movement alone costs in the decode-step
+// tile_movement_probe: what the tiles' data movement alone costs in the decode-step
 // embedding, beside the streaming floor of the same bytes. Each block stands for one
 // kRows x kCols tile of the tail (64 x 32, 64 x 64 and 64 x 128 as the library's tile kernels
 // cut the output; 64 x 16, 32 x 32 and 32 x 64 as finer grids would) and moves exactly that
