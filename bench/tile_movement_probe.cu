@@ -125,8 +125,9 @@ __global__ void __launch_bounds__(kThreads) TileMovementKernel(const MoveParams 
     device::LaunchDependents();
     device::MbarrierWait(w_barrier, 0);
     device::MbarrierWait(data_barrier, 0);
-  } else if constexpr (kCopies == Copies::kCpAsyncAddressed) {
-    // Thread t copies word t % words of rows t / words, + kThreads / words, ... of each matrix.
+  } else {
+    // kCpAsyncAddressed: thread t copies word t % words of rows t / words, + kThreads / words,
+    // ... of each matrix, from sources computed before the wait.
     constexpr int kLatentRowsApart = kThreads / kLatentWords;
     constexpr int kGateRowsApart = kThreads / kGateWords;
     static_assert(kThreads % kLatentWords == 0 && kThreads % kGateWords == 0);
@@ -143,35 +144,28 @@ __global__ void __launch_bounds__(kThreads) TileMovementKernel(const MoveParams 
     }
     device::CopyAsyncCommit();
     device::GridDependencyWait();
+    if constexpr (kCopies == Copies::kCpAsyncAddressed) {
 #pragma unroll
-    for (int j = 0; j < kRows / kLatentRowsApart; ++j) {
-      if (latent_first + j * kLatentRowsApart < live) {
-        device::CopyAsync16To(latent_dst + j * kThreads * 16, latent_src + j * latent_step, 16);
+      for (int j = 0; j < kRows / kLatentRowsApart; ++j) {
+        if (latent_first + j * kLatentRowsApart < live) {
+          device::CopyAsync16To(latent_dst + j * kThreads * 16, latent_src + j * latent_step, 16);
+        }
       }
-    }
 #pragma unroll
-    for (int j = 0; j < (kRows + kGateRowsApart - 1) / kGateRowsApart; ++j) {
-      if (gate_first + j * kGateRowsApart < live) {
-        device::CopyAsync16To(gate_dst + j * kThreads * 16, gate_src + j * gate_step, 16);
+      for (int j = 0; j < (kRows + kGateRowsApart - 1) / kGateRowsApart; ++j) {
+        if (gate_first + j * kGateRowsApart < live) {
+          device::CopyAsync16To(gate_dst + j * kThreads * 16, gate_src + j * gate_step, 16);
+        }
       }
-    }
-    device::CopyAsyncCommit();
-    device::LaunchDependents();
-    device::CopyAsyncWait<0>();
-    __syncthreads();
-  } else {
-    for (int i = threadIdx.x; i < kCols * kRowBytes / 16; i += kThreads) {
-      device::CopyAsync16To(w_smem + 16 * i, w + 16 * i, 16);
-    }
-    device::CopyAsyncCommit();
-    device::GridDependencyWait();
-    for (int i = threadIdx.x; i < live * kLatentWords; i += kThreads) {
-      const int r = i / kLatentWords, c = i % kLatentWords;
-      device::CopyAsync16To(latent_smem + 16 * i, latent_row(r) + 16 * c, 16);
-    }
-    for (int i = threadIdx.x; i < live * kGateWords; i += kThreads) {
-      const int r = i / kGateWords, c = i % kGateWords;
-      device::CopyAsync16To(gate_smem + 16 * i, gate_row(r) + 16 * c, 16);
+    } else {  // kCpAsync: each address computed at its copy
+      for (int i = threadIdx.x; i < live * kLatentWords; i += kThreads) {
+        const int r = i / kLatentWords, c = i % kLatentWords;
+        device::CopyAsync16To(latent_smem + 16 * i, latent_row(r) + 16 * c, 16);
+      }
+      for (int i = threadIdx.x; i < live * kGateWords; i += kThreads) {
+        const int r = i / kGateWords, c = i % kGateWords;
+        device::CopyAsync16To(gate_smem + 16 * i, gate_row(r) + 16 * c, 16);
+      }
     }
     device::CopyAsyncCommit();
     device::LaunchDependents();
